@@ -1,0 +1,196 @@
+"""Estimators: strong errors, fitted orders with bootstrap intervals, flags and verdicts.
+
+Everything here works on per-path arrays, independent of any model. Levels share their paths
+(one Brownian path per sample at every depth), so uncertainty is estimated by resampling paths,
+never levels: one bootstrap replicate draws P paths with replacement and recomputes every level.
+
+Verdicts use (1 - alpha) percentile intervals. For a check whose estimator is consistent and whose
+bias lies within the stated allowance, the probability of a false ``fail`` is at most alpha
+(two-sided interval, the check fails only on one side of the band).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .validation import check_int, check_real
+
+CONFIDENCE = 0.99
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One claim tested by a study, as written to the reports."""
+
+    name: str
+    expected: float
+    estimate: float
+    ci: tuple[float, float]
+    verdict: str
+    config: dict = field(default_factory=dict)
+    allowance: float = 0.0
+    confidence: float = CONFIDENCE
+    false_failure_rate: float = 1.0 - CONFIDENCE
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["ci"] = [float(self.ci[0]), float(self.ci[1])]
+        return data
+
+
+def rms(sq_errors: np.ndarray) -> np.ndarray:
+    """Root mean square over paths (axis 0) of squared errors shaped (paths, levels)."""
+    return np.sqrt(np.mean(sq_errors, axis=0))
+
+
+def bootstrap_counts(rng: np.random.Generator, paths: int, replicates: int) -> np.ndarray:
+    """Multiplicities of each path in ``replicates`` resamples with replacement: (replicates, paths)."""
+    check_int("paths", paths, minimum=1)
+    check_int("replicates", replicates, minimum=1)
+    draws = rng.integers(0, paths, size=(replicates, paths))
+    flat = (draws + paths * np.arange(replicates)[:, None]).ravel()
+    return np.bincount(flat, minlength=replicates * paths).reshape(replicates, paths)
+
+
+def bootstrap_means(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Means over resampled paths of ``values`` (paths, levels): shape (replicates, levels)."""
+    return (counts @ values) / counts.shape[1]
+
+
+def log_log_slope(steps: np.ndarray, errors: np.ndarray) -> np.ndarray:
+    """Least-squares slope of log(error) against log(step) over the last axis (vectorised over rows)."""
+    x = np.log(np.asarray(steps, dtype=np.float64))
+    y = np.log(errors)
+    xc = x - x.mean()
+    return ((y - y.mean(axis=-1, keepdims=True)) @ xc) / (xc @ xc)
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
+    """Percentile interval over axis 0: shape (2, ...)."""
+    alpha = 1.0 - confidence
+    return np.quantile(replicates, [alpha / 2, 1 - alpha / 2], axis=0)
+
+
+@dataclass(frozen=True)
+class OrderFit:
+    """An error table against step with the fitted order and bootstrap intervals.
+
+    ``error`` is the RMS error per level; ``order`` the least-squares slope of log error against
+    log step over all levels; ``local_orders[l]`` the slope between levels l and l+1.
+    """
+
+    steps: np.ndarray
+    error: np.ndarray
+    error_ci: np.ndarray
+    order: float
+    order_ci: tuple[float, float]
+    intercept: float
+    local_orders: np.ndarray
+    local_ci: np.ndarray
+    order_replicates: np.ndarray = field(repr=False)
+    ms_replicates: np.ndarray = field(repr=False)
+
+
+def fit_order(
+    steps: np.ndarray, sq_errors: np.ndarray, counts: np.ndarray, confidence: float = CONFIDENCE
+) -> OrderFit:
+    """Fit ``RMS error ~ C h^p`` over all levels; intervals from the bootstrap ``counts``.
+
+    ``sq_errors`` is (paths, levels) with levels in the order of ``steps`` (largest step first).
+    """
+    steps = np.asarray(steps, dtype=np.float64)
+    if sq_errors.ndim != 2 or sq_errors.shape[1] != steps.size or steps.size < 2:
+        raise ValueError(f"sq_errors must be (paths, {steps.size}) with at least 2 levels, got {sq_errors.shape}")
+    if np.any(sq_errors < 0) or not np.all(np.isfinite(sq_errors)):
+        raise ValueError("sq_errors must be finite and non-negative")
+    ms = sq_errors.mean(axis=0)
+    error = np.sqrt(ms)
+    boot_ms = bootstrap_means(sq_errors, counts)
+    boot_err = np.sqrt(np.maximum(boot_ms, np.finfo(float).tiny))
+    order = float(log_log_slope(steps, error))
+    boot_order = log_log_slope(steps, boot_err)
+    log_ratio = np.log(steps[:-1] / steps[1:])
+    local = np.log(error[:-1] / error[1:]) / log_ratio
+    boot_local = np.log(boot_err[:, :-1] / boot_err[:, 1:]) / log_ratio
+    intercept = float(np.mean(np.log(error)) - order * np.mean(np.log(steps)))
+    return OrderFit(
+        steps=steps,
+        error=error,
+        error_ci=percentile_interval(boot_err, confidence).T,
+        order=order,
+        order_ci=tuple(float(v) for v in percentile_interval(boot_order, confidence)),
+        intercept=intercept,
+        local_orders=local,
+        local_ci=percentile_interval(boot_local, confidence).T,
+        order_replicates=boot_order,
+        ms_replicates=boot_ms,
+    )
+
+
+def pre_asymptotic_flags(fit: OrderFit, expected: float, allowance: float) -> np.ndarray:
+    """Level l is pre-asymptotic when the local order between l and l+1 is, by its interval,
+    outside ``expected +- allowance`` (the finest level has no finer neighbour and is never flagged)."""
+    lo, hi = fit.local_ci[:, 0], fit.local_ci[:, 1]
+    off = (hi < expected - allowance) | (lo > expected + allowance)
+    return np.append(off, False)
+
+
+def noise_floor_flags(fit: OrderFit, floor: float, margin: float = 3.0) -> np.ndarray:
+    """Level l is at the noise floor when its error's lower bound is within ``margin`` times ``floor``
+    (for strong errors the floor is the reference's own error: below it the reference, not the
+    level, sets the measured error)."""
+    return fit.error_ci[:, 0] <= margin * floor
+
+
+def order_verdict(
+    ci: tuple[float, float], expected: float, allowance: float, max_width: float, usable_levels: int
+) -> str:
+    """``fail`` when the interval misses ``expected +- allowance``; ``inconclusive`` when it is wider
+    than ``max_width`` or fewer than three levels are above the noise floor; else ``pass``."""
+    check_real("allowance", allowance, minimum=0.0)
+    lo, hi = ci
+    if hi < expected - allowance or lo > expected + allowance:
+        return FAIL
+    if hi - lo > max_width or usable_levels < 3:
+        return INCONCLUSIVE
+    return PASS
+
+
+def plateau(steps: np.ndarray, ms: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """Weighted least-squares ``B`` in ``ms_l = A h_l^q + B`` (weights 1/ms_l^2), vectorised over rows.
+
+    ``ms`` is (replicates, levels) and ``exponent`` q is (replicates,). ``B`` is the mean-square
+    distance between the two limits: zero when both schemes converge to the same process.
+    """
+    x = np.asarray(steps, dtype=np.float64)[None, :] ** np.asarray(exponent)[:, None]
+    w = 1.0 / ms**2
+    sw, sx, sxx = w.sum(-1), (w * x).sum(-1), (w * x * x).sum(-1)
+    sm, sxm = (w * ms).sum(-1), (w * x * ms).sum(-1)
+    return (sxx * sm - sx * sxm) / (sxx * sw - sx * sx)
+
+
+def limit_verdict(ci: tuple[float, float], allowance: float, resolution: float) -> str:
+    """For a plateau ``B`` (expected 0): ``fail`` when its interval lies above ``allowance`` (the
+    reference's own mean-square error); ``inconclusive`` when the interval reaches ``resolution``
+    (the finest level's mean-square error, so the data cannot tell a plateau from convergence)."""
+    lo, hi = ci
+    if lo > allowance:
+        return FAIL
+    if hi >= resolution:
+        return INCONCLUSIVE
+    return PASS
+
+
+def combine_verdicts(verdicts: list[str]) -> str:
+    """A study fails if any check fails, is inconclusive if any is, and passes otherwise."""
+    if not verdicts:
+        return INCONCLUSIVE
+    if FAIL in verdicts:
+        return FAIL
+    if INCONCLUSIVE in verdicts:
+        return INCONCLUSIVE
+    return PASS

@@ -1,0 +1,169 @@
+"""Reports a reader can open without running anything: JSON, Markdown and a log-log plot per study,
+and ``index.md`` listing every study's verdict.
+
+Files are written atomically (to a temporary name, then renamed), so an interrupted run never leaves
+a half-written report behind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .results import Panel, StudyResult  # noqa: E402
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _number(value: float, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return f"{value:.{digits}g}"
+
+
+def _json_default(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def to_json(result: StudyResult) -> str:
+    return json.dumps(result.to_dict(), indent=2, default=_json_default, allow_nan=True) + "\n"
+
+
+def to_markdown(result: StudyResult, image: str | None = None) -> str:
+    """The study's report: verdict, parameters, checks, per-level tables and notes."""
+    lines = [
+        f"# {result.study}",
+        "",
+        f"**Verdict: {result.verdict}**  (profile `{result.profile}`, seed {result.seed}, "
+        f"{result.elapsed_s:.1f} s)",
+        "",
+    ]
+    if image:
+        lines += [f"![{result.study}]({image})", ""]
+    lines += ["## Checks", "", "| check | configuration | expected | estimate | interval | allowance | verdict | note |",
+              "|---|---|---|---|---|---|---|---|"]
+    for check in result.checks:
+        config = ", ".join(f"{k}={v}" for k, v in check.config.items())
+        lo, hi = check.ci
+        lines.append(
+            f"| `{check.name}` | {config} | {_number(check.expected)} | {_number(check.estimate)} | "
+            f"[{_number(lo)}, {_number(hi)}] ({check.confidence:.0%}) | {_number(check.allowance, 3)} | "
+            f"**{check.verdict}** | {check.note} |"
+        )
+    for panel in result.panels:
+        lines += ["", f"## {panel.title}", ""]
+        for series in panel.series:
+            lines += [f"{series.label}: fitted order {_number(series.order)}", "",
+                      "| step h | error | interval | flags |", "|---|---|---|---|"]
+            for h, value, lo, hi, flags in zip(series.steps, series.values, series.ci_lo, series.ci_hi, series.flags):
+                lines.append(f"| {_number(h)} | {_number(value)} | [{_number(lo)}, {_number(hi)}] | "
+                             f"{', '.join(flags) or '-'} |")
+            lines.append("")
+    lines += ["## Parameters", "", "```json", json.dumps(result.params, indent=2, default=_json_default), "```", ""]
+    if result.notes:
+        lines += ["## Notes", ""] + [f"- {note}" for note in result.notes] + [""]
+    versions = ", ".join(f"{k} {v}" for k, v in result.versions.items())
+    lines += [f"Versions: {versions}.", ""]
+    return "\n".join(lines)
+
+
+def _draw_panel(ax, panel: Panel) -> None:
+    for series in panel.series:
+        steps = series.steps
+        line = ax.loglog(steps, series.values, "o", label=f"{series.label} (order {series.order:.3f})")[0]
+        ax.fill_between(steps, series.ci_lo, series.ci_hi, color=line.get_color(), alpha=0.2)
+        fitted = [math.exp(series.intercept) * h**series.order for h in steps]
+        ax.loglog(steps, fitted, "-", color=line.get_color(), lw=1)
+    if panel.series:
+        # Reference slope triangle below the first series.
+        steps, values = panel.series[0].steps, panel.series[0].values
+        h0, h1 = steps[-1], steps[-3] if len(steps) >= 3 else steps[0]
+        y0 = values[-1] * 0.5
+        y1 = y0 * (h1 / h0) ** panel.reference_order
+        ax.plot([h0, h1, h1, h0], [y0, y0, y1, y0], "k-", lw=0.8)
+        ax.text(h1 * 1.05, (y0 * y1) ** 0.5, f"{panel.reference_order:g}", fontsize=8, va="center")
+    ax.set_title(panel.title, fontsize=9)
+    ax.set_xlabel(panel.xlabel)
+    ax.set_ylabel(panel.ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, loc="upper left")
+
+
+def plot_panels(result: StudyResult, path: Path) -> None:
+    """A grid of log-log panels (error against step, interval band, fitted line, slope triangle)."""
+    panels = result.panels
+    cols = min(2, max(1, len(panels)))
+    rows = max(1, math.ceil(len(panels) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        _draw_panel(ax, panel)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(f"{result.study} ({result.profile}): {result.verdict}")
+    fig.tight_layout()
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".png", delete=False) as handle:
+        tmp = Path(handle.name)
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+
+
+def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
+    """Write ``<study>.json``, ``<study>.md`` and ``<study>.png`` into ``out``; return their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {kind: out / f"{result.study}.{kind}" for kind in ("json", "md", "png")}
+    plot_panels(result, paths["png"])
+    atomic_write(paths["json"], to_json(result).encode())
+    atomic_write(paths["md"], to_markdown(result, image=paths["png"].name).encode())
+    return paths
+
+
+def write_index(out: Path) -> Path:
+    """``index.md``: every study whose JSON is in ``out``, with its verdict, profile and time."""
+    out = Path(out)
+    rows = []
+    for path in sorted(out.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if not {"study", "verdict", "checks"} <= set(data):
+            continue
+        counts = {}
+        for check in data["checks"]:
+            counts[check["verdict"]] = counts.get(check["verdict"], 0) + 1
+        summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        rows.append(f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
+                    f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {summary} |")
+    text = "\n".join([
+        "# Verification reports", "",
+        "| study | verdict | profile | seed | time (s) | checks |", "|---|---|---|---|---|---|", *rows, "",
+    ])
+    index = out / "index.md"
+    atomic_write(index, text.encode())
+    return index

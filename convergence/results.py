@@ -1,0 +1,79 @@
+"""Plain-data results of a study: what the report writer needs, JSON-serialisable, model-free."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+
+from .estimators import Check, combine_verdicts
+
+PACKAGES = ("depth-limits", "numpy", "scipy", "sympy", "mpmath", "matplotlib")
+
+
+@dataclass(frozen=True)
+class Series:
+    """One error curve against the step: per-level values with interval and flags, and its fitted line
+    ``log error = intercept + order log h``."""
+
+    label: str
+    steps: list[float]
+    values: list[float]
+    ci_lo: list[float]
+    ci_hi: list[float]
+    order: float
+    intercept: float
+    flags: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A log-log convergence plot: several series and the slope the theory expects."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    series: list[Series]
+    reference_order: float
+
+
+@dataclass
+class StudyResult:
+    study: str
+    profile: str
+    seed: int
+    params: dict
+    checks: list[Check]
+    panels: list[Panel] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    versions: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return combine_verdicts([check.verdict for check in self.checks])
+
+    def to_dict(self) -> dict:
+        return {
+            "study": self.study,
+            "profile": self.profile,
+            "seed": self.seed,
+            "verdict": self.verdict,
+            "elapsed_s": self.elapsed_s,
+            "params": self.params,
+            "versions": self.versions,
+            "checks": [check.to_dict() for check in self.checks],
+            "panels": [asdict(panel) for panel in self.panels],
+            "notes": self.notes,
+        }
+
+
+def package_versions() -> dict:
+    """Versions of Python and of the packages that produced a result."""
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions

@@ -1,0 +1,37 @@
+"""What a study is: a name, a one-line claim, and a run function per profile."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..results import StudyResult, package_versions
+from ..validation import check_choice, check_int
+
+PROFILES = ("quick", "full")
+
+# progress(total_units) -> advance(units); a study reports its work in units it chooses.
+ProgressFactory = Callable[[int, str], Callable[[int], None]]
+
+
+def no_progress(total: int, description: str) -> Callable[[int], None]:
+    return lambda units: None
+
+
+@dataclass(frozen=True)
+class Study:
+    """A named study. ``run`` validates its inputs, times the work and stamps versions."""
+
+    name: str
+    summary: str
+    execute: Callable[[str, int, ProgressFactory], StudyResult]
+
+    def run(self, profile: str = "quick", seed: int = 0, progress: ProgressFactory = no_progress) -> StudyResult:
+        check_choice("profile", profile, PROFILES)
+        check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+        start = time.perf_counter()
+        result = self.execute(profile, seed, progress)
+        result.elapsed_s = round(time.perf_counter() - start, 3)
+        result.versions = package_versions()
+        return result

@@ -1,0 +1,100 @@
+"""Estimators on synthetic data whose answer is known exactly."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+
+from convergence.estimators import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    bootstrap_counts,
+    combine_verdicts,
+    fit_order,
+    limit_verdict,
+    log_log_slope,
+    noise_floor_flags,
+    order_verdict,
+    plateau,
+    pre_asymptotic_flags,
+)
+
+STEPS = 1.0 / np.array([8, 16, 32, 64, 128])
+
+
+@given(st.floats(0.1, 2.0), st.floats(1e-3, 1e3))
+def test_slope_of_exact_power_law(order, constant):
+    assert_allclose(log_log_slope(STEPS, constant * STEPS**order), order, rtol=1e-10)
+
+
+def test_bootstrap_counts_are_resamples(rng):
+    counts = bootstrap_counts(rng, 50, 300)
+    assert counts.shape == (300, 50)
+    assert_array_equal(counts.sum(axis=1), 50)
+    # Each path is drawn Binomial(50, 1/50) times per replicate: mean 1, variance 49/50.
+    assert abs(counts.mean() - 1.0) < 4.5 * np.sqrt(0.98 / counts.size)
+
+
+def test_fit_order_exact_when_every_path_has_the_same_rate(rng):
+    # sq_errors[p, l] = Z_p^2 h_l^(2 p): every resample has RMS exactly proportional to h^p.
+    z2 = rng.standard_normal(200) ** 2
+    fit = fit_order(STEPS, z2[:, None] * STEPS[None, :] ** 1.0, bootstrap_counts(rng, 200, 500))
+    assert_allclose([fit.order, *fit.order_ci], 0.5, rtol=1e-10)
+    assert_allclose(fit.local_orders, 0.5, rtol=1e-10)
+
+
+def test_fit_order_interval_covers_the_true_order_on_noisy_data(rng):
+    # Independent per-level noise: the 99% interval must contain the true order in most seeds.
+    covered = 0
+    for trial in range(40):
+        noise = np.random.default_rng(trial).exponential(size=(400, STEPS.size))
+        fit = fit_order(STEPS, noise * STEPS**1.4, bootstrap_counts(np.random.default_rng(1000 + trial), 400, 400))
+        covered += fit.order_ci[0] <= 0.7 <= fit.order_ci[1]
+    # With nominal coverage 0.99, P(covered <= 35 of 40) < 1e-4 (binomial), so this fails only if
+    # the interval really undercovers.
+    assert covered >= 36
+
+
+def test_fit_order_rejects_bad_input(rng):
+    counts = bootstrap_counts(rng, 3, 100)
+    with pytest.raises(ValueError, match="sq_errors"):
+        fit_order(STEPS, np.ones((3, 2)), counts)
+    with pytest.raises(ValueError, match="finite"):
+        fit_order(STEPS[:2], np.array([[1.0, np.nan]] * 3), counts)
+
+
+def test_flags(rng):
+    # Levels 0-1 follow h^1 (pre-asymptotic for expected order 1/2), the rest h^(1/2).
+    rms = np.array([4.0, 2.0, 2.0**-0.5 * 2.0, 1.0, 2.0**-0.5])
+    sq = np.tile(rms**2, (50, 1))
+    fit = fit_order(STEPS, sq, bootstrap_counts(rng, 50, 200))
+    assert_array_equal(pre_asymptotic_flags(fit, 0.5, 0.05), [True, False, False, False, False])
+    assert_array_equal(noise_floor_flags(fit, floor=0.34), [False, False, False, True, True])
+
+
+@pytest.mark.parametrize(
+    ("ci", "usable", "verdict"),
+    [((0.45, 0.55), 5, PASS), ((0.30, 0.42), 5, FAIL), ((0.58, 0.7), 5, FAIL), ((0.52, 0.6), 5, PASS),
+     ((0.1, 0.9), 5, INCONCLUSIVE), ((0.45, 0.55), 2, INCONCLUSIVE)],
+)
+def test_order_verdict(ci, usable, verdict):
+    assert order_verdict(ci, expected=0.5, allowance=0.05, max_width=0.3, usable_levels=usable) == verdict
+
+
+def test_plateau_recovers_exact_model():
+    a, b, q = 3.0, 0.02, 1.0
+    ms = (a * STEPS**q + b)[None, :]
+    assert_allclose(plateau(STEPS, ms, np.array([q])), b, rtol=1e-10)
+    assert_allclose(plateau(STEPS, a * STEPS[None, :] ** q, np.array([q])), 0.0, atol=1e-12)
+
+
+def test_limit_verdict_and_combination():
+    assert limit_verdict((-1e-4, 1e-4), allowance=2e-4, resolution=1e-3) == PASS
+    assert limit_verdict((5e-4, 9e-4), allowance=2e-4, resolution=1e-3) == FAIL
+    assert limit_verdict((-1e-4, 2e-3), allowance=2e-4, resolution=1e-3) == INCONCLUSIVE
+    assert combine_verdicts([PASS, PASS]) == PASS
+    assert combine_verdicts([PASS, INCONCLUSIVE]) == INCONCLUSIVE
+    assert combine_verdicts([INCONCLUSIVE, FAIL]) == FAIL
+    assert combine_verdicts([]) == INCONCLUSIVE

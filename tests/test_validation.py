@@ -1,0 +1,98 @@
+"""Bad input fails at once with a message naming the parameter and its allowed range."""
+
+import numpy as np
+import pytest
+
+from convergence.cli import main
+from convergence.fedorov import FedorovModel
+from convergence.hybrid import HybridModel
+from convergence.simulate import simulate
+from convergence.strong import StrongDesign
+from convergence.studies import STUDIES
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"tokens": 2, "dim": 1}, r"dim must be an integer in \[2, inf\], got 1"),
+        ({"tokens": 0, "dim": 3}, r"tokens must be an integer in \[1, inf\], got 0"),
+        ({"tokens": 2, "dim": 3, "sigma": -0.1}, r"sigma must be in \[0, inf\], got -0.1"),
+        ({"tokens": 2, "dim": 3, "beta": float("nan")}, "beta must be finite"),
+        ({"tokens": 2, "dim": 3, "beta": float("inf")}, "beta must be finite"),
+        ({"tokens": 2, "dim": 3, "beta": 2e3}, r"beta must be in \[-1000, 1000\]"),
+        ({"tokens": 2, "dim": 3, "law": "cauchy"}, r"law must be one of \['gaussian', 'rademacher', 'uniform'\]"),
+        ({"tokens": 2, "dim": 3, "interaction": np.eye(2)}, r"interaction must have shape \(3, 3\)"),
+        ({"tokens": 2, "dim": 3, "mean_value": np.full((3, 3), np.inf)}, "mean_value must have finite entries"),
+    ],
+)
+def test_fedorov_model_rejects_bad_parameters(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        FedorovModel(**kwargs)
+
+
+def test_type_errors_name_the_parameter():
+    with pytest.raises(TypeError, match="tokens must be an integer"):
+        FedorovModel(tokens=2.5, dim=3)
+    with pytest.raises(TypeError, match="beta must be a real number"):
+        FedorovModel(tokens=2, dim=3, beta="1")
+
+
+def test_hybrid_rejects_bad_parameters():
+    with pytest.raises(ValueError, match=r"eps must be in \[0, inf\]"):
+        HybridModel(dim=3, eps=-1.0)
+    with pytest.raises(ValueError, match=r"beta must be in \[-700, 700\] for the limit SDE"):
+        HybridModel(dim=3, beta=800.0).limit_sde()
+
+
+def test_depths_and_counts():
+    model = FedorovModel(tokens=2, dim=3)
+    with pytest.raises(ValueError, match=r"depth must be an integer in \[1, inf\], got 0"):
+        simulate(model, 0, 1.0, 4, seed=0)
+    with pytest.raises(ValueError, match=r"horizon must be in \(0, inf\]"):
+        simulate(model, 4, 0.0, 4, seed=0)
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, inf\], got -1"):
+        simulate(model, 4, 1.0, 4, seed=-1)
+    with pytest.raises(ValueError, match=r"depth must be an integer in \[1, inf\], got 0"):
+        StrongDesign(depths=(0, 4))
+    with pytest.raises(ValueError, match="each divide the next"):
+        StrongDesign(depths=(4, 6))
+    with pytest.raises(ValueError, match=r"paths must be an integer in \[2, inf\]"):
+        StrongDesign(depths=(4, 8), paths=1)
+
+
+def test_study_rejects_bad_profile_and_seed():
+    study = STUDIES["strong-fedorov"]
+    with pytest.raises(ValueError, match=r"profile must be one of \['full', 'quick'\]"):
+        study.run("medium", 0)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        study.run("quick", -3)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "no-such-study"], "STUDY must be one of"),
+        (["run", "strong-fedorov", "--seed", "-2"], "--seed must be an integer in [0, "),
+        (["run", "strong-fedorov", "--seed", "abc"], "--seed must be an integer"),
+        (["run", "strong-fedorov", "--profile", "huge"], "invalid choice: 'huge'"),
+    ],
+)
+def test_command_line_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_command_line_rejects_a_file_as_output_folder(tmp_path, capsys):
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    with pytest.raises(SystemExit):
+        main(["run", "strong-fedorov", "--out", str(target)])
+    assert "--out must be a directory" in capsys.readouterr().err
+
+
+def test_list_names_every_study(capsys):
+    assert main(["list"]) == 0
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in STUDIES)

@@ -1,0 +1,1 @@
+"""The symbolic and rigorous side: derivations (sympy), certified numbers (mpmath, python-flint)."""
