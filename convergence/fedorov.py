@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .attention import attention_average, normalise, tangent_projection
+from .attention import attention_average, normalise
+from .ito_drift import NormalisedLayerLimit
 from .noise import ENTRY_LAWS, CommonNoise, matrix_noise
 from .validation import check_choice, check_int, check_matrix, check_real
 
@@ -98,47 +99,30 @@ class FedorovModel:
 
 
 @dataclass(frozen=True, eq=False)
-class FedorovSDE:
+class FedorovSDE(NormalisedLayerLimit):
     """The Ito limit of model F (derivation in the module docstring):
 
     ``dx_i = P_{x_i} dW a_i + [P_{x_i} M a_i - ((d-1)/2) sigma^2 |a_i|^2 x_i] dt``.
 
-    Its coefficients are defined on all of R^d (``P_x = I - x x^T``), so an integrator that does not
-    project back to the sphere sees whether the radial drift is right.
+    The drift is the one ``verify.expansion`` derives for a normalised step (``convergence.ito_drift``)
+    with S = E[xi xi^T] = sigma^2 |a|^2 I and mu = M a. Its coefficients are defined on all of R^d
+    (evaluated at x/|x|; ``P_x`` the orthogonal projection), so an integrator that does not project
+    back to the sphere sees whether the radial drift is right.
     """
 
     model: FedorovModel
 
     @property
-    def tokens(self) -> int:
-        return self.model.tokens
-
-    @property
-    def dim(self) -> int:
-        return self.model.dim
-
-    @property
     def noise(self) -> CommonNoise:
         return matrix_noise(self.model.dim, self.model.sigma, "gaussian")
 
-    def radial_drift_coefficient(self, a: np.ndarray) -> np.ndarray:
-        """``-((d-1)/2) sigma^2 |a_i|^2``, shaped (paths, n, 1)."""
-        d, sigma = self.model.dim, self.model.sigma
-        return -0.5 * (d - 1) * sigma**2 * np.sum(a * a, axis=-1, keepdims=True)
+    def _attention(self, x: np.ndarray) -> np.ndarray:
+        return self.model.attention(x)
 
-    def _coefficients(self, a: np.ndarray, x: np.ndarray) -> np.ndarray:
-        drift = self.radial_drift_coefficient(a) * x
-        if self.model.mean_value is not None:
-            drift = drift + tangent_projection(x, a @ self.model.mean_value.T)
-        return drift
+    def _moments(self, x_hat: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, ...]:
+        s2 = self.model.sigma**2 * np.sum(a * a, axis=-1, keepdims=True)
+        mu = np.zeros_like(x_hat) if self.model.mean_value is None else a @ self.model.mean_value.T
+        return mu, s2 * x_hat, s2, self.model.dim * s2
 
-    def drift(self, x: np.ndarray) -> np.ndarray:
-        return self._coefficients(self.model.attention(x), x)
-
-    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return tangent_projection(x, self.model.attention(x) @ np.swapaxes(dw, -1, -2))
-
-    def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Both coefficients with one attention evaluation (what an integrator needs per step)."""
-        a = self.model.attention(x)
-        return self._coefficients(a, x), tangent_projection(x, a @ np.swapaxes(dw, -1, -2))
+    def _noise(self, a: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return a @ np.swapaxes(dw, -1, -2)

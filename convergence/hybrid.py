@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import normalise, scaled_unnormalised_attention, tangent_projection
+from .attention import normalise, scaled_unnormalised_attention
 from .fedorov import MAX_BETA
+from .ito_drift import NormalisedLayerLimit
 from .noise import ENTRY_LAWS, CommonNoise, scalar_noise
 from .validation import check_choice, check_int, check_real
 
@@ -67,18 +68,11 @@ class HybridModel:
 
 
 @dataclass(frozen=True)
-class HybridSDE:
-    """The Ito limit of the hybrid model (module docstring), driven by a scalar Brownian motion."""
+class HybridSDE(NormalisedLayerLimit):
+    """The Ito limit of the hybrid model (module docstring), driven by a scalar Brownian motion:
+    drift from ``verify`` with S = eps^2 u u^T and mu = u."""
 
     model: HybridModel
-
-    @property
-    def tokens(self) -> int:
-        return self.model.tokens
-
-    @property
-    def dim(self) -> int:
-        return self.model.dim
 
     @property
     def noise(self) -> CommonNoise:
@@ -88,21 +82,10 @@ class HybridSDE:
         scaled_u, top = scaled_unnormalised_attention(x, self.model.beta)
         return scaled_u * np.exp(top)
 
-    def _drift(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    def _moments(self, x_hat: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
         eps2 = self.model.eps**2
-        xu = np.sum(x * u, axis=-1, keepdims=True)
-        uu = np.sum(u * u, axis=-1, keepdims=True)
-        return tangent_projection(x, u) + eps2 * (-xu * u - 0.5 * uu * x + 1.5 * xu**2 * x)
+        xu = np.sum(x_hat * u, axis=-1, keepdims=True)
+        return u, eps2 * xu * u, eps2 * xu**2, eps2 * np.sum(u * u, axis=-1, keepdims=True)
 
-    def drift(self, x: np.ndarray) -> np.ndarray:
-        return self._drift(x, self._attention(x))
-
-    def _diffusion(self, x: np.ndarray, u: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return self.model.eps * np.asarray(dw)[:, None, None] * tangent_projection(x, u)
-
-    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return self._diffusion(x, self._attention(x), dw)
-
-    def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        u = self._attention(x)
-        return self._drift(x, u), self._diffusion(x, u, dw)
+    def _noise(self, u: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self.model.eps * np.asarray(dw)[:, None, None] * u

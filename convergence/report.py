@@ -28,6 +28,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are for every reader
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -160,10 +161,17 @@ def write_index(out: Path) -> Path:
         summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
         rows.append(f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
                     f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {summary} |")
-    text = "\n".join([
-        "# Verification reports", "",
-        "| study | verdict | profile | seed | time (s) | checks |", "|---|---|---|---|---|---|", *rows, "",
-    ])
+    lines = ["# Verification reports", "",
+             "| study | verdict | profile | seed | time (s) | checks |", "|---|---|---|---|---|---|", *rows, ""]
+    symbolic = out / "symbolic.json"
+    if symbolic.exists():
+        try:
+            data = json.loads(symbolic.read_text())
+            lines += [f"Symbolic derivations (`python -m verify`): [**{data['status']}**](symbolic.md), "
+                      f"{len(data['derivations'])} derivations, {data['elapsed_s']:.0f} s.", ""]
+        except (OSError, json.JSONDecodeError, KeyError):
+            lines += ["Symbolic derivations: `symbolic.json` is unreadable.", ""]
+    text = "\n".join(lines)
     index = out / "index.md"
     atomic_write(index, text.encode())
     return index

@@ -49,8 +49,8 @@ def test_report_files_and_fields(quick_report):
 class MissingItoCorrection(FedorovSDE):
     """The limit SDE without the radial Ito drift: a wrong claim the study must reject."""
 
-    def radial_drift_coefficient(self, a):
-        return np.zeros(a.shape[:-1] + (1,))
+    def _drift(self, x, a):
+        return np.zeros_like(x)
 
 
 def test_wrong_limit_sde_is_rejected():

@@ -1,1 +1,37 @@
-"""The symbolic and rigorous side: derivations (sympy), certified numbers (mpmath, python-flint)."""
+"""The symbolic and rigorous side: derivations (sympy), certified numbers (python-flint, mpmath).
+
+Public interface (names fixed):
+    overlap_sde(model="fedorov", tokens=2) -> (drift, diffusion_squared) in rho, beta, d, sigma
+    critical_beta(d) -> certified (lo, hi), mpmath numbers
+    boundary_exponents(d, beta, sigma=1) -> growth exponents of 1 - rho and 1 + rho
+    p_antipodal(d, beta, rho0, dps=30) -> mpmath number
+    critical_eps2(beta) -> the hybrid model's critical eps^2
+"""
+
+from __future__ import annotations
+
+import mpmath
+import sympy as sp
+
+from .boundary import boundary_exponents, critical_eps2_closed_form
+from .certified import critical_beta
+from .hitting import p_antipodal
+from .models import beta as _beta
+from .overlap import overlap_sde
+
+
+def critical_eps2(beta_value, dps: int = 30):
+    """The hybrid model's critical eps^2(beta): collapse a.s. below it, antipodal a.s. above it.
+
+    A sympy expression for a symbolic beta, an mpmath number (``dps`` digits) for a number.
+    """
+    expr = critical_eps2_closed_form().subs(_beta, beta_value)
+    if isinstance(beta_value, sp.Basic) and beta_value.free_symbols:
+        return expr
+    if not mpmath.isfinite(beta_value):
+        raise ValueError(f"beta must be finite, got {beta_value!r}")
+    with mpmath.workdps(dps):
+        return mpmath.mpf(sp.N(expr, dps + 5))
+
+
+__all__ = ["boundary_exponents", "critical_beta", "critical_eps2", "overlap_sde", "p_antipodal"]

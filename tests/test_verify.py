@@ -1,0 +1,153 @@
+"""The symbolic side: interface, derivations with their independent checks, and their ability to fail."""
+
+import mpmath
+import numpy as np
+import pytest
+import sympy as sp
+
+import verify
+from verify import crosscheck, derivations
+from verify.__main__ import main as verify_main
+from verify.algebra import d
+from verify.hitting import p_antipodal_gauss
+from verify.models import beta
+from verify.noise_laws import sigma
+from verify.overlap import rho
+
+
+def test_overlap_sde_interface_symbols():
+    drift, diffusion = verify.overlap_sde(model="fedorov", tokens=2)
+    assert drift.free_symbols <= {rho, beta, d, sigma} and diffusion.free_symbols <= {rho, beta, d, sigma}
+    # Both ends are degenerate, and the diffusion is non-negative inside.
+    for end in (1, -1):
+        assert sp.simplify(drift.subs(rho, end)) == 0 and sp.simplify(diffusion.subs(rho, end)) == 0
+    values = {d: 5, beta: 1.3, sigma: 0.7}
+    assert all(float(diffusion.subs(values).subs(rho, r)) > 0 for r in np.linspace(-0.99, 0.99, 21))
+    with pytest.raises(ValueError, match="tokens must be 2"):
+        verify.overlap_sde("fedorov", tokens=3)
+    with pytest.raises(ValueError, match="model must be one of"):
+        verify.overlap_sde("transformer")
+
+
+def test_one_token_limit_is_spherical_brownian_motion():
+    # Exact algebra: with n = 1 the derived drift is -(d-1)/2 sigma^2 x, so E<x_t, e> decays at
+    # rate (d-1) sigma^2 / 2, the first zonal eigenvalue of (sigma^2/2) Laplacian on S^{d-1}.
+    system = derivations.fedorov_system(1, unit=True)
+    coefficient = system.drift[0].c[0]
+    assert sp.simplify(coefficient + (d - 1) * sigma**2 / 2) == 0
+
+
+def test_generator_agrees_with_coordinates_in_dimensions_2_3_4():
+    der = derivations.generator_in_coordinates()
+    assert der.status == "verified", der.checks
+    assert len(der.checks) == 13
+
+
+def test_layer_consistency_invariance_and_stratonovich():
+    der = derivations.layer_consistency()
+    assert der.status == "verified", [c for c in der.checks if c["status"] != "verified"]
+    names = " ".join(c["name"] for c in der.checks)
+    assert "sphere invariant" in names and "Stratonovich" in names and "third absolute moment" in names
+
+
+@pytest.mark.parametrize("dim", [3, 4, 5, 16, 100, 4096])
+def test_critical_beta_is_certified_and_brackets_the_sign_change(dim):
+    lo, hi = verify.critical_beta(dim)
+    assert lo <= hi and hi - lo < 1e-14
+    # Independent high-precision evaluation of the exponent just outside the enclosure.
+    with mpmath.workdps(50):
+        outside = [lo - mpmath.mpf(10) ** -12, hi + mpmath.mpf(10) ** -12]
+        below, above = (verify.boundary_exponents(dim, b, 1)[1] for b in outside)
+        assert sp.N(below, 40) > 0 or (dim == 3 and sp.N(below, 40) < 0)
+        assert sp.N(above, 40) < 0
+
+
+def test_critical_beta_rejects_bad_dimensions():
+    for bad in (2, 1, 3.0, True):
+        with pytest.raises(ValueError, match="d must be an integer >= 3"):
+            verify.critical_beta(bad)
+
+
+def test_boundary_exponents_collapse_always_attracting():
+    for dim in (2, 3, 10):
+        plus, minus = verify.boundary_exponents(dim, 0.3, 0.5)
+        assert float(plus) < 0
+
+
+def test_p_antipodal_two_routes_agree_to_20_digits():
+    first = verify.p_antipodal(4, 1.0, -0.3, dps=30)
+    second = p_antipodal_gauss(4, 1.0, -0.3, dps=30)
+    with mpmath.workdps(40):
+        assert abs(first - second) < mpmath.mpf(10) ** -20 * abs(first)
+    assert 0 < first < 1
+
+
+def test_p_antipodal_properties():
+    lo, hi = verify.critical_beta(5)
+    assert verify.p_antipodal(5, float(lo) * 0.9, 0.0, dps=15) == 0
+    values = [verify.p_antipodal(5, 2.0, r, dps=15) for r in (-0.99, -0.5, 0.0, 0.5, 0.99)]
+    assert all(a > b for a, b in zip(values, values[1:]))  # decreasing in rho0
+    assert values[0] > 0.8 and values[-1] < 0.05
+    with pytest.raises(ValueError, match="rho0 must be in"):
+        verify.p_antipodal(5, 2.0, 1.0)
+    with pytest.raises(ValueError, match="beta must be finite"):
+        verify.p_antipodal(5, float("nan"), 0.0)
+
+
+def test_hybrid_dichotomy_and_interface():
+    der = derivations.hybrid_dichotomy()
+    assert der.status == "verified"
+    assert verify.critical_eps2(0.0) == 2
+    assert abs(verify.critical_eps2(1.0) - 2 * mpmath.e ** -1) < mpmath.mpf(10) ** -25
+
+
+def test_quadratic_form_and_model_a_derivations():
+    assert derivations.quadratic_form().status == "verified"
+    agazzi = derivations.agazzi_exponents()
+    assert agazzi.status == "verified", agazzi.checks
+
+
+def test_one_step_crosscheck_rejects_a_wrong_generator(monkeypatch):
+    good = crosscheck.one_step_check("fedorov", "rho", pairs=100_000)
+    assert good.verdict == "pass"
+    true_value = crosscheck.derived_generator
+    monkeypatch.setattr(crosscheck, "derived_generator", lambda *a: 1.05 * true_value(*a))
+    assert crosscheck.one_step_check("fedorov", "rho", pairs=100_000).verdict == "fail"
+
+
+def test_python_m_verify_writes_reports(tmp_path, capsys):
+    assert verify_main(["--out", str(tmp_path)]) == 0
+    text = (tmp_path / "symbolic.md").read_text()
+    assert "**Status: verified**" in text
+    import json
+
+    data = json.loads((tmp_path / "symbolic.json").read_text())
+    assert {der["name"] for der in data["derivations"]} >= {"generator", "boundary", "p_antipodal", "one_step"}
+    assert all(der["status"] == "verified" for der in data["derivations"])
+    assert "beta_c(d)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("model_name", ["fedorov", "hybrid"])
+def test_numerical_limit_sde_drift_equals_the_symbolic_one(model_name, rng):
+    from convergence.fedorov import FedorovModel
+    from convergence.hybrid import HybridModel
+    from verify.algebra import gram_symbol
+    from verify.coordinates import vec_coordinates
+    from verify.models import eps, hybrid_system, m
+
+    from .helpers import random_tokens
+
+    dim, b, s, e, mean = 4, 0.8, 0.9, 1.3, 0.4
+    x = random_tokens(rng, 1, 2, dim)
+    if model_name == "fedorov":
+        sde = FedorovModel(tokens=2, dim=dim, beta=b, sigma=s, mean_value=mean * np.eye(dim)).limit_sde()
+        system = derivations.fedorov_system(2, unit=True, mean=m)
+    else:
+        sde = HybridModel(dim=dim, beta=b, eps=e).limit_sde()
+        system = hybrid_system(2)
+    xs = [sp.Matrix(x[0, i]) for i in range(2)]
+    gram = {gram_symbol(0, 1): float(x[0, 0] @ x[0, 1])}
+    values = {d: dim, beta: b, sigma: s, eps: e, m: mean}
+    for i in range(2):
+        expected = np.array(vec_coordinates(system.drift[i], xs, gram).subs(values), dtype=float).ravel()
+        np.testing.assert_allclose(sde.drift(x)[0, i], expected, rtol=1e-12, atol=1e-12)

@@ -1,0 +1,80 @@
+"""The models of MATH.md written as normalised layer steps in the tokens' span, and their limit SDEs.
+
+Each ``*_layer`` function states a discrete layer map exactly as the numerical side implements it;
+``limit_system`` (``verify.expansion``) turns it into the Ito SDE that the studies test.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from .algebra import Span, Vec
+from .expansion import NormalisedStep, limit_system
+from .generator import ParticleSystem
+from .noise_laws import BrownianField, MatrixBrownian, ScalarBrownian, SymmetricMatrixBrownian
+
+beta = sp.Symbol("beta", real=True)
+eps = sp.Symbol("epsilon", nonnegative=True)
+m = sp.Symbol("m", real=True)  # mean value part M = m I
+v_sign = sp.Symbol("v", real=True)  # attention value matrix V = v I (model A)
+
+
+def softmax_attention(span: Span, i: int, strength: sp.Expr = beta) -> Vec:
+    """``a_i = sum_j exp(beta G_ij) x_j / sum_k exp(beta G_ik)`` (Q^T K = I)."""
+    g = span.gram
+    weights = [sp.exp(strength * g[i, j]) for j in range(span.n)]
+    total = sum(weights)
+    return sum((span.token(j) * (w / total) for j, w in enumerate(weights)), span.zero())
+
+
+def unnormalised_attention(span: Span, i: int, strength: sp.Expr = beta) -> Vec:
+    """``u_i = (1/n) sum_j exp(beta G_ij) x_j`` (the hybrid model)."""
+    g = span.gram
+    return sum((span.token(j) * (sp.exp(strength * g[i, j]) / span.n) for j in range(span.n)), span.zero())
+
+
+def fedorov_layer(span: Span, mean: sp.Expr = 0) -> list[list[NormalisedStep]]:
+    """Model F: ``N(x_i + sqrt(h) V a_i)`` with ``sqrt(h) V = h M + dW``, M = mean I."""
+    steps = []
+    for i in range(span.n):
+        a = softmax_attention(span, i)
+        steps.append([NormalisedStep(mu=a * mean, noise_arg=a)])
+    return steps
+
+
+def hybrid_layer(span: Span) -> list[list[NormalisedStep]]:
+    """Hybrid: ``N(x_i + h u_i + eps dB u_i)`` with one scalar Brownian increment dB."""
+    return [[NormalisedStep(mu=unnormalised_attention(span, i), noise_arg=unnormalised_attention(span, i) * eps)]
+            for i in range(span.n)]
+
+
+def agazzi_layer(span: Span) -> list[list[NormalisedStep]]:
+    """Model A: ``Y = N(X + h v a(X))`` then ``X' = N(Y + sqrt(h) G(Y))``, Q^T K = beta I, V = v I,
+    G a Gaussian field with covariance k(<x,y>) I_d (the infinite-width MLP block)."""
+    return [[NormalisedStep(mu=softmax_attention(span, i) * v_sign), NormalisedStep(mu=span.zero(), noise_arg=i)]
+            for i in range(span.n)]
+
+
+def quadratic_form_layer(span: Span) -> list[list[NormalisedStep]]:
+    """Random quadratic form, normalised Euler step ``N(x - dQ x)`` of dX = -P_X o dQ X."""
+    return [[NormalisedStep(mu=span.zero(), noise_arg=-span.token(i))] for i in range(span.n)]
+
+
+def fedorov_system(n: int = 2, unit: bool = True, mean: sp.Expr = 0) -> ParticleSystem:
+    span = Span(n, unit)
+    return limit_system(span, fedorov_layer(span, mean), MatrixBrownian())
+
+
+def hybrid_system(n: int = 2, unit: bool = True) -> ParticleSystem:
+    span = Span(n, unit)
+    return limit_system(span, hybrid_layer(span), ScalarBrownian())
+
+
+def agazzi_system(n: int = 2, unit: bool = True) -> ParticleSystem:
+    span = Span(n, unit)
+    return limit_system(span, agazzi_layer(span), BrownianField())
+
+
+def quadratic_form_system(n: int = 2, unit: bool = True) -> ParticleSystem:
+    span = Span(n, unit)
+    return limit_system(span, quadratic_form_layer(span), SymmetricMatrixBrownian())
