@@ -50,12 +50,20 @@ class NoiseOnly:
 
 
 def test_draw_increments_as_the_simulation_does(benchmark, model):
-    benchmark.pedantic(simulate, args=(NoiseOnly(model), DEPTH, 1.0, PATHS, 0), kwargs={"block_paths": 2500},
+    benchmark.pedantic(simulate, args=(NoiseOnly(model), DEPTH, 1.0, PATHS, 0), kwargs={"block_paths": 2560},
                        rounds=3, iterations=1)
     _record(benchmark, PATHS * DEPTH)
 
 
 def test_forward_simulation(benchmark, model):
-    benchmark.pedantic(simulate, args=(model, DEPTH, 1.0, PATHS, 0), kwargs={"block_paths": 2500},
+    benchmark.pedantic(simulate, args=(model, DEPTH, 1.0, PATHS, 0), kwargs={"block_paths": 2560},
+                       rounds=3, iterations=1)
+    _record(benchmark, PATHS * DEPTH)
+
+
+def test_forward_simulation_reduced_sampler(benchmark, model):
+    from convergence.reduced import ReducedFedorov
+
+    benchmark.pedantic(simulate, args=(ReducedFedorov(model), DEPTH, 1.0, PATHS, 0), kwargs={"block_paths": 2560},
                        rounds=3, iterations=1)
     _record(benchmark, PATHS * DEPTH)

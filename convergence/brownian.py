@@ -1,10 +1,13 @@
 """Seeded, nested Brownian paths.
 
-Every random number of a study is derived from one integer seed. Path ``p`` of stream ``key`` owns
-``SeedSequence(seed, spawn_key=(*key, p))``: the spawn key is the absolute index of the path, so
-the numbers a path sees do not depend on how paths are split into blocks, on the number of workers
-or on the order of execution. Each path's sequence is split into two child streams, one for the
-initial state and one for the noise, so changing the depth never changes the initial tokens.
+Every random number of a study is derived from one integer seed. Paths are grouped in seed blocks
+of ``SEED_BLOCK`` consecutive paths; seed block b of stream ``key`` owns
+``SeedSequence(seed, spawn_key=(*key, b))`` (the absolute index of the block of paths), split into an
+initial-state stream and a noise stream, so changing the depth never changes the initial tokens.
+Noise is drawn time-major, ``(steps, SEED_BLOCK, *shape)``, so consecutive chunks of steps continue
+each stream exactly: the numbers a path sees depend neither on the chunk length, nor on how paths
+are split into compute blocks (``compute_blocks`` rounds them to whole seed blocks), nor on the
+number of workers or the order of execution.
 
 Nesting: increments are drawn once at the finest step ``h = T / L_fine``; a coarser level with
 ``L = L_fine / f`` steps uses the block sums of ``f`` consecutive fine increments (integer step
@@ -13,38 +16,62 @@ counts, so the grids nest exactly).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from .noise import CommonNoise
+from .noise import CommonNoise, standard_entries
 from .validation import check_int
 
+SEED_BLOCK = 64
 
-def path_seed(seed: int, path: int, key: Sequence[int] = ()) -> np.random.SeedSequence:
-    """The seed sequence owned by path ``path`` of stream ``key``."""
+
+def seed_block_sequence(seed: int, block: int, key: Sequence[int] = ()) -> np.random.SeedSequence:
+    """The seed sequence owned by seed block ``block`` of stream ``key``."""
     check_int("seed", seed, minimum=0)
-    check_int("path", path, minimum=0)
-    return np.random.SeedSequence(seed, spawn_key=(*tuple(int(k) for k in key), path))
+    check_int("block", block, minimum=0)
+    return np.random.SeedSequence(seed, spawn_key=(*tuple(int(k) for k in key), block))
 
 
-def path_generators(
-    seed: int, start: int, stop: int, key: Sequence[int] = ()
-) -> tuple[list[np.random.Generator], list[np.random.Generator]]:
-    """(initial-state generators, noise generators) for paths ``start .. stop-1``."""
-    check_int("start", start, minimum=0)
-    check_int("stop", stop, minimum=start + 1)
-    initial, noise = [], []
-    for path in range(start, stop):
-        init_seq, noise_seq = path_seed(seed, path, key).spawn(2)
-        initial.append(np.random.Generator(np.random.PCG64(init_seq)))
-        noise.append(np.random.Generator(np.random.PCG64(noise_seq)))
-    return initial, noise
+def compute_blocks(paths: int, block_paths: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of compute blocks covering ``paths``, each a whole number of seed blocks."""
+    check_int("paths", paths, minimum=1)
+    size = SEED_BLOCK * max(1, -(-check_int("block_paths", block_paths, minimum=1) // SEED_BLOCK))
+    for start in range(0, paths, size):
+        yield start, min(paths, start + size)
 
 
-def uniform_sphere(rngs: Sequence[np.random.Generator], tokens: int, dim: int) -> np.ndarray:
-    """I.i.d. uniform tokens on S^{d-1}, one generator per path: shape (paths, tokens, d)."""
-    x = np.stack([rng.standard_normal((tokens, dim)) for rng in rngs])
+class PathStreams:
+    """The random streams of paths ``start .. stop-1`` (``start`` a multiple of ``SEED_BLOCK``)."""
+
+    def __init__(self, seed: int, start: int, stop: int, key: Sequence[int] = ()):
+        check_int("start", start, minimum=0)
+        check_int("stop", stop, minimum=start + 1)
+        if start % SEED_BLOCK:
+            raise ValueError(f"start must be a multiple of SEED_BLOCK = {SEED_BLOCK}, got {start}")
+        blocks = range(start // SEED_BLOCK, -(-stop // SEED_BLOCK))
+        pairs = [seed_block_sequence(seed, b, key).spawn(2) for b in blocks]
+        self._initial = [np.random.Generator(np.random.PCG64(init)) for init, _ in pairs]
+        self._noise = [np.random.Generator(np.random.PCG64(noise)) for _, noise in pairs]
+        self.paths = stop - start
+
+    def initial(self, draw: Callable[[np.random.Generator, int], np.ndarray]) -> np.ndarray:
+        """Concatenate ``draw(rng, SEED_BLOCK)`` over the seed blocks and keep this block's paths."""
+        return np.concatenate([draw(rng, SEED_BLOCK) for rng in self._initial])[: self.paths]
+
+    def increments(self, noise: CommonNoise, steps: int, h: float) -> np.ndarray:
+        """The next ``steps`` increments of every path, shaped (paths, steps, *noise.shape)."""
+        scale = noise.scale * np.sqrt(h)
+        parts = [standard_entries(rng, (steps, SEED_BLOCK, *noise.shape), noise.law) for rng in self._noise]
+        return scale * np.moveaxis(np.concatenate(parts, axis=1)[:, : self.paths], 0, 1)
+
+
+InitialState = Callable[[PathStreams, int, int], np.ndarray]
+
+
+def uniform_sphere(streams: PathStreams, tokens: int, dim: int) -> np.ndarray:
+    """I.i.d. uniform tokens on S^{d-1}: shape (paths, tokens, d)."""
+    x = streams.initial(lambda rng, m: rng.standard_normal((m, tokens, dim)))
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
@@ -63,21 +90,16 @@ def block_sums(increments: np.ndarray, factor: int, axis: int = 1) -> np.ndarray
 
 
 class BrownianBlock:
-    """The fine-grid increments of a block of paths, delivered chunk by chunk in time order.
+    """The fine-grid increments of a block of paths, delivered chunk by chunk in time order."""
 
-    ``next(steps)`` returns the next ``steps`` fine increments of every path, shaped
-    (paths, steps, *noise.shape); successive chunks continue each path's own stream, so the
-    chunk length does not change any number.
-    """
-
-    def __init__(self, noise: CommonNoise, generators: Sequence[np.random.Generator], h: float):
+    def __init__(self, noise: CommonNoise, streams: PathStreams, h: float):
         self.noise = noise
-        self.generators = list(generators)
+        self.streams = streams
         self.h = float(h)
 
     @property
     def paths(self) -> int:
-        return len(self.generators)
+        return self.streams.paths
 
     def next(self, steps: int) -> np.ndarray:
-        return np.stack([self.noise.increments(rng, steps, self.h) for rng in self.generators])
+        return self.streams.increments(self.noise, steps, self.h)

@@ -14,6 +14,7 @@ import numpy as np
 import sympy as sp
 
 from .attention import tangent_projection
+from .model import Wrapper
 
 
 @lru_cache(maxsize=None)
@@ -39,7 +40,7 @@ def normalised_step_drift(
     return c["mu"](x_s_x, tr_s, x_mu) * mu + c["Sx"](x_s_x, tr_s, x_mu) * s_x + c["x"](x_s_x, tr_s, x_mu) * x_hat
 
 
-class NormalisedLayerLimit:
+class NormalisedLayerLimit(Wrapper):
     """The Ito limit of a layer made of normalised steps ``N(x + s xi + s^2 mu)``, per token:
 
         dx = [drift derived in verify.expansion] dt + P_x (noise term),
@@ -47,16 +48,6 @@ class NormalisedLayerLimit:
     Subclasses hold ``model`` and give the attention vector, the step's moments (mu, S x, x^T S x,
     tr S at a unit x) and the noise term before projection; drift and diffusion follow here.
     """
-
-    model: object
-
-    @property
-    def tokens(self) -> int:
-        return self.model.tokens
-
-    @property
-    def dim(self) -> int:
-        return self.model.dim
 
     def _attention(self, x: np.ndarray) -> np.ndarray:
         raise NotImplementedError

@@ -43,3 +43,17 @@ class LimitSDE(Protocol):
     def drift(self, x: np.ndarray) -> np.ndarray: ...
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray: ...
+
+
+class Wrapper:
+    """Base of objects built around a model (its limit SDE, another sampler): same tokens and dim."""
+
+    model: LayerMap
+
+    @property
+    def tokens(self) -> int:
+        return self.model.tokens
+
+    @property
+    def dim(self) -> int:
+        return self.model.dim

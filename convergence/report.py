@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .results import Panel, StudyResult  # noqa: E402
+from .results import Panel, Plot, StudyResult  # noqa: E402
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -51,7 +51,7 @@ def to_json(result: StudyResult) -> str:
     return json.dumps(result.to_dict(), indent=2, default=_json_default, allow_nan=True) + "\n"
 
 
-def to_markdown(result: StudyResult, image: str | None = None) -> str:
+def to_markdown(result: StudyResult, image: str | None = None, extra_images: list[str] = ()) -> str:
     """The study's report: verdict, parameters, checks, per-level tables and notes."""
     lines = [
         f"# {result.study}",
@@ -60,8 +60,8 @@ def to_markdown(result: StudyResult, image: str | None = None) -> str:
         f"{result.elapsed_s:.1f} s)",
         "",
     ]
-    if image:
-        lines += [f"![{result.study}]({image})", ""]
+    for name in ([image] if image else []) + list(extra_images):
+        lines += [f"![{name}]({name})", ""]
     lines += ["## Checks", "", "| check | configuration | expected | estimate | interval | allowance | verdict | note |",
               "|---|---|---|---|---|---|---|---|"]
     for check in result.checks:
@@ -111,17 +111,46 @@ def _draw_panel(ax, panel: Panel) -> None:
     ax.legend(fontsize=6, loc="upper left")
 
 
-def plot_panels(result: StudyResult, path: Path) -> None:
-    """A grid of log-log panels (error against step, interval band, fitted line, slope triangle)."""
-    panels = result.panels
-    cols = min(2, max(1, len(panels)))
-    rows = max(1, math.ceil(len(panels) / cols))
+def _draw_plot(ax, plot: Plot) -> None:
+    bottoms: dict[float, float] = {}
+    for curve in plot.curves:
+        if curve.style == "stacked":
+            base = [bottoms.get(x, 0.0) for x in curve.x]
+            width = 0.8 * (min(b - a for a, b in zip(curve.x, curve.x[1:])) if len(curve.x) > 1 else 1.0)
+            ax.bar(curve.x, curve.y, width=width, bottom=base, label=curve.label)
+            for x, y in zip(curve.x, curve.y):
+                bottoms[x] = bottoms.get(x, 0.0) + y
+        elif curve.style == "points":
+            err = None
+            if curve.y_lo is not None:
+                err = [[y - lo for y, lo in zip(curve.y, curve.y_lo)], [hi - y for y, hi in zip(curve.y, curve.y_hi)]]
+            ax.errorbar(curve.x, curve.y, yerr=err, fmt="o", ms=4, capsize=2, label=curve.label)
+        else:
+            ax.plot(curve.x, curve.y, "-", lw=1.2, label=curve.label)
+    for x, label in plot.markers:
+        ax.axvline(x, color="k", ls="--", lw=0.8)
+        ax.text(x, ax.get_ylim()[1], f" {label}", fontsize=7, va="top")
+    ax.set_xscale("log" if plot.logx else "linear")
+    ax.set_yscale("log" if plot.logy else "linear")
+    ax.set_title(plot.title, fontsize=9)
+    ax.set_xlabel(plot.xlabel)
+    ax.set_ylabel(plot.ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6)
+
+
+def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
+    """A grid of panels: log-log convergence panels (error against step, interval band, fitted line,
+    slope triangle) for the main figure, then the study's other plots under ``key``."""
+    items = (list(result.panels) if key == "" else []) + list(result.plots.get(key, []))
+    cols = min(2, max(1, len(items)))
+    rows = max(1, math.ceil(len(items) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
-    for ax, panel in zip(axes.flat, panels):
-        _draw_panel(ax, panel)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax, item in zip(axes.flat, items):
+        (_draw_panel if isinstance(item, Panel) else _draw_plot)(ax, item)
+    for ax in list(axes.flat)[len(items):]:
         ax.axis("off")
-    fig.suptitle(f"{result.study} ({result.profile}): {result.verdict}")
+    fig.suptitle(f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else ""))
     fig.tight_layout()
     with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".png", delete=False) as handle:
         tmp = Path(handle.name)
@@ -139,8 +168,13 @@ def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = {kind: out / f"{result.study}.{kind}" for kind in ("json", "md", "png")}
     plot_panels(result, paths["png"])
+    for key in result.plots:
+        if key:
+            paths[key] = out / f"{result.study}-{key}.png"
+            plot_panels(result, paths[key], key)
     atomic_write(paths["json"], to_json(result).encode())
-    atomic_write(paths["md"], to_markdown(result, image=paths["png"].name).encode())
+    extra = [paths[key].name for key in result.plots if key]
+    atomic_write(paths["md"], to_markdown(result, image=paths["png"].name, extra_images=extra).encode())
     return paths
 
 

@@ -37,6 +37,31 @@ class Panel:
     reference_order: float
 
 
+@dataclass(frozen=True)
+class Curve:
+    """A line (``style="line"``) or points with error bars (``style="points"``)."""
+
+    label: str
+    x: list[float]
+    y: list[float]
+    y_lo: list[float] | None = None
+    y_hi: list[float] | None = None
+    style: str = "line"
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A linear-axes plot of curves, with labelled vertical markers (e.g. a critical value)."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    curves: list[Curve]
+    markers: list[tuple[float, str]] = field(default_factory=list)
+    logx: bool = False
+    logy: bool = False
+
+
 @dataclass
 class StudyResult:
     study: str
@@ -45,6 +70,7 @@ class StudyResult:
     params: dict
     checks: list[Check]
     panels: list[Panel] = field(default_factory=list)
+    plots: dict[str, list[Plot]] = field(default_factory=dict)  # "" -> <study>.png, key -> <study>-<key>.png
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     versions: dict = field(default_factory=dict)
@@ -64,6 +90,7 @@ class StudyResult:
             "versions": self.versions,
             "checks": [check.to_dict() for check in self.checks],
             "panels": [asdict(panel) for panel in self.panels],
+            "plots": {name: [asdict(plot) for plot in plots] for name, plots in self.plots.items()},
             "notes": self.notes,
         }
 

@@ -7,16 +7,20 @@ the block it was computed in. Any entry law is allowed (no Brownian coupling is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from .brownian import BrownianBlock, path_generators, uniform_sphere
+from .brownian import (
+    BrownianBlock,
+    InitialState,
+    PathStreams,
+    compute_blocks,
+    uniform_sphere,
+)
 from .coupling import Level, run_coupled
 from .model import LayerMap
 from .validation import check_int, check_real
-
-InitialState = Callable[[Sequence[np.random.Generator], int, int], np.ndarray]
 
 
 def simulate(
@@ -37,10 +41,9 @@ def simulate(
     h = horizon / depth
     levels = [Level("layer", layer_map, 1)]
     finals = []
-    for start in range(0, paths, block_paths):
-        stop = min(paths, start + block_paths)
-        init_rngs, noise_rngs = path_generators(seed, start, stop, key)
-        x0 = initial(init_rngs, layer_map.tokens, layer_map.dim)
-        block = BrownianBlock(layer_map.noise, noise_rngs, h)
+    for start, stop in compute_blocks(paths, block_paths):
+        streams = PathStreams(seed, start, stop, key)
+        x0 = initial(streams, layer_map.tokens, layer_map.dim)
+        block = BrownianBlock(layer_map.noise, streams, h)
         finals.append(run_coupled(levels, [], x0, block, depth).final[0])
     return np.concatenate(finals)

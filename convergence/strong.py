@@ -22,8 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .brownian import BrownianBlock, path_generators, uniform_sphere
+from .brownian import (
+    BrownianBlock,
+    InitialState,
+    PathStreams,
+    compute_blocks,
+    uniform_sphere,
+)
 from .coupling import Level, run_coupled
+from .design import DepthLadder
 from .estimators import (
     CONFIDENCE,
     FAIL,
@@ -40,43 +47,27 @@ from .estimators import (
 from .integrators import EulerMaruyama
 from .model import LayerMap, LimitSDE
 from .results import Panel, Series
-from .validation import check_int, check_real
+from .validation import check_int
 
 REFERENCE_LEVELS = (1, 2, 4, 8)
 BOOTSTRAP_STREAM = 0
 
-InitialState = Callable[[Sequence[np.random.Generator], int, int], np.ndarray]
 
 
 @dataclass(frozen=True)
-class StrongDesign:
-    """Depths ``depths`` (increasing, each dividing the next), horizon T, reference refinement R."""
+class StrongDesign(DepthLadder):
+    """A depth ladder with the reference refinement R (the reference steps at T / (R L_max))."""
 
-    depths: tuple[int, ...]
-    horizon: float = 1.0
     reference_factor: int = 16
-    paths: int = 256
-    block_paths: int = 128
     order: float = 0.5
     order_allowance: float = 0.05
     max_ci_width: float = 0.3
-    replicates: int = 2000
 
     def __post_init__(self) -> None:
-        if len(self.depths) < 2:
-            raise ValueError(f"depths must hold at least 2 levels, got {self.depths}")
-        for depth in self.depths:
-            check_int("depth", depth, minimum=1)
-        for coarse, fine in zip(self.depths, self.depths[1:]):
-            if fine <= coarse or fine % coarse:
-                raise ValueError(f"depths must increase and each divide the next, got {self.depths}")
-        check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
+        super().__post_init__()
         factor = check_int("reference_factor", self.reference_factor, minimum=8)
         if factor % max(REFERENCE_LEVELS):
             raise ValueError(f"reference_factor must be a multiple of {max(REFERENCE_LEVELS)}, got {factor}")
-        check_int("paths", self.paths, minimum=2)
-        check_int("block_paths", self.block_paths, minimum=1)
-        check_int("replicates", self.replicates, minimum=100)
 
     @property
     def fine_steps(self) -> int:
@@ -86,8 +77,6 @@ class StrongDesign:
     def h_fine(self) -> float:
         return self.horizon / self.fine_steps
 
-    def steps(self) -> np.ndarray:
-        return self.horizon / np.asarray(self.depths, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -120,11 +109,10 @@ def coupled_strong_errors(
     comparisons = [(i, ref) for i in range(len(design.depths))]
     comparisons += [(ref + j + 1, ref + j) for j in range(len(REFERENCE_LEVELS) - 1)]
     blocks = []
-    for start in range(0, design.paths, design.block_paths):
-        stop = min(design.paths, start + design.block_paths)
-        init_rngs, noise_rngs = path_generators(seed, start, stop, key)
-        x0 = initial(init_rngs, layer_map.tokens, layer_map.dim)
-        block = BrownianBlock(layer_map.noise, noise_rngs, design.h_fine)
+    for start, stop in compute_blocks(design.paths, design.block_paths):
+        streams = PathStreams(seed, start, stop, key)
+        x0 = initial(streams, layer_map.tokens, layer_map.dim)
+        block = BrownianBlock(layer_map.noise, streams, design.h_fine)
         blocks.append(run_coupled(levels, comparisons, x0, block, fine, progress))
     final_sq = np.concatenate([b.final_sq for b in blocks])
     sup_sq = np.concatenate([b.sup_sq for b in blocks])

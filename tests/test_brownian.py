@@ -7,7 +7,14 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 
-from convergence.brownian import BrownianBlock, block_sums, path_generators, uniform_sphere
+from convergence.brownian import (
+    SEED_BLOCK,
+    BrownianBlock,
+    PathStreams,
+    block_sums,
+    compute_blocks,
+    uniform_sphere,
+)
 from convergence.fedorov import FedorovModel
 from convergence.noise import matrix_noise, standard_entries
 from convergence.simulate import simulate
@@ -32,48 +39,58 @@ def test_block_sums_rejects_non_dividing_factor():
 
 def test_chunks_continue_each_path_stream():
     noise = matrix_noise(3, 0.5)
-    _, a = path_generators(7, 0, 4)
-    _, b = path_generators(7, 0, 4)
-    whole = BrownianBlock(noise, a, 0.01).next(10)
-    block = BrownianBlock(noise, b, 0.01)
+    whole = BrownianBlock(noise, PathStreams(7, 0, 70), 0.01).next(10)
+    block = BrownianBlock(noise, PathStreams(7, 0, 70), 0.01)
     assert_array_equal(np.concatenate([block.next(3), block.next(7)], axis=1), whole)
 
 
 def test_paths_do_not_depend_on_their_block():
-    _, whole = path_generators(3, 0, 6)
-    _, tail = path_generators(3, 4, 6)
     noise = matrix_noise(2, 1.0)
-    assert_array_equal(BrownianBlock(noise, whole, 1.0).next(5)[4:], BrownianBlock(noise, tail, 1.0).next(5))
+    whole = BrownianBlock(noise, PathStreams(3, 0, 200), 1.0).next(5)
+    tail = BrownianBlock(noise, PathStreams(3, 128, 200), 1.0).next(5)
+    short = BrownianBlock(noise, PathStreams(3, 0, 10), 1.0).next(5)
+    assert_array_equal(whole[128:], tail)
+    assert_array_equal(whole[:10], short)
+    with pytest.raises(ValueError, match="start must be a multiple of SEED_BLOCK"):
+        PathStreams(3, 5, 10)
 
 
-def test_streams_are_distinct_across_paths_keys_and_purposes():
-    init0, noise0 = path_generators(1, 0, 2, key=(1, 0))
-    _, noise_other_key = path_generators(1, 0, 2, key=(1, 1))
-    draws = [g.standard_normal(4) for g in (init0[0], noise0[0], noise0[1], noise_other_key[0])]
+def test_compute_blocks_are_whole_seed_blocks():
+    assert list(compute_blocks(150, 7)) == [(0, SEED_BLOCK), (SEED_BLOCK, 2 * SEED_BLOCK), (2 * SEED_BLOCK, 150)]
+    assert list(compute_blocks(150, 1000)) == [(0, 150)]
+
+
+def test_streams_are_distinct_across_blocks_keys_and_purposes():
+    streams = PathStreams(1, 0, 2 * SEED_BLOCK, key=(1, 0))
+    other_key = PathStreams(1, 0, SEED_BLOCK, key=(1, 1))
+    noise = matrix_noise(2, 1.0)
+    init = streams.initial(lambda rng, m: rng.standard_normal((m, 4)))
+    inc = streams.increments(noise, 1, 1.0).reshape(2 * SEED_BLOCK, -1)
+    other = other_key.increments(noise, 1, 1.0).reshape(SEED_BLOCK, -1)
+    draws = [init[0], init[SEED_BLOCK], inc[0], inc[SEED_BLOCK], other[0]]
     for i in range(len(draws)):
         for j in range(i):
-            assert not np.array_equal(draws[i], draws[j])
+            assert not np.array_equal(draws[i][:4], draws[j][:4])
 
 
 def test_same_seed_bit_identical_across_block_sizes():
     model = FedorovModel(tokens=3, dim=4, beta=1.0)
     runs = []
-    for block_paths in (1, 3, 7, 10):
-        design = StrongDesign(depths=(2, 4), reference_factor=8, paths=10, block_paths=block_paths, replicates=100)
+    for block_paths in (1, 64, 100, 200):
+        design = StrongDesign(depths=(2, 4), reference_factor=8, paths=150, block_paths=block_paths, replicates=100)
         runs.append(coupled_strong_errors(model, model.limit_sde(), design, seed=11, key=(5, 0)))
     for run in runs[1:]:
         assert_array_equal(run.final_sq, runs[0].final_sq)
         assert_array_equal(run.sup_sq, runs[0].sup_sq)
         assert_array_equal(run.reference_sq, runs[0].reference_sq)
-    finals = [simulate(model, 8, 1.0, 9, seed=4, block_paths=b) for b in (2, 9)]
+    finals = [simulate(model, 8, 1.0, 150, seed=4, block_paths=b) for b in (64, 1000)]
     assert_array_equal(finals[0], finals[1])
 
 
 def test_initial_tokens_do_not_depend_on_depth():
     model = FedorovModel(tokens=2, dim=3, sigma=0.0)
     # With no noise and no mean part the layer is the identity, so the output is the initial state.
-    init, _ = path_generators(2, 0, 5)
-    expected = uniform_sphere(init, 2, 3)
+    expected = uniform_sphere(PathStreams(2, 0, 5), 2, 3)
     for depth in (3, 17):
         assert_allclose(simulate(model, depth, 1.0, 5, seed=2), expected, rtol=0, atol=1e-15)
 

@@ -9,7 +9,12 @@ from scipy import special
 from convergence.cli import main
 from convergence.fedorov import FedorovModel, FedorovSDE
 from convergence.simulate import simulate
-from convergence.strong import StrongDesign, analyse_strong, bootstrap_generator, coupled_strong_errors
+from convergence.strong import (
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors,
+)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +92,7 @@ def test_one_token_mean_matches_exact_discrete_moment_and_its_limit(dim):
     # Monte Carlo against the exact discrete value: 4.5 standard errors, false-failure rate < 1e-5.
     e = np.eye(dim)[0]
     model = FedorovModel(tokens=1, dim=dim, sigma=sigma)
-    x = simulate(model, depth, horizon, paths, seed=3, initial=lambda rngs, n, d: np.tile(e, (len(rngs), n, 1)))
+    x = simulate(model, depth, horizon, paths, seed=3, initial=lambda streams, n, d: np.tile(e, (streams.paths, n, 1)))
     u = x[:, 0, 0]
     assert abs(u.mean() - exact_discrete) <= 4.5 * u.std(ddof=1) / np.sqrt(paths)
 

@@ -18,7 +18,6 @@ from functools import lru_cache
 
 import sympy as sp
 
-from .algebra import d
 from .boundary import end_behaviour
 from .models import beta, v_sign
 from .noise_laws import k

@@ -20,7 +20,12 @@ import sympy as sp
 
 from .algebra import Mat, Vec, d, gram_symbol
 from .generator import ParticleSystem
-from .noise_laws import BrownianField, MatrixBrownian, ScalarBrownian, SymmetricMatrixBrownian
+from .noise_laws import (
+    BrownianField,
+    MatrixBrownian,
+    ScalarBrownian,
+    SymmetricMatrixBrownian,
+)
 
 
 def token_symbols(n: int, dim: int) -> list[sp.Matrix]:

@@ -22,7 +22,16 @@ import sympy as sp
 
 from .algebra import d, gram_symbol
 from .coordinates import polynomial_kernel
-from .models import agazzi_system, beta, eps, fedorov_system, hybrid_system, m, quadratic_form_system, v_sign
+from .models import (
+    agazzi_system,
+    beta,
+    eps,
+    fedorov_system,
+    hybrid_system,
+    m,
+    quadratic_form_system,
+    v_sign,
+)
 from .noise_laws import sigma
 
 STEPS = (0.04, 0.02, 0.01)

@@ -15,7 +15,12 @@ import sympy as sp
 
 from .agazzi import agazzi_two_point, k1, k1p
 from .algebra import d, gram_symbol
-from .boundary import critical_beta_closed_form, critical_eps2_closed_form, fedorov_ends, hybrid_ends
+from .boundary import (
+    critical_beta_closed_form,
+    critical_eps2_closed_form,
+    fedorov_ends,
+    hybrid_ends,
+)
 from .certified import certify_critical_beta
 from .coordinates import coordinate_generator_at, gram_generator_at
 from .crosscheck import TEST_FUNCTIONS, one_step_check

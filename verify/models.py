@@ -11,7 +11,12 @@ import sympy as sp
 from .algebra import Span, Vec
 from .expansion import NormalisedStep, limit_system
 from .generator import ParticleSystem
-from .noise_laws import BrownianField, MatrixBrownian, ScalarBrownian, SymmetricMatrixBrownian
+from .noise_laws import (
+    BrownianField,
+    MatrixBrownian,
+    ScalarBrownian,
+    SymmetricMatrixBrownian,
+)
 
 beta = sp.Symbol("beta", real=True)
 eps = sp.Symbol("epsilon", nonnegative=True)
@@ -58,6 +63,17 @@ def agazzi_layer(span: Span) -> list[list[NormalisedStep]]:
 def quadratic_form_layer(span: Span) -> list[list[NormalisedStep]]:
     """Random quadratic form, normalised Euler step ``N(x - dQ x)`` of dX = -P_X o dQ X."""
     return [[NormalisedStep(mu=span.zero(), noise_arg=-span.token(i))] for i in range(span.n)]
+
+
+def one_token_layer(span: Span) -> list[list[NormalisedStep]]:
+    """Model F with one token (a = x_0) beside a fixed unit vector x_1 (no drift, no noise): the overlap
+    <x_0, x_1> is a zonal coordinate of Brownian motion on the sphere (calibration, MATH.md section 3)."""
+    return [[NormalisedStep(mu=span.zero(), noise_arg=span.token(0))], [NormalisedStep(mu=span.zero())]]
+
+
+def one_token_system(unit: bool = True) -> ParticleSystem:
+    span = Span(2, unit)
+    return limit_system(span, one_token_layer(span), MatrixBrownian())
 
 
 def fedorov_system(n: int = 2, unit: bool = True, mean: sp.Expr = 0) -> ParticleSystem:

@@ -18,14 +18,21 @@ import sympy as sp
 
 from .algebra import d, gram_symbol
 from .generator import ParticleSystem
-from .models import agazzi_system, beta, fedorov_system, hybrid_system, quadratic_form_system
+from .models import (
+    agazzi_system,
+    beta,
+    fedorov_system,
+    hybrid_system,
+    one_token_system,
+    quadratic_form_system,
+)
 from .noise_laws import sigma
 
 rho = sp.Symbol("rho", real=True)
 t = sp.Symbol("t", positive=True)
 _Y, _T = sp.symbols("Y T", positive=True)
 
-MODELS = ("fedorov", "hybrid", "agazzi", "quadratic_form")
+MODELS = ("fedorov", "hybrid", "agazzi", "quadratic_form", "one_token")
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,7 @@ def _system(model: str) -> ParticleSystem:
         "hybrid": hybrid_system,
         "agazzi": agazzi_system,
         "quadratic_form": quadratic_form_system,
+        "one_token": lambda n: one_token_system(),
     }
     if model not in builders:
         raise ValueError(f"model must be one of {list(builders)}, got {model!r}")
@@ -110,4 +118,14 @@ def pair_overlap_sde(n: int, i: int = 0, j: int = 1) -> tuple[sp.Expr, sp.Expr]:
     return sp.simplify(system.gram_drift(i, j)), sp.simplify(system.gram_covariation((i, j), (i, j)))
 
 
-__all__ = ["MODELS", "OverlapSDE", "closed_form", "overlap", "overlap_sde", "pair_overlap_sde", "rho", "sigma", "d"]
+__all__ = ["MODELS", "OverlapSDE", "change_variable", "closed_form", "overlap", "overlap_sde", "pair_overlap_sde", "rho", "sigma", "d"]
+
+
+def change_variable(drift: sp.Expr, diffusion_squared: sp.Expr, new: sp.Expr, inverse: sp.Expr,
+                    y: sp.Symbol) -> tuple[sp.Expr, sp.Expr]:
+    """Ito's formula for ``y = new(rho)``: drift ``new' b + new'' a / 2`` and diffusion ``new'^2 a``,
+    written in y through ``rho = inverse(y)``."""
+    first, second = sp.diff(new, rho), sp.diff(new, rho, 2)
+    to_y = {rho: inverse}
+    return (sp.simplify((first * drift + second * diffusion_squared / 2).subs(to_y)),
+            sp.simplify((first**2 * diffusion_squared).subs(to_y)))

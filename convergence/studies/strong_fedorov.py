@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from ..fedorov import FedorovModel
 from ..results import StudyResult
-from ..strong import StrongDesign, analyse_strong, bootstrap_generator, coupled_strong_errors
+from ..strong import (
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors,
+)
 from .base import ProgressFactory, Study
 
 NAME = "strong-fedorov"

@@ -1,0 +1,37 @@
+"""A ladder of depths on a horizon, with the Monte Carlo sizes shared by strong and weak experiments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .validation import check_int, check_real
+
+
+@dataclass(frozen=True)
+class DepthLadder:
+    """Depths (increasing, each dividing the next) on horizon T; paths in compute blocks; bootstrap size."""
+
+    depths: tuple[int, ...]
+    horizon: float = 1.0
+    paths: int = 256
+    block_paths: int = 128
+    replicates: int = 2000
+
+    def __post_init__(self) -> None:
+        if len(self.depths) < 2:
+            raise ValueError(f"depths must hold at least 2 levels, got {self.depths}")
+        for depth in self.depths:
+            check_int("depth", depth, minimum=1)
+        for coarse, fine in zip(self.depths, self.depths[1:]):
+            if fine <= coarse or fine % coarse:
+                raise ValueError(f"depths must increase and each divide the next, got {self.depths}")
+        check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
+        check_int("paths", self.paths, minimum=2)
+        check_int("block_paths", self.block_paths, minimum=1)
+        check_int("replicates", self.replicates, minimum=100)
+
+    def steps(self) -> np.ndarray:
+        """The step h = T / L of each depth."""
+        return self.horizon / np.asarray(self.depths, dtype=np.float64)

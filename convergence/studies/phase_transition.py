@@ -1,0 +1,275 @@
+"""Study ``phase-transition``: where two tokens of the discrete model F end, against the scale function.
+
+For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian values with the reduced
+sampler, sigma = 1, step h) that end antipodal is compared with P(antipodal) from the derived
+overlap diffusion's scale function (``verify.hitting``). The horizon comes from the boundary
+exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay rare; a run is
+decided when rho_T is within ``DELTA`` of an end. Allowance: the undecided fraction plus, for each
+decided run, the probability that it would still switch ends, bounded from the scale function at the
+next tabulated distance at least as large as the run's own distance to its end (P(antipodal | rho) is
+monotone). Intervals are Wilson intervals at a Bonferroni-corrected level over the whole grid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+import verify
+from verify.boundary import hybrid_ends
+from verify.hitting import p_antipodal_double
+from verify.models import beta as beta_symbol
+from verify.models import eps as eps_symbol
+
+from ..configurations import CLASSES, class_fractions, fixed_overlap, overlap
+from ..estimators import FAIL, PASS, Check
+from ..fedorov import FedorovModel
+from ..reduced import ReducedFedorov
+from ..results import Curve, Plot, StudyResult
+from ..simulate import simulate
+from ..weak import FAMILY_ALPHA, z_value
+from .base import ProgressFactory, Study
+
+NAME = "phase-transition"
+STUDY_KEY = 3
+DELTA = 0.01
+HORIZON_FACTOR = 30.0
+SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated
+MAX_UNDECIDED = 0.02
+NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
+
+
+@dataclass(frozen=True)
+class PhaseDesign:
+    """Two-token grid, then n-token classification (``many_*``) and the hybrid dichotomy (``hybrid_*``)."""
+
+    dims: tuple[int, ...]
+    beta_factors: tuple[float, ...]  # multiples of beta_c(d); for d = 3 (beta_c = 0) BETAS_D3 instead
+    betas_d3: tuple[float, ...]
+    rho0s: tuple[float, ...]
+    paths: int
+    step: float  # sigma^2 h
+    max_horizon: float
+    many_tokens: tuple[int, ...] = (3, 4, 8)
+    many_dim: int = 4
+    many_beta_factors: tuple[float, ...] = (0.5, 1.5, 4.5)
+    many_paths: int = 200
+    many_horizon: float = 40.0
+    hybrid_betas: tuple[float, ...] = (0.5, 1.0)
+    hybrid_factors: tuple[float, ...] = (0.5, 2.0)  # eps^2 / eps_c^2
+    hybrid_paths: int = 300
+    hybrid_step: float = 0.002
+
+
+DESIGNS = {
+    "quick": PhaseDesign(dims=(3, 8), beta_factors=(0.6, 1.5, 2.5), betas_d3=(0.5, 1.0, 2.0),
+                         rho0s=(0.0, -0.9), paths=400, step=0.01, max_horizon=80.0, many_paths=100),
+    "full": PhaseDesign(dims=(3, 4, 8, 16), beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5),
+                        betas_d3=(0.5, 0.75, 1.0, 1.5, 2.5), rho0s=(0.0, -0.5, -0.9), paths=2000,
+                        step=0.0025, max_horizon=80.0, many_paths=1000, hybrid_paths=2000,
+                        many_beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5, 4.5)),
+}
+
+
+def beta_grid(dim: int, design: PhaseDesign) -> list[float]:
+    lo, hi = verify.critical_beta(dim)
+    if hi == 0:
+        return list(design.betas_d3)
+    return [round(f * float(hi), 4) for f in design.beta_factors]
+
+
+def horizon(dim: int, beta: float, design: PhaseDesign) -> float:
+    """T = C / min |lambda| over the two ends (sigma = 1), capped at ``max_horizon``."""
+    plus, minus = (abs(float(v)) for v in verify.boundary_exponents(dim, beta, 1))
+    return min(design.max_horizon, HORIZON_FACTOR / max(min(plus, minus), 1e-12))
+
+
+def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
+    """Sum over runs of the tabulated switching probability at the smallest tabulated distance that is
+    at least the run's distance (SWITCH_GRID decreases; runs closer than its last entry use that entry)."""
+    if distances.size == 0:
+        return 0.0
+    # index of the smallest grid distance >= the run's distance
+    index = np.searchsorted(-SWITCH_GRID, -np.maximum(distances, SWITCH_GRID[-1]), side="right") - 1
+    return float(np.sum(table[np.clip(index, 0, SWITCH_GRID.size - 1)]))
+
+
+def wilson(successes: int, n: int, z: float) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion."""
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # The bounds are exactly 0 and 1 at the extremes (rounding would otherwise leave ~1e-18).
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi
+
+
+def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
+    design = DESIGNS[profile]
+    grid = [(dim, b) for dim in design.dims for b in beta_grid(dim, design)]
+    n_checks = 2 * len(grid) * len(design.rho0s)
+    z = z_value(n_checks)
+    alpha = FAMILY_ALPHA / n_checks
+    advance = progress(len(grid), NAME)
+    checks, rows = [], []
+    for index, (dim, b) in enumerate(grid):
+        T = horizon(dim, b, design)
+        depth = max(1, round(T / design.step))
+        model = ReducedFedorov(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
+        predictions = p_antipodal_double(dim, b, design.rho0s)
+        switch_from_antipodal = 1 - p_antipodal_double(dim, b, -1 + SWITCH_GRID)
+        switch_from_collapse = p_antipodal_double(dim, b, 1 - SWITCH_GRID)
+        for j, (rho0, predicted) in enumerate(zip(design.rho0s, predictions)):
+            rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0)))
+            antipodal = int(np.sum(rho < -1 + DELTA))
+            collapsed = int(np.sum(rho > 1 - DELTA))
+            undecided = design.paths - antipodal - collapsed
+            frac = antipodal / design.paths
+            lo, hi = wilson(antipodal, design.paths, z)
+            switching = (switch_bound(1 + rho[rho < -1 + DELTA], switch_from_antipodal)
+                         + switch_bound(1 - rho[rho > 1 - DELTA], switch_from_collapse))
+            allowance = (undecided + switching) / design.paths
+            config = {"d": dim, "beta": b, "rho0": rho0}
+            if hi < predicted - allowance or lo > predicted + allowance:
+                verdict = FAIL
+            else:
+                verdict = PASS
+            checks.append(Check("p_antipodal", float(predicted), frac, (lo, hi), verdict, config, allowance, 1 - alpha,
+                                alpha, f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}"))
+            # A design requirement (the horizon), not a claim under test: the measured fraction itself.
+            u_lo, u_hi = wilson(undecided, design.paths, z)
+            u_verdict = PASS if undecided <= MAX_UNDECIDED * design.paths else FAIL
+            checks.append(Check("undecided", 0.0, undecided / design.paths, (u_lo, u_hi), u_verdict, config,
+                                MAX_UNDECIDED, 1 - alpha, alpha,
+                                f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}; required at most {MAX_UNDECIDED:.0%}"))
+            rows.append({"d": dim, "beta": b, "rho0": rho0, "predicted": float(predicted), "fraction": frac,
+                         "ci": [lo, hi], "undecided": undecided, "horizon": T, "depth": depth})
+        advance(1)
+    many_checks, many_plots, many_rows = many_tokens(design, seed)
+    hybrid_checks, hybrid_rows = hybrid_dichotomy(design, seed)
+    checks += many_checks + hybrid_checks
+    plots = {"": _probability_plots(design, rows), "phase-diagram": [_phase_diagram(rows)], "many-tokens": many_plots}
+    params = {
+        "dims": list(design.dims), "beta_factors_of_beta_c": list(design.beta_factors), "betas_d3": list(design.betas_d3),
+        "rho0s": list(design.rho0s), "paths": design.paths, "sigma": 1.0, "sigma2_h": design.step, "delta": DELTA,
+        "horizon": f"min({design.max_horizon}, {HORIZON_FACTOR} / min(|lambda_+|, |lambda_-|))",
+        "sampler": "reduced (V a_1, V a_2 drawn jointly from their Gaussian law)", "z": z, "grid": rows,
+        "many_tokens": many_rows, "hybrid": hybrid_rows,
+    }
+    notes = [
+        f"Bonferroni over {n_checks} checks (z = {z:.3f}): family-wise false-failure rate at most 1%.",
+        "P(antipodal) does not depend on sigma (time change), so sigma = 1 with sigma^2 h fixed.",
+        "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
+    ]
+    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots=plots, notes=notes)
+
+
+def _probability_plots(design: PhaseDesign, rows: list[dict]) -> list[Plot]:
+    plots = []
+    for dim in design.dims:
+        lo, hi = verify.critical_beta(dim)
+        betas = sorted({r["beta"] for r in rows if r["d"] == dim})
+        fine = np.linspace(0.0 if hi == 0 else 0.3 * float(hi), 1.1 * max(betas), 60)[1:]
+        curves = []
+        for rho0 in design.rho0s:
+            theory = [float(p_antipodal_double(dim, float(bb), [rho0])[0]) for bb in fine]
+            curves.append(Curve(f"theory rho0={rho0}", fine.tolist(), theory))
+            pts = [r for r in rows if r["d"] == dim and r["rho0"] == rho0]
+            curves.append(Curve(f"simulation rho0={rho0}", [r["beta"] for r in pts], [r["fraction"] for r in pts],
+                                [r["ci"][0] for r in pts], [r["ci"][1] for r in pts], style="points"))
+        plots.append(Plot(f"d = {dim}", "beta", "P(antipodal)", curves, [(float(hi), "beta_c")]))
+    return plots
+
+
+def _phase_diagram(rows: list[dict]) -> Plot:
+    dims = np.arange(3, 65)
+    curve = Curve("beta_c(d) = acosh(d - 2) / 2 (certified)", dims.tolist(),
+                  [float(verify.critical_beta(int(dv))[1]) for dv in dims])
+    attracting = [r for r in rows if r["predicted"] > 0]
+    repelling = [r for r in rows if r["predicted"] == 0]
+    points = [
+        Curve("antipodal end attracting (simulated)", [r["d"] for r in attracting], [r["beta"] for r in attracting],
+              style="points"),
+        Curve("only collapse (simulated)", [r["d"] for r in repelling], [r["beta"] for r in repelling], style="points"),
+    ]
+    return Plot("phase diagram: antipodal pairs possible above beta_c(d)", "d", "beta", [curve, *points], logx=True)
+
+
+def many_tokens(design: PhaseDesign, seed: int) -> tuple[list[Check], list[Plot], list[dict]]:
+    """n tokens (uniform start) at d = many_dim: final configuration classes against beta, with noise and
+    with the noise switched off (deterministic attention flow with mean value part M = I), which must
+    collapse (GLPR). Check ``antipodal_persists``: at the largest beta some runs end antipodal;
+    ``noise_off_collapse``: every noise-free run ends in one cluster."""
+    lo, hi = verify.critical_beta(design.many_dim)
+    betas = [round(f * float(hi), 4) for f in design.many_beta_factors]
+    checks, plots, rows = [], [], []
+    z = z_value(2 * len(design.many_tokens))
+    for i, n in enumerate(design.many_tokens):
+        by_mode = {}
+        for mode, sigma, mean, horizon_, step in (
+            ("noise", 1.0, None, design.many_horizon, design.step),
+            # The deterministic flow merges metastable clusters slowly at large beta: a longer horizon.
+            ("noise off", 0.0, np.eye(design.many_dim), NOISE_OFF_HORIZON, NOISE_OFF_STEP),
+        ):
+            fractions = []
+            for j, b in enumerate(betas):
+                model = FedorovModel(tokens=n, dim=design.many_dim, beta=b, sigma=sigma, mean_value=mean)
+                layer = ReducedFedorov(model) if sigma > 0 else model
+                x = simulate(layer, round(horizon_ / step), horizon_, design.many_paths, seed, (STUDY_KEY, 100 + i, j))
+                fractions.append(class_fractions(x, DELTA))
+                rows.append({"n": n, "beta": b, "mode": mode, **fractions[-1]})
+            by_mode[mode] = fractions
+            plots.append(Plot(f"n = {n}, d = {design.many_dim}, {mode}", "beta", "fraction of runs",
+                              [Curve(name, betas, [f[name] for f in fractions], style="stacked") for name in CLASSES],
+                              [(float(hi), "beta_c (n=2)")]))
+        config = {"n": n, "d": design.many_dim, "beta": betas[-1]}
+        top = by_mode["noise"][-1]
+        k = round((top["balanced antipodal"] + top["unbalanced antipodal"]) * design.many_paths)
+        a_lo, a_hi = wilson(k, design.many_paths, z)
+        checks.append(Check("antipodal_persists", 0.0, k / design.many_paths, (a_lo, a_hi), PASS if a_lo > 0 else FAIL,
+                            config, 0.0, note="fraction of runs ending in two antipodal clusters (paper: they persist "
+                                              "for n > 2); the check asks that it is positive"))
+        collapsed = [f["one cluster"] for f in by_mode["noise off"]]
+        checks.append(Check("noise_off_collapse", 1.0, min(collapsed), (min(collapsed), min(collapsed)),
+                            PASS if min(collapsed) == 1.0 else FAIL, {"n": n, "d": design.many_dim}, 0.0,
+                            note=f"deterministic flow (sigma = 0, M = I): smallest one-cluster fraction over beta in {betas}"))
+    return checks, plots, rows
+
+
+def hybrid_dichotomy(design: PhaseDesign, seed: int) -> tuple[list[Check], list[dict]]:
+    """Hybrid model on both sides of eps_c^2(beta): collapse a.s. below, antipodal a.s. above. The check
+    ``hybrid_dichotomy`` fails when the runs ending at the wrong end are significantly more than the
+    undecided ones could explain."""
+    from ..hybrid import HybridModel
+
+    checks, rows = [], []
+    z = z_value(len(design.hybrid_betas) * len(design.hybrid_factors))
+    for i, b in enumerate(design.hybrid_betas):
+        crit = float(verify.critical_eps2(b))
+        for j, factor in enumerate(design.hybrid_factors):
+            eps = math.sqrt(factor * crit)
+            exponents = [float(end.growth_exponent.subs({beta_symbol: b, eps_symbol: eps})) for end in hybrid_ends().values()]
+            attracting = min(abs(lam) for lam in exponents if lam < 0)
+            T = min(design.max_horizon, HORIZON_FACTOR / attracting)
+            depth = round(T / design.hybrid_step)
+            model = HybridModel(dim=3, beta=b, eps=eps)
+            rho = overlap(simulate(model, depth, T, design.hybrid_paths, seed, (STUDY_KEY, 200 + i, j), fixed_overlap(0.0)))
+            expected_end = "collapse" if factor < 1 else "antipodal"
+            wrong = int(np.sum(rho < -1 + DELTA)) if factor < 1 else int(np.sum(rho > 1 - DELTA))
+            undecided = int(np.sum(np.abs(rho) <= 1 - DELTA))
+            w_lo, w_hi = wilson(wrong, design.hybrid_paths, z)
+            allowance = undecided / design.hybrid_paths
+            verdict = FAIL if w_lo > allowance else PASS
+            config = {"beta": b, "eps2_over_eps2c": factor, "expected": expected_end}
+            checks.append(Check("hybrid_dichotomy", 0.0, wrong / design.hybrid_paths, (w_lo, w_hi), verdict, config,
+                                allowance, note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
+                                                f"L = {depth}, {undecided} undecided of {design.hybrid_paths}"))
+            rows.append({"beta": b, "eps2": factor * crit, "eps2_c": crit, "expected": expected_end,
+                         "wrong_end": wrong, "undecided": undecided, "paths": design.hybrid_paths})
+    return checks, rows
+
+
+STUDY = Study(NAME, "fraction of discrete runs ending antipodal vs the scale function, across beta_c(d)", execute)
