@@ -188,14 +188,16 @@ def _phase_diagram(rows: list[dict]) -> Plot:
     dims = np.arange(3, 65)
     curve = Curve("beta_c(d) = acosh(d - 2) / 2 (certified)", dims.tolist(),
                   [float(verify.critical_beta(int(dv))[1]) for dv in dims])
-    attracting = [r for r in rows if r["predicted"] > 0]
-    repelling = [r for r in rows if r["predicted"] == 0]
+    seen = {(r["d"], r["beta"]) for r in rows if r["fraction"] > 0}
+    grid = sorted({(r["d"], r["beta"]) for r in rows})
+    observed = [g for g in grid if g in seen]
+    never = [g for g in grid if g not in seen]
     points = [
-        Curve("antipodal end attracting (simulated)", [r["d"] for r in attracting], [r["beta"] for r in attracting],
+        Curve("grid point: some runs ended antipodal", [g[0] for g in observed], [g[1] for g in observed],
               style="points"),
-        Curve("only collapse (simulated)", [r["d"] for r in repelling], [r["beta"] for r in repelling], style="points"),
+        Curve("grid point: no run ended antipodal", [g[0] for g in never], [g[1] for g in never], style="points"),
     ]
-    return Plot("phase diagram: antipodal pairs possible above beta_c(d)", "d", "beta", [curve, *points], logx=True)
+    return Plot("phase diagram: antipodal pairs possible above beta_c(d)", "d", "beta", [curve, *points])
 
 
 def many_tokens(design: PhaseDesign, seed: int) -> tuple[list[Check], list[Plot], list[dict]]:
