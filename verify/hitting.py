@@ -63,6 +63,13 @@ def _validate(d_value, beta_value, rho0) -> None:
         raise ValueError(f"rho0 must be in (-1, 1), got {rho0!r}")
 
 
+def _end_exponents(d_value: int, beta_value, digits: int) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """``(c_+, c_-)`` of model F's scale decomposition at (d, beta), to ``digits`` digits."""
+    parts = scale_decomposition("fedorov")
+    sub = {d: d_value, beta: sp.nsimplify(beta_value)}
+    return mpmath.mpf(sp.N(parts.c_plus.subs(sub), digits)), mpmath.mpf(sp.N(parts.c_minus.subs(sub), digits))
+
+
 def _numeric(expr: sp.Expr, d_value: int, beta_value):
     return sp.lambdify(rho, expr.subs({d: d_value, beta: sp.nsimplify(beta_value)}), "mpmath")
 
@@ -142,8 +149,7 @@ def p_antipodal(d_value: int, beta_value, rho0, dps: int = 30) -> mpmath.mpf:
     _validate(d_value, beta_value, rho0)
     parts = scale_decomposition("fedorov")
     with mpmath.workdps(dps + GUARD_DIGITS):
-        c_plus = mpmath.mpf(sp.N(parts.c_plus.subs({d: d_value, beta: sp.nsimplify(beta_value)}), dps + GUARD_DIGITS))
-        c_minus = mpmath.mpf(sp.N(parts.c_minus.subs({d: d_value, beta: sp.nsimplify(beta_value)}), dps + GUARD_DIGITS))
+        c_plus, c_minus = _end_exponents(d_value, beta_value, dps + GUARD_DIGITS)
         if c_minus <= -1:
             return mpmath.mpf(0)
         if -c_plus <= -1:
@@ -219,9 +225,7 @@ def p_antipodal_gauss(d_value: int, beta_value, rho0, dps: int = 30, nodes: int 
     parts = scale_decomposition("fedorov")
     work = dps + GUARD_DIGITS
     with mpmath.workdps(work):
-        sub = {d: d_value, beta: sp.nsimplify(beta_value)}
-        c_plus = mpmath.mpf(sp.N(parts.c_plus.subs(sub), work))
-        c_minus = mpmath.mpf(sp.N(parts.c_minus.subs(sub), work))
+        c_plus, c_minus = _end_exponents(d_value, beta_value, work)
         if c_minus <= -1:
             return mpmath.mpf(0)
         regular = _numeric(parts.regular, d_value, beta_value)
@@ -255,8 +259,8 @@ def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200):
     rho0 = np.atleast_1d(np.asarray(rho0, dtype=np.float64))
     _validate(d_value, beta_value, float(rho0[0]))
     parts = scale_decomposition("fedorov")
+    c_plus, c_minus = (float(c) for c in _end_exponents(d_value, beta_value, 17))
     sub = {d: d_value, beta: sp.nsimplify(beta_value)}
-    c_plus, c_minus = float(parts.c_plus.subs(sub)), float(parts.c_minus.subs(sub))
     if c_minus <= -1:
         return np.zeros_like(rho0)
     regular = sp.lambdify(rho, parts.regular.subs(sub), "numpy")

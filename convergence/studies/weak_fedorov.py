@@ -19,6 +19,7 @@ from verify.algebra import d as d_symbol
 from verify.models import beta as beta_symbol
 from verify.noise_laws import sigma as sigma_symbol
 
+from ..brownian import compute_blocks
 from ..configurations import fixed_overlap, overlap
 from ..fedorov import FedorovModel
 from ..kolmogorov import expectation, lambdify_overlap
@@ -78,7 +79,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     checks_per_config = 1 + len(OBSERVABLES) * (1 + len(LAWS))
     z = z_value(len(configs) * checks_per_config)
     observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OBSERVABLES.items()}
-    advance = progress(len(configs) * design.paths * design.depths[-1] // design.block_paths, NAME)
+    blocks = len(list(compute_blocks(design.paths, design.block_paths)))
+    advance = progress(len(configs) * blocks * design.depths[-1], NAME)
     checks, panels, references = [], [], {}
     steps = design.steps()
     for index, (dim, b) in enumerate(configs):
@@ -92,6 +94,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         fits = weak_order(values, steps, rng, design.replicates, z)
         checks.append(order_check(fits, design, z, {"d": dim, "beta": b, "observable": "all (pooled)",
                                                     "entries": "gaussian"}))
+        drawn_order = next(iter(fits.values())).order
+        drawn_order = drawn_order if np.isfinite(drawn_order) else 0.0  # no line when no order was fitted
         for name in OBSERVABLES:
             config = {"d": dim, "beta": b, "observable": name, "entries": "gaussian"}
             fit = fits[name]
@@ -102,8 +106,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 values=np.abs(fit.differences).tolist(),
                 ci_lo=np.maximum(np.abs(fit.differences) - z * fit.standard_errors, 0).tolist(),
                 ci_hi=(np.abs(fit.differences) + z * fit.standard_errors).tolist(),
-                order=fit.order if np.isfinite(fit.order) else 0.0,
-                intercept=float(np.mean(np.log(np.abs(fit.differences) + 1e-300)) - (fit.order if np.isfinite(fit.order) else 0.0) * np.mean(np.log(fit.steps))),
+                order=drawn_order,
+                intercept=float(np.mean(np.log(np.abs(fit.differences) + 1e-300)) - drawn_order * np.mean(np.log(fit.steps))),
                 flags=[[] if s else ["noise floor"] for s in fit.significant],
             ))
         for law_index, law in enumerate(LAWS):
