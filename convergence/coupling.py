@@ -56,23 +56,26 @@ def chunk_length(paths: int, entries: int, max_factor: int) -> int:
 def run_coupled(
     levels: Sequence[Level],
     comparisons: Sequence[tuple[int, int]],
-    x0: np.ndarray,
+    x0: np.ndarray | Sequence[np.ndarray],
     block: BrownianBlock,
     fine_steps: int,
     progress: Callable[[int], None] | None = None,
 ) -> CoupledRun:
-    """Run every level from ``x0`` over ``fine_steps`` fine steps of the block's Brownian path."""
+    """Run every level from ``x0`` (one state for all levels, or one per level) over ``fine_steps``
+    fine steps of the block's Brownian path."""
     factors = [level.factor for level in levels]
     max_factor = max(factors)
     if any(max_factor % f for f in factors) or fine_steps % max_factor:
         raise ValueError(f"level factors {factors} must nest and divide fine_steps = {fine_steps}")
+    if max_factor > 1 and not block.noise.nested:
+        raise ValueError("levels with factor > 1 need a nested (Brownian) noise; this noise packs per-layer draws")
     for a, b in comparisons:
         if max(factors[a], factors[b]) % min(factors[a], factors[b]):
             raise ValueError(f"levels {a} and {b} have grids that do not nest")
     entries = int(np.prod(block.noise.shape))
     chunk = min(fine_steps, chunk_length(block.paths, entries, max_factor))
-    states = [x0.copy() for _ in levels]
-    sup_sq = np.zeros((x0.shape[0], len(comparisons)))
+    states = [x.copy() for x in x0] if isinstance(x0, (list, tuple)) else [x0.copy() for _ in levels]
+    sup_sq = np.zeros((states[0].shape[0], len(comparisons)))
     common = [max(factors[a], factors[b]) for a, b in comparisons]
     done = 0
     while done < fine_steps:
@@ -94,3 +97,26 @@ def run_coupled(
     for c, (a, b) in enumerate(comparisons):
         final_sq[:, c] = token_mean_sq_distance(states[a], states[b])
     return CoupledRun(final=states, final_sq=final_sq, sup_sq=sup_sq)
+
+
+def run_recorded(
+    levels: Sequence[Level],
+    x0: np.ndarray,
+    block: BrownianBlock,
+    fine_steps: int,
+    records: int,
+    observe: Callable[[np.ndarray], np.ndarray],
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """``observe(state)`` of every level at ``records + 1`` equally spaced times 0 .. T:
+    shape (paths, levels, records + 1, ...). Record times must lie on every level's grid."""
+    if fine_steps % records or (fine_steps // records) % max(level.factor for level in levels):
+        raise ValueError(f"records = {records} must split fine_steps = {fine_steps} on every level's grid")
+    segment = fine_steps // records
+    states = [x0 for _ in levels]
+    series = [[observe(x0)] for _ in levels]
+    for _ in range(records):
+        states = run_coupled(levels, [], states, block, segment, progress).final
+        for values, state in zip(series, states):
+            values.append(observe(state))
+    return np.stack([np.stack(values, axis=1) for values in series], axis=1)

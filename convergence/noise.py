@@ -43,6 +43,7 @@ class CommonNoise:
     shape: tuple[int, ...]
     scale: float = 1.0
     law: str = "gaussian"
+    nested: bool = True  # False when the array packs per-layer draws that are not Brownian increments
 
     def __post_init__(self) -> None:
         for axis, size in enumerate(self.shape):
@@ -53,7 +54,7 @@ class CommonNoise:
     @property
     def brownian(self) -> bool:
         """True when increments are Gaussian, hence can be coupled to one Brownian path at every depth."""
-        return self.law == "gaussian"
+        return self.law == "gaussian" and self.nested
 
     def increments(self, rng: np.random.Generator, steps: int, h: float) -> np.ndarray:
         """``steps`` consecutive increments over steps of length ``h``: shape (steps, *shape)."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from .base import PROFILES, Study
 from .phase_transition import STUDY as PHASE_TRANSITION
+from .strong_agazzi import STUDY as STRONG_AGAZZI
 from .strong_fedorov import STUDY as STRONG_FEDOROV
 from .weak_fedorov import STUDY as WEAK_FEDOROV
 
-STUDIES: dict[str, Study] = {study.name: study for study in (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION)}
+STUDIES: dict[str, Study] = {study.name: study for study in (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION, STRONG_AGAZZI)}
 
 __all__ = ["PROFILES", "STUDIES", "Study"]

@@ -1,0 +1,180 @@
+"""Model A's common noise: the random MLP block as a random field of position, three ways.
+
+The MLP block of layer k is G_k(y) = m^{-1/2} W_k act(U_k y / sqrt(d) + b_k) + c_k (MATH.md section 2),
+one draw per layer shared by every token; the layer adds sqrt(h) G_k(Y_i) to each token. Its covariance
+is E[G(x) G(y)^T] = k(<x, y>) I_d (``verify.kernels``). Each field below gives ``increment(y, dw, h)``,
+the common noise term added to tokens y shaped (paths, n, d), from one layer's noise array ``dw``.
+
+``FreshFeatureField``  The paper's block exactly: U, b, W, c fresh at every layer (finite width m).
+    Not a Brownian increment (U and b enter at scale 1), so it cannot be refined in depth; as
+    L -> infinity its layers average the feature kernel over U, b, and the limit SDE is driven by
+    the Gaussian field with covariance k (the same limit as infinite width).
+
+``FrozenFeatureField``  The depth-refinable version: the hidden features U (m x d) and b are drawn
+    once and frozen; the output weights and bias are driven by a d x (m+1) matrix Brownian motion
+    Omega, B(x, t) = Omega_t psi(x), psi(x) = (act(U x/sqrt(d) + b) / sqrt(m), sigma_W). B is a
+    Brownian field with the finite-rank kernel k_m(x, y) = <psi(x), psi(y)> I_d, and one layer adds
+    sqrt(h) G_k(y) = (Omega_{t+h} - Omega_t) psi(y): exactly the paper's block with U, b frozen.
+    Increments nest (coarse = sum of fine), so pathwise depth comparisons are possible. Its limit
+    SDE is driven by B: dX = P_X dB(X, t) + [v P_X a(X) - ((d-1)/2) k_m(X, X) X] dt. As m -> infinity
+    k_m -> k almost surely (law of large numbers, fluctuations O(m^{-1/2})), so it tends to the
+    limit of the paper's model; at fixed m it is the depth limit of a network with frozen features.
+
+``GaussianField``  Infinite width: the centred Gaussian field with covariance k, sampled exactly and
+    jointly at the n token positions: increment = F(Y) dZ with dZ an n x d matrix of N(0, h)
+    entries and F the symmetric square root of K(Y) = [k(<y_i, y_j>)] (continuous in Y, valid when K
+    is singular). For n = 2 a triangular factor written with the deficit k(1) - k(u) keeps full
+    relative precision for close pairs. dZ is Brownian, so this field refines in depth too (the
+    N-point motion is an SDE driven by Z with coefficient F(X)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from verify.activations import activation
+from verify.kernels import Kernel, KernelSpec, kernel
+
+from .noise import CommonNoise
+from .validation import check_int
+
+
+def symmetric_sqrt(k: np.ndarray) -> np.ndarray:
+    """The symmetric positive square root of a batch of symmetric PSD matrices (negative eigenvalues clipped)."""
+    values, vectors = np.linalg.eigh(k)
+    return (vectors * np.sqrt(np.clip(values, 0.0, None))[..., None, :]) @ np.swapaxes(vectors, -1, -2)
+
+
+def half_squared_distances(y: np.ndarray) -> np.ndarray:
+    """z_ij = |y_i - y_j|^2 / 2 = 1 - <y_i, y_j> on the sphere, from differences (accurate for close pairs)."""
+    diff = y[..., :, None, :] - y[..., None, :, :]
+    return 0.5 * np.sum(diff * diff, axis=-1)
+
+
+def preactivations(y: np.ndarray, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``U y_i / sqrt(d) + b`` for every token: (paths, n, m); ``u`` is (m, d) or (paths, m, d)."""
+    return y @ np.swapaxes(u, -1, -2) / np.sqrt(y.shape[-1]) + b[..., None, :]
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianField:
+    """The infinite-width field with covariance k at ``tokens`` points (see the module docstring)."""
+
+    spec: KernelSpec
+    tokens: int
+
+    def __post_init__(self) -> None:
+        check_int("tokens", self.tokens, minimum=1)
+
+    @property
+    def dim(self) -> int:
+        return self.spec.dim
+
+    @property
+    def kernel(self) -> Kernel:
+        return kernel(self.spec)
+
+    @property
+    def noise(self) -> CommonNoise:
+        return CommonNoise(shape=(self.tokens, self.dim))
+
+    def factor(self, y: np.ndarray) -> np.ndarray:
+        """F(Y) with F F^T = K(Y), shaped (paths, n, n)."""
+        k = self.kernel
+        if self.tokens == 2:
+            gap = k.deficit(0.5 * np.sum((y[:, 0] - y[:, 1]) ** 2, axis=-1))
+            f = np.zeros(y.shape[:-2] + (2, 2))
+            root = np.sqrt(k.k1)
+            f[:, 0, 0] = root
+            f[:, 1, 0] = root - gap / root  # k(u) / sqrt(k1)
+            f[:, 1, 1] = np.sqrt(np.clip(gap * (2.0 - gap / k.k1), 0.0, None))  # k1 - k(u)^2/k1
+            return f
+        return symmetric_sqrt(k.k1 - k.deficit(half_squared_distances(y)))
+
+    def increment(self, y: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
+        return self.factor(y) @ dw
+
+    def kernel_diagonal(self, y: np.ndarray) -> np.ndarray:
+        return np.full(y.shape[:-1] + (1,), self.kernel.k1)
+
+
+@dataclass(frozen=True, eq=False)
+class FrozenFeatureField:
+    """Width-m field with frozen hidden features and Brownian output weights (see the module docstring).
+
+    ``features`` = (U, b) with U (m, d) standard normal and b (m,) ~ N(0, sigma_U^2); draw them with
+    ``FrozenFeatureField.draw(spec, width, rng)``.
+    """
+
+    spec: KernelSpec
+    u: np.ndarray = field(repr=False)
+    b: np.ndarray = field(repr=False)
+
+    @classmethod
+    def draw(cls, spec: KernelSpec, width: int, rng: np.random.Generator) -> FrozenFeatureField:
+        width = check_int("width", width, minimum=1)
+        u = rng.standard_normal((width, spec.dim))
+        b = spec.sigma_u * rng.standard_normal(width)
+        return cls(spec, u, b)
+
+    @property
+    def dim(self) -> int:
+        return self.spec.dim
+
+    @property
+    def width(self) -> int:
+        return self.u.shape[0]
+
+    @property
+    def noise(self) -> CommonNoise:
+        return CommonNoise(shape=(self.dim, self.width + 1))
+
+    def features(self, y: np.ndarray) -> np.ndarray:
+        """psi(y) = (act(U y/sqrt(d) + b)/sqrt(m), sigma_W), shaped (paths, n, m+1)."""
+        act = activation(self.spec.activation).numpy
+        hidden = act(preactivations(y, self.u, self.b)) / np.sqrt(self.width)
+        bias = np.full(hidden.shape[:-1] + (1,), self.spec.sigma_w)
+        return np.concatenate([hidden, bias], axis=-1)
+
+    def increment(self, y: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
+        """(Omega_{t+h} - Omega_t) psi(y_i) for each token; ``dw`` is (paths, d, m+1)."""
+        return self.features(y) @ np.swapaxes(dw, -1, -2)
+
+    def kernel_diagonal(self, y: np.ndarray) -> np.ndarray:
+        """k_m(y, y) = |psi(y)|^2, shaped (paths, n, 1)."""
+        psi = self.features(y)
+        return np.sum(psi * psi, axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True, eq=False)
+class FreshFeatureField:
+    """The paper's width-m block with every weight fresh at each layer (not refinable in depth).
+
+    One layer's noise packs standard normals in an (m+1, 2d+1) array: rows < m hold U's row, b's
+    entry (unit scale) and W's column (scale sqrt(h)); row m holds c (scale sqrt(h)) in its last d
+    entries. Drawn as ``sqrt(h)`` times standard normals; the unit-scale parts are rescaled here.
+    """
+
+    spec: KernelSpec
+    width: int
+
+    def __post_init__(self) -> None:
+        check_int("width", self.width, minimum=1)
+
+    @property
+    def dim(self) -> int:
+        return self.spec.dim
+
+    @property
+    def noise(self) -> CommonNoise:
+        return CommonNoise(shape=(self.width + 1, 2 * self.dim + 1), nested=False)
+
+    def increment(self, y: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
+        d, m = self.dim, self.width
+        unit = dw[..., :m, : d + 1] / np.sqrt(h)
+        u, b = unit[..., :d], self.spec.sigma_u * unit[..., d]
+        w_t, c = dw[..., :m, d + 1 :], self.spec.sigma_w * dw[..., m, d + 1 :]
+        act = activation(self.spec.activation).numpy
+        return act(preactivations(y, u, b)) @ w_t / np.sqrt(m) + c[..., None, :]
