@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import math
+
 import numpy as np
 
 from .validation import check_int, check_real
@@ -194,3 +196,14 @@ def combine_verdicts(verdicts: list[str]) -> str:
     if INCONCLUSIVE in verdicts:
         return INCONCLUSIVE
     return PASS
+
+
+def wilson(successes: int, n: int, z: float) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion."""
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # The bounds are exactly 0 and 1 at the extremes (rounding would otherwise leave ~1e-18).
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi

@@ -123,7 +123,9 @@ def _draw_plot(ax, plot: Plot) -> None:
         elif curve.style == "points":
             err = None
             if curve.y_lo is not None:
-                err = [[y - lo for y, lo in zip(curve.y, curve.y_lo)], [hi - y for y, hi in zip(curve.y, curve.y_hi)]]
+                # A percentile interval need not contain the point estimate (e.g. a median): bars start at it.
+                err = [[max(y - lo, 0.0) for y, lo in zip(curve.y, curve.y_lo)],
+                       [max(hi - y, 0.0) for y, hi in zip(curve.y, curve.y_hi)]]
             ax.errorbar(curve.x, curve.y, yerr=err, fmt="o", ms=4, capsize=2, label=curve.label)
         else:
             ax.plot(curve.x, curve.y, "-", lw=1.2, label=curve.label)

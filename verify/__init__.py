@@ -6,6 +6,8 @@ Public interface (names fixed):
     boundary_exponents(d, beta, sigma=1) -> growth exponents of 1 - rho and 1 + rho
     p_antipodal(d, beta, rho0, dps=30) -> mpmath number
     critical_eps2(beta) -> the hybrid model's critical eps^2
+    activation_constants(act, d, sigma_u, sigma_w) -> {k1, k1_prime, lambda_1, lambda_bar} (model A)
+    lambda_bar_prime(act, d, sigma_u, sigma_w, beta) -> certified enclosure of the energy decay rate
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import sympy as sp
 from .boundary import boundary_exponents, critical_eps2_closed_form
 from .certified import critical_beta
 from .hitting import p_antipodal
+from .kernels import activation_constants
 from .models import beta as _beta
 from .overlap import overlap_sde
+from .synchronisation import lambda_bar_prime
 
 
 def critical_eps2(beta_value, dps: int = 30):
@@ -34,4 +38,4 @@ def critical_eps2(beta_value, dps: int = 30):
         return mpmath.mpf(sp.N(expr, dps + 5))
 
 
-__all__ = ["boundary_exponents", "critical_beta", "critical_eps2", "overlap_sde", "p_antipodal"]
+__all__ = ["activation_constants", "lambda_bar_prime", "boundary_exponents", "critical_beta", "critical_eps2", "overlap_sde", "p_antipodal"]

@@ -1,4 +1,8 @@
-"""``python -m verify [--out DIR]``: run every derivation and its cross-checks, print, write reports."""
+"""``python -m verify [--out DIR]``: run every derivation and its cross-checks, print, write reports.
+
+``python -m verify activation-table``: print model A's activation constants in the paper's table layout
+(ReLU, sigmoid, tanh, SiLU x d in {5, 64, 128} x sigma_U = sigma_W in {0, 0.1}).
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,19 @@ from pathlib import Path
 import sympy as sp
 
 from .derivations import ALL
+from .kernels import activation_table, format_activation_table
 from .report import write
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verify", description=__doc__)
+    parser.add_argument("command", nargs="?", default="derive", choices=("derive", "activation-table"),
+                        help="derive (default): all derivations and reports; activation-table: print the table")
     parser.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default reports/)")
     args = parser.parse_args(argv)
+    if args.command == "activation-table":
+        print(format_activation_table(activation_table()))
+        return 0
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out must be a directory, got the file {str(args.out)!r}")
     start = time.perf_counter()

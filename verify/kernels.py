@@ -207,5 +207,32 @@ def kernel(spec: KernelSpec) -> Kernel:
     return Kernel(spec, k1, k1p, series, error)
 
 
-__all__ = ["KernelSpec", "Kernel", "kernel", "activation_constants", "k_one", "k_one_prime",
+TABLE_ACTIVATIONS = ("relu", "sigmoid", "tanh", "silu")
+TABLE_DIMS = (5, 64, 128)
+TABLE_SIGMAS = (0.0, 0.1)
+
+
+def activation_table(activations=TABLE_ACTIVATIONS, dims=TABLE_DIMS, sigmas=TABLE_SIGMAS) -> list[dict]:
+    """Rows of the paper's table: activation x (sigma_U = sigma_W) x d, with k1, k1_prime, lambda_1, lambda_bar."""
+    return [{"activation": act, "sigma": sig, "d": d, **activation_constants(act, d, sig, sig)}
+            for act in activations for sig in sigmas for d in dims]
+
+
+def format_activation_table(rows: list[dict]) -> str:
+    """The table as Markdown: one row per (activation, sigma), four columns per d."""
+    dims = sorted({row["d"] for row in rows})
+    keys = ("k1", "k1_prime", "lambda_1", "lambda_bar")
+    names = {"k1": "k(1)", "k1_prime": "k'(1)", "lambda_1": "lambda_1", "lambda_bar": "lambda_bar"}
+    head = "| activation | sigma_U = sigma_W | " + " | ".join(f"{names[k]} (d={d})" for d in dims for k in keys) + " |"
+    lines = [head, "|" + "---|" * (2 + len(dims) * len(keys))]
+    groups: dict[tuple, dict] = {}
+    for row in rows:
+        groups.setdefault((row["activation"], row["sigma"]), {})[row["d"]] = row
+    for (act, sig), by_d in groups.items():
+        cells = [f"{by_d[d][k]:.8g}" for d in dims for k in keys]
+        lines.append(f"| {act} | {sig:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["activation_table", "format_activation_table", "KernelSpec", "Kernel", "kernel", "activation_constants", "k_one", "k_one_prime",
            "deficit_quadrature", "kernel_derivative_quadrature", "relu_deficit", "exponents"]

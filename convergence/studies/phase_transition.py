@@ -24,7 +24,7 @@ from verify.models import beta as beta_symbol
 from verify.models import eps as eps_symbol
 
 from ..configurations import CLASSES, class_fractions, fixed_overlap, overlap
-from ..estimators import FAIL, PASS, Check
+from ..estimators import FAIL, PASS, Check, wilson
 from ..fedorov import FedorovModel
 from ..reduced import ReducedFedorov
 from ..results import Curve, Plot, StudyResult
@@ -94,17 +94,6 @@ def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
     # index of the smallest grid distance >= the run's distance
     index = np.searchsorted(-SWITCH_GRID, -np.maximum(distances, SWITCH_GRID[-1]), side="right") - 1
     return float(np.sum(table[np.clip(index, 0, SWITCH_GRID.size - 1)]))
-
-
-def wilson(successes: int, n: int, z: float) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion."""
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    # The bounds are exactly 0 and 1 at the extremes (rounding would otherwise leave ~1e-18).
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return lo, hi
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:

@@ -1,0 +1,275 @@
+"""Study ``sync-agazzi``: synchronisation by noise in model A, a calibration model, and the paper's figure.
+
+1. Two-point exponents (pure noise, infinite-width Gaussian field sampled at the two tokens): the
+   slope of the median of log|X - Y| against lambda_1 and the slope of log E|X - Y|^2 against
+   lambda_bar, both from ``verify.activation_constants`` (quadrature of k(1), k'(1) and the derived
+   two-point SDE), for ReLU and sigmoid, d in {5, 16}, sigma_U = sigma_W in {0, 0.1}
+   (``convergence.exponents``).
+2. Energy bound (n tokens, attention attractive or repulsive): E[E_beta(mu_t)] against
+   e^{(eps + lambda_bar') t} E[E_beta(mu_0)] with lambda_bar' certified (``verify.synchronisation``)
+   and eps = 0 (attractive) or 4 (repulsive, derived there); the report states whether the theorem's
+   hypotheses (lambda_bar < 0, field not a.s. odd) hold (``convergence.energy``).
+3. Random quadratic form (calibration, d = 3): exponents of 1 - rho and 1 + rho, the martingale
+   invariant and the merge probability, all derived in ``verify.quadratic_form``.
+4. The paper's figure: d = 4, n = 64, no attention, no biases, paper's block (fresh features, width m),
+   ReLU against tanh: histograms of the final pairwise cosines (tanh: antipodal pair; ReLU: one cluster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from verify.algebra import d as d_symbol
+from verify.kernels import KernelSpec, activation_constants
+from verify.quadratic_form import quadratic_form_results
+from verify.overlap import rho as rho_symbol
+from verify.synchronisation import attention_energy_rate, lambda_bar_prime
+
+from ..agazzi import ATTENTION, AgazziModel
+from ..brownian import compute_blocks
+from ..configurations import fixed_overlap, overlap
+from ..energy import EnergyDesign, compare_with_bound, energy_bound_check, record_energy
+from ..estimators import FAIL, INCONCLUSIVE, PASS, Check, wilson
+from ..exponents import ExponentDesign, exponent_check, mean_square_exponent, median_exponent, record_log_distances
+from ..mlp_field import FreshFeatureField, GaussianField
+from ..quadratic_form import QuadraticFormModel
+from ..results import Curve, Plot, StudyResult
+from ..simulate import simulate
+from ..strong import bootstrap_generator
+from ..weak import FAMILY_ALPHA, z_value
+from .base import ProgressFactory, Study
+
+NAME = "sync-agazzi"
+STUDY_KEY = 5
+BETA = 1.0
+EXPONENT_CONFIGS = tuple((act, d, bias) for act in ("relu", "sigmoid") for d in (5, 16) for bias in (0.0, 0.1))
+ENERGY_CONFIGS = (("sigmoid", 5, 0.0, "attractive"), ("sigmoid", 5, 0.0, "repulsive"), ("relu", 5, 0.0, "attractive"),
+                  ("relu", 5, 0.0, "repulsive"), ("tanh", 5, 0.0, "attractive"))
+QF_DIM, QF_RHO0S, QF_DELTA = 3, (-0.5, 0.3), 0.01
+FIGURE_DIM, FIGURE_TOKENS, FIGURE_HORIZON = 4, 64, 20.0
+ALIGNED = 0.9  # |cos| above this counts as aligned in the figure's checks
+ANTIPODAL_SHARE = 0.1  # two opposite groups of k and n - k tokens hold k (n - k) / (n (n - 1) / 2) of the pairs
+
+
+@dataclass(frozen=True)
+class SyncDesign:
+    exponents: ExponentDesign
+    energy: EnergyDesign
+    energy_tokens: int
+    qf_exponents: ExponentDesign
+    qf_paths: int
+    qf_depths: tuple[int, int]  # invariant at T = 1, depths L and 2L
+    qf_merge_horizon: float
+    qf_merge_depth: int
+    figure_width: int
+    figure_depth: int
+    figure_paths: int
+
+
+DESIGNS = {
+    "quick": SyncDesign(
+        exponents=ExponentDesign(horizon=4.0, steps=200, records=20, paths=8192),
+        energy=EnergyDesign(horizon=4.0, steps=200, records=20, paths=512), energy_tokens=16,
+        qf_exponents=ExponentDesign(horizon=1.0, steps=200, records=20, paths=8192),
+        qf_paths=20000, qf_depths=(100, 200), qf_merge_horizon=4.0, qf_merge_depth=400,
+        figure_width=256, figure_depth=500, figure_paths=8),
+    "full": SyncDesign(
+        exponents=ExponentDesign(horizon=4.0, steps=400, records=20, paths=65536),
+        energy=EnergyDesign(horizon=4.0, steps=400, records=20, paths=4096), energy_tokens=16,
+        qf_exponents=ExponentDesign(horizon=1.0, steps=400, records=20, paths=65536),
+        qf_paths=200000, qf_depths=(200, 400), qf_merge_horizon=4.0, qf_merge_depth=800,
+        figure_width=2048, figure_depth=2000, figure_paths=8),
+}
+
+
+def _label(**items) -> dict:
+    return dict(items)
+
+
+def exponents_section(design: SyncDesign, seed: int, advance) -> tuple[list[Check], list[Plot], list[dict]]:
+    checks, plots, rows = [], [], []
+    ed = design.exponents
+    for index, (act, dim, bias) in enumerate(EXPONENT_CONFIGS):
+        spec = KernelSpec(act, dim, bias, bias)
+        constants = activation_constants(act, dim, bias, bias)
+        model = AgazziModel(2, GaussianField(spec, 2), BETA, 0.0)
+        key = (STUDY_KEY, 1, index)
+        logs = record_log_distances(model, ed, seed, key, progress=advance)
+        rng = bootstrap_generator(seed, key)
+        med, ms = median_exponent(logs, ed, rng), mean_square_exponent(logs, ed, rng)
+        config = _label(act=act, d=dim, bias=bias)
+        checks.append(exponent_check("median_exponent", constants["lambda_1"], med, ed, config,
+                                     note="slope of the median of log|X - Y|: the almost-sure exponent lambda_1"))
+        checks.append(exponent_check("mean_square_exponent", constants["lambda_bar"], ms, ed, config,
+                                     note="slope of log E|X - Y|^2: the mean-square exponent lambda_bar"))
+        rows.append({**config, **constants})
+        t = ed.times.tolist()
+        plots.append(Plot(
+            f"{act}, d = {dim}, sigma = {bias}", "t", "log-distance", [
+                Curve("median log|X-Y| - log delta0", t, (med.curve - np.log(ed.delta0)).tolist(),
+                      (med.curve_ci[0] - np.log(ed.delta0)).tolist(), (med.curve_ci[1] - np.log(ed.delta0)).tolist(),
+                      style="points"),
+                Curve(f"lambda_1 t (lambda_1 = {constants['lambda_1']:.4g})", t, (constants["lambda_1"] * ed.times).tolist()),
+                Curve("log E|X-Y|^2 / delta0^2", t, ms.curve.tolist(), ms.curve_ci[0].tolist(), ms.curve_ci[1].tolist(),
+                      style="points"),
+                Curve(f"lambda_bar t (lambda_bar = {constants['lambda_bar']:.4g})", t,
+                      (constants["lambda_bar"] * ed.times).tolist()),
+            ]))
+    return checks, plots, rows
+
+
+def energy_section(design: SyncDesign, seed: int, advance) -> tuple[list[Check], list[Plot], list[dict]]:
+    checks, plots, rows = [], [], []
+    for index, (act, dim, bias, attention) in enumerate(ENERGY_CONFIGS):
+        spec = KernelSpec(act, dim, bias, bias)
+        v = ATTENTION[attention]
+        lam = lambda_bar_prime(act, dim, bias, bias, BETA)
+        eps = attention_energy_rate(v)
+        rate = eps + float(lam.upper)
+        lambda_bar = activation_constants(act, dim, bias, bias)["lambda_bar"]
+        failed = [reason for reason, bad in ((f"lambda_bar = {lambda_bar:.4g} >= 0", lambda_bar >= 0),
+                                             ("the field is a.s. odd", spec.odd)) if bad]
+        hypotheses = "hold" if not failed else "do not hold (" + "; ".join(failed) + ")"
+        model = AgazziModel(design.energy_tokens, GaussianField(spec, design.energy_tokens), BETA, v)
+        energy = record_energy(model, BETA, design.energy, seed, (STUDY_KEY, 2, index), progress=advance)
+        comparison = compare_with_bound(energy, rate, design.energy)
+        config = _label(act=act, d=dim, bias=bias, attention=attention, n=design.energy_tokens)
+        note = (f"lambda_bar' in [{float(lam.lower):.6g}, {float(lam.upper):.6g}] "
+                f"({'rigorous' if lam.rigorous else 'given the quadrature error estimate'}), eps = {eps:g}; "
+                f"theorem hypotheses {hypotheses}")
+        checks.append(energy_bound_check(comparison, rate, config, note))
+        rows.append({**config, "lambda_bar_prime": [float(lam.lower), float(lam.upper)], "eps": eps,
+                     "lambda_bar": lambda_bar, "hypotheses": hypotheses, "measured_rate": comparison.rate})
+        t = comparison.times.tolist()
+        plots.append(Plot(f"{act}, d = {dim}, {attention}", "t", "E[E_beta(mu_t)]", [
+            Curve("measured (level h)", t, comparison.mean.tolist(), comparison.mean_ci[0].tolist(),
+                  comparison.mean_ci[1].tolist(), style="points"),
+            Curve(f"bound, rate eps + lambda_bar' = {rate:.4g}", t, comparison.bound.tolist()),
+        ], logy=True))
+    return checks, plots, rows
+
+
+def quadratic_form_section(design: SyncDesign, seed: int, advance) -> tuple[list[Check], list[dict]]:
+    results = quadratic_form_results()
+    model = QuadraticFormModel(2, QF_DIM)
+    checks, rows = [], []
+    ed = design.qf_exponents
+    for index, (antipodal, expected) in enumerate(((False, results.exponent_diagonal),
+                                                   (True, results.exponent_antipodal))):
+        key = (STUDY_KEY, 3, index)
+        logs = record_log_distances(model, ed, seed, key, antipodal=antipodal, progress=advance)
+        # log(1 -+ rho) = 2 log|x -+ y| - log 2: its slope is twice that of the log-distance.
+        est = median_exponent(2 * logs, ed, bootstrap_generator(seed, key))
+        name = "qf_exponent_antipodal" if antipodal else "qf_exponent_diagonal"
+        checks.append(exponent_check(name, float(sp.sympify(expected).subs(d_symbol, QF_DIM)), est, ed, {"d": QF_DIM},
+                                     note=f"slope of the median of log(1 {'+' if antipodal else '-'} rho)"))
+    invariant = sp.lambdify(rho_symbol, results.invariant, "numpy")
+    merge = sp.lambdify(rho_symbol, results.merge_probability, "numpy")
+    z = z_value(2 * len(QF_RHO0S))
+    for index, rho0 in enumerate(QF_RHO0S):
+        finals = [overlap(simulate(model, depth, 1.0, design.qf_paths, seed, (STUDY_KEY, 4, index),
+                                   initial=fixed_overlap(rho0))) for depth in design.qf_depths]
+        values = [invariant(np.clip(r, -1.0, 1.0)) for r in finals]
+        mean, se = float(values[1].mean()), float(values[1].std(ddof=1) / np.sqrt(values[1].size))
+        allowance = abs(float(values[1].mean() - values[0].mean()))
+        target = float(invariant(rho0))
+        ci = (mean - z * se, mean + z * se)
+        verdict = FAIL if abs(mean - target) > z * se + allowance else PASS
+        checks.append(Check("qf_invariant", target, mean, ci, verdict, {"d": QF_DIM, "rho0": rho0}, allowance,
+                            false_failure_rate=FAMILY_ALPHA,
+                            note=f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} the "
+                                 f"derived invariant; allowance = |difference to L = {design.qf_depths[0]}| (O(h) bias)"))
+        final = overlap(simulate(model, design.qf_merge_depth, design.qf_merge_horizon, design.qf_paths, seed,
+                                 (STUDY_KEY, 5, index), initial=fixed_overlap(rho0)))
+        merged = int(np.sum(final > 1 - QF_DELTA))
+        undecided = int(np.sum(np.abs(final) <= 1 - QF_DELTA))
+        lo, hi = wilson(merged, final.size, z)
+        target = float(merge(rho0))
+        allowance = undecided / final.size
+        verdict = FAIL if hi < target - allowance or lo > target + allowance else PASS
+        if allowance > 0.05:
+            verdict = INCONCLUSIVE if verdict == PASS else verdict
+        checks.append(Check("qf_merge_probability", target, merged / final.size, (lo, hi), verdict,
+                            {"d": QF_DIM, "rho0": rho0}, allowance, false_failure_rate=FAMILY_ALPHA,
+                            note=f"fraction with rho_T > 1 - {QF_DELTA} at T = {design.qf_merge_horizon}; allowance = "
+                                 f"undecided fraction (|rho_T| <= 1 - {QF_DELTA})"))
+        rows.append({"rho0": rho0, "invariant_target": float(invariant(rho0)), "merge_probability": target,
+                     "undecided": undecided / final.size})
+    return checks, rows
+
+
+def figure_section(design: SyncDesign, seed: int) -> tuple[list[Check], list[Plot], dict]:
+    bins = np.linspace(-1.0, 1.0, 81)
+    centres = 0.5 * (bins[1:] + bins[:-1])
+    curves, checks, summary = [], [], {}
+    upper = np.triu_indices(FIGURE_TOKENS, 1)
+    for index, act in enumerate(("relu", "tanh")):
+        model = AgazziModel(FIGURE_TOKENS, FreshFeatureField(KernelSpec(act, FIGURE_DIM), design.figure_width), BETA, 0.0)
+        x = simulate(model, design.figure_depth, FIGURE_HORIZON, design.figure_paths, seed, (STUDY_KEY, 6, index),
+                     block_paths=64)
+        cosines = (x @ np.swapaxes(x, -1, -2))[:, upper[0], upper[1]]
+        density, _ = np.histogram(cosines.ravel(), bins=bins, density=True)
+        curves.append(Curve(f"{act}", centres.tolist(), density.tolist()))
+        antipodal = np.mean(cosines < -ALIGNED, axis=1)  # per path
+        aligned = np.mean(np.abs(cosines) > ALIGNED, axis=1)
+        summary[act] = {"fraction_antipodal_pairs": antipodal.tolist(), "fraction_aligned_pairs": aligned.tolist()}
+        paths = x.shape[0]
+        if act == "tanh":
+            hits = int(np.sum(antipodal >= ANTIPODAL_SHARE))
+            claim = f"paths forming an antipodal pair (at least {ANTIPODAL_SHARE:.0%} of pairs at cos < -{ALIGNED})"
+            name = "figure_tanh_antipodal"
+        else:
+            hits = int(np.sum(antipodal == 0))
+            claim, name = "paths with no pair at cos < -0.9 (one cluster forming, no antipodal pair)", "figure_relu_one_cluster"
+        lo, hi = wilson(hits, paths, z_value(2))
+        verdict = PASS if hits >= paths - 1 else FAIL
+        checks.append(Check(name, 1.0, hits / paths, (lo, hi), verdict, {"act": act, "d": FIGURE_DIM, "n": FIGURE_TOKENS,
+                            "m": design.figure_width, "L": design.figure_depth, "T": FIGURE_HORIZON}, 0.0,
+                            note=f"fraction of {paths} {claim}; passes when at most one path misses"))
+    plot = Plot(f"final pairwise cosines, d = {FIGURE_DIM}, n = {FIGURE_TOKENS}, m = {design.figure_width}, "
+                f"L = {design.figure_depth}, T = {FIGURE_HORIZON:g}, no attention, no biases", "cos", "density", curves)
+    return checks, [plot], summary
+
+
+def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
+    design = DESIGNS[profile]
+    def units(exp_design, configs) -> int:
+        return configs * len(list(compute_blocks(exp_design.paths, exp_design.block_paths))) * exp_design.steps
+
+    total = (units(design.exponents, len(EXPONENT_CONFIGS)) + units(design.qf_exponents, 2)
+             + units(design.energy, len(ENERGY_CONFIGS)))
+    advance = progress(total, NAME)
+    exp_checks, exp_plots, exp_rows = exponents_section(design, seed, advance)
+    energy_checks, energy_plots, energy_rows = energy_section(design, seed, advance)
+    qf_checks, qf_rows = quadratic_form_section(design, seed, advance)
+    fig_checks, fig_plots, fig_summary = figure_section(design, seed)
+    params = {
+        "beta": BETA,
+        "exponents": {"configs": exp_rows, "field": "infinite-width Gaussian field at the two tokens",
+                      "horizon": design.exponents.horizon, "steps": design.exponents.steps,
+                      "paths": design.exponents.paths, "delta0": design.exponents.delta0},
+        "energy": {"configs": energy_rows, "tokens": design.energy_tokens, "horizon": design.energy.horizon,
+                   "steps": design.energy.steps, "paths": design.energy.paths},
+        "quadratic_form": {"d": QF_DIM, "rows": qf_rows, "paths": design.qf_paths},
+        "figure": {"d": FIGURE_DIM, "tokens": FIGURE_TOKENS, "width": design.figure_width,
+                   "depth": design.figure_depth, "horizon": FIGURE_HORIZON, "paths": design.figure_paths,
+                   "block": "fresh features at every layer (the paper's)", "summary": fig_summary},
+    }
+    notes = [
+        "Exponents: lambda_1 is an almost-sure rate (median of log-distances), lambda_bar a mean-square rate; "
+        "for ReLU (lambda_1 < 0 < lambda_bar) they have opposite signs: typical pairs merge while E|X-Y|^2 grows.",
+        "Energy bound: the theorem assumes lambda_bar < 0 and a field that is not a.s. odd; where that fails the "
+        "Gronwall inequality E[E] <= e^{(eps + lambda_bar') t} E[E_0] is still checked (it needs only F bounded "
+        "below), and the row says which hypothesis fails. eps = 4 for the repulsive flow is a derived upper bound, "
+        "so that bound is loose by construction.",
+        "Exponent and bound checks have a family false-failure rate of 1% each (99% bootstrap or Bonferroni-normal intervals).",
+    ]
+    return StudyResult(study=NAME, profile=profile, seed=seed, params=params,
+                       checks=exp_checks + energy_checks + qf_checks + fig_checks,
+                       plots={"exponents": exp_plots, "energy": energy_plots, "": fig_plots}, notes=notes)
+
+
+STUDY = Study(NAME, "model A synchronisation by noise: two-point exponents, energy bound, quadratic form, paper figure", execute)
