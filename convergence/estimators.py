@@ -11,9 +11,8 @@ bias lies within the stated allowance, the probability of a false ``fail`` is at
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-
 import math
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -173,6 +172,29 @@ def plateau(steps: np.ndarray, ms: np.ndarray, exponent: np.ndarray) -> np.ndarr
     sw, sx, sxx = w.sum(-1), (w * x).sum(-1), (w * x * x).sum(-1)
     sm, sxm = (w * ms).sum(-1), (w * x * ms).sum(-1)
     return (sxx * sm - sx * sxm) / (sxx * sw - sx * sx)
+
+
+def limit_plateau(fit: OrderFit, ms_order: float | None = None) -> tuple[float, tuple[float, float], str]:
+    """The plateau ``B`` of ``ms = A h^q + B``, its interval, and how it was found.
+
+    q = 2 x the fitted order (per bootstrap replicate), or the claimed mean-square order ``ms_order``
+    when given (then B is identifiable even when the data show a different rate). When q is fitted and
+    the order's interval reaches 0, no decay is detected: A h^q and B cannot be told apart, and the
+    finest level's mean square itself is the plateau (so a method converging elsewhere fails).
+    """
+    if ms_order is not None:
+        q = np.full(fit.ms_replicates.shape[0], float(ms_order))
+        point = float(plateau(fit.steps, fit.error[None, :] ** 2, q[:1])[0])
+        boot = plateau(fit.steps, fit.ms_replicates, q)
+        how = f"mean-square plateau B of ms = A step^{ms_order:g} + B (claimed rate)"
+    elif fit.order_ci[0] > 0:
+        point = float(plateau(fit.steps, fit.error[None, :] ** 2, np.array([2 * fit.order]))[0])
+        boot = plateau(fit.steps, fit.ms_replicates, 2 * fit.order_replicates)
+        how = "mean-square plateau B of ms = A step^(2p) + B"
+    else:
+        point, boot = float(fit.error[-1] ** 2), fit.ms_replicates[:, -1]
+        how = "no decay detected (order interval reaches 0): B = the finest level's mean-square error"
+    return point, tuple(float(v) for v in percentile_interval(boot)), how
 
 
 def limit_verdict(ci: tuple[float, float], allowance: float, resolution: float) -> str:

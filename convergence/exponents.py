@@ -24,7 +24,16 @@ import numpy as np
 
 from .brownian import BrownianBlock, PathStreams, compute_blocks, uniform_sphere
 from .coupling import Level, run_recorded
-from .estimators import CONFIDENCE, FAIL, INCONCLUSIVE, PASS, Check, bootstrap_counts, bootstrap_means, percentile_interval
+from .estimators import (
+    CONFIDENCE,
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    bootstrap_counts,
+    bootstrap_means,
+    percentile_interval,
+)
 from .model import LayerMap
 from .validation import check_int, check_real
 

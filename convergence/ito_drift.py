@@ -8,7 +8,7 @@ and this module only compiles it for numpy. Off the sphere the drift is evaluate
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import sympy as sp
@@ -17,7 +17,7 @@ from .attention import tangent_projection
 from .model import Wrapper
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiled():
     from verify.expansion import TRS, XMU, XSX, step_drift_coefficients
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import sympy as sp
@@ -24,7 +24,7 @@ from .validation import check_int, check_real
 Function = Callable[[np.ndarray], np.ndarray]
 
 
-@lru_cache(maxsize=None)
+@cache
 def chebyshev(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Gauss-Lobatto points x_j = cos(pi j / n) and the differentiation matrix (Trefethen, Spectral
     Methods in MATLAB, cheb.m), with the diagonal from the negative row sums."""

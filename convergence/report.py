@@ -16,9 +16,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from .results import Panel, Plot, StudyResult  # noqa: E402
+from .results import Panel, Plot, StudyResult
 
 
 def atomic_write(path: Path, data: bytes) -> None:

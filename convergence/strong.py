@@ -37,11 +37,11 @@ from .estimators import (
     Check,
     bootstrap_counts,
     fit_order,
+    limit_plateau,
     limit_verdict,
     noise_floor_flags,
     order_verdict,
     percentile_interval,
-    plateau,
     pre_asymptotic_flags,
 )
 from .integrators import EulerMaruyama
@@ -193,14 +193,12 @@ def analyse_strong(
         config=config, allowance=design.order_allowance,
         note="consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref",
     ))
-    point = plateau(steps, ms_fit.error[None, :] ** 2, np.array([2 * ms_fit.order]))[0]
-    boot = plateau(steps, ms_fit.ms_replicates, 2 * ms_fit.order_replicates)
-    ci = tuple(float(v) for v in percentile_interval(boot))
     finest_ms = float(ms_fit.error[-1] ** 2)
+    point, ci, how = limit_plateau(ms_fit)
     checks.append(Check(
         name="same_limit", expected=0.0, estimate=float(point), ci=ci,
         verdict=limit_verdict(ci, reference_ms_hi, finest_ms), config=config, allowance=reference_ms_hi,
-        note=(f"mean-square plateau B of ms(h) = A h^(2p) + B; allowance = reference mean-square error "
+        note=(f"{how} (steps h); allowance = reference mean-square error "
               f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}"),
     ))
     series.append(_series("reference: consecutive EM differences", reference,
@@ -209,4 +207,4 @@ def analyse_strong(
     return checks, panel
 
 
-__all__ = ["CONFIDENCE", "StrongDesign", "StrongData", "coupled_strong_errors", "analyse_strong"]
+__all__ = ["CONFIDENCE", "StrongData", "StrongDesign", "analyse_strong", "coupled_strong_errors"]

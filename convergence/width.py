@@ -27,9 +27,23 @@ from verify.activations import activation
 from verify.kernels import KernelSpec, kernel
 
 from .attention import attention_average, normalise
-from .brownian import BrownianBlock, InitialState, PathStreams, compute_blocks, uniform_sphere
+from .brownian import (
+    BrownianBlock,
+    InitialState,
+    PathStreams,
+    compute_blocks,
+    uniform_sphere,
+)
 from .coupling import Level, run_coupled
-from .estimators import Check, FAIL, bootstrap_counts, fit_order, limit_verdict, order_verdict, percentile_interval, plateau
+from .estimators import (
+    FAIL,
+    Check,
+    bootstrap_counts,
+    fit_order,
+    limit_plateau,
+    limit_verdict,
+    order_verdict,
+)
 from .mlp_field import half_squared_distances, preactivations, symmetric_sqrt
 from .noise import CommonNoise
 from .results import Panel, Series
@@ -112,10 +126,14 @@ def coupled_width_errors(
     v: float = 1.0,
     initial: InitialState = uniform_sphere,
     progress: Callable[[int], None] | None = None,
+    limit_spec: KernelSpec | None = None,
 ) -> np.ndarray:
-    """Per-path token-mean squared distance at T between each width and infinite width: (paths, widths)."""
+    """Per-path token-mean squared distance at T between each width and infinite width: (paths, widths).
+
+    ``limit_spec`` is the kernel claimed as the infinite-width limit (default: ``spec``'s own kernel).
+    """
     top = design.widths[-1]
-    networks = [KernelMatrixNetwork(spec, design.tokens, top, None, beta, v)]
+    networks = [KernelMatrixNetwork(limit_spec or spec, design.tokens, top, None, beta, v)]
     networks += [KernelMatrixNetwork(spec, design.tokens, top, m, beta, v) for m in design.widths]
     levels = [Level("infinite" if net.width is None else f"m={net.width}", net, 1) for net in networks]
     comparisons = [(i + 1, 0) for i in range(len(design.widths))]
@@ -146,15 +164,13 @@ def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.ran
         config=config, allowance=design.order_allowance,
         note=f"mean-square distance to infinite width ~ C m^(-q) at L = {design.depth}, T = {design.horizon}",
     )
-    point = plateau(steps, fit.error[None, :] ** 2, np.array([ms_order]))[0]
-    boot = plateau(steps, fit.ms_replicates, 2 * fit.order_replicates)
-    ci = tuple(float(v) for v in percentile_interval(boot))
+    point, ci, how = limit_plateau(fit, design.order)
     widest = float(fit.error[-1] ** 2)
     allowance = design.limit_allowance * widest
     limit = Check(
         name="width_limit", expected=0.0, estimate=float(point), ci=ci, verdict=limit_verdict(ci, allowance, widest),
         config=config, allowance=allowance,
-        note=(f"plateau B of ms(m) = A m^(-q) + B; the infinite-width network is sampled exactly, the allowance "
+        note=(f"{how} (step 1/m); the infinite-width network is sampled exactly, the allowance "
               f"({design.limit_allowance:g} x the widest level's mean square {widest:.3g}) covers the higher-order "
               "terms the fit ignores"),
     )

@@ -99,7 +99,7 @@ def test_reduced_sampler_has_the_law_of_the_full_matrix(rng):
         se = np.sqrt((exact**2 + np.outer(np.diag(exact), np.diag(exact))) / (paths * dim))
         assert np.all(np.abs(empirical - exact) <= 4.5 * se)
     direction = rng.standard_normal((n, dim))
-    proj = lambda inc: np.einsum("pik,ik->p", inc, direction)  # noqa: E731
+    proj = lambda inc: np.einsum("pik,ik->p", inc, direction)
     assert stats.ks_2samp(proj(inc_reduced), proj(inc_full)).pvalue > 1e-3
     # and the layer itself uses it
     out = reduced.layer(x[:5], dz[:5], h)

@@ -38,4 +38,4 @@ def critical_eps2(beta_value, dps: int = 30):
         return mpmath.mpf(sp.N(expr, dps + 5))
 
 
-__all__ = ["activation_constants", "lambda_bar_prime", "boundary_exponents", "critical_beta", "critical_eps2", "overlap_sde", "p_antipodal"]
+__all__ = ["activation_constants", "boundary_exponents", "critical_beta", "critical_eps2", "lambda_bar_prime", "overlap_sde", "p_antipodal"]

@@ -14,7 +14,7 @@ exp(beta <x, y>) divided by beta exp(beta u).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
@@ -47,7 +47,7 @@ class AgazziTwoPoint:
     drift_with_attention: sp.Expr
 
 
-@lru_cache(maxsize=None)
+@cache
 def agazzi_two_point() -> AgazziTwoPoint:
     drift_full, diffusion = overlap_sde("agazzi")
     drift = sp.simplify(drift_full.subs(v_sign, 0))

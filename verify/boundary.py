@@ -16,7 +16,7 @@ Feller's two integrals diverge logarithmically in every case, so both ends are n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
@@ -66,7 +66,7 @@ def end_behaviour(drift: sp.Expr, diffusion_squared: sp.Expr, end: int) -> EndBe
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def fedorov_ends() -> dict[int, EndBehaviour]:
     drift, diffusion = overlap_sde("fedorov")
     return {end: end_behaviour(drift, diffusion, end) for end in ENDS}
@@ -79,7 +79,7 @@ def boundary_exponents(d_value, beta_value, sigma_value=1) -> tuple[sp.Expr, sp.
     return tuple(sp.simplify(ends[e].growth_exponent.subs(values)) for e in ENDS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def critical_beta_closed_form() -> sp.Expr:
     """The beta > 0 at which the antipodal end's growth exponent changes sign (sympy ``solve``)."""
     lam = fedorov_ends()[-1].growth_exponent
@@ -94,13 +94,13 @@ def _is_nonnegative_branch(root: sp.Expr) -> bool:
     return bool(value.is_real and value >= 0)
 
 
-@lru_cache(maxsize=None)
+@cache
 def hybrid_ends() -> dict[int, EndBehaviour]:
     drift, diffusion = overlap_sde("hybrid")
     return {end: end_behaviour(drift, diffusion, end) for end in ENDS}
 
 
-@lru_cache(maxsize=None)
+@cache
 def critical_eps2_closed_form() -> sp.Expr:
     """The eps^2 at which the hybrid model's dichotomy switches (both ends' exponents change sign)."""
     e2 = sp.Symbol("e2", positive=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import flint
 import mpmath
@@ -81,14 +81,14 @@ class CertifiedRoot:
         return self.hi - self.lo
 
 
-@lru_cache(maxsize=None)
+@cache
 def _exponent_functions():
     """lambda_-(d, beta) and its beta-derivative at sigma = 1 (the sign does not depend on sigma)."""
     lam = fedorov_ends()[-1].growth_exponent.subs(sigma, 1)
     return arb_function(lam, (d, beta)), arb_function(sp.diff(lam, beta), (d, beta))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _closed_form_function():
     return arb_function(critical_beta_closed_form(), d)
 

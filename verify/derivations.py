@@ -365,7 +365,6 @@ def energy_rate(configs=(("relu", 5, 0.0), ("relu", 5, 0.1), ("sigmoid", 5, 0.0)
         enclosure = lambda_bar_prime(act, dim, sig, sig, beta_value)
         k = kernel(KernelSpec(act, dim, sig, sig))
         grid = np.linspace(-1.0, 1.0 - 1e-6, 200001)
-        zz = 1.0 - grid
         gv = k(grid) * (dim - 2 + grid**2 - beta_value * grid * (1 - grid**2)) + k.k1 * (beta_value * (1 - grid**2) - (dim - 1) * grid)
         fv = beta_value * np.exp(beta_value * grid) * gv / (np.exp(beta_value) - np.exp(beta_value * grid))
         fv = np.append(fv, -activation_constants(act, dim, sig, sig)["lambda_bar"])

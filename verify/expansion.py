@@ -17,7 +17,7 @@ Because the increment starts at order s, its third absolute moment is O(h^{3/2})
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
@@ -29,7 +29,7 @@ s = sp.Symbol("s", positive=True)
 X1, X2, Y1, Z1, Z2 = sp.symbols("X1 X2 Y1 Z1 Z2", real=True)
 
 
-@lru_cache(maxsize=None)
+@cache
 def normalisation_series() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     """Coefficients c0, c1, c2 of ``|x + s xi + s^2 mu|^{-1} = c0 + c1 s + c2 s^2 + O(s^3)`` for |x| = 1."""
     norm2 = 1 + 2 * s * X1 + s**2 * (X2 + 2 * Y1) + 2 * s**3 * Z1 + s**4 * Z2
@@ -59,7 +59,7 @@ def _expect_scalar(poly: sp.Expr, xsx: sp.Expr, tr_s: sp.Expr, x_mu: sp.Expr) ->
 XSX, TRS, XMU = sp.symbols("xSx trS xmu", real=True)
 
 
-@lru_cache(maxsize=None)
+@cache
 def step_drift_coefficients() -> dict[str, sp.Expr]:
     """The order-h mean of ``N(x + s xi + s^2 mu) - x`` for a unit x, as ``c_mu mu + c_Sx (S x) + c_x x``.
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import mpmath
 import numpy as np
@@ -44,7 +44,7 @@ class ScaleDecomposition:
     regular: sp.Expr
 
 
-@lru_cache(maxsize=None)
+@cache
 def scale_decomposition(model: str = "fedorov") -> ScaleDecomposition:
     drift, diffusion = overlap_sde(model)
     q = sp.simplify(-2 * drift / diffusion)

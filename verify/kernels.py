@@ -94,7 +94,8 @@ def k_one_prime(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
 
 def exponents(d, k1, k1_prime) -> dict[str, float]:
     """lambda_1 and lambda_bar from the symbolic two-point analysis (``verify.agazzi``) at numbers."""
-    from .agazzi import agazzi_two_point, k1 as k1_symbol, k1p
+    from .agazzi import agazzi_two_point, k1p
+    from .agazzi import k1 as k1_symbol
     from .algebra import d as d_symbol
 
     two_point = agazzi_two_point()
@@ -234,5 +235,17 @@ def format_activation_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["activation_table", "format_activation_table", "KernelSpec", "Kernel", "kernel", "activation_constants", "k_one", "k_one_prime",
-           "deficit_quadrature", "kernel_derivative_quadrature", "relu_deficit", "exponents"]
+__all__ = [
+    "Kernel",
+    "KernelSpec",
+    "activation_constants",
+    "activation_table",
+    "deficit_quadrature",
+    "exponents",
+    "format_activation_table",
+    "k_one",
+    "k_one_prime",
+    "kernel",
+    "kernel_derivative_quadrature",
+    "relu_deficit",
+]

@@ -12,7 +12,7 @@ Laurent polynomials in T = e^t that are symmetric under T -> 1/T, hence polynomi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
@@ -87,7 +87,7 @@ def closed_form(expr: sp.Expr) -> sp.Expr:
     return sp.factor(_symmetric_laurent_to_cosh(num / shift) / _symmetric_laurent_to_cosh(den / shift))
 
 
-@lru_cache(maxsize=None)
+@cache
 def overlap_sde(model: str = "fedorov", tokens: int = 2) -> tuple[sp.Expr, sp.Expr]:
     """``(drift, diffusion_squared)`` of rho = <x_1, x_2>, derived from the model's layer map.
 
@@ -118,7 +118,7 @@ def pair_overlap_sde(n: int, i: int = 0, j: int = 1) -> tuple[sp.Expr, sp.Expr]:
     return sp.simplify(system.gram_drift(i, j)), sp.simplify(system.gram_covariation((i, j), (i, j)))
 
 
-__all__ = ["MODELS", "OverlapSDE", "change_variable", "closed_form", "overlap", "overlap_sde", "pair_overlap_sde", "rho", "sigma", "d"]
+__all__ = ["MODELS", "OverlapSDE", "change_variable", "closed_form", "d", "overlap", "overlap_sde", "pair_overlap_sde", "rho", "sigma"]
 
 
 def change_variable(drift: sp.Expr, diffusion_squared: sp.Expr, new: sp.Expr, inverse: sp.Expr,

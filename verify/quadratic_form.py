@@ -8,7 +8,7 @@ density in closed form; the merge probability is P(rho -> 1 | rho_0) = (S(rho_0)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
@@ -30,7 +30,7 @@ class QuadraticFormResults:
     exponent_antipodal: sp.Expr  # growth exponent of 1 + rho
 
 
-@lru_cache(maxsize=None)
+@cache
 def quadratic_form_results() -> QuadraticFormResults:
     drift, diffusion = overlap_sde("quadratic_form")
     # s = exp(int_0^rho q) with q split as c_+/(1-rho) + c_-/(1+rho) + R: real logarithms on (-1, 1).

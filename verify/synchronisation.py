@@ -32,7 +32,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 import flint
 import mpmath
@@ -41,7 +40,13 @@ import numpy as np
 from convergence.validation import check_real
 
 from .certified import precision, to_mpf
-from .kernels import GAUSS_HERMITE_NODES, KernelSpec, deficit_quadrature, k_one, k_one_prime
+from .kernels import (
+    GAUSS_HERMITE_NODES,
+    KernelSpec,
+    deficit_quadrature,
+    k_one,
+    k_one_prime,
+)
 
 BITS = 128
 
@@ -129,14 +134,19 @@ class EnergyRate:
             self.k1 = self._ball(k_one(spec), 1e-25)
             self.k1p = self._ball(k_one_prime(spec), 1e-25)
         self.rigorous = spec.activation in ("relu", "linear")
+        self._deficits: dict[float, flint.arb] = {}
 
     @staticmethod
     def _ball(value: mpmath.mpf, radius: float) -> flint.arb:
         return flint.arb(mpmath.nstr(value, 35)) + flint.arb(0, radius)
 
-    @lru_cache(maxsize=None)
     def deficit(self, z: float) -> flint.arb:
-        """A ball containing D(z) = k(1) - k(1 - z)."""
+        """A ball containing D(z) = k(1) - k(1 - z) (cached: branch and bound revisits piece ends)."""
+        if z not in self._deficits:
+            self._deficits[z] = self._deficit(z)
+        return self._deficits[z]
+
+    def _deficit(self, z: float) -> flint.arb:
         with precision(BITS):
             zb = flint.arb(z)
             if self.spec.activation == "linear":
@@ -205,4 +215,4 @@ def lambda_bar_prime(act: str, d: int, sigma_u: float = 0.0, sigma_w: float = 0.
                                 pieces=evaluations // 2, rigorous=rate.rigorous)
 
 
-__all__ = ["attention_energy_rate", "certified_infimum", "CertifiedInfimum", "EnergyRate", "lambda_bar_prime"]
+__all__ = ["CertifiedInfimum", "EnergyRate", "attention_energy_rate", "certified_infimum", "lambda_bar_prime"]

@@ -23,7 +23,12 @@ from ..agazzi import ATTENTION, AgazziModel
 from ..brownian import compute_blocks, seed_block_sequence
 from ..mlp_field import FrozenFeatureField, GaussianField
 from ..results import StudyResult
-from ..strong import StrongDesign, analyse_strong, bootstrap_generator, coupled_strong_errors
+from ..strong import (
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors,
+)
 from ..width import WidthDesign, analyse_width, coupled_width_errors
 from .base import ProgressFactory, Study
 
@@ -49,7 +54,7 @@ WIDTH_CONFIGS = (
 DESIGNS = {
     "quick": (StrongDesign(depths=(16, 32, 64, 128, 256), horizon=1.0, reference_factor=8, paths=256),
               WidthDesign(widths=(8, 16, 32, 64, 128, 256, 512), depth=32, paths=512)),
-    "full": (StrongDesign(depths=(16, 32, 64, 128, 256, 512), horizon=1.0, reference_factor=16, paths=1024),
+    "full": (StrongDesign(depths=(16, 32, 64, 128, 256), horizon=1.0, reference_factor=16, paths=1024),
              WidthDesign(widths=(8, 16, 32, 64, 128, 256, 512, 1024), depth=64, paths=4096)),
 }
 

@@ -24,8 +24,8 @@ import sympy as sp
 
 from verify.algebra import d as d_symbol
 from verify.kernels import KernelSpec, activation_constants
-from verify.quadratic_form import quadratic_form_results
 from verify.overlap import rho as rho_symbol
+from verify.quadratic_form import quadratic_form_results
 from verify.synchronisation import attention_energy_rate, lambda_bar_prime
 
 from ..agazzi import ATTENTION, AgazziModel
@@ -33,7 +33,13 @@ from ..brownian import compute_blocks
 from ..configurations import fixed_overlap, overlap
 from ..energy import EnergyDesign, compare_with_bound, energy_bound_check, record_energy
 from ..estimators import FAIL, INCONCLUSIVE, PASS, Check, wilson
-from ..exponents import ExponentDesign, exponent_check, mean_square_exponent, median_exponent, record_log_distances
+from ..exponents import (
+    ExponentDesign,
+    exponent_check,
+    mean_square_exponent,
+    median_exponent,
+    record_log_distances,
+)
 from ..mlp_field import FreshFeatureField, GaussianField
 from ..quadratic_form import QuadraticFormModel
 from ..results import Curve, Plot, StudyResult
@@ -77,8 +83,8 @@ DESIGNS = {
         qf_paths=20000, qf_depths=(100, 200), qf_merge_horizon=4.0, qf_merge_depth=400,
         figure_width=256, figure_depth=500, figure_paths=8),
     "full": SyncDesign(
-        exponents=ExponentDesign(horizon=4.0, steps=400, records=20, paths=65536),
-        energy=EnergyDesign(horizon=4.0, steps=400, records=20, paths=4096), energy_tokens=16,
+        exponents=ExponentDesign(horizon=4.0, steps=400, records=20, paths=32768),
+        energy=EnergyDesign(horizon=4.0, steps=400, records=20, paths=2048), energy_tokens=16,
         qf_exponents=ExponentDesign(horizon=1.0, steps=400, records=20, paths=65536),
         qf_paths=200000, qf_depths=(200, 400), qf_merge_horizon=4.0, qf_merge_depth=800,
         figure_width=2048, figure_depth=2000, figure_paths=8),

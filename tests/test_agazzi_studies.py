@@ -1,0 +1,99 @@
+"""The strong-agazzi and sync-agazzi studies end to end (quick profiles), and their ability to fail."""
+
+import json
+
+import numpy as np
+import pytest
+
+from convergence.agazzi import AgazziModel, AgazziSDE
+from convergence.cli import main
+from convergence.exponents import (
+    ExponentDesign,
+    exponent_check,
+    mean_square_exponent,
+    record_log_distances,
+)
+from convergence.mlp_field import GaussianField
+from convergence.strong import (
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors,
+)
+from convergence.width import WidthDesign, analyse_width, coupled_width_errors
+from verify.kernels import KernelSpec, activation_constants
+
+
+@pytest.fixture(scope="module")
+def quick_reports(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports")
+    status = main(["run", "strong-agazzi", "sync-agazzi", "--profile", "quick", "--seed", "0", "--out", str(out)])
+    return out, status, {name: json.loads((out / f"{name}.json").read_text()) for name in ("strong-agazzi", "sync-agazzi")}
+
+
+def test_quick_studies_pass(quick_reports):
+    out, status, reports = quick_reports
+    assert status == 0
+    for name, report in reports.items():
+        assert report["verdict"] == "pass", [c for c in report["checks"] if c["verdict"] != "pass"]
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    strong = reports["strong-agazzi"]["checks"]
+    assert {c["name"] for c in strong} == {"strong_order", "strong_order_sup", "reference_order", "same_limit",
+                                          "width_order", "width_limit"}
+    for check in strong:
+        if check["name"] == "strong_order":
+            assert check["ci"][0] <= 0.55 and check["ci"][1] >= 0.45
+        if check["name"] == "width_order":
+            assert check["ci"][0] <= 1.15 and check["ci"][1] >= 0.85
+    sync = reports["sync-agazzi"]
+    names = {c["name"] for c in sync["checks"]}
+    assert {"median_exponent", "mean_square_exponent", "energy_bound", "qf_exponent_diagonal", "qf_exponent_antipodal",
+            "qf_invariant", "qf_merge_probability", "figure_tanh_antipodal", "figure_relu_one_cluster"} == names
+    for suffix in ("exponents", "energy"):
+        assert (out / f"sync-agazzi-{suffix}.png").exists()
+
+
+def test_every_exponent_has_its_prediction_and_interval(quick_reports):
+    _, _, reports = quick_reports
+    for check in reports["sync-agazzi"]["checks"]:
+        if check["name"].endswith("exponent"):
+            config = check["config"]
+            constants = activation_constants(config["act"], config["d"], config["bias"], config["bias"])
+            key = "lambda_1" if check["name"] == "median_exponent" else "lambda_bar"
+            assert check["expected"] == pytest.approx(constants[key], rel=1e-12)
+            assert check["ci"][0] < check["estimate"] < check["ci"][1]
+
+
+def test_mean_and_median_exponents_are_different_claims():
+    """For ReLU (lambda_1 < 0 < lambda_bar) the mean-square slope must fail against lambda_1."""
+    spec = KernelSpec("relu", 5)
+    design = ExponentDesign(horizon=4.0, steps=100, records=10, paths=4096)
+    logs = record_log_distances(AgazziModel(2, GaussianField(spec, 2), 1.0, 0.0), design, 0, (77,))
+    est = mean_square_exponent(logs, design, np.random.default_rng(1))
+    constants = activation_constants("relu", 5)
+    assert exponent_check("wrong", constants["lambda_1"], est, design, {}).verdict == "fail"
+    assert exponent_check("right", constants["lambda_bar"], est, design, {}).verdict != "fail"
+
+
+class MissingRadialDrift(AgazziSDE):
+    """Model A's limit without the radial Ito term: the strong study must reject it."""
+
+    def drift(self, x):
+        return super().drift(x) + 0.5 * (self.dim - 1) * self.model.field.kernel_diagonal(x) * x
+
+
+def test_strong_study_rejects_a_wrong_limit():
+    model = AgazziModel(2, GaussianField(KernelSpec("sigmoid", 5), 2), 1.0, 1.0)
+    design = StrongDesign(depths=(16, 32, 64, 128), horizon=1.0, reference_factor=8, paths=128)
+    data = coupled_strong_errors(model, MissingRadialDrift(model), design, 0, (78,))
+    checks, _ = analyse_strong(data, design, {}, bootstrap_generator(0, (78,)))
+    assert {c.name: c.verdict for c in checks}["same_limit"] == "fail"
+
+
+def test_width_study_rejects_a_wrong_infinite_width_kernel():
+    """A limit kernel without the output bias sigma_W^2 is not the limit of the width-m networks."""
+    design = WidthDesign(widths=(16, 64, 256), depth=16, paths=256)
+    spec = KernelSpec("tanh", 5, 0.0, 0.3)
+    sq = coupled_width_errors(spec, design, 0, (79,), limit_spec=KernelSpec("tanh", 5, 0.0, 0.0))
+    checks, _ = analyse_width(sq, design, {}, bootstrap_generator(0, (79,)))
+    assert {c.name: c.verdict for c in checks}["width_limit"] == "fail"
