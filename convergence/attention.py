@@ -22,9 +22,27 @@ def softmax_weights(scores: np.ndarray) -> np.ndarray:
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
+SCORE_BYTES_PER_PATH = 2 * 2**20  # one path's block of scores; n x n attention beyond n = 512 goes in row blocks
+
+
 def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None = None) -> np.ndarray:
-    """``a_i = sum_j softmax_j(beta x_i^T G x_j) x_j``, shaped like ``x`` (|a_i| <= max_j |x_j|)."""
-    return softmax_weights(attention_scores(x, beta, interaction)) @ x
+    """``a_i = sum_j softmax_j(beta x_i^T G x_j) x_j``, shaped like ``x`` (|a_i| <= max_j |x_j|).
+
+    The n x n scores are formed for blocks of query rows at a time (``SCORE_BYTES_PER_PATH`` per path),
+    so memory stays bounded for thousands of tokens; each row's softmax sees all n keys. The row block
+    depends on n only (never on how paths are grouped), so results stay bit-identical across blocks.
+    """
+    n = x.shape[-2]
+    rows = max(1, SCORE_BYTES_PER_PATH // (8 * n))
+    if rows >= n:
+        return softmax_weights(attention_scores(x, beta, interaction)) @ x
+    left = x if interaction is None else x @ interaction
+    keys = np.swapaxes(x, -1, -2)
+    out = np.empty_like(x)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        out[..., start:stop, :] = softmax_weights(beta * (left[..., start:stop, :] @ keys)) @ x
+    return out
 
 
 def scaled_unnormalised_attention(x: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:

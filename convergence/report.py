@@ -7,6 +7,7 @@ a half-written report behind.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -14,11 +15,12 @@ import tempfile
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from .results import Panel, Plot, StudyResult
+from .results import Heatmap, Panel, Plot, StudyResult
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -141,6 +143,21 @@ def _draw_plot(ax, plot: Plot) -> None:
     ax.legend(fontsize=6)
 
 
+def _draw_heatmap(ax, heatmap: Heatmap) -> None:
+    values = np.asarray(heatmap.values, dtype=np.float64)
+    limit = float(np.nanmax(np.abs(values))) or 1.0
+    image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, origin="lower", aspect="auto")
+    ax.set_xticks(range(len(heatmap.columns)), [f"{c:g}" for c in heatmap.columns])
+    ax.set_yticks(range(len(heatmap.rows)), [f"{r:g}" for r in heatmap.rows])
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            ax.text(j, i, f"{values[i, j]:.2g}", ha="center", va="center", fontsize=6)
+    ax.set_xlabel(heatmap.column_label)
+    ax.set_ylabel(heatmap.row_label)
+    ax.set_title(heatmap.title, fontsize=8)
+    plt.colorbar(image, ax=ax, fraction=0.046)
+
+
 def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
     """A grid of panels: log-log convergence panels (error against step, interval band, fitted line,
     slope triangle) for the main figure, then the study's other plots under ``key``."""
@@ -149,19 +166,18 @@ def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
     rows = max(1, math.ceil(len(items) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
     for ax, item in zip(axes.flat, items):
-        (_draw_panel if isinstance(item, Panel) else _draw_plot)(ax, item)
+        draw = _draw_panel if isinstance(item, Panel) else _draw_heatmap if isinstance(item, Heatmap) else _draw_plot
+        draw(ax, item)
     for ax in list(axes.flat)[len(items):]:
         ax.axis("off")
     fig.suptitle(f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else ""))
     fig.tight_layout()
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".png", delete=False) as handle:
-        tmp = Path(handle.name)
+    buffer = io.BytesIO()
     try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
+        fig.savefig(buffer, format="png", dpi=110)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
+    atomic_write(path, buffer.getvalue())
 
 
 def write_study(result: StudyResult, out: Path) -> dict[str, Path]:

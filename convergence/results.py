@@ -62,6 +62,18 @@ class Plot:
     logy: bool = False
 
 
+@dataclass(frozen=True)
+class Heatmap:
+    """Values on a grid: ``values[i][j]`` at row ``rows[i]`` and column ``columns[j]`` (e.g. N x L)."""
+
+    title: str
+    row_label: str
+    column_label: str
+    rows: list[float]
+    columns: list[float]
+    values: list[list[float]]
+
+
 @dataclass
 class StudyResult:
     study: str
@@ -70,7 +82,7 @@ class StudyResult:
     params: dict
     checks: list[Check]
     panels: list[Panel] = field(default_factory=list)
-    plots: dict[str, list[Plot]] = field(default_factory=dict)  # "" -> <study>.png, key -> <study>-<key>.png
+    plots: dict[str, list[Plot | Heatmap]] = field(default_factory=dict)  # "" -> <study>.png, key -> <study>-<key>.png
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     versions: dict = field(default_factory=dict)

@@ -36,11 +36,23 @@ def to_json(derivations: list[Derivation], elapsed_s: float) -> str:
     return json.dumps(data, indent=2, default=str) + "\n"
 
 
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.8g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_cell(v) for v in value) + "]"
+    return str(value)
+
+
 def _result_lines(name: str, value) -> list[str]:
     if isinstance(value, sp.Basic):
         return [f"- {name}: $${sp.latex(value)}$$"]
     if isinstance(value, dict) and value and all(isinstance(v, sp.Basic) for v in value.values()):
         return [f"- {name}:"] + [f"  - {k}: $${sp.latex(v)}$$" for k, v in value.items()]
+    if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
+        keys = list(value[0])
+        lines = [f"- {name}:", "", "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        return lines + ["| " + " | ".join(_cell(row.get(k)) for k in keys) + " |" for row in value] + [""]
     if isinstance(value, list):
         return [f"- {name}: {len(value)} rows (see symbolic.json)"]
     return [f"- {name}: {value}"]
