@@ -35,3 +35,14 @@ class DepthLadder:
     def steps(self) -> np.ndarray:
         """The step h = T / L of each depth."""
         return self.horizon / np.asarray(self.depths, dtype=np.float64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RateTolerance:
+    """What an order check allows: expected (mean-square) order, bias allowance around it, the widest
+    interval that still decides, and the number of bootstrap replicates."""
+
+    order: float = 1.0
+    order_allowance: float = 0.15
+    max_ci_width: float = 0.5
+    replicates: int = 1000

@@ -78,3 +78,15 @@ def check_tokens(name: str, x: object, *, tokens: int | None = None, dim: int | 
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} must have finite entries")
     return array
+
+
+def check_ladder(name: str, values: object, *, minimum: int = 1, levels: int = 3) -> tuple[int, ...]:
+    """Return ``values`` as a tuple of at least ``levels`` strictly increasing integers >= ``minimum``."""
+    ladder = tuple(values) if isinstance(values, (list, tuple)) else ()
+    if len(ladder) < levels:
+        raise ValueError(f"{name} must hold at least {levels} increasing integers, got {values!r}")
+    for index, value in enumerate(ladder):
+        check_int(f"{name}[{index}]", value, minimum=minimum)
+    if any(b <= a for a, b in zip(ladder, ladder[1:])):
+        raise ValueError(f"{name} must be strictly increasing, got {ladder}")
+    return ladder

@@ -35,6 +35,7 @@ from .brownian import (
     uniform_sphere,
 )
 from .coupling import Level, run_coupled
+from .design import RateTolerance
 from .estimators import (
     FAIL,
     Check,
@@ -47,12 +48,12 @@ from .estimators import (
 from .mlp_field import half_squared_distances, preactivations, symmetric_sqrt
 from .noise import CommonNoise
 from .results import Panel, Series
-from .validation import check_int, check_real
+from .validation import check_int, check_ladder, check_real
 
 
-@dataclass(frozen=True)
-class WidthDesign:
-    """Widths (increasing), depth L, horizon T, tokens n, paths and bootstrap replicates."""
+@dataclass(frozen=True, kw_only=True)
+class WidthDesign(RateTolerance):
+    """Widths (increasing), depth L, horizon T, tokens n, paths; the order is the mean-square order in 1/m."""
 
     widths: tuple[int, ...]
     depth: int = 32
@@ -60,17 +61,10 @@ class WidthDesign:
     tokens: int = 4
     paths: int = 512
     block_paths: int = 1024
-    replicates: int = 1000
-    order: float = 1.0  # mean-square order in 1/m
-    order_allowance: float = 0.15
-    max_ci_width: float = 0.5
     limit_allowance: float = 0.1  # fraction of the widest level's mean-square error
 
     def __post_init__(self) -> None:
-        if len(self.widths) < 3 or any(b <= a for a, b in zip(self.widths, self.widths[1:])):
-            raise ValueError(f"widths must be at least 3 increasing integers, got {self.widths}")
-        for w in self.widths:
-            check_int("widths[i]", w, minimum=1)
+        check_ladder("widths", self.widths)
         check_int("depth", self.depth, minimum=1)
         check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
         check_int("tokens", self.tokens, minimum=2)

@@ -1,0 +1,272 @@
+"""Do the depth limit (L -> infinity) and the token limit (N -> infinity) commute?
+
+Observable: u(N, L) = E[E_beta(mu^{N,L}_T)], the interaction energy of the N tokens after L layers.
+All systems share one Brownian path (nested depths) and nested initial tokens (the first N of one draw),
+so differences between grid points are measured with little noise.
+
+Each sample is an antithetic pair (the same initial tokens and Brownian path, then the path reversed),
+whose average cancels the part of every level that is odd in the noise. Data per sample:
+  grid      u(N, L) for N in ``tokens`` and L in ``depths``;
+  depth-first inner limit   V_N = lim_L u(N, L): the N-token limit SDE integrated by Ito Euler-Maruyama
+            (a different scheme) at steps h_ref and 2 h_ref, Richardson 2 u(h_ref) - u(2 h_ref);
+  token-first inner limit   W_L = lim_N u(N, L): the discrete L-layer map with M and M/2 tokens,
+            Richardson 2 u(M) - u(M/2).
+Estimates (each recomputed on every bootstrap replicate of the paths):
+  U_depth_first = lim_N V_N   (least squares V_N = U + b/N + c/N^2)
+  U_token_first = lim_L W_L   (least squares W_L = U + a h)
+  ``iterated_limits``: U_depth_first - U_token_first = 0. The two routes use disjoint data (limit SDE
+      at small N against large discrete systems), so their agreement is not an algebraic identity.
+      Allowance: the change of each extrapolation when its coarsest point is dropped (remainder terms).
+  ``depth_rate`` / ``token_rate``: pooled log-log slope of |u(N, L) - u(N, 2L)| against h (one intercept
+      per N) and of |u(N, L) - u(2N, L)| against 1/N (one intercept per L), over the finest three
+      differences of each ladder (the coarsest are pre-asymptotic): weak order 1 in each.
+  ``ratio_even`` / ``ratio_odd``: the grid is fitted by the additive model u(N, L) = f(N) + g(L) (any functions of
+      1/N and of h: two-way main effects); a limit that depends on the ratio L/N is an interaction and
+      leaves residuals that vary with log2(L/N). A linear function of log2(L/N) is itself additive, so
+      the statistics are the coefficients of the interaction parts of (log2(L/N))^2 and (log2(L/N))^3 in
+      the residuals (an even and an odd ratio effect), fitted together with the smooth cross term h/N
+      (which vanishes as N and L grow); both must vanish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .brownian import BrownianBlock, PathStreams, compute_blocks
+from .coupling import Level, run_coupled
+from .design import RateTolerance
+from .energy import interaction_energy
+from .estimators import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    bootstrap_counts,
+    bootstrap_means,
+    order_verdict,
+    percentile_interval,
+)
+from .integrators import EulerMaruyama
+from .model import LayerMap
+from .results import Heatmap, Panel, Series
+from .validation import check_int, check_real
+
+TOKEN_DEGREE = 2  # N -> infinity: V_N = U + b/N + c/N^2 (small N are far from the 1/N regime)
+RATIO_RESOLUTION = 0.05  # the ratio checks must resolve a ratio effect of 5% of the grid's spread
+RATE_DIFFERENCES = 3  # rates use the finest three consecutive differences of each ladder
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommuteDesign(RateTolerance):
+    depths: tuple[int, ...] = (4, 8, 16, 32, 64)
+    tokens: tuple[int, ...] = (8, 16, 32, 64, 128)
+    large: int = 256
+    reference_factor: int = 4
+    horizon: float = 1.0
+    beta: float = 1.0
+    paths: int = 256
+    block_paths: int = 256
+    order_allowance: float = 0.2
+    max_ci_width: float = 0.6
+
+    def __post_init__(self) -> None:
+        for name, ladder in (("depths", self.depths), ("tokens", self.tokens)):
+            if len(ladder) < 3 or any(b != 2 * a for a, b in zip(ladder, ladder[1:])):
+                raise ValueError(f"{name} must be a doubling ladder of at least 3 levels, got {ladder}")
+        check_int("large", self.large, minimum=2 * self.tokens[-1])
+        if self.large % 2:
+            raise ValueError(f"large must be even, got {self.large}")
+        check_int("reference_factor", self.reference_factor, minimum=2)
+        check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
+        check_int("paths", self.paths, minimum=2)
+
+    @property
+    def fine_steps(self) -> int:
+        return self.depths[-1] * self.reference_factor
+
+    @property
+    def steps(self) -> np.ndarray:
+        return self.horizon / np.asarray(self.depths, dtype=np.float64)
+
+
+def coupled_energies(
+    model_for: Callable[[int], LayerMap],
+    design: CommuteDesign,
+    seed: int,
+    key: Sequence[int],
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Per-path energies at T: columns = grid (N-major), large M and M/2 per L, EM at h_ref and 2 h_ref per N."""
+    fine = design.fine_steps
+    levels = [Level(f"N={n},L={L}", model_for(n), fine // L) for n in design.tokens for L in design.depths]
+    x_sizes = [n for n in design.tokens for _ in design.depths]
+    for size in (design.large, design.large // 2):
+        model = model_for(size)
+        levels += [Level(f"N={size},L={L}", model, fine // L) for L in design.depths]
+        x_sizes += [size] * len(design.depths)
+    for n in design.tokens:
+        reference = EulerMaruyama(model_for(n).limit_sde())
+        levels += [Level(f"EM N={n}", reference, 1), Level(f"EM N={n} 2h", reference, 2)]
+        x_sizes += [n, n]
+    first = levels[0].stepper
+    if len({getattr(level.stepper, "sde", level.stepper).noise.shape for level in levels}) != 1:
+        raise ValueError("the noise must not depend on the number of tokens")
+    out = []
+    for start, stop in compute_blocks(design.paths, design.block_paths):
+        pair = []
+        for sign in (1.0, -1.0):  # antithetic: the same path with the noise reversed (the noise law is symmetric)
+            streams = PathStreams(seed, start, stop, key)
+            x = streams.initial(lambda rng, k: rng.standard_normal((k, design.large, first.dim)))
+            x /= np.linalg.norm(x, axis=-1, keepdims=True)
+            block = SignedBlock(BrownianBlock(first.noise, streams, design.horizon / fine), sign)
+            final = run_coupled(levels, [], [x[:, :n] for n in x_sizes], block, fine, progress).final
+            pair.append(np.stack([interaction_energy(state / np.linalg.norm(state, axis=-1, keepdims=True),
+                                                     design.beta) for state in final], axis=1))
+        out.append(0.5 * (pair[0] + pair[1]))
+    return np.concatenate(out)
+
+
+class SignedBlock:
+    """A Brownian block whose increments are multiplied by ``sign`` (antithetic sampling)."""
+
+    def __init__(self, block: BrownianBlock, sign: float):
+        self.block, self.sign = block, sign
+        self.noise, self.h = block.noise, block.h
+
+    @property
+    def paths(self) -> int:
+        return self.block.paths
+
+    def next(self, steps: int) -> np.ndarray:
+        return self.sign * self.block.next(steps)
+
+
+def _intercept(x: np.ndarray, y: np.ndarray, degree: int = 1) -> np.ndarray:
+    """Least-squares value at x = 0 of a polynomial of ``degree`` in x fitted to y over the last axis."""
+    basis = np.vander(np.asarray(x, dtype=np.float64), degree + 1, increasing=True)
+    return y @ np.linalg.pinv(basis).T[:, 0]
+
+
+def _double_centre(table: np.ndarray) -> np.ndarray:
+    """Remove row and column means: the part of a (tokens, depths) table that is not additive."""
+    return table - table.mean(axis=1, keepdims=True) - table.mean(axis=0, keepdims=True) + table.mean()
+
+
+def _pooled_slope(log_x: np.ndarray, log_y: np.ndarray) -> np.ndarray:
+    """Common slope of log_y against log_x with one intercept per row: (..., rows, cols) -> (...)."""
+    xc = log_x - log_x.mean(axis=-1, keepdims=True)
+    yc = log_y - log_y.mean(axis=-1, keepdims=True)
+    return np.sum(xc * yc, axis=(-1, -2)) / np.sum(xc * xc, axis=(-1, -2))
+
+
+def commute_estimates(means: np.ndarray, design: CommuteDesign) -> dict[str, np.ndarray]:
+    """Every derived quantity from level means (..., levels), vectorised over leading (replicate) axes."""
+    nn, nl = len(design.tokens), len(design.depths)
+    grid = means[..., : nn * nl].reshape(*means.shape[:-1], nn, nl)
+    large = means[..., nn * nl : nn * nl + nl]
+    half = means[..., nn * nl + nl : nn * nl + 2 * nl]
+    em = means[..., nn * nl + 2 * nl :].reshape(*means.shape[:-1], nn, 2)
+    inv_n = 1.0 / np.asarray(design.tokens, dtype=np.float64)
+    h = design.steps
+    depth_first = 2 * em[..., 0] - em[..., 1]  # V_N
+    token_first = 2 * large - half  # W_L
+    u_depth = _intercept(inv_n, depth_first, TOKEN_DEGREE)
+    u_token = _intercept(h, token_first)
+    u_depth_drop = _intercept(inv_n[1:], depth_first[..., 1:], TOKEN_DEGREE)
+    u_token_drop = _intercept(h[1:], token_first[..., 1:])
+    # additive model u(N, L) = f(N) + g(L) (two-way main effects): the residual is the interaction
+    residual = grid - grid.mean(axis=-1, keepdims=True) - grid.mean(axis=-2, keepdims=True) + grid.mean(
+        axis=(-1, -2), keepdims=True)
+    depths = np.asarray(design.depths, dtype=np.float64)
+    tokens = np.asarray(design.tokens, dtype=np.float64)
+    # Interaction regressors with the main effects removed (double centring): the smooth cross term h/N,
+    # which vanishes along every diagonal as N and L grow, and the interaction parts of k^2 and k^3,
+    # k = log2(L/N) (an even and an odd ratio effect; a linear function of k is additive and needs no test).
+    ratio = np.log2(depths[None, :] / tokens[:, None])
+    regressors = np.stack([_double_centre(1.0 / np.outer(tokens, depths)), _double_centre(ratio**2),
+                           _double_centre(ratio**3)]).reshape(3, -1)
+    coefficients = residual.reshape(*residual.shape[:-2], -1) @ np.linalg.pinv(regressors)
+    tiny = np.finfo(float).tiny
+    depth_diff = np.abs(grid[..., :, :-1] - grid[..., :, 1:]) + tiny
+    token_diff = np.abs(grid[..., :-1, :] - grid[..., 1:, :]) + tiny
+    k = RATE_DIFFERENCES
+    depth_rate = _pooled_slope(np.broadcast_to(np.log(h[:-1][-k:]), depth_diff[..., -k:].shape),
+                               np.log(depth_diff[..., -k:]))
+    token_rate = _pooled_slope(np.broadcast_to(np.log(inv_n[:-1][-k:]), token_diff[..., -k:, :].swapaxes(-1, -2).shape),
+                               np.log(token_diff[..., -k:, :]).swapaxes(-1, -2))
+    return {"grid": grid, "depth_first": depth_first, "token_first": token_first, "u_depth_first": u_depth,
+            "u_token_first": u_token, "difference": u_depth - u_token,
+            "allowance": np.abs(u_depth - u_depth_drop) + np.abs(u_token - u_token_drop),
+            "residual": residual, "ratio_even": coefficients[..., 1], "ratio_odd": coefficients[..., 2],
+            "ratio_regressors": regressors[1:], "depth_rate": depth_rate, "token_rate": token_rate,
+            "depth_diff": depth_diff, "token_diff": token_diff}
+
+
+def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, rng: np.random.Generator):
+    """Checks ``iterated_limits``, ``depth_rate``, ``token_rate``, ``ratio_even``, ``ratio_odd``; heatmaps, panels."""
+    counts = bootstrap_counts(rng, energies.shape[0], design.replicates)
+    point = commute_estimates(energies.mean(axis=0), design)
+    boot = commute_estimates(bootstrap_means(energies, counts), design)
+    label = ", ".join(f"{k}={v}" for k, v in config.items())
+    checks = []
+    for name, note in (("depth_rate", "pooled slope of |u(N,L) - u(N,2L)| against h, one intercept per N"),
+                       ("token_rate", "pooled slope of |u(N,L) - u(2N,L)| against 1/N, one intercept per L")):
+        ci = tuple(float(v) for v in percentile_interval(boot[name]))
+        checks.append(Check(name, design.order, float(point[name]), ci,
+                            order_verdict(ci, design.order, design.order_allowance, design.max_ci_width, 3), config,
+                            design.order_allowance, note=note))
+    ci = tuple(float(v) for v in percentile_interval(boot["difference"]))
+    allowance = float(point["allowance"])
+    spread = float(np.ptp(point["grid"]))
+    if ci[0] > allowance or ci[1] < -allowance:
+        verdict = FAIL
+    elif ci[1] - ci[0] > 0.5 * spread:
+        verdict = INCONCLUSIVE
+    else:
+        verdict = PASS
+    checks.append(Check("iterated_limits", 0.0, float(point["difference"]), ci, verdict, config, allowance,
+                        note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
+                              f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
+                              f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
+                              f"to their coarsest point; inconclusive when the interval is wider than half the grid's "
+                              f"spread {spread:.3g}")))
+    for name, row in (("ratio_even", 0), ("ratio_odd", 1)):
+        ci = tuple(float(v) for v in percentile_interval(boot[name]))
+        reach = float(np.ptp(point["ratio_regressors"][row]))  # residual change per unit coefficient
+        if ci[0] > 0 or ci[1] < 0:
+            verdict = FAIL
+        elif (ci[1] - ci[0]) * reach > RATIO_RESOLUTION * spread:
+            verdict = INCONCLUSIVE
+        else:
+            verdict = PASS
+        power = 2 if name == "ratio_even" else 3
+        checks.append(Check(name, 0.0, float(point[name]), ci, verdict, config, 0.0, note=(
+            f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), fitted "
+            f"with the cross term h/N and the other power; largest |residual| "
+            f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the interval spans a ratio effect "
+            f"larger than {RATIO_RESOLUTION:g} x the grid's spread")))
+    limit = 0.5 * (float(point["u_depth_first"]) + float(point["u_token_first"]))
+    heatmaps = [
+        Heatmap(f"u(N, L) - U, U = {limit:.5g} ({label})", "N", "L", list(design.tokens), list(design.depths),
+                (point["grid"] - limit).tolist()),
+        Heatmap(f"residuals of u = f(N) + g(L) ({label})", "N", "L", list(design.tokens), list(design.depths),
+                point["residual"].tolist()),
+    ]
+    panels = []
+    for name, axis_values, rows, xlabel in (("depth_diff", design.steps[:-1], design.tokens, "step h"),
+                                            ("token_diff", 1.0 / np.asarray(design.tokens[:-1], float), design.depths, "1/N")):
+        diffs = point[name] if name == "depth_diff" else point[name].T
+        boot_diffs = boot[name] if name == "depth_diff" else np.swapaxes(boot[name], -1, -2)
+        series = []
+        for r, row in enumerate(rows):
+            lo, hi = percentile_interval(boot_diffs[:, r])
+            slope = np.polyfit(np.log(axis_values), np.log(diffs[r]), 1)
+            series.append(Series(f"{'N' if name == 'depth_diff' else 'L'} = {row}", axis_values.tolist(),
+                                 diffs[r].tolist(), lo.tolist(), hi.tolist(), float(slope[0]), float(slope[1]),
+                                 [[] for _ in axis_values]))
+        panels.append(Panel(f"{'depth' if name == 'depth_diff' else 'token'} convergence ({label})", xlabel,
+                            "|consecutive difference|", series, design.order))
+    return checks, panels, heatmaps

@@ -1,0 +1,151 @@
+"""Many tokens: blocked attention, N-independent noise, chaos and commute estimators."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from convergence import attention
+from convergence.agazzi import AgazziModel
+from convergence.chaos import (
+    ChaosData,
+    ChaosDesign,
+    analyse_chaos,
+    baseline_variance,
+    coupled_chaos,
+    empirical_means,
+    sliced_w2_squared,
+    w2_squared,
+)
+from convergence.cli import main
+from convergence.commute import CommuteDesign, commute_estimates
+from convergence.fedorov import FedorovModel
+from convergence.mlp_field import FreshFeatureField, FrozenFeatureField, GaussianField
+from tests.helpers import random_tokens
+from verify.kernels import KernelSpec
+
+
+def test_blocked_attention_equals_the_full_softmax(rng, monkeypatch):
+    x = random_tokens(rng, 2, 300, 6)
+    full = attention.softmax_weights(attention.attention_scores(x, 3.0)) @ x
+    monkeypatch.setattr(attention, "SCORE_BYTES_PER_PATH", 8 * 300 * 7)  # row blocks of 7 queries
+    assert_allclose(attention.attention_average(x, 3.0), full, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("model", ["F", "A"])
+def test_layers_run_with_4096_tokens_in_dimension_16(model, rng):
+    spec = KernelSpec("relu", 16)
+    build = {"F": lambda n: FedorovModel(n, 16, 1.0),
+             "A": lambda n: AgazziModel(n, FreshFeatureField(spec, 32), 1.0, 1.0)}[model]
+    layer = build(4096)
+    assert layer.noise.shape == build(4).noise.shape  # the common noise does not depend on N
+    x = random_tokens(rng, 1, 4096, 16)
+    dw = 0.1 * rng.standard_normal((1, *layer.noise.shape))
+    y = layer.layer(x, dw, 0.01)
+    assert_allclose(np.linalg.norm(y, axis=-1), 1.0, atol=1e-12)
+    # the first tokens move the same way in a system of 8 tokens only through the attention average
+    assert np.all(np.isfinite(y))
+
+
+def test_chaos_rejects_noise_that_depends_on_the_token_count():
+    design = ChaosDesign(tokens=(4, 8, 16), large=32, depth=2, paths=2)
+    with pytest.raises(ValueError, match="noise must not depend"):
+        coupled_chaos(lambda n: AgazziModel(n, GaussianField(KernelSpec("relu", 4), n), 1.0, 1.0), design, 0, (1,))
+
+
+def test_baseline_variances_are_moments_of_the_uniform_sphere(rng):
+    x = random_tokens(rng, 1, 2_000_000, 5)[0]
+    values = np.stack([x[:, 0], x[:, 0] * x[:, 1], x[:, 0] ** 2], axis=1)
+    se = values.var(axis=0) * np.sqrt(2 / x.shape[0]) * 3  # sd of a variance estimate, with kurtosis margin
+    assert np.all(np.abs(values.var(axis=0) - baseline_variance(5)) < 5 * se)
+    assert_allclose(empirical_means(x[None])[0], values.mean(axis=0))
+
+
+def test_exact_w2_is_the_best_permutation(rng):
+    x, y = random_tokens(rng, 1, 5, 3), random_tokens(rng, 1, 5, 3)
+    best = min(np.mean(np.sum((x[0] - y[0, list(p)]) ** 2, axis=-1)) for p in itertools.permutations(range(5)))
+    assert_allclose(w2_squared(x, y), best, rtol=1e-12)
+
+
+@given(st.integers(0, 10**6))
+def test_sliced_w2_is_at_most_w2(seed):
+    rng = np.random.default_rng(seed)
+    x, y = random_tokens(rng, 2, 12, 4), random_tokens(rng, 2, 12, 4)
+    directions = random_tokens(rng, 1, 16, 4)[0]
+    assert np.all(sliced_w2_squared(x, y, directions) <= w2_squared(x, y) + 1e-12)
+
+
+def test_chaos_checks_fail_when_the_difference_does_not_decay(rng):
+    design = ChaosDesign(tokens=(16, 32, 64), large=256, paths=400, assignment_max=64)
+    shape = (design.paths, 3)
+    flat = rng.exponential(1e-2, (*shape, 3))  # same size at every N: no chaos
+    data = ChaosData(phi_sq=flat, phi_sq0=flat, w2_sq=flat[..., 0], w2_sq0=flat[..., 0], sliced_sq=flat[..., 0],
+                     sliced_sq0=flat[..., 0], sznitman=flat[..., 0])
+    checks, _ = analyse_chaos(data, design, 5, {}, rng)
+    verdicts = {(c.name, c.config.get("phi")): c.verdict for c in checks}
+    assert verdicts[("chaos_rate", "x_0")] == "fail"
+    assert verdicts[("chaos_limit", None)] == "fail"
+    assert verdicts[("sznitman_rate", None)] == "fail"
+
+
+def _surface(design: CommuteDesign, extra) -> np.ndarray:
+    """Level means for an exactly known u(N, L) (layout of ``coupled_energies``)."""
+    tokens = np.asarray(design.tokens, float)[:, None]
+    depths = np.asarray(design.depths, float)[None, :]
+
+    def u(n, depth):
+        return 0.7 + 0.3 * design.horizon / depth - 0.5 / n + 0.2 / n**2 + extra(depth / n)
+
+    grid = u(tokens, depths).ravel()
+    large = u(design.large, depths[0])
+    half = u(design.large // 2, depths[0])
+    # the depth-first inner limit: an EM level at h and 2h with a weak error linear in the step
+    em = np.stack([u(tokens[:, 0], np.inf) + 0.01 * design.horizon / design.fine_steps,
+                   u(tokens[:, 0], np.inf) + 0.02 * design.horizon / design.fine_steps], axis=1).ravel()
+    return np.concatenate([grid, large, half, em])
+
+
+def test_commute_estimates_on_exact_surfaces():
+    design = CommuteDesign(depths=(8, 16, 32, 64, 128), tokens=(8, 16, 32, 64, 128), large=4096)
+    additive = commute_estimates(_surface(design, np.zeros_like), design)
+    assert abs(float(additive["ratio_even"])) < 1e-12 and abs(float(additive["ratio_odd"])) < 1e-12
+    assert abs(float(additive["difference"])) < 1e-4  # Richardson in N at M = 4096 leaves O(1/M^2)
+    assert_allclose(additive["depth_rate"], 1.0, atol=0.05)
+    ratio = commute_estimates(_surface(design, lambda r: 0.05 * np.tanh(np.log2(r))), design)
+    assert abs(float(ratio["ratio_odd"])) > 1e-4  # an odd ratio-dependent limit leaves an odd trend
+    even = commute_estimates(_surface(design, lambda r: 0.05 / (1 + np.log2(r) ** 2)), design)
+    assert abs(float(even["ratio_even"])) > 1e-4
+    assert abs(float(ratio["difference"])) > 0.05  # and its two iterated limits differ (0.7 - 0.05 vs 0.7 + 0.05)
+
+
+@pytest.fixture(scope="module")
+def chaos_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports")
+    status = main(["run", "chaos", "--profile", "quick", "--seed", "0", "--out", str(out)])
+    return status, json.loads((out / "chaos.json").read_text())
+
+
+def test_quick_chaos_study_passes(chaos_report):
+    status, report = chaos_report
+    assert status == 0 and report["verdict"] == "pass", [c for c in report["checks"] if c["verdict"] != "pass"]
+    rates = [c for c in report["checks"] if c["name"] == "chaos_rate"]
+    assert len(rates) == 6 and all(c["ci"][0] <= 1.15 and c["ci"][1] >= 0.85 for c in rates)
+
+
+def test_frozen_field_noise_is_independent_of_tokens(rng):
+    field = FrozenFeatureField.draw(KernelSpec("tanh", 6), 16, rng)
+    assert AgazziModel(3, field).noise == AgazziModel(300, field).noise
+
+
+@pytest.mark.slow
+def test_quick_commute_study_runs_without_failures(tmp_path):
+    """About 3 minutes; its rate checks may be inconclusive at this sample size, never failed."""
+    status = main(["run", "commute", "--profile", "quick", "--seed", "0", "--out", str(tmp_path)])
+    report = json.loads((tmp_path / "commute.json").read_text())
+    assert status == 0 and report["verdict"] in ("pass", "inconclusive")
+    assert {c["name"] for c in report["checks"]} == {"depth_rate", "token_rate", "iterated_limits", "ratio_even", "ratio_odd"}
+    assert (tmp_path / "commute-surface.png").exists()
