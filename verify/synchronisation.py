@@ -59,7 +59,7 @@ def attention_energy_rate(v: float) -> float:
 
 @dataclass(frozen=True)
 class CertifiedInfimum:
-    """inf f over [lo, hi] lies in [lower, upper]; ``argmin`` is where the upper bound was attained."""
+    """An enclosure [lower, upper] of a certified extremum, with where it is attained and how rigorous it is."""
 
     lower: mpmath.mpf
     upper: mpmath.mpf
@@ -204,9 +204,10 @@ class EnergyRate:
 
 def lambda_bar_prime(act: str, d: int, sigma_u: float = 0.0, sigma_w: float = 0.0, beta: float = 1.0,
                      tol: float = 1e-7) -> CertifiedInfimum:
-    """Enclosure of lambda_bar' = -inf_{u in [-1, 1]} F(u), returned as ``CertifiedInfimum`` of -F...
+    """Enclosure lower <= lambda_bar' <= upper of lambda_bar' = -inf_{u in [-1, 1]} F(u), width <= ``tol``.
 
-    The returned ``lower``/``upper`` bracket lambda_bar' itself (lower <= lambda_bar' <= upper).
+    ``argmin`` is the u where inf F was attained; ``rigorous`` is False when kernel values carry only the
+    quadrature's a-posteriori error (activations other than ReLU and linear).
     """
     rate = EnergyRate(KernelSpec(act, d, sigma_u, sigma_w), beta)
     lower, upper, argmin, evaluations = certified_infimum(rate.enclose, rate.point, -1.0, 1.0, tol)
