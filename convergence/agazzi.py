@@ -35,6 +35,13 @@ MAX_BETA = 1e3
 ATTENTION = {"attractive": 1.0, "none": 0.0, "repulsive": -1.0}
 
 
+def attention_half_step(x: np.ndarray, h: float, beta: float, v: float) -> np.ndarray:
+    """Model A's first half-step ``N(X + h v a(X))``, softmax with Q^T K = beta I (the identity when v = 0)."""
+    if v == 0.0:
+        return x
+    return normalise(x + (h * v) * attention_average(x, beta))
+
+
 class MLPField(Protocol):
     dim: int
 
@@ -75,9 +82,7 @@ class AgazziModel:
 
     def attention_step(self, x: np.ndarray, h: float) -> np.ndarray:
         """The first half-step ``N(X + h v a(X))`` (the identity when v = 0)."""
-        if self.v == 0.0:
-            return x
-        return normalise(x + (h * self.v) * self.attention(x))
+        return attention_half_step(x, h, self.beta, self.v)
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         y = self.attention_step(x, h)
@@ -99,14 +104,22 @@ class AgazziSDE(Wrapper):
     def noise(self) -> CommonNoise:
         return self.model.noise
 
+    def _drift(self, x_hat: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Drift at unit ``x_hat`` given the field's variance k(x, x) per token, shaped (paths, n, 1)."""
+        zero, scalar_zero = np.zeros_like(x_hat), np.zeros_like(k)
+        attention = normalised_step_drift(x_hat, self.model.v * self.model.attention(x_hat), zero, scalar_zero,
+                                          scalar_zero)
+        return attention + normalised_step_drift(x_hat, zero, k * x_hat, k, self.dim * k)
+
     def drift(self, x: np.ndarray) -> np.ndarray:
         x_hat = unit(x)
-        zero = np.zeros_like(x_hat)
-        ones = np.ones(x_hat.shape[:-1] + (1,))
-        attention = normalised_step_drift(x_hat, self.model.v * self.model.attention(x_hat), zero, 0 * ones, 0 * ones)
-        k = self.model.field.kernel_diagonal(x_hat)
-        noise = normalised_step_drift(x_hat, zero, k * x_hat, k, self.dim * k)
-        return attention + noise
+        return self._drift(x_hat, self.model.field.kernel_diagonal(x_hat))
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
         return tangent_projection(x, self.model.field.increment(unit(x), dw, 0.0))
+
+    def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Both coefficients with one evaluation of the field's features (what an integrator needs per step)."""
+        x_hat = unit(x)
+        increment, k = self.model.field.increment_and_diagonal(x_hat, dw)
+        return self._drift(x_hat, k), tangent_projection(x, increment)

@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from .brownian import BrownianBlock, PathStreams, compute_blocks
-from .coupling import Level, run_coupled
+from .coupling import Level, common_noise, run_coupled
 from .design import RateTolerance
 from .estimators import (
     FAIL,
@@ -39,7 +39,6 @@ from .estimators import (
     fit_order,
     limit_plateau,
     limit_verdict,
-    order_verdict,
 )
 from .model import LayerMap
 from .results import Panel, Series
@@ -126,13 +125,11 @@ def coupled_chaos(
     """Run the experiment of the module docstring; ``model_for(n)`` is the layer map for n tokens."""
     sizes = list(design.tokens)
     models = [model_for(n) for n in sizes] + [model_for(design.large)]
-    shapes = {m.noise.shape for m in models}
-    if len(shapes) != 1:
-        raise ValueError(f"the noise must not depend on the number of tokens, got shapes {sorted(shapes)}")
     dim = models[0].dim
     levels = [Level(f"a{n}", m, 1) for n, m in zip(sizes, models)]
     levels += [Level(f"b{n}", m, 1) for n, m in zip(sizes, models)]
     levels.append(Level(f"M={design.large}", models[-1], 1))
+    noise = common_noise(levels)
     h = design.horizon / design.depth
     direction_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0, *key, 1)))
     directions = direction_rng.standard_normal((design.slices, dim))
@@ -146,7 +143,7 @@ def coupled_chaos(
         big /= np.linalg.norm(big, axis=-1, keepdims=True)
         other /= np.linalg.norm(other, axis=-1, keepdims=True)
         x0 = [big[:, :n] for n in sizes] + [other[:, :n] for n in sizes] + [big]
-        block = BrownianBlock(models[0].noise, streams, h)
+        block = BrownianBlock(noise, streams, h)
         final = run_coupled(levels, [], x0, block, design.depth, progress).final
         k = len(sizes)
         at_t = [_pair_measures(final[i], final[k + i], exact[i], directions) for i in range(k)]
@@ -167,19 +164,6 @@ def theorem_rate(dim: int) -> float:
     return 0.5 if dim <= 4 else 2.0 / dim
 
 
-def _series(label: str, steps: np.ndarray, fit) -> Series:
-    return Series(label=label, steps=steps.tolist(), values=fit.error.tolist(), ci_lo=fit.error_ci[:, 0].tolist(),
-                  ci_hi=fit.error_ci[:, 1].tolist(), order=fit.order, intercept=fit.intercept,
-                  flags=[[] for _ in steps])
-
-
-def _rate_check(name: str, fit, design: ChaosDesign, config: dict, note: str) -> Check:
-    ci = (2 * fit.order_ci[0], 2 * fit.order_ci[1])
-    verdict = order_verdict(ci, design.order, design.order_allowance, design.max_ci_width, fit.steps.size)
-    return Check(name=name, expected=design.order, estimate=2 * fit.order, ci=ci, verdict=verdict, config=config,
-                 allowance=design.order_allowance, note=note)
-
-
 def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
                   rng: np.random.Generator) -> tuple[list[Check], list[Panel]]:
     """Checks ``chaos_rate`` (per test function), ``chaos_baseline``, ``chaos_limit``, ``w2_rate``,
@@ -190,9 +174,9 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     checks, series = [], []
     for j, name in enumerate(TEST_FUNCTIONS):
         fit = fit_order(steps, data.phi_sq[:, :, j], counts)
-        checks.append(_rate_check("chaos_rate", fit, design, {**config, "phi": name},
+        checks.append(design.mean_square_order_check("chaos_rate", fit, {**config, "phi": name},
                                   "E|<phi, mu_a> - <phi, mu_b>|^2 ~ C N^(-q) at T (mean-square order q = 2 x RMS order)"))
-        series.append(_series(f"phi = {name}, T", steps, fit))
+        series.append(Series.from_fit(f"phi = {name}, T", fit))
     total = data.phi_sq.sum(axis=-1)
     fit = fit_order(steps, total, counts)
     point, ci, how = limit_plateau(fit, design.order)
@@ -215,13 +199,13 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     w2_series = []
     for label, values in (("W2 at T", data.w2_sq), ("W2 at 0 (sampling)", data.w2_sq0)):
         w2_fit = fit_order(w2_steps, values, counts)
-        w2_series.append(_series(label, w2_steps, w2_fit))
+        w2_series.append(Series.from_fit(label, w2_fit))
         if label.endswith("T"):
             at_t = w2_fit
         else:
             at_0 = w2_fit
     for label, values in (("sliced W2 at T", data.sliced_sq), ("sliced W2 at 0", data.sliced_sq0)):
-        w2_series.append(_series(label, steps, fit_order(steps, values, counts)))
+        w2_series.append(Series.from_fit(label, fit_order(steps, values, counts)))
     bound = theorem_rate(dim)
     ci = (2 * at_t.order_ci[0], 2 * at_t.order_ci[1])
     verdict = FAIL if ci[1] < bound - design.order_allowance else (INCONCLUSIVE if ci[1] - ci[0] > design.max_ci_width else PASS)
@@ -233,11 +217,11 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     panels.append(Panel(f"W2: {_label(config)}", "1/N", "RMS W2", w2_series, bound / 2))
     sz_steps = 1.0 / sizes - 1.0 / design.large
     sz_fit = fit_order(sz_steps, data.sznitman, counts)
-    checks.append(_rate_check("sznitman_rate", sz_fit, design, config,
+    checks.append(design.mean_square_order_check("sznitman_rate", sz_fit, config,
                               f"(1/N) sum_i |X_i^N - X_i^M|^2 ~ C (1/N - 1/M)^q, M = {design.large}, same noise and "
                               "shared initial tokens"))
     panels.append(Panel(f"Sznitman: {_label(config)}", "1/N - 1/M", "RMS distance to the large system",
-                        [_series("token-mean distance at T", sz_steps, sz_fit)], design.order / 2))
+                        [Series.from_fit("token-mean distance at T", sz_fit)], design.order / 2))
     return checks, panels
 
 

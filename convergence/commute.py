@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .brownian import BrownianBlock, PathStreams, compute_blocks
-from .coupling import Level, run_coupled
+from .coupling import Level, common_noise, run_coupled
 from .design import RateTolerance
 from .energy import interaction_energy
 from .estimators import (
@@ -111,17 +111,15 @@ def coupled_energies(
         reference = EulerMaruyama(model_for(n).limit_sde())
         levels += [Level(f"EM N={n}", reference, 1), Level(f"EM N={n} 2h", reference, 2)]
         x_sizes += [n, n]
-    first = levels[0].stepper
-    if len({getattr(level.stepper, "sde", level.stepper).noise.shape for level in levels}) != 1:
-        raise ValueError("the noise must not depend on the number of tokens")
+    noise, dim = common_noise(levels), levels[0].stepper.dim
     out = []
     for start, stop in compute_blocks(design.paths, design.block_paths):
         pair = []
         for sign in (1.0, -1.0):  # antithetic: the same path with the noise reversed (the noise law is symmetric)
             streams = PathStreams(seed, start, stop, key)
-            x = streams.initial(lambda rng, k: rng.standard_normal((k, design.large, first.dim)))
+            x = streams.initial(lambda rng, k: rng.standard_normal((k, design.large, dim)))
             x /= np.linalg.norm(x, axis=-1, keepdims=True)
-            block = SignedBlock(BrownianBlock(first.noise, streams, design.horizon / fine), sign)
+            block = SignedBlock(BrownianBlock(noise, streams, design.horizon / fine), sign)
             final = run_coupled(levels, [], [x[:, :n] for n in x_sizes], block, fine, progress).final
             pair.append(np.stack([interaction_energy(state / np.linalg.norm(state, axis=-1, keepdims=True),
                                                      design.beta) for state in final], axis=1))

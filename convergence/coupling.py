@@ -15,12 +15,24 @@ from typing import Protocol
 import numpy as np
 
 from .brownian import BrownianBlock, block_sums
+from .noise import CommonNoise
 
 CHUNK_BYTES = 64 * 2**20
 
 
 class Stepper(Protocol):
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray: ...
+
+
+def common_noise(levels: Sequence[Level]) -> CommonNoise:
+    """The one noise law every level's stepper takes (so one Brownian path can drive them all).
+
+    Raises when the shapes differ, e.g. a noise drawn per token, whose shape depends on the number of tokens.
+    """
+    shapes = {level.stepper.noise.shape for level in levels}
+    if len(shapes) != 1:
+        raise ValueError(f"the noise must not depend on the level (e.g. on the number of tokens), got shapes {sorted(shapes)}")
+    return levels[0].stepper.noise
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .estimators import Check, OrderFit, order_verdict
 from .validation import check_int, check_real
 
 
@@ -46,3 +47,34 @@ class RateTolerance:
     order_allowance: float = 0.15
     max_ci_width: float = 0.5
     replicates: int = 1000
+
+    def mean_square_order_check(self, name: str, fit: OrderFit, config: dict, note: str) -> Check:
+        """Judge the mean-square order 2p of an RMS fit ``error ~ C step^p`` against ``order``."""
+        ci = (2 * fit.order_ci[0], 2 * fit.order_ci[1])
+        verdict = order_verdict(ci, self.order, self.order_allowance, self.max_ci_width, fit.steps.size)
+        return Check(name=name, expected=self.order, estimate=2 * fit.order, ci=ci, verdict=verdict, config=config,
+                     allowance=self.order_allowance, note=note)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordGrid:
+    """A forward run at steps h = T / steps and 2h on one Brownian path, observed at ``records + 1``
+    equally spaced times; paths in compute blocks of ``block_paths``."""
+
+    horizon: float
+    steps: int
+    records: int = 20
+    paths: int = 1024
+    block_paths: int = 1024
+
+    def __post_init__(self) -> None:
+        check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
+        check_int("steps", self.steps, minimum=2)
+        check_int("records", self.records, minimum=1)
+        if self.steps % (2 * self.records):
+            raise ValueError(f"steps must be a multiple of 2 x records = {2 * self.records}, got {self.steps}")
+        check_int("paths", self.paths, minimum=2)
+
+    @property
+    def times(self) -> np.ndarray:
+        return np.linspace(0.0, self.horizon, self.records + 1)

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .brownian import BrownianBlock, PathStreams, compute_blocks, uniform_sphere
-from .coupling import Level, run_recorded
+from .brownian import uniform_sphere
+from .design import RecordGrid
 from .estimators import FAIL, PASS, Check
 from .model import LayerMap
-from .validation import check_int, check_real
+from .simulate import record_at_two_steps
 from .weak import FAMILY_ALPHA, z_value
 
 
@@ -37,40 +37,15 @@ def interaction_energy(x: np.ndarray, beta: float) -> np.ndarray:
     return np.exp(beta) * np.sum(-np.expm1(-beta * z), axis=(-1, -2)) / (2 * x.shape[1] ** 2)
 
 
-@dataclass(frozen=True)
-class EnergyDesign:
-    horizon: float
-    steps: int
-    records: int = 20
-    paths: int = 1024
-    block_paths: int = 1024
-
-    def __post_init__(self) -> None:
-        check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
-        check_int("steps", self.steps, minimum=2)
-        check_int("records", self.records, minimum=1)
-        if self.steps % (2 * self.records):
-            raise ValueError(f"steps must be a multiple of 2 x records = {2 * self.records}, got {self.steps}")
-        check_int("paths", self.paths, minimum=2)
-
-    @property
-    def times(self) -> np.ndarray:
-        return np.linspace(0.0, self.horizon, self.records + 1)
+@dataclass(frozen=True, kw_only=True)
+class EnergyDesign(RecordGrid):
+    """Horizon, steps (levels h and 2h), records and paths of the energy experiment."""
 
 
 def record_energy(model: LayerMap, beta: float, design: EnergyDesign, seed: int, key: Sequence[int],
                   progress=None) -> np.ndarray:
-    """E_beta(mu_t) at the record times for levels h and 2h: (paths, 2, records + 1)."""
-    h = design.horizon / design.steps
-    levels = [Level("h", model, 1), Level("2h", model, 2)]
-    out = []
-    for start, stop in compute_blocks(design.paths, design.block_paths):
-        streams = PathStreams(seed, start, stop, key)
-        x0 = uniform_sphere(streams, model.tokens, model.dim)
-        block = BrownianBlock(model.noise, streams, h)
-        out.append(run_recorded(levels, x0, block, design.steps, design.records,
-                                lambda x: interaction_energy(x, beta), progress))
-    return np.concatenate(out)
+    """E_beta(mu_t) at the record times for levels h and 2h from uniform tokens: (paths, 2, records + 1)."""
+    return record_at_two_steps(model, design, seed, key, uniform_sphere, lambda x: interaction_energy(x, beta), progress)
 
 
 @dataclass(frozen=True)

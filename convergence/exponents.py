@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .brownian import BrownianBlock, PathStreams, compute_blocks, uniform_sphere
-from .coupling import Level, run_recorded
+from .brownian import PathStreams, uniform_sphere
+from .design import RecordGrid
 from .estimators import (
     CONFIDENCE,
     FAIL,
@@ -35,16 +35,14 @@ from .estimators import (
     percentile_interval,
 )
 from .model import LayerMap
+from .simulate import record_at_two_steps
 from .validation import check_int, check_real
 
 
-@dataclass(frozen=True)
-class ExponentDesign:
+@dataclass(frozen=True, kw_only=True)
+class ExponentDesign(RecordGrid):
     """Horizon T, fine steps L (level h = T/L and 2h), records, paths, delta_0, bootstrap replicates."""
 
-    horizon: float
-    steps: int
-    records: int = 20
     paths: int = 8192
     delta0: float = 1e-4
     block_paths: int = 4096
@@ -52,17 +50,9 @@ class ExponentDesign:
     max_ci_width: float = 0.5  # relative to max(|expected|, 0.05): the exponent measured to +-25%
 
     def __post_init__(self) -> None:
-        check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
-        check_int("steps", self.steps, minimum=2)
-        check_int("records", self.records, minimum=2)
-        if self.steps % (2 * self.records):
-            raise ValueError(f"steps must be a multiple of 2 x records = {2 * self.records}, got {self.steps}")
-        check_int("paths", self.paths, minimum=2)
+        super().__post_init__()
+        check_int("records", self.records, minimum=2)  # a slope needs three record times
         check_real("delta0", self.delta0, minimum=0.0, maximum=0.1, strict_minimum=True)
-
-    @property
-    def times(self) -> np.ndarray:
-        return np.linspace(0.0, self.horizon, self.records + 1)
 
 
 def close_pair(delta0: float, antipodal: bool = False):
@@ -88,15 +78,8 @@ def log_distance(antipodal: bool = False) -> Callable[[np.ndarray], np.ndarray]:
 def record_log_distances(model: LayerMap, design: ExponentDesign, seed: int, key: Sequence[int],
                          antipodal: bool = False, progress=None) -> np.ndarray:
     """log r at the record times for levels h and 2h: shape (paths, 2, records + 1)."""
-    h = design.horizon / design.steps
-    levels = [Level("h", model, 1), Level("2h", model, 2)]
-    out = []
-    for start, stop in compute_blocks(design.paths, design.block_paths):
-        streams = PathStreams(seed, start, stop, key)
-        x0 = close_pair(design.delta0, antipodal)(streams, 2, model.dim)
-        block = BrownianBlock(model.noise, streams, h)
-        out.append(run_recorded(levels, x0, block, design.steps, design.records, log_distance(antipodal), progress))
-    return np.concatenate(out)
+    return record_at_two_steps(model, design, seed, key, close_pair(design.delta0, antipodal),
+                               log_distance(antipodal), progress)
 
 
 def _slope(times: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -32,6 +32,11 @@ class EulerMaruyama:
 
     sde: LimitSDE
 
+    @property
+    def noise(self):
+        """The noise law of the SDE's driving increments (what ``layer``'s ``dw`` is drawn from)."""
+        return self.sde.noise
+
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         drift, noise = drift_and_diffusion(self.sde, x, dw)
         return x + h * drift + noise

@@ -99,6 +99,9 @@ class GaussianField:
     def kernel_diagonal(self, y: np.ndarray) -> np.ndarray:
         return np.full(y.shape[:-1] + (1,), self.kernel.k1)
 
+    def increment_and_diagonal(self, y: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.increment(y, dw, 0.0), self.kernel_diagonal(y)
+
 
 @dataclass(frozen=True, eq=False)
 class FrozenFeatureField:
@@ -146,6 +149,11 @@ class FrozenFeatureField:
         """k_m(y, y) = |psi(y)|^2, shaped (paths, n, 1)."""
         psi = self.features(y)
         return np.sum(psi * psi, axis=-1, keepdims=True)
+
+    def increment_and_diagonal(self, y: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``increment`` and ``kernel_diagonal`` from one evaluation of the features."""
+        psi = self.features(y)
+        return psi @ np.swapaxes(dw, -1, -2), np.sum(psi * psi, axis=-1, keepdims=True)
 
 
 @dataclass(frozen=True, eq=False)

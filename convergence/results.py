@@ -6,7 +6,7 @@ import platform
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 
-from .estimators import Check, combine_verdicts
+from .estimators import Check, OrderFit, combine_verdicts
 
 PACKAGES = ("depth-limits", "numpy", "scipy", "sympy", "mpmath", "matplotlib")
 
@@ -24,6 +24,13 @@ class Series:
     order: float
     intercept: float
     flags: list[list[str]]
+
+    @classmethod
+    def from_fit(cls, label: str, fit: OrderFit, flags: list[list[str]] | None = None) -> Series:
+        """The curve of an ``OrderFit``: RMS error per level with its interval and fitted line."""
+        return cls(label=label, steps=fit.steps.tolist(), values=fit.error.tolist(),
+                   ci_lo=fit.error_ci[:, 0].tolist(), ci_hi=fit.error_ci[:, 1].tolist(), order=fit.order,
+                   intercept=fit.intercept, flags=flags if flags is not None else [[] for _ in fit.steps])
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ the block it was computed in. Any entry law is allowed (no Brownian coupling is 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -18,7 +18,8 @@ from .brownian import (
     compute_blocks,
     uniform_sphere,
 )
-from .coupling import Level, run_coupled
+from .coupling import Level, run_coupled, run_recorded
+from .design import RecordGrid
 from .model import LayerMap
 from .validation import check_int, check_real
 
@@ -47,3 +48,26 @@ def simulate(
         block = BrownianBlock(layer_map.noise, streams, h)
         finals.append(run_coupled(levels, [], x0, block, depth).final[0])
     return np.concatenate(finals)
+
+
+def record_at_two_steps(
+    layer_map: LayerMap,
+    grid: RecordGrid,
+    seed: int,
+    key: Sequence[int],
+    initial: InitialState,
+    observe: Callable[[np.ndarray], np.ndarray],
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """``observe`` at the grid's record times for steps h and 2h on one Brownian path: (paths, 2, records + 1).
+
+    The 2h level uses the block sums of the h increments, so the pair estimates the O(h) bias of level h.
+    """
+    levels = [Level("h", layer_map, 1), Level("2h", layer_map, 2)]
+    out = []
+    for start, stop in compute_blocks(grid.paths, grid.block_paths):
+        streams = PathStreams(seed, start, stop, key)
+        x0 = initial(streams, layer_map.tokens, layer_map.dim)
+        block = BrownianBlock(layer_map.noise, streams, grid.horizon / grid.steps)
+        out.append(run_recorded(levels, x0, block, grid.steps, grid.records, observe, progress))
+    return np.concatenate(out)

@@ -130,16 +130,7 @@ def _series(label: str, fit, flags_pre: np.ndarray, flags_floor: np.ndarray) -> 
         [name for name, on in (("pre-asymptotic", pre), ("noise floor", floor)) if on]
         for pre, floor in zip(flags_pre, flags_floor)
     ]
-    return Series(
-        label=label,
-        steps=fit.steps.tolist(),
-        values=fit.error.tolist(),
-        ci_lo=fit.error_ci[:, 0].tolist(),
-        ci_hi=fit.error_ci[:, 1].tolist(),
-        order=fit.order,
-        intercept=fit.intercept,
-        flags=flags,
-    )
+    return Series.from_fit(label, fit, flags)
 
 
 def analyse_strong(

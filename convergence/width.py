@@ -26,7 +26,8 @@ import numpy as np
 from verify.activations import activation
 from verify.kernels import KernelSpec, kernel
 
-from .attention import attention_average, normalise
+from .agazzi import attention_half_step
+from .attention import normalise
 from .brownian import (
     BrownianBlock,
     InitialState,
@@ -43,7 +44,6 @@ from .estimators import (
     fit_order,
     limit_plateau,
     limit_verdict,
-    order_verdict,
 )
 from .mlp_field import half_squared_distances, preactivations, symmetric_sqrt
 from .noise import CommonNoise
@@ -106,7 +106,7 @@ class KernelMatrixNetwork:
         return phi @ np.swapaxes(phi, -1, -2) / m + self.spec.sigma_w**2
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
-        y = x if self.v == 0 else normalise(x + (h * self.v) * attention_average(x, self.beta))
+        y = attention_half_step(x, h, self.beta, self.v)
         dz = dw[:, : self.tokens, : self.dim]
         return normalise(y + symmetric_sqrt(self.covariance(y, dw, h)) @ dz)
 
@@ -151,13 +151,9 @@ def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.ran
                 Panel(title=str(config), xlabel="1/m", ylabel="RMS distance", series=[]))
     counts = bootstrap_counts(rng, sq.shape[0], design.replicates)
     fit = fit_order(steps, sq, counts)
-    ms_order, ms_ci = 2 * fit.order, (2 * fit.order_ci[0], 2 * fit.order_ci[1])
-    order = Check(
-        name="width_order", expected=design.order, estimate=ms_order, ci=ms_ci,
-        verdict=order_verdict(ms_ci, design.order, design.order_allowance, design.max_ci_width, len(design.widths)),
-        config=config, allowance=design.order_allowance,
-        note=f"mean-square distance to infinite width ~ C m^(-q) at L = {design.depth}, T = {design.horizon}",
-    )
+    order = design.mean_square_order_check(
+        "width_order", fit, config,
+        f"mean-square distance to infinite width ~ C m^(-q) at L = {design.depth}, T = {design.horizon}")
     point, ci, how = limit_plateau(fit, design.order)
     widest = float(fit.error[-1] ** 2)
     allowance = design.limit_allowance * widest
@@ -168,9 +164,7 @@ def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.ran
               f"({design.limit_allowance:g} x the widest level's mean square {widest:.3g}) covers the higher-order "
               "terms the fit ignores"),
     )
-    series = Series(label="RMS distance to infinite width at T", steps=steps.tolist(), values=fit.error.tolist(),
-                    ci_lo=fit.error_ci[:, 0].tolist(), ci_hi=fit.error_ci[:, 1].tolist(), order=fit.order,
-                    intercept=fit.intercept, flags=[[] for _ in steps])
+    series = Series.from_fit("RMS distance to infinite width at T", fit)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
     return [order, limit], Panel(title=label, xlabel="1/m", ylabel="RMS distance", series=[series],
                                  reference_order=design.order / 2)

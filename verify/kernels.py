@@ -121,20 +121,26 @@ def _hermite_rule(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sqrt(2.0) * x, w / np.sqrt(np.pi)
 
 
+def _correlated_pair(spec: KernelSpec, z, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gauss-Hermite product rule for (Z_1, Z_2) at two points with z = 1 - <x, y>:
+    Z_1 = s g_1, Z_2 = s (r g_1 + q g_2), r = 1 - gap, q = sqrt(1 - r^2). Returns (weights, Z_1, Z_2)
+    with a leading shape of ``z`` and two trailing node axes."""
+    g, w = _hermite_rule(nodes)
+    s = np.sqrt(spec.variance)
+    gap = np.asarray(spec.correlation_gap(np.asarray(z, dtype=np.float64)))[..., None, None]
+    r, q = 1.0 - gap, np.sqrt(gap * (2.0 - gap))
+    return w[:, None] * w[None, :], s * g[:, None], s * (r * g[:, None] + q * g[None, :])
+
+
 def deficit_quadrature(spec: KernelSpec, z, nodes: int = GAUSS_HERMITE_NODES) -> np.ndarray:
     """D(z) = k(1) - k(1 - z) by Gauss-Hermite in (g_1, g_2), Z_1 = s g_1, Z_2 = s (r g_1 + q g_2).
 
     Written as E[act(Z_1) (act(Z_1) - act(Z_2))] so that nearby points lose no relative precision.
     """
     act = activation(spec.activation).numpy
-    g, w = _hermite_rule(nodes)
-    s = np.sqrt(spec.variance)
-    gap = np.asarray(spec.correlation_gap(np.asarray(z, dtype=np.float64)))[..., None, None]
-    r, q = 1.0 - gap, np.sqrt(gap * (2.0 - gap))
-    z1 = s * g[:, None]
-    z2 = s * (r * g[:, None] + q * g[None, :])
+    weights, z1, z2 = _correlated_pair(spec, z, nodes)
     a1 = act(z1)
-    return np.sum(w[:, None] * w[None, :] * a1 * (a1 - act(z2)), axis=(-1, -2))
+    return np.sum(weights * a1 * (a1 - act(z2)), axis=(-1, -2))
 
 
 def k_one_quadrature(spec: KernelSpec, nodes: int = GAUSS_HERMITE_NODES) -> float:
@@ -146,12 +152,8 @@ def k_one_quadrature(spec: KernelSpec, nodes: int = GAUSS_HERMITE_NODES) -> floa
 def kernel_derivative_quadrature(spec: KernelSpec, u, nodes: int = GAUSS_HERMITE_NODES) -> np.ndarray:
     """k'(u) = (1/d) E[act'(Z_1) act'(Z_2)] (Price's theorem), Gauss-Hermite."""
     der = activation(spec.activation).numpy_derivative
-    g, w = _hermite_rule(nodes)
-    s = np.sqrt(spec.variance)
-    gap = np.asarray(spec.correlation_gap(1.0 - np.asarray(u, dtype=np.float64)))[..., None, None]
-    r, q = 1.0 - gap, np.sqrt(gap * (2.0 - gap))
-    values = der(s * g[:, None]) * der(s * (r * g[:, None] + q * g[None, :]))
-    return np.sum(w[:, None] * w[None, :] * values, axis=(-1, -2)) / spec.dim
+    weights, z1, z2 = _correlated_pair(spec, 1.0 - np.asarray(u, dtype=np.float64), nodes)
+    return np.sum(weights * der(z1) * der(z2), axis=(-1, -2)) / spec.dim
 
 
 def relu_deficit(spec: KernelSpec, z) -> np.ndarray:
