@@ -105,7 +105,10 @@ class AgazziSDE(Wrapper):
         return self.model.noise
 
     def _drift(self, x_hat: np.ndarray, k: np.ndarray) -> np.ndarray:
-        """Drift at unit ``x_hat`` given the field's variance k(x, x) per token, shaped (paths, n, 1)."""
+        """Drift at unit ``x_hat`` given the field's variance k(x, x) per token, shaped (paths, n, 1).
+
+        The one place the drift is formed: ``drift`` and ``drift_and_diffusion`` both call it, so a
+        subclass changes the drift here."""
         zero, scalar_zero = np.zeros_like(x_hat), np.zeros_like(k)
         attention = normalised_step_drift(x_hat, self.model.v * self.model.attention(x_hat), zero, scalar_zero,
                                           scalar_zero)

@@ -78,8 +78,8 @@ def test_mean_and_median_exponents_are_different_claims():
 class MissingRadialDrift(AgazziSDE):
     """Model A's limit without the radial Ito term: the strong study must reject it."""
 
-    def drift(self, x):
-        return super().drift(x) + 0.5 * (self.dim - 1) * self.model.field.kernel_diagonal(x) * x
+    def _drift(self, x_hat, k):  # the hook both drift() and drift_and_diffusion() use
+        return super()._drift(x_hat, k) + 0.5 * (self.dim - 1) * k * x_hat
 
 
 def test_strong_study_rejects_a_wrong_limit():
