@@ -2,4 +2,5 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # dask's worker processes import this module without running it
+    sys.exit(main())

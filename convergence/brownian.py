@@ -61,9 +61,14 @@ class PathStreams:
 
     def increments(self, noise: CommonNoise, steps: int, h: float) -> np.ndarray:
         """The next ``steps`` increments of every path, shaped (paths, steps, *noise.shape)."""
-        scale = noise.scale * np.sqrt(h)
-        parts = [standard_entries(rng, (steps, SEED_BLOCK, *noise.shape), noise.law) for rng in self._noise]
-        return scale * np.moveaxis(np.concatenate(parts, axis=1)[:, : self.paths], 0, 1)
+        shape = (steps, SEED_BLOCK, *noise.shape)
+        # one contiguous buffer per seed block, filled in place (no concatenation copy), then scaled in place
+        out = np.empty((len(self._noise), *shape))
+        for rng, part in zip(self._noise, out):
+            standard_entries(rng, shape, noise.law, out=part)
+        out *= noise.scale * np.sqrt(h)
+        merged = np.moveaxis(out, 0, 1).reshape(steps, len(self._noise) * SEED_BLOCK, *noise.shape)
+        return np.moveaxis(merged[:, : self.paths], 0, 1)
 
 
 InitialState = Callable[[PathStreams, int, int], np.ndarray]
@@ -81,6 +86,8 @@ def block_sums(increments: np.ndarray, factor: int, axis: int = 1) -> np.ndarray
     The sum runs in time order, so it equals the sequential sum of the fine increments exactly.
     """
     factor = check_int("factor", factor, minimum=1)
+    if factor == 1:
+        return increments  # no copy
     steps = increments.shape[axis]
     if steps % factor:
         raise ValueError(f"factor must divide the number of steps {steps}, got {factor}")

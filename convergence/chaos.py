@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .brownian import BrownianBlock, PathStreams, compute_blocks
+from .brownian import BrownianBlock, PathStreams
 from .coupling import Level, common_noise, run_coupled
 from .design import RateTolerance
 from .estimators import (
@@ -40,6 +40,7 @@ from .estimators import (
     limit_plateau,
     limit_verdict,
 )
+from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
 from .results import Panel, Series
 from .validation import check_int, check_ladder, check_real
@@ -134,9 +135,9 @@ def coupled_chaos(
     direction_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0, *key, 1)))
     directions = direction_rng.standard_normal((design.slices, dim))
     directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
-    parts: dict[str, list] = {name: [] for name in ChaosData.__dataclass_fields__}
     exact = [n <= design.assignment_max for n in sizes]
-    for start, stop in compute_blocks(design.paths, design.block_paths):
+
+    def run_block(start: int, stop: int, advance) -> dict[str, np.ndarray]:
         streams = PathStreams(seed, start, stop, key)
         big = streams.initial(lambda rng, k: rng.standard_normal((k, design.large, dim)))
         other = streams.initial(lambda rng, k: rng.standard_normal((k, sizes[-1], dim)))
@@ -144,19 +145,23 @@ def coupled_chaos(
         other /= np.linalg.norm(other, axis=-1, keepdims=True)
         x0 = [big[:, :n] for n in sizes] + [other[:, :n] for n in sizes] + [big]
         block = BrownianBlock(noise, streams, h)
-        final = run_coupled(levels, [], x0, block, design.depth, progress).final
+        final = run_coupled(levels, [], x0, block, design.depth, advance).final
         k = len(sizes)
         at_t = [_pair_measures(final[i], final[k + i], exact[i], directions) for i in range(k)]
         at_0 = [_pair_measures(x0[i], x0[k + i], exact[i], directions) for i in range(k)]
-        parts["phi_sq"].append(np.stack([m[0] for m in at_t], axis=1))
-        parts["phi_sq0"].append(np.stack([m[0] for m in at_0], axis=1))
-        parts["w2_sq"].append(np.stack([m[1] for m, e in zip(at_t, exact) if e], axis=1))
-        parts["w2_sq0"].append(np.stack([m[1] for m, e in zip(at_0, exact) if e], axis=1))
-        parts["sliced_sq"].append(np.stack([m[2] for m in at_t], axis=1))
-        parts["sliced_sq0"].append(np.stack([m[2] for m in at_0], axis=1))
         diff = [final[i] - final[-1][:, :n] for i, n in enumerate(sizes)]
-        parts["sznitman"].append(np.stack([np.mean(np.sum(dd * dd, axis=-1), axis=-1) for dd in diff], axis=1))
-    return ChaosData(**{name: np.concatenate(values) for name, values in parts.items()})
+        return {
+            "phi_sq": np.stack([m[0] for m in at_t], axis=1),
+            "phi_sq0": np.stack([m[0] for m in at_0], axis=1),
+            "w2_sq": np.stack([m[1] for m, e in zip(at_t, exact) if e], axis=1),
+            "w2_sq0": np.stack([m[1] for m, e in zip(at_0, exact) if e], axis=1),
+            "sliced_sq": np.stack([m[2] for m in at_t], axis=1),
+            "sliced_sq0": np.stack([m[2] for m in at_0], axis=1),
+            "sznitman": np.stack([np.mean(np.sum(dd * dd, axis=-1), axis=-1) for dd in diff], axis=1),
+        }
+
+    label = f"coupled_chaos:{tuple(key)}:{design!r}:{[repr(m) for m in models]}"
+    return ChaosData(**concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress)))
 
 
 def theorem_rate(dim: int) -> float:

@@ -1,11 +1,17 @@
 """Command line: ``python -m convergence {list, run, report}``.
 
     python -m convergence list
-    python -m convergence run STUDY [STUDY ...] [--profile quick|full] [--seed N] [--out DIR]
-    python -m convergence report [--profile quick|full] [--seed N] [--out DIR]
+    python -m convergence run STUDY [STUDY ...] [--profile quick|full] [--seed N] [--out DIR] [execution options]
+    python -m convergence report [--profile quick|full] [--seed N] [--out DIR] [execution options]
+    python -m convergence bench [--out DIR] [--repeats N] [--paths N]
 
 ``run`` and ``report`` write ``DIR/<study>.{json,md,png}`` and refresh ``DIR/index.md`` (default
 ``reports/``). A progress bar is shown when standard error is a terminal.
+
+Execution options (``convergence.execution``): ``--scheduler sync|processes|tcp://host:port`` (in process,
+a local dask cluster of ``--workers`` processes, or an existing dask scheduler); ``--block-paths N`` (the
+size of the blocks of paths; no number depends on it); every finished block is cached under ``--cache DIR``
+(default ``DIR/.cache``), and ``--resume`` reuses the intact entries of an interrupted run.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .report import write_index, write_study
+from .execution import caching, check_scheduler, scheduler
+from .report import write_index, write_performance, write_study
 from .studies import PROFILES, STUDIES
 from .validation import check_int
 
@@ -33,6 +40,23 @@ def _out(text: str) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"--out must be a directory, got the file {text!r}")
     return path
+
+
+def _positive(name: str):
+    def parse(text: str) -> int:
+        try:
+            return check_int(name, int(text), minimum=1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer >= 1, got {text!r}") from None
+
+    return parse
+
+
+def _scheduler(text: str) -> str:
+    try:
+        return check_scheduler(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _progress_factory(enabled: bool):
@@ -62,12 +86,24 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--profile", choices=PROFILES, default="quick", help="quick (default) or full")
         sub.add_argument("--seed", type=_seed, default=0, help="the one seed of every random number (default 0)")
         sub.add_argument("--out", type=_out, default=Path("reports"), help="report folder (default reports/)")
+        sub.add_argument("--scheduler", type=_scheduler, default="sync",
+                         help="sync (default, in process), processes (local dask cluster) or tcp://host:port")
+        sub.add_argument("--workers", type=_positive("--workers"), default=2,
+                         help="worker processes for --scheduler processes (default 2)")
+        sub.add_argument("--block-paths", type=_positive("--block-paths"), default=None,
+                         help="paths per block (default: each design's own; results do not depend on it)")
+        sub.add_argument("--cache", type=_out, default=None, help="block cache folder (default OUT/.cache)")
+        sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
 
     run = commands.add_parser("run", help="run some studies and write their reports")
     run.add_argument("studies", nargs="+", metavar="STUDY", help=f"one of: {', '.join(STUDIES)}")
     common(run)
     report = commands.add_parser("report", help="run every study and write all reports")
     common(report)
+    bench = commands.add_parser("bench", help="measure speed side by side; write OUT/performance.{md,json}")
+    bench.add_argument("--out", type=_out, default=Path("reports"), help="report folder (default reports/)")
+    bench.add_argument("--repeats", type=_positive("--repeats"), default=3, help="timed runs per measurement")
+    bench.add_argument("--paths", type=_positive("--paths"), default=4096, help="paths of the model F workload")
     return parser
 
 
@@ -78,16 +114,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         for study in STUDIES.values():
             print(f"{study.name:20s} {study.summary}")
         return 0
+    if args.command == "bench":
+        from .benchmark import BenchConfig, run_benchmarks
+
+        result = run_benchmarks(BenchConfig(paths=args.paths, repeats=args.repeats),
+                                progress=lambda name: print(f"measuring {name}", file=sys.stderr, flush=True))
+        print(f"performance: {write_performance(result, args.out)['md']}")
+        return 0
     names = list(STUDIES) if args.command == "report" else args.studies
     unknown = [name for name in names if name not in STUDIES]
     if unknown:
         parser.error(f"STUDY must be one of {sorted(STUDIES)}, got {', '.join(map(repr, unknown))}")
     progress = _progress_factory(sys.stderr.isatty())
+    cache_dir = args.cache if args.cache is not None else args.out / ".cache"
     worst = 0
-    for name in names:
-        result = STUDIES[name].run(args.profile, args.seed, progress)
-        paths = write_study(result, args.out)
-        print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}")
-        worst = max(worst, {"pass": 0, "inconclusive": 0, "fail": 1}[result.verdict])
+    with scheduler(args.scheduler, args.workers, args.block_paths):
+        for name in names:
+            scope = {"study": name, "profile": args.profile, "seed": args.seed}
+            with caching(cache_dir, scope, resume=args.resume) as block_cache:
+                result = STUDIES[name].run(args.profile, args.seed, progress)
+            paths = write_study(result, args.out)
+            print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
+                  f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}")
+            worst = max(worst, {"pass": 0, "inconclusive": 0, "fail": 1}[result.verdict])
     print(f"index: {write_index(args.out)}")
     return worst

@@ -1,8 +1,9 @@
 """Do the depth limit (L -> infinity) and the token limit (N -> infinity) commute?
 
 Observable: u(N, L) = E[E_beta(mu^{N,L}_T)], the interaction energy of the N tokens after L layers.
-All systems share one Brownian path (nested depths) and nested initial tokens (the first N of one draw),
-so differences between grid points are measured with little noise.
+All systems share one Brownian path (nested depths), and every N-token value is the mean over the disjoint
+N-token systems that partition one pool of initial tokens (``coupled_energies``), so differences between
+grid points are measured with little noise.
 
 Each sample is an antithetic pair (the same initial tokens and Brownian path, then the path reversed),
 whose average cancels the part of every level that is odd in the noise. Data per sample:
@@ -17,15 +18,15 @@ Estimates (each recomputed on every bootstrap replicate of the paths):
   ``iterated_limits``: U_depth_first - U_token_first = 0. The two routes use disjoint data (limit SDE
       at small N against large discrete systems), so their agreement is not an algebraic identity.
       Allowance: the change of each extrapolation when its coarsest point is dropped (remainder terms).
-  ``depth_rate`` / ``token_rate``: pooled log-log slope of |u(N, L) - u(N, 2L)| against h (one intercept
-      per N) and of |u(N, L) - u(2N, L)| against 1/N (one intercept per L), over the finest three
-      differences of each ladder (the coarsest are pre-asymptotic): weak order 1 in each.
+  ``depth_rate`` / ``token_rate``: log-log slope of |mean_N (u(N, L) - u(N, 2L))| against h and of
+      |mean_L (u(N, L) - u(2N, L))| against 1/N, over the finest three differences of each ladder (the
+      coarsest are pre-asymptotic): weak order 1 in each.
   ``ratio_even`` / ``ratio_odd``: the grid is fitted by the additive model u(N, L) = f(N) + g(L) (any functions of
       1/N and of h: two-way main effects); a limit that depends on the ratio L/N is an interaction and
       leaves residuals that vary with log2(L/N). A linear function of log2(L/N) is itself additive, so
       the statistics are the coefficients of the interaction parts of (log2(L/N))^2 and (log2(L/N))^3 in
-      the residuals (an even and an odd ratio effect), fitted together with the smooth cross term h/N
-      (which vanishes as N and L grow); both must vanish.
+      the residuals (an even and an odd ratio effect), fitted together with the smooth cross terms h/N,
+      h^2/N and h/N^2 (which vanish along every diagonal as N and L grow); both must vanish.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .brownian import BrownianBlock, PathStreams, compute_blocks
-from .coupling import Level, common_noise, run_coupled
+from .brownian import BrownianBlock, PathStreams
+from .coupling import Level, Subsystems, common_noise, run_coupled
 from .design import RateTolerance
 from .energy import interaction_energy
 from .estimators import (
@@ -49,6 +50,7 @@ from .estimators import (
     order_verdict,
     percentile_interval,
 )
+from .execution import concatenate_blocks, map_blocks
 from .integrators import EulerMaruyama
 from .model import LayerMap
 from .results import Heatmap, Panel, Series
@@ -56,6 +58,7 @@ from .validation import check_int, check_real
 
 TOKEN_DEGREE = 2  # N -> infinity: V_N = U + b/N + c/N^2 (small N are far from the 1/N regime)
 RATIO_RESOLUTION = 0.05  # the ratio checks must resolve a ratio effect of 5% of the grid's spread
+SMOOTH_CROSS_TERMS = ((1, 1), (2, 1), (1, 2))  # h/N, h^2/N, h/N^2: interactions that vanish as N, L grow
 RATE_DIFFERENCES = 3  # rates use the finest three consecutive differences of each ladder
 
 
@@ -84,6 +87,11 @@ class CommuteDesign(RateTolerance):
         check_int("paths", self.paths, minimum=2)
 
     @property
+    def pool(self) -> int:
+        """Initial tokens shared out among the grid's systems (N-token systems, pool / N of them)."""
+        return self.tokens[-1]
+
+    @property
     def fine_steps(self) -> int:
         return self.depths[-1] * self.reference_factor
 
@@ -99,32 +107,56 @@ def coupled_energies(
     key: Sequence[int],
     progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
-    """Per-path energies at T: columns = grid (N-major), large M and M/2 per L, EM at h_ref and 2 h_ref per N."""
+    """Per-path energies at T: columns = grid (N-major), large M and M/2 per L, EM at h_ref and 2 h_ref per N.
+
+    Every N-token entry is the mean energy of the ``pool / N`` disjoint N-token systems that partition one pool
+    of initial tokens (``design.pool`` for the grid and the limit SDE, ``design.large`` for M and M/2), all
+    driven by the same noise: consecutive token counts are then a system and its two halves, whose initial
+    sampling errors cancel at first order in the difference.
+    """
     fine = design.fine_steps
-    levels = [Level(f"N={n},L={L}", model_for(n), fine // L) for n in design.tokens for L in design.depths]
-    x_sizes = [n for n in design.tokens for _ in design.depths]
+    levels: list[Level] = []
+    sizes: list[tuple[int, int]] = []  # (pool, tokens per system) of each level
+
+    def add(stepper, name: str, factor: int, pool: int, size: int) -> None:
+        levels.append(Level(name, Subsystems(stepper, pool // size), factor))
+        sizes.append((pool, size))
+
+    for n in design.tokens:
+        model = model_for(n)
+        for depth in design.depths:
+            add(model, f"N={n},L={depth}", fine // depth, design.pool, n)
     for size in (design.large, design.large // 2):
         model = model_for(size)
-        levels += [Level(f"N={size},L={L}", model, fine // L) for L in design.depths]
-        x_sizes += [size] * len(design.depths)
+        for depth in design.depths:
+            add(model, f"N={size},L={depth}", fine // depth, design.large, size)
     for n in design.tokens:
         reference = EulerMaruyama(model_for(n).limit_sde())
-        levels += [Level(f"EM N={n}", reference, 1), Level(f"EM N={n} 2h", reference, 2)]
-        x_sizes += [n, n]
-    noise, dim = common_noise(levels), levels[0].stepper.dim
-    out = []
-    for start, stop in compute_blocks(design.paths, design.block_paths):
+        add(reference, f"EM N={n}", 1, design.pool, n)
+        add(reference, f"EM N={n} 2h", 2, design.pool, n)
+    noise, dim = common_noise(levels), model_for(1).dim
+
+    def run_block(start: int, stop: int, advance) -> np.ndarray:
         pair = []
         for sign in (1.0, -1.0):  # antithetic: the same path with the noise reversed (the noise law is symmetric)
             streams = PathStreams(seed, start, stop, key)
             x = streams.initial(lambda rng, k: rng.standard_normal((k, design.large, dim)))
             x /= np.linalg.norm(x, axis=-1, keepdims=True)
             block = SignedBlock(BrownianBlock(noise, streams, design.horizon / fine), sign)
-            final = run_coupled(levels, [], [x[:, :n] for n in x_sizes], block, fine, progress).final
-            pair.append(np.stack([interaction_energy(state / np.linalg.norm(state, axis=-1, keepdims=True),
-                                                     design.beta) for state in final], axis=1))
-        out.append(0.5 * (pair[0] + pair[1]))
-    return np.concatenate(out)
+            final = run_coupled(levels, [], [x[:, :pool] for pool, _ in sizes], block, fine, advance).final
+            pair.append(np.stack([mean_system_energy(state, size, design.beta)
+                                  for state, (_, size) in zip(final, sizes)], axis=1))
+        return 0.5 * (pair[0] + pair[1])
+
+    label = f"coupled_energies:{tuple(key)}:{design!r}:{[level.name for level in levels]}:{model_for(1)!r}"
+    return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
+
+
+def mean_system_energy(x: np.ndarray, size: int, beta: float) -> np.ndarray:
+    """Mean of E_beta over the consecutive ``size``-token systems in x (paths, pool, d), per path."""
+    paths, pool, dim = x.shape
+    x = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    return interaction_energy(x.reshape(paths * (pool // size), size, dim), beta).reshape(paths, -1).mean(axis=1)
 
 
 class SignedBlock:
@@ -153,11 +185,31 @@ def _double_centre(table: np.ndarray) -> np.ndarray:
     return table - table.mean(axis=1, keepdims=True) - table.mean(axis=0, keepdims=True) + table.mean()
 
 
-def _pooled_slope(log_x: np.ndarray, log_y: np.ndarray) -> np.ndarray:
-    """Common slope of log_y against log_x with one intercept per row: (..., rows, cols) -> (...)."""
-    xc = log_x - log_x.mean(axis=-1, keepdims=True)
-    yc = log_y - log_y.mean(axis=-1, keepdims=True)
-    return np.sum(xc * yc, axis=(-1, -2)) / np.sum(xc * xc, axis=(-1, -2))
+def _slope(log_x: np.ndarray, log_y: np.ndarray) -> np.ndarray:
+    """Least-squares slope of log_y against log_x over the last axis, vectorised over leading axes."""
+    xc = log_x - log_x.mean()
+    return (log_y - log_y.mean(axis=-1, keepdims=True)) @ xc / np.sum(xc * xc)
+
+
+def ratio_fit(grid: np.ndarray, tokens: Sequence[int], depths: Sequence[int], horizon: float):
+    """Residuals of the additive model u(N, L) = f(N) + g(L) and the coefficients of their ratio parts.
+
+    The residual (two-way main effects removed) is the interaction. It is regressed on double-centred
+    terms: the interaction parts of k^2 and k^3, k = log2(L/N) (an even and an odd ratio effect; a linear
+    function of k is additive and needs no test), together with the smooth cross terms h^a / N^b of
+    ``SMOOTH_CROSS_TERMS``, which vanish along every diagonal as N and L grow. Returns (residual, the two
+    ratio coefficients, their regressors).
+    """
+    residual = grid - grid.mean(axis=-1, keepdims=True) - grid.mean(axis=-2, keepdims=True) + grid.mean(
+        axis=(-1, -2), keepdims=True)
+    depths_row = np.asarray(depths, dtype=np.float64)[None, :]
+    tokens_column = np.asarray(tokens, dtype=np.float64)[:, None]
+    ratio = np.log2(depths_row / tokens_column)
+    smooth = [(horizon / depths_row) ** a / tokens_column**b for a, b in SMOOTH_CROSS_TERMS]
+    regressors = np.stack([_double_centre(term) for term in (ratio**2, ratio**3, *smooth)])
+    regressors = regressors.reshape(len(regressors), -1)
+    coefficients = residual.reshape(*residual.shape[:-2], -1) @ np.linalg.pinv(regressors)
+    return residual, coefficients[..., :2], regressors[:2]
 
 
 def commute_estimates(means: np.ndarray, design: CommuteDesign) -> dict[str, np.ndarray]:
@@ -175,31 +227,21 @@ def commute_estimates(means: np.ndarray, design: CommuteDesign) -> dict[str, np.
     u_token = _intercept(h, token_first)
     u_depth_drop = _intercept(inv_n[1:], depth_first[..., 1:], TOKEN_DEGREE)
     u_token_drop = _intercept(h[1:], token_first[..., 1:])
-    # additive model u(N, L) = f(N) + g(L) (two-way main effects): the residual is the interaction
-    residual = grid - grid.mean(axis=-1, keepdims=True) - grid.mean(axis=-2, keepdims=True) + grid.mean(
-        axis=(-1, -2), keepdims=True)
-    depths = np.asarray(design.depths, dtype=np.float64)
-    tokens = np.asarray(design.tokens, dtype=np.float64)
-    # Interaction regressors with the main effects removed (double centring): the smooth cross term h/N,
-    # which vanishes along every diagonal as N and L grow, and the interaction parts of k^2 and k^3,
-    # k = log2(L/N) (an even and an odd ratio effect; a linear function of k is additive and needs no test).
-    ratio = np.log2(depths[None, :] / tokens[:, None])
-    regressors = np.stack([_double_centre(1.0 / np.outer(tokens, depths)), _double_centre(ratio**2),
-                           _double_centre(ratio**3)]).reshape(3, -1)
-    coefficients = residual.reshape(*residual.shape[:-2], -1) @ np.linalg.pinv(regressors)
+    residual, coefficients, regressors = ratio_fit(grid, design.tokens, design.depths, design.horizon)
     tiny = np.finfo(float).tiny
-    depth_diff = np.abs(grid[..., :, :-1] - grid[..., :, 1:]) + tiny
-    token_diff = np.abs(grid[..., :-1, :] - grid[..., 1:, :]) + tiny
+    depth_diff = grid[..., :, :-1] - grid[..., :, 1:]
+    token_diff = grid[..., :-1, :] - grid[..., 1:, :]
+    # rates from the differences averaged over the other axis (the bias has one sign along it; averaging
+    # keeps the logarithm away from the noise floor that single rows reach at large N or L)
     k = RATE_DIFFERENCES
-    depth_rate = _pooled_slope(np.broadcast_to(np.log(h[:-1][-k:]), depth_diff[..., -k:].shape),
-                               np.log(depth_diff[..., -k:]))
-    token_rate = _pooled_slope(np.broadcast_to(np.log(inv_n[:-1][-k:]), token_diff[..., -k:, :].swapaxes(-1, -2).shape),
-                               np.log(token_diff[..., -k:, :]).swapaxes(-1, -2))
+    depth_rate = _slope(np.log(h[:-1][-k:]), np.log(np.abs(depth_diff.mean(axis=-2)[..., -k:]) + tiny))
+    token_rate = _slope(np.log(inv_n[:-1][-k:]), np.log(np.abs(token_diff.mean(axis=-1)[..., -k:]) + tiny))
+    depth_diff, token_diff = np.abs(depth_diff), np.abs(token_diff)
     return {"grid": grid, "depth_first": depth_first, "token_first": token_first, "u_depth_first": u_depth,
             "u_token_first": u_token, "difference": u_depth - u_token,
             "allowance": np.abs(u_depth - u_depth_drop) + np.abs(u_token - u_token_drop),
-            "residual": residual, "ratio_even": coefficients[..., 1], "ratio_odd": coefficients[..., 2],
-            "ratio_regressors": regressors[1:], "depth_rate": depth_rate, "token_rate": token_rate,
+            "residual": residual, "ratio_even": coefficients[..., 0], "ratio_odd": coefficients[..., 1],
+            "ratio_regressors": regressors, "depth_rate": depth_rate, "token_rate": token_rate,
             "depth_diff": depth_diff, "token_diff": token_diff}
 
 
@@ -210,8 +252,8 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
     boot = commute_estimates(bootstrap_means(energies, counts), design)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
     checks = []
-    for name, note in (("depth_rate", "pooled slope of |u(N,L) - u(N,2L)| against h, one intercept per N"),
-                       ("token_rate", "pooled slope of |u(N,L) - u(2N,L)| against 1/N, one intercept per L")):
+    for name, note in (("depth_rate", "slope of |mean over N of u(N,L) - u(N,2L)| against h, finest 3 differences"),
+                       ("token_rate", "slope of |mean over L of u(N,L) - u(2N,L)| against 1/N, finest 3 differences")):
         ci = tuple(float(v) for v in percentile_interval(boot[name]))
         checks.append(Check(name, design.order, float(point[name]), ci,
                             order_verdict(ci, design.order, design.order_allowance, design.max_ci_width, 3), config,
@@ -243,7 +285,7 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
         power = 2 if name == "ratio_even" else 3
         checks.append(Check(name, 0.0, float(point[name]), ci, verdict, config, 0.0, note=(
             f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), fitted "
-            f"with the cross term h/N and the other power; largest |residual| "
+            f"with the cross terms h/N, h^2/N, h/N^2 and the other power; largest |residual| "
             f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the interval spans a ratio effect "
             f"larger than {RATIO_RESOLUTION:g} x the grid's spread")))
     limit = 0.5 * (float(point["u_depth_first"]) + float(point["u_token_first"]))

@@ -45,6 +45,31 @@ class Level:
 
 
 @dataclass(frozen=True)
+class Subsystems:
+    """``groups`` independent copies of a ``size``-token stepper driven by the same noise.
+
+    The state (paths, groups * size, d) holds the copies side by side; each copy sees only its own tokens
+    and every copy takes the path's increment. Used to compare an n-token system with the average of its
+    two n/2-token halves (the antithetic estimator of particle-count differences: the initial sampling
+    error enters both at first order and cancels).
+    """
+
+    stepper: Stepper
+    groups: int
+
+    @property
+    def noise(self) -> CommonNoise:
+        return self.stepper.noise
+
+    def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
+        paths, total, dim = x.shape
+        if total % self.groups:
+            raise ValueError(f"{total} tokens do not split into {self.groups} groups")
+        copies = x.reshape(paths * self.groups, total // self.groups, dim)
+        return self.stepper.layer(copies, np.repeat(dw, self.groups, axis=0), h).reshape(paths, total, dim)
+
+
+@dataclass(frozen=True)
 class CoupledRun:
     """Per-path results: ``final_sq`` and ``sup_sq`` are (paths, comparisons); ``final`` one state per level."""
 

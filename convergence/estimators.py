@@ -24,7 +24,11 @@ PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
 @dataclass(frozen=True)
 class Check:
-    """One claim tested by a study, as written to the reports."""
+    """One claim tested by a study, as written to the reports.
+
+    ``claim`` is False for a finding: a conjecture the sources do not make (e.g. model F as N grows), reported
+    with its own verdict but left out of the study's verdict.
+    """
 
     name: str
     expected: float
@@ -36,6 +40,7 @@ class Check:
     confidence: float = CONFIDENCE
     false_failure_rate: float = 1.0 - CONFIDENCE
     note: str = ""
+    claim: bool = True
 
     def to_dict(self) -> dict:
         data = asdict(self)

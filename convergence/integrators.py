@@ -33,6 +33,14 @@ class EulerMaruyama:
     sde: LimitSDE
 
     @property
+    def tokens(self) -> int:
+        return self.sde.tokens
+
+    @property
+    def dim(self) -> int:
+        return self.sde.dim
+
+    @property
     def noise(self):
         """The noise law of the SDE's driving increments (what ``layer``'s ``dw`` is drawn from)."""
         return self.sde.noise

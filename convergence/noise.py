@@ -18,17 +18,24 @@ from .validation import check_choice, check_int, check_real
 ENTRY_LAWS = ("gaussian", "rademacher", "uniform")
 
 
-def standard_entries(rng: np.random.Generator, shape: tuple[int, ...], law: str) -> np.ndarray:
-    """I.i.d. entries with mean 0 and variance 1 of the given law, as float64.
+def standard_entries(rng: np.random.Generator, shape: tuple[int, ...], law: str,
+                     out: np.ndarray | None = None) -> np.ndarray:
+    """I.i.d. entries with mean 0 and variance 1 of the given law, as float64 (into ``out`` when given:
+    a C-contiguous float64 array of ``shape``; the numbers are the same either way).
 
     gaussian: N(0, 1); rademacher: +-1 with probability 1/2; uniform: U[-sqrt(3), sqrt(3)].
     """
     check_choice("law", law, ENTRY_LAWS)
     if law == "gaussian":
-        return rng.standard_normal(shape)
+        return rng.standard_normal(shape) if out is None else rng.standard_normal(out=out)
     if law == "rademacher":
-        return 2.0 * rng.integers(0, 2, size=shape).astype(np.float64) - 1.0
-    return rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=shape)
+        values = 2.0 * rng.integers(0, 2, size=shape).astype(np.float64) - 1.0
+    else:
+        values = rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=shape)
+    if out is None:
+        return values
+    out[...] = values
+    return out
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -20,21 +18,8 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from .files import atomic_write
 from .results import Heatmap, Panel, Plot, StudyResult
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are for every reader
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _number(value: float, digits: int = 4) -> str:
@@ -64,13 +49,17 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
     ]
     for name in ([image] if image else []) + list(extra_images):
         lines += [f"![{name}]({name})", ""]
-    lines += ["## Checks", "", "| check | configuration | expected | estimate | interval | allowance | verdict | note |",
+    lines += ["## Checks", "", *(["Checks marked (finding) test conjectures the sources do not make; they are reported "
+                                  "with their verdicts and do not enter the study's verdict.", ""]
+                                 if any(not c.claim for c in result.checks) else []),
+              "| check | configuration | expected | estimate | interval | allowance | verdict | note |",
               "|---|---|---|---|---|---|---|---|"]
     for check in result.checks:
         config = ", ".join(f"{k}={v}" for k, v in check.config.items())
         lo, hi = check.ci
+        kind = "" if check.claim else " (finding)"
         lines.append(
-            f"| `{check.name}` | {config} | {_number(check.expected)} | {_number(check.estimate)} | "
+            f"| `{check.name}`{kind} | {config} | {_number(check.expected)} | {_number(check.estimate)} | "
             f"[{_number(lo)}, {_number(hi)}] ({check.confidence:.0%}) | {_number(check.allowance, 3)} | "
             f"**{check.verdict}** | {check.note} |"
         )
@@ -207,10 +196,13 @@ def write_index(out: Path) -> Path:
             continue
         if not {"study", "verdict", "checks"} <= set(data):
             continue
-        counts = {}
+        counts, findings = {}, {}
         for check in data["checks"]:
-            counts[check["verdict"]] = counts.get(check["verdict"], 0) + 1
+            tally = counts if check.get("claim", True) else findings
+            tally[check["verdict"]] = tally.get(check["verdict"], 0) + 1
         summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        if findings:
+            summary += "; findings: " + ", ".join(f"{n} {v}" for v, n in sorted(findings.items()))
         rows.append(f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
                     f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {summary} |")
     lines = ["# Verification reports", "",
@@ -227,3 +219,41 @@ def write_index(out: Path) -> Path:
     index = out / "index.md"
     atomic_write(index, text.encode())
     return index
+
+
+def performance_markdown(result: dict) -> str:
+    """``performance.md``: rates side by side, the ratios and whether each meets its target."""
+    from .benchmark import TARGETS
+    from .benchmark import __doc__ as description
+
+    config, rates, ratios = result["config"], result["rates"], result["ratios"]
+    lines = ["# Performance", "", description.strip().split("\n\n")[0], "",
+             f"Machine: {result['machine']['cpus']} CPUs ({result['machine']['processor']}), Python "
+             f"{result['machine']['python']}, numpy {result['machine']['numpy']}; best of {config['repeats']} runs "
+             "after a warm-up. Generate with `python -m convergence bench`.", "",
+             "| measurement | seconds | path-steps per second |", "|---|---|---|"]
+    for name, entry in rates.items():
+        if entry is None:
+            lines.append(f"| `{name}` | not installed | - |")
+        else:
+            lines.append(f"| `{name}` | {entry['seconds']:.3f} | {entry['path_steps_per_s']:.4g} |")
+    lines += ["", "| ratio | measured | target | met |", "|---|---|---|---|"]
+    for name, value in ratios.items():
+        comparison, bound = TARGETS.get(name, ("", None))
+        target = "-" if bound is None else f"{comparison} {bound:g}"
+        if value is None:
+            lines.append(f"| {name} | not measured (peer not installed) | {target} | - |")
+            continue
+        met = "-" if bound is None else ("yes" if (value <= bound if comparison == "<=" else value >= bound) else "**no**")
+        lines.append(f"| {name} | {value:.3g} | {target} | {met} |")
+    lines += ["", *result.get("notes", []), ""]
+    return "\n".join(lines)
+
+
+def write_performance(result: dict, out: Path) -> dict[str, Path]:
+    """Write ``performance.json`` and ``performance.md`` to ``out`` (atomically)."""
+    out = Path(out)
+    paths = {"json": out / "performance.json", "md": out / "performance.md"}
+    atomic_write(paths["json"], (json.dumps(result, indent=2, default=_json_default) + "\n").encode())
+    atomic_write(paths["md"], performance_markdown(result).encode())
+    return paths

@@ -96,7 +96,7 @@ class StudyResult:
 
     @property
     def verdict(self) -> str:
-        return combine_verdicts([check.verdict for check in self.checks])
+        return combine_verdicts([check.verdict for check in self.checks if check.claim])
 
     def to_dict(self) -> dict:
         return {

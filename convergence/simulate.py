@@ -15,11 +15,11 @@ from .brownian import (
     BrownianBlock,
     InitialState,
     PathStreams,
-    compute_blocks,
     uniform_sphere,
 )
 from .coupling import Level, run_coupled, run_recorded
 from .design import RecordGrid
+from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
 from .validation import check_int, check_real
 
@@ -41,13 +41,14 @@ def simulate(
     block_paths = check_int("block_paths", block_paths, minimum=1)
     h = horizon / depth
     levels = [Level("layer", layer_map, 1)]
-    finals = []
-    for start, stop in compute_blocks(paths, block_paths):
+
+    def run_block(start: int, stop: int, advance) -> np.ndarray:
         streams = PathStreams(seed, start, stop, key)
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
-        block = BrownianBlock(layer_map.noise, streams, h)
-        finals.append(run_coupled(levels, [], x0, block, depth).final[0])
-    return np.concatenate(finals)
+        return run_coupled(levels, [], x0, BrownianBlock(layer_map.noise, streams, h), depth, advance).final[0]
+
+    label = f"simulate:{tuple(key)}:{layer_map!r}:{depth}:{horizon!r}"
+    return concatenate_blocks(map_blocks(run_block, paths, block_paths, label))
 
 
 def record_at_two_steps(
@@ -64,10 +65,12 @@ def record_at_two_steps(
     The 2h level uses the block sums of the h increments, so the pair estimates the O(h) bias of level h.
     """
     levels = [Level("h", layer_map, 1), Level("2h", layer_map, 2)]
-    out = []
-    for start, stop in compute_blocks(grid.paths, grid.block_paths):
+
+    def run_block(start: int, stop: int, advance) -> np.ndarray:
         streams = PathStreams(seed, start, stop, key)
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         block = BrownianBlock(layer_map.noise, streams, grid.horizon / grid.steps)
-        out.append(run_recorded(levels, x0, block, grid.steps, grid.records, observe, progress))
-    return np.concatenate(out)
+        return run_recorded(levels, x0, block, grid.steps, grid.records, observe, advance)
+
+    label = f"record_at_two_steps:{tuple(key)}:{grid!r}:{layer_map!r}"
+    return concatenate_blocks(map_blocks(run_block, grid.paths, grid.block_paths, label, progress))

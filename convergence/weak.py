@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .brownian import BrownianBlock, InitialState, PathStreams, compute_blocks
+from .brownian import BrownianBlock, InitialState, PathStreams
 from .coupling import Level, run_coupled
 from .design import DepthLadder
 from .estimators import FAIL, INCONCLUSIVE, PASS, Check, bootstrap_counts
+from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
 from .validation import check_int
 
@@ -70,15 +71,16 @@ def coupled_observables(
     depths = list(design.depths if depths is None else depths)
     fine = depths[-1]
     levels = [Level(f"L={L}", layer_map, fine // L) for L in depths]
-    out = {name: [] for name in observables}
-    for start, stop in compute_blocks(design.paths, design.block_paths):
+
+    def run_block(start: int, stop: int, advance) -> dict[str, np.ndarray]:
         streams = PathStreams(seed, start, stop, key)
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         block = BrownianBlock(layer_map.noise, streams, design.horizon / fine)
-        finals = run_coupled(levels, [], x0, block, fine, progress).final
-        for name, f in observables.items():
-            out[name].append(np.stack([f(x) for x in finals], axis=1))
-    return {name: np.concatenate(parts) for name, parts in out.items()}
+        finals = run_coupled(levels, [], x0, block, fine, advance).final
+        return {name: np.stack([f(x) for x in finals], axis=1) for name, f in observables.items()}
+
+    label = f"coupled_observables:{tuple(key)}:{design!r}:{depths}:{sorted(observables)}:{layer_map!r}"
+    return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
 
 
 BATCHES = 400

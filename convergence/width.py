@@ -32,7 +32,6 @@ from .brownian import (
     BrownianBlock,
     InitialState,
     PathStreams,
-    compute_blocks,
     uniform_sphere,
 )
 from .coupling import Level, run_coupled
@@ -45,6 +44,7 @@ from .estimators import (
     limit_plateau,
     limit_verdict,
 )
+from .execution import concatenate_blocks, map_blocks
 from .mlp_field import half_squared_distances, preactivations, symmetric_sqrt
 from .noise import CommonNoise
 from .results import Panel, Series
@@ -132,13 +132,15 @@ def coupled_width_errors(
     levels = [Level("infinite" if net.width is None else f"m={net.width}", net, 1) for net in networks]
     comparisons = [(i + 1, 0) for i in range(len(design.widths))]
     h = design.horizon / design.depth
-    out = []
-    for start, stop in compute_blocks(design.paths, design.block_paths):
+
+    def run_block(start: int, stop: int, advance) -> np.ndarray:
         streams = PathStreams(seed, start, stop, key)
         x0 = initial(streams, design.tokens, spec.dim)
         block = BrownianBlock(networks[0].noise, streams, h)
-        out.append(run_coupled(levels, comparisons, x0, block, design.depth, progress).final_sq)
-    return np.concatenate(out)
+        return run_coupled(levels, comparisons, x0, block, design.depth, advance).final_sq
+
+    label = f"coupled_width_errors:{tuple(key)}:{design!r}:{spec!r}:{limit_spec!r}:{beta!r}:{v!r}"
+    return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
 
 
 def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.random.Generator) -> tuple[list[Check], Panel]:

@@ -98,3 +98,17 @@ def test_limit_verdict_and_combination():
     assert combine_verdicts([PASS, INCONCLUSIVE]) == INCONCLUSIVE
     assert combine_verdicts([INCONCLUSIVE, FAIL]) == FAIL
     assert combine_verdicts([]) == INCONCLUSIVE
+
+
+def test_findings_are_reported_but_do_not_decide_the_verdict():
+    from convergence.estimators import Check
+    from convergence.report import to_markdown
+    from convergence.results import StudyResult
+
+    claim = Check("rate", 1.0, 1.0, (0.9, 1.1), "pass")
+    finding = Check("rate", 1.0, 0.5, (0.4, 0.6), "fail", {"model": "F"}, claim=False)
+    result = StudyResult(study="s", profile="quick", seed=0, params={}, checks=[claim, finding])
+    assert result.verdict == "pass"
+    assert "`rate` (finding)" in to_markdown(result) and "**fail**" in to_markdown(result)
+    assert StudyResult(study="s", profile="quick", seed=0, params={},
+                       checks=[claim, Check("rate", 1.0, 0.5, (0.4, 0.6), "fail")]).verdict == "fail"

@@ -96,3 +96,31 @@ def test_list_names_every_study(capsys):
     assert main(["list"]) == 0
     printed = capsys.readouterr().out
     assert all(name in printed for name in STUDIES)
+
+
+def test_extreme_but_valid_inputs_stay_finite():
+    """beta = 1e3, d = 2, n = 1 and 3: every layer map and limit SDE of models F, A and the hybrid stays finite."""
+    from convergence.agazzi import AgazziModel
+    from convergence.integrators import EulerMaruyama
+    from convergence.mlp_field import (
+        FreshFeatureField,
+        FrozenFeatureField,
+        GaussianField,
+    )
+    from convergence.reduced import ReducedFedorov
+    from verify.kernels import KernelSpec
+
+    spec = KernelSpec("tanh", 2, 0.1, 0.1)
+    frozen = FrozenFeatureField.draw(spec, 8, np.random.default_rng(0))
+    for n in (1, 3):
+        maps = [FedorovModel(n, 2, 1e3), FedorovModel(n, 2, -1e3), ReducedFedorov(FedorovModel(n, 2, 1e3)),
+                EulerMaruyama(FedorovModel(n, 2, 1e3).limit_sde()), AgazziModel(n, frozen, 1e3, 1.0),
+                AgazziModel(n, frozen, 1e3, -1.0), AgazziModel(n, FreshFeatureField(spec, 8), 1e3, 1.0),
+                AgazziModel(n, GaussianField(spec, n), 1e3, 1.0), EulerMaruyama(AgazziModel(n, frozen, 1e3).limit_sde()),
+                HybridModel(dim=2, beta=1e3, eps=2.0) if n == 1 else FedorovModel(n, 2, 1e3, sigma=3.0)]
+        for layer_map in maps:
+            x = simulate(layer_map, 64, 4.0, 64, seed=1)
+            assert np.all(np.isfinite(x)), type(layer_map).__name__
+            # normalised layers stay on the sphere exactly; the unprojected Euler scheme within O(sqrt(h))
+            tolerance = 0.5 if isinstance(layer_map, EulerMaruyama) else 1e-12
+            assert np.allclose(np.linalg.norm(x, axis=-1), 1.0, atol=tolerance), type(layer_map).__name__

@@ -151,3 +151,30 @@ def test_numerical_limit_sde_drift_equals_the_symbolic_one(model_name, rng):
     for i in range(2):
         expected = np.array(vec_coordinates(system.drift[i], xs, gram).subs(values), dtype=float).ravel()
         np.testing.assert_allclose(sde.drift(x)[0, i], expected, rtol=1e-12, atol=1e-12)
+
+
+def test_one_step_expansion_of_a_user_map_recovers_model_f_and_rejects_a_missing_ito_term():
+    """verify.check_limit on model F written in explicit coordinates (d = 2, n = 2): the derived drift is
+    -(d-1)/2 sigma^2 |a_i|^2 x_i and the covariance sigma^2 P_i <a_i, a_j> P_j; without the drift it fails."""
+    d, n, sigma = 2, 2, sp.Rational(1, 2)
+
+    def attention(xs, i):
+        w = [sp.exp((xs[i].T * x)[0]) for x in xs]
+        return sum((wj * x for wj, x in zip(w, xs)), sp.zeros(d, 1)) / sum(w)
+
+    def unit(y):
+        return y / sp.sqrt((y.T * y)[0])
+
+    def step(xs, z, s):
+        return [unit(xs[i] + s * sigma * z * attention(xs, i)) for i in range(n)]
+
+    def drift(xs):
+        return [-sp.Rational(d - 1, 2) * sigma**2 * (attention(xs, i).T * attention(xs, i))[0] * xs[i] for i in range(n)]
+
+    def diffusion(xs, dw):
+        return [sigma * dw * attention(xs, i) - (xs[i].T * sigma * dw * attention(xs, i))[0] * xs[i] for i in range(n)]
+
+    right = verify.check_limit(step, drift, diffusion, n, d)
+    assert right["consistent"] and right["drift"] < 1e-25 and right["covariance"] < 1e-25
+    wrong = verify.check_limit(step, lambda xs: [sp.zeros(d, 1)] * n, diffusion, n, d)
+    assert not wrong["consistent"] and wrong["drift"] > 0.01 and wrong["covariance"] < 1e-25

@@ -171,3 +171,20 @@ def test_quick_weak_and_phase_transition_studies_pass(statistical_reports):
     assert names >= {"p_antipodal", "undecided", "antipodal_persists", "noise_off_collapse", "hybrid_dichotomy"}
     for name in ("phase-transition.png", "phase-transition-phase-diagram.png", "phase-transition-many-tokens.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_reduced_limit_sde_has_the_drift_and_diffusion_covariance_of_the_full_one(rng):
+    """Exact algebra: both diffusions are linear in their noise, so sum over a basis gives the covariance."""
+    model = FedorovModel(tokens=3, dim=4, beta=1.3, sigma=0.7)
+    full, reduced = model.limit_sde(), ReducedFedorov(model).limit_sde()
+    x = random_tokens(rng, 2, 3, 4)
+    np.testing.assert_array_equal(full.drift(x), reduced.drift(x))
+
+    def covariance(sde):
+        shape = sde.noise.shape
+        basis = np.eye(int(np.prod(shape))).reshape(-1, *shape)
+        columns = [sde.diffusion(x, np.broadcast_to(e, (2, *shape))).reshape(2, -1) for e in basis]
+        g = np.stack(columns, axis=-1)  # (paths, n d, noise entries), entries of variance scale^2 per unit time
+        return sde.noise.scale**2 * (g @ np.swapaxes(g, -1, -2))
+
+    np.testing.assert_allclose(covariance(reduced), covariance(full), atol=1e-13)

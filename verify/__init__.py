@@ -8,6 +8,8 @@ Public interface (names fixed):
     critical_eps2(beta) -> the hybrid model's critical eps^2
     activation_constants(act, d, sigma_u, sigma_w) -> {k1, k1_prime, lambda_1, lambda_bar} (model A)
     lambda_bar_prime(act, d, sigma_u, sigma_w, beta) -> certified enclosure of the energy decay rate
+    one_step_limit(step, tokens, dim, noise="matrix") -> the limit SDE one step of a user's layer map defines
+    check_limit(step, drift, diffusion, tokens, dim, noise="matrix") -> derived against claimed coefficients
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import sympy as sp
 from .boundary import boundary_exponents, critical_eps2_closed_form
 from .certified import critical_beta
 from .hitting import p_antipodal
-from .kernels import activation_constants
+from .kernels import KernelSpec, activation_constants
 from .models import beta as _beta
 from .overlap import overlap_sde
 from .synchronisation import lambda_bar_prime
+from .user_maps import check_limit, one_step_limit
 
 
 def critical_eps2(beta_value, dps: int = 30):
@@ -38,4 +41,5 @@ def critical_eps2(beta_value, dps: int = 30):
         return mpmath.mpf(sp.N(expr, dps + 5))
 
 
-__all__ = ["activation_constants", "boundary_exponents", "critical_beta", "critical_eps2", "lambda_bar_prime", "overlap_sde", "p_antipodal"]
+__all__ = ["KernelSpec", "activation_constants", "boundary_exponents", "check_limit", "critical_beta", "critical_eps2",
+           "lambda_bar_prime", "one_step_limit", "overlap_sde", "p_antipodal"]

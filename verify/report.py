@@ -7,7 +7,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from convergence.report import atomic_write
+from convergence.files import atomic_write
 from convergence.results import package_versions
 
 from .derivations import Derivation

@@ -16,8 +16,8 @@ from __future__ import annotations
 from verify.kernels import KernelSpec
 
 from ..agazzi import AgazziModel
-from ..brownian import compute_blocks
 from ..chaos import ChaosDesign, analyse_chaos, coupled_chaos
+from ..execution import block_count
 from ..fedorov import FedorovModel
 from ..mlp_field import FreshFeatureField
 from ..results import StudyResult
@@ -41,7 +41,7 @@ MODELS = {
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     design = DESIGNS[profile]
-    blocks = len(list(compute_blocks(design.paths, design.block_paths)))
+    blocks = block_count(design.paths, design.block_paths)
     advance = progress(len(MODELS) * blocks * design.depth, NAME)
     checks, panels = [], []
     for index, (name, model_for) in enumerate(MODELS.items()):

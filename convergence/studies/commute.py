@@ -3,37 +3,52 @@
 Observable: E[E_beta(mu^{N,L}_T)] on a grid of depths L and token counts N, all driven by one Brownian
 path with nested tokens. Checks per model: ``depth_rate`` and ``token_rate`` (weak order 1 in h and in
 1/N), ``iterated_limits`` (the limit SDE's N -> infinity extrapolation against the large-N discrete
-map's L -> infinity extrapolation) and ``ratio_trend`` (no ratio-dependent L/N term in the residuals
+map's L -> infinity extrapolation) and ``ratio_even``/``ratio_odd`` (no ratio-dependent L/N term in the residuals
 of an additive fit). Model A uses a frozen-feature MLP field (the refinable field of
-``convergence.mlp_field``; one draw of the features, width ``WIDTH``), so the width is fixed here.
+``convergence.mlp_field``; one draw of the features, width ``WIDTH``). The width axis is a separate
+grid (``convergence.width_depth``): the paper's fresh-feature block at widths m and depths L against
+the infinite-width map (check ``width_effect``).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from verify.kernels import KernelSpec
 
 from ..agazzi import AgazziModel
-from ..brownian import compute_blocks, seed_block_sequence
+from ..brownian import seed_block_sequence
 from ..commute import CommuteDesign, analyse_commute, coupled_energies
+from ..execution import block_count
 from ..fedorov import FedorovModel
 from ..mlp_field import FrozenFeatureField
 from ..results import StudyResult
 from ..strong import bootstrap_generator
+from ..width_depth import WidthDepthDesign, analyse_width_depth, width_depth_energies
 from .base import ProgressFactory, Study
 
 NAME = "commute"
+CLAIMED = ("A",)  # the theorem covers model A; model F's results as N grows are findings
 STUDY_KEY = 7
 DIM, BETA, WIDTH, ACTIVATION = 5, 1.0, 32, "relu"
 FEATURE_STREAM = 1
 
+
+def _grid(horizon: float, depths: tuple[int, ...], paths: int, tokens=(8, 16, 32, 64, 128)) -> CommuteDesign:
+    return CommuteDesign(depths=depths, tokens=tokens, large=2 * tokens[-1], reference_factor=2, horizon=horizon,
+                         beta=BETA, paths=paths, block_paths=64)
+
+
+# Model F's energy moves little with depth at sigma^2 = 1/d (the depth effect is ~4e-3 at L = 4 for T = 2),
+# so it gets more paths; model A runs at T = 1 (its faster clustering at T = 2 keeps N <= 128 pre-asymptotic).
 DESIGNS = {
-    "quick": CommuteDesign(depths=(8, 16, 32, 64, 128), tokens=(8, 16, 32, 64, 128), large=256, reference_factor=2,
-                           horizon=2.0, beta=BETA, paths=128),
-    "full": CommuteDesign(depths=(8, 16, 32, 64, 128), tokens=(8, 16, 32, 64, 128), large=256, reference_factor=2,
-                          horizon=2.0, beta=BETA, paths=512),
+    "quick": {"F": _grid(2.0, (4, 8, 16, 32, 64), 256), "A": _grid(1.0, (4, 8, 16, 32, 64), 128)},
+    "full": {"F": _grid(2.0, (4, 8, 16, 32, 64), 1024),
+             "A": _grid(1.0, (4, 8, 16, 32, 64), 256, (8, 16, 32, 64, 128, 256))},
 }
+WIDTH_DESIGNS = {"quick": WidthDepthDesign(paths=768), "full": WidthDepthDesign(paths=2048)}
 
 
 def models(seed: int) -> dict:
@@ -43,33 +58,57 @@ def models(seed: int) -> dict:
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
-    design = DESIGNS[profile]
-    blocks = len(list(compute_blocks(design.paths, design.block_paths)))
-    advance = progress(2 * blocks * design.fine_steps, NAME)
+    designs, width_design = DESIGNS[profile], WIDTH_DESIGNS[profile]
+    work = sum(2 * block_count(d.paths, d.block_paths) * d.fine_steps for d in designs.values())
+    work += 2 * block_count(width_design.paths, width_design.block_paths) * sum(width_design.depths)
+    advance = progress(work, NAME)
     checks, panels, heatmaps = [], [], []
     for index, (name, model_for) in enumerate(models(seed).items()):
-        key = (STUDY_KEY, index, 0)
+        key, design = (STUDY_KEY, index, 0), designs[name]
         energies = coupled_energies(model_for, design, seed, key, progress=advance)
         config_checks, config_panels, config_maps = analyse_commute(energies, design, {"model": name, "d": DIM},
                                                                     bootstrap_generator(seed, key))
+        if name not in CLAIMED:
+            config_checks = [replace(check, claim=False) for check in config_checks]
         checks += config_checks
         panels += config_panels
         heatmaps += config_maps
+    key = (STUDY_KEY, 2, 0)
+    energies = width_depth_energies(KernelSpec(ACTIVATION, DIM), width_design, seed, key, progress=advance)
+    width_checks, width_map = analyse_width_depth(energies, width_design, {"model": "A (fresh features)", "d": DIM},
+                                                  bootstrap_generator(seed, key))
+    checks += width_checks
+    heatmaps.append(width_map)
     params = {
         "models": {"F": "softmax attention (Q^T K = I), Gaussian value matrices, sigma^2 = 1/d",
                    "A": f"attention (Q^T K = beta I, V = I) + {ACTIVATION} MLP field of width {WIDTH} with frozen "
-                        "features (one draw per seed) and Brownian output weights"},
-        "observable": f"E[E_beta(mu_T)], beta = {BETA}", "d": DIM, "depths": list(design.depths),
-        "tokens": list(design.tokens), "large_system": design.large, "horizon": design.horizon,
-        "reference": f"Euler-Maruyama of the N-token limit SDE at T/{design.fine_steps} and twice that, Richardson",
-        "antithetic_pairs": design.paths, "bootstrap_replicates": design.replicates,
+                        "features (one draw per seed) and Brownian output weights",
+                   "A (fresh features)": f"the paper's block: {ACTIVATION} MLP with every weight fresh at each layer"},
+        "observable": f"E[E_beta(mu_T)], beta = {BETA}", "d": DIM,
+        "grids": {name: {"depths": list(d.depths), "tokens": list(d.tokens), "large_system": d.large,
+                         "horizon": d.horizon, "antithetic_pairs": d.paths,
+                         "reference": f"Euler-Maruyama of the N-token limit SDE at T/{d.fine_steps} and twice that, "
+                                      "Richardson"} for name, d in designs.items()},
+        "width_grid": {"widths": list(width_design.widths), "depths": list(width_design.depths),
+                       "tokens": width_design.tokens, "horizon": width_design.horizon, "paths": width_design.paths},
+        "bootstrap_replicates": width_design.replicates,
     }
     notes = [
-        "Model A is what the theorem covers. For model F the paper claims nothing as N grows: its order checks test "
-        "the natural conjecture (weak order 1 in h and in 1/N), and a fail there is a finding about model F at these "
-        "sizes (local orders in the table of the token panel), not a defect of a claim under test.",
-        "All grid points share one Brownian path per sample and nested initial tokens, so differences are precise.",
-        "Rates are pooled log-log slopes of consecutive differences; intervals are 99% bootstrap percentile intervals.",
+        "Model A is what the theorem covers. For model F the paper claims nothing as N grows: its checks, marked "
+        "(finding), test the natural conjecture (weak order 1 in h and in 1/N, commuting limits), report what holds "
+        "and do not enter the verdict.",
+        "Every N-token value is the mean over the pool / N disjoint N-token systems that partition one pool of initial "
+        "tokens, all driven by one Brownian path: consecutive token counts are a system and its two halves, so the "
+        "initial sampling error cancels at first order in token differences (the antithetic particle estimator); "
+        "depths are nested on the same path, and each sample is an antithetic pair in the noise.",
+        "The token ladder is pre-asymptotic at small N: local orders rise from about 0.5-0.6 (N = 8 -> 16) to about 1 "
+        "(N = 64 -> 128) for both models, which is why the rates use the finest three differences (token panel).",
+        "Width: with fresh features the depth limit is the same kernel SDE at every width, so the width effect on the "
+        "observable is O(h/m) and vanishes as L grows; check width_effect extrapolates u(m, L) - u(inf, L) to "
+        "L -> infinity (a + b h) and tests a = 0. The finite-depth effect itself is small (about +0.002 at m = 4, "
+        "decreasing in m). The width's own rate (order 1 in 1/m, pathwise) is measured by study strong-agazzi.",
+        "Rates are log-log slopes of differences averaged over the other axis; intervals are 99% bootstrap "
+        "percentile intervals.",
     ]
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, panels=panels,
                        plots={"surface": heatmaps}, notes=notes)

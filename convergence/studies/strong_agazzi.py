@@ -20,7 +20,8 @@ import numpy as np
 from verify.kernels import KernelSpec
 
 from ..agazzi import ATTENTION, AgazziModel
-from ..brownian import compute_blocks, seed_block_sequence
+from ..brownian import seed_block_sequence
+from ..execution import block_count
 from ..mlp_field import FrozenFeatureField, GaussianField
 from ..results import StudyResult
 from ..strong import (
@@ -73,8 +74,8 @@ def depth_model(config: tuple, seed: int, index: int) -> AgazziModel:
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     depth_design, width_design = DESIGNS[profile]
-    depth_blocks = len(list(compute_blocks(depth_design.paths, depth_design.block_paths)))
-    width_blocks = len(list(compute_blocks(width_design.paths, width_design.block_paths)))
+    depth_blocks = block_count(depth_design.paths, depth_design.block_paths)
+    width_blocks = block_count(width_design.paths, width_design.block_paths)
     advance = progress(len(DEPTH_CONFIGS) * depth_blocks * depth_design.fine_steps
                        + len(WIDTH_CONFIGS) * width_blocks * width_design.depth, NAME)
     checks, panels = [], []

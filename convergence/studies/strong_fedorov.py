@@ -10,7 +10,7 @@ step R times finer, on the same Brownian path) and checks the rate (``strong_ord
 
 from __future__ import annotations
 
-from ..brownian import compute_blocks
+from ..execution import block_count
 from ..fedorov import FedorovModel
 from ..results import StudyResult
 from ..strong import (
@@ -34,7 +34,7 @@ DESIGNS = {
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     design = DESIGNS[profile]
-    blocks = len(list(compute_blocks(design.paths, design.block_paths)))
+    blocks = block_count(design.paths, design.block_paths)
     advance = progress(len(CONFIGS) * blocks * design.fine_steps, NAME)
     checks, panels = [], []
     for index, (tokens, dim) in enumerate(CONFIGS):

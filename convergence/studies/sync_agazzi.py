@@ -29,10 +29,10 @@ from verify.quadratic_form import quadratic_form_results
 from verify.synchronisation import attention_energy_rate, lambda_bar_prime
 
 from ..agazzi import ATTENTION, AgazziModel
-from ..brownian import compute_blocks
 from ..configurations import fixed_overlap, overlap
 from ..energy import EnergyDesign, compare_with_bound, energy_bound_check, record_energy
 from ..estimators import FAIL, INCONCLUSIVE, PASS, Check, wilson
+from ..execution import block_count
 from ..exponents import (
     ExponentDesign,
     exponent_check,
@@ -243,7 +243,7 @@ def figure_section(design: SyncDesign, seed: int) -> tuple[list[Check], list[Plo
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     design = DESIGNS[profile]
     def units(exp_design, configs) -> int:
-        return configs * len(list(compute_blocks(exp_design.paths, exp_design.block_paths))) * exp_design.steps
+        return configs * block_count(exp_design.paths, exp_design.block_paths) * exp_design.steps
 
     total = (units(design.exponents, len(EXPONENT_CONFIGS)) + units(design.qf_exponents, 2)
              + units(design.energy, len(ENERGY_CONFIGS)))

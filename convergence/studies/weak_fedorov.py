@@ -19,8 +19,8 @@ from verify.algebra import d as d_symbol
 from verify.models import beta as beta_symbol
 from verify.noise_laws import sigma as sigma_symbol
 
-from ..brownian import compute_blocks
 from ..configurations import fixed_overlap, overlap
+from ..execution import block_count
 from ..fedorov import FedorovModel
 from ..kolmogorov import expectation, lambdify_overlap
 from ..results import Panel, Series, StudyResult
@@ -79,7 +79,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     checks_per_config = 1 + len(OBSERVABLES) * (1 + len(LAWS))
     z = z_value(len(configs) * checks_per_config)
     observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OBSERVABLES.items()}
-    blocks = len(list(compute_blocks(design.paths, design.block_paths)))
+    blocks = block_count(design.paths, design.block_paths)
     advance = progress(len(configs) * blocks * design.depths[-1], NAME)
     checks, panels, references = [], [], {}
     steps = design.steps()

@@ -1,0 +1,260 @@
+"""Check your own layer map: the public interface (stable; everything here is re-exported by ``convergence``).
+
+A user describes
+
+* a discrete layer map ``step(x, dw, h) -> x_next`` on float64 arrays shaped (paths, tokens, d), with ``dw``
+  one layer's noise shaped (paths, *noise.shape): ``layer_map(step, tokens, dim, noise)``;
+* the law of its noise: ``matrix_noise(d, sigma)`` (a common d x d matrix, model F), ``field_noise(shape)``
+  (a common field, e.g. Brownian output weights), ``scalar_noise()`` or ``per_token_noise(tokens, d)``;
+  the increment over a step h is ``scale * sqrt(h) * E`` with E i.i.d. of mean 0 and variance 1;
+* the limit SDE they claim, ``dx = drift(x) dt + diffusion(x, dW)``, as numpy callables:
+  ``limit_sde(drift, diffusion, tokens, dim, noise)`` (``diffusion`` is linear in ``dW``);
+
+and runs
+
+* ``check_strong_order``: the layer map and the claimed SDE (Ito Euler-Maruyama at a 16 times finer step,
+  a different scheme) on one Brownian path per sample; RMS order in h (expected 1/2) and ``same_limit``
+  (the mean-square error's plateau is 0: a wrong SDE fails it). Needs a Gaussian noise.
+* ``check_weak_order``: coupled differences E f(X^L) - E f(X^{2L}) of a user observable f, order 1.
+* ``check_same_weak_limit``: two layer maps with the same noise law, driven by the same noise, have the
+  same weak limit of f (Richardson-extrapolated difference of their means is 0).
+
+Each returns an ``Outcome``: the checks (``pass``, ``fail`` or ``inconclusive``: too noisy to decide, never a
+pass), the per-level table and fitted order with its interval (``Outcome.table()``), and ``write(out)``
+writes the same Markdown/JSON/PNG report as the suite's own studies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .brownian import InitialState, uniform_sphere
+from .estimators import FAIL, INCONCLUSIVE, PASS, Check, combine_verdicts
+from .noise import CommonNoise, matrix_noise, scalar_noise
+from .results import Panel, Series, StudyResult
+from .strong import (
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors,
+)
+from .validation import check_int, check_real
+from .weak import WeakDesign, coupled_observables, order_check, weak_order, z_value
+
+Step = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
+Observable = Callable[[np.ndarray], np.ndarray]
+USER_KEY = 9  # stream key of user checks (the suite's studies use 1 .. 8)
+
+__all__ = ["ClaimedSDE", "Outcome", "UserLayerMap", "check_same_weak_limit", "check_strong_order",
+           "check_weak_order", "field_noise", "layer_map", "limit_sde", "matrix_noise", "per_token_noise",
+           "scalar_noise"]
+
+
+def field_noise(shape: tuple[int, ...], scale: float = 1.0) -> CommonNoise:
+    """A common noise field: an array of ``shape`` shared by every token (e.g. MLP output weights)."""
+    return CommonNoise(shape=tuple(shape), scale=check_real("scale", scale, minimum=0.0))
+
+
+def per_token_noise(tokens: int, dim: int, scale: float = 1.0) -> CommonNoise:
+    """Independent noise for each token, shaped (tokens, d) (its shape depends on the number of tokens)."""
+    return CommonNoise(shape=(check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=1)),
+                       scale=check_real("scale", scale, minimum=0.0))
+
+
+@dataclass(frozen=True, eq=False)
+class UserLayerMap:
+    """A layer map given by a function; implements ``convergence.LayerMap``."""
+
+    step: Step
+    tokens: int
+    dim: int
+    noise: CommonNoise
+    name: str = "layer map"
+
+    def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
+        return self.step(x, dw, h)
+
+
+@dataclass(frozen=True, eq=False)
+class ClaimedSDE:
+    """A limit SDE given by numpy callables; implements ``convergence.LimitSDE``."""
+
+    drift_fn: Callable[[np.ndarray], np.ndarray]
+    diffusion_fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    tokens: int
+    dim: int
+    noise: CommonNoise
+    name: str = "claimed SDE"
+
+    def drift(self, x: np.ndarray) -> np.ndarray:
+        return self.drift_fn(x)
+
+    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self.diffusion_fn(x, dw)
+
+
+def _name(obj: object) -> str:
+    """A map's or an SDE's label in reports (its ``name``, else its class)."""
+    return getattr(obj, "name", type(obj).__name__)
+
+
+def _check_shape(tokens: int, dim: int, noise: CommonNoise) -> tuple[int, int]:
+    if not isinstance(noise, CommonNoise):
+        raise TypeError(f"noise must be a CommonNoise (matrix_noise, field_noise, scalar_noise, per_token_noise), "
+                        f"got {type(noise).__name__}")
+    return check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=2)
+
+
+def layer_map(step: Step, tokens: int, dim: int, noise: CommonNoise, name: str = "layer map") -> UserLayerMap:
+    """Wrap ``step(x, dw, h)`` (arrays (paths, tokens, d) and (paths, *noise.shape)) as a layer map."""
+    if not callable(step):
+        raise TypeError(f"step must be callable step(x, dw, h), got {type(step).__name__}")
+    tokens, dim = _check_shape(tokens, dim, noise)
+    return UserLayerMap(step, tokens, dim, noise, name)
+
+
+def limit_sde(drift: Callable, diffusion: Callable, tokens: int, dim: int, noise: CommonNoise,
+              name: str = "claimed SDE") -> ClaimedSDE:
+    """The claimed limit ``dx = drift(x) dt + diffusion(x, dW)`` driven by ``noise`` (numpy callables)."""
+    for label, fn in (("drift", drift), ("diffusion", diffusion)):
+        if not callable(fn):
+            raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
+    tokens, dim = _check_shape(tokens, dim, noise)
+    return ClaimedSDE(drift, diffusion, tokens, dim, noise, name)
+
+
+@dataclass
+class Outcome:
+    """The result of a user check: checks, convergence panels and the overall verdict."""
+
+    title: str
+    checks: list[Check]
+    panels: list[Panel] = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+    seed: int = 0
+
+    @property
+    def verdict(self) -> str:
+        return combine_verdicts([check.verdict for check in self.checks])
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASS
+
+    def table(self) -> str:
+        """Plain-text summary: every level of every panel, each check's estimate, interval and verdict."""
+        lines = [f"{self.title}: {self.verdict}"]
+        for panel in self.panels:
+            for series in panel.series:
+                lines.append(f"  {series.label} (fitted order {series.order:.3f})")
+                lines.append(f"    {'step h':>12} {'value':>12} {'interval':>27}")
+                for h, v, lo, hi in zip(series.steps, series.values, series.ci_lo, series.ci_hi):
+                    lines.append(f"    {h:12.5g} {v:12.5g}   [{lo:11.5g}, {hi:11.5g}]")
+        for check in self.checks:
+            lines.append(f"  {check.name}: estimate {check.estimate:.4g}, expected {check.expected:.4g} "
+                         f"+- {check.allowance:.3g}, {check.confidence:.0%} interval [{check.ci[0]:.4g}, "
+                         f"{check.ci[1]:.4g}] -> {check.verdict.upper()}  ({check.note})")
+        return "\n".join(lines)
+
+    def write(self, out: str | Path) -> dict[str, Path]:
+        """Write ``<out>/<title>.{json,md,png}`` like the suite's studies."""
+        from .report import write_study
+
+        result = StudyResult(study=self.title, profile="user", seed=self.seed, params=self.params,
+                             checks=self.checks, panels=self.panels)
+        return write_study(result, Path(out))
+
+
+def check_strong_order(
+    layer: UserLayerMap,
+    sde: ClaimedSDE,
+    *,
+    order: float = 0.5,
+    depths: tuple[int, ...] = (8, 16, 32, 64),
+    horizon: float = 1.0,
+    paths: int = 256,
+    seed: int = 0,
+    initial: InitialState = uniform_sphere,
+    title: str = "strong order",
+) -> Outcome:
+    """Does ``layer`` converge pathwise to ``sde`` at RMS order ``order`` in h = T/L (module docstring)?"""
+    if layer.noise.shape != sde.noise.shape or layer.noise.scale != sde.noise.scale:
+        raise ValueError(f"the layer map's noise {layer.noise} and the SDE's noise {sde.noise} must be the same law")
+    design = StrongDesign(depths=tuple(depths), horizon=horizon, paths=paths, order=order, block_paths=128)
+    key = (USER_KEY, 1)
+    data = coupled_strong_errors(layer, sde, design, seed, key, initial)
+    config = {"map": _name(layer), "sde": _name(sde)}
+    checks, panel = analyse_strong(data, design, config, bootstrap_generator(seed, key))
+    return Outcome(title, checks, [panel], {"depths": list(design.depths), "horizon": horizon, "paths": paths}, seed)
+
+
+def check_weak_order(
+    layer: UserLayerMap,
+    observable: Observable,
+    *,
+    order: float = 1.0,
+    depths: tuple[int, ...] = (4, 8, 16, 32, 64),
+    horizon: float = 1.0,
+    paths: int = 20_000,
+    seed: int = 0,
+    initial: InitialState = uniform_sphere,
+    title: str = "weak order",
+) -> Outcome:
+    """Coupled differences E f(X^L) - E f(X^{2L}) decay like h^order (pooled slope over significant levels)."""
+    design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=paths, block_paths=5000, order=order)
+    key = (USER_KEY, 2)
+    values = coupled_observables(layer, design, {"f": observable}, seed, key, initial)
+    z = z_value(1)
+    fits = weak_order(values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
+    check = order_check(fits, design, z, {"map": _name(layer)})
+    fit = fits["f"]
+    series = Series("|E f(L) - E f(2L)|", fit.steps.tolist(), np.abs(fit.differences).tolist(),
+                    (np.abs(fit.differences) - z * fit.standard_errors).tolist(),
+                    (np.abs(fit.differences) + z * fit.standard_errors).tolist(), fit.order, 0.0,
+                    [[] if s else ["noise floor"] for s in fit.significant])
+    panel = Panel(title, "step h", "|coupled difference|", [series], order)
+    return Outcome(title, [check], [panel], {"depths": list(depths), "horizon": horizon, "paths": paths}, seed)
+
+
+def check_same_weak_limit(
+    first: UserLayerMap,
+    second: UserLayerMap,
+    observable: Observable,
+    *,
+    depth: int = 32,
+    horizon: float = 1.0,
+    paths: int = 20_000,
+    seed: int = 0,
+    resolution: float = 0.02,
+    initial: InitialState = uniform_sphere,
+    title: str = "same weak limit",
+) -> Outcome:
+    """Richardson-extrapolated E f(first) - E f(second) at depths L/2 and L, driven by the same noise, is 0.
+
+    ``inconclusive`` when the interval's half-width exceeds ``resolution`` times the observable's standard
+    deviation; ``fail`` when the interval excludes 0.
+    """
+    if first.noise != second.noise:
+        raise ValueError(f"both maps must take the same noise law, got {first.noise} and {second.noise}")
+    depth = check_int("depth", depth, minimum=4)
+    if depth % 4:
+        raise ValueError(f"depth must be a multiple of 4 (the ladder is depth/4, depth/2, depth), got {depth}")
+    design = WeakDesign(depths=(depth // 4, depth // 2, depth), horizon=horizon, paths=paths, block_paths=5000)
+    key = (USER_KEY, 3)
+    a = coupled_observables(first, design, {"f": observable}, seed, key, initial)["f"]
+    b = coupled_observables(second, design, {"f": observable}, seed, key, initial)["f"]
+    extrapolated = 2 * (a[:, -1] - b[:, -1]) - (a[:, -2] - b[:, -2])
+    mean, se = float(extrapolated.mean()), float(extrapolated.std(ddof=1) / np.sqrt(paths))
+    z = z_value(1)
+    lo, hi = mean - z * se, mean + z * se
+    scale = float(np.std(a[:, -1], ddof=1))
+    verdict = FAIL if lo > 0 or hi < 0 else (INCONCLUSIVE if z * se > resolution * scale else PASS)
+    check = Check("same_weak_limit", 0.0, mean, (lo, hi), verdict,
+                  {"first": _name(first), "second": _name(second), "depth": depth}, 0.0, note=(
+                      f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; inconclusive when the "
+                      f"half-width exceeds {resolution:g} x sd(f) = {resolution * scale:.3g}"))
+    return Outcome(title, [check], [], {"depth": depth, "horizon": horizon, "paths": paths}, seed)

@@ -1,0 +1,283 @@
+"""Where blocks of paths are computed, and the cache that makes long runs resumable.
+
+Every study splits its paths into compute blocks (``brownian.compute_blocks``) whose random numbers depend
+only on the seed and the absolute index of the block, and calls ``map_blocks``, which runs a block task
+
+* in process (scheduler ``"sync"``, the default),
+* on a local ``dask.distributed`` cluster of worker processes (``"processes"``), or
+* on an existing dask scheduler (an address ``"tcp://host:port"``),
+
+and returns the block results in block order. The estimators concatenate them in that order, so every
+number is bit-identical whatever the scheduler, the number of workers or the block size.
+
+Resumable runs: inside ``caching(directory, scope, resume)`` each finished block is written atomically to
+``directory`` as an ``.npz`` holding its arrays, the full key they were computed for (scope, block label,
+block range, package fingerprint) and a SHA-256 checksum. With ``resume`` a block whose entry is intact and
+carries the same key is read instead of recomputed; a corrupted, truncated or foreign entry is recomputed and
+overwritten (never used). The package fingerprint hashes the package's source, so a cache never outlives a
+code change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import io
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .brownian import compute_blocks
+from .files import atomic_write
+from .validation import check_int
+
+SCHEDULERS = ("sync", "processes")  # or a scheduler address tcp://host:port
+BlockTask = Callable[[int, int, Callable[[int], None] | None], Any]
+
+
+def check_scheduler(scheduler: str) -> str:
+    """``sync``, ``processes`` or a dask scheduler address (``tcp://``, ``tls://``, ``inproc://``)."""
+    if not isinstance(scheduler, str) or not (
+            scheduler in SCHEDULERS or scheduler.partition("://")[0] in ("tcp", "tls", "inproc", "ucx")):
+        raise ValueError(f"scheduler must be 'sync', 'processes' or a scheduler address like tcp://host:8786, "
+                         f"got {scheduler!r}")
+    return scheduler
+
+
+@cache
+def package_fingerprint() -> str:
+    """SHA-256 of the package version and of every source file of ``convergence`` and ``verify``."""
+    from .results import package_versions
+
+    digest = hashlib.sha256(json.dumps(package_versions(), sort_keys=True).encode())
+    root = Path(__file__).resolve().parent.parent
+    for package in ("convergence", "verify"):
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class BlockCache:
+    """Finished blocks on disk (module docstring). ``scope`` names the run (study, profile, seed)."""
+
+    directory: Path
+    scope: dict
+    resume: bool = False
+    reused: int = 0
+    computed: int = 0
+    rejected: list[str] = field(default_factory=list)
+
+    def key(self, label: str, start: int, stop: int) -> str:
+        return json.dumps({"scope": self.scope, "label": label, "block": [start, stop],
+                           "package": package_fingerprint()}, sort_keys=True)
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.npz"
+
+    def load(self, key: str) -> Any | None:
+        """The stored result for ``key``, or None when absent, unreadable, corrupted or foreign."""
+        path = self.path(key)
+        if not self.resume or not path.exists():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                stored_key = str(data["__key__"])
+                structure = json.loads(str(data["__structure__"]))
+                leaves = [data[f"leaf_{i}"] for i in range(_count_leaves(structure))]
+                checksum = str(data["__checksum__"])
+        except Exception as error:  # noqa: BLE001 (any unreadable entry is recomputed, never used)
+            self.rejected.append(f"{path.name}: unreadable ({type(error).__name__})")
+            return None
+        if stored_key != key:
+            self.rejected.append(f"{path.name}: computed for another configuration")
+            return None
+        if checksum != _checksum(leaves):
+            self.rejected.append(f"{path.name}: checksum mismatch")
+            return None
+        self.reused += 1
+        return _unflatten(structure, iter(leaves))
+
+    def store(self, key: str, result: Any) -> None:
+        structure, leaves = _flatten(result)
+        arrays = {f"leaf_{i}": leaf for i, leaf in enumerate(leaves)}
+        buffer = io.BytesIO()
+        np.savez(buffer, __key__=np.array(key), __structure__=np.array(json.dumps(structure)),
+                 __checksum__=np.array(_checksum(leaves)), **arrays)
+        atomic_write(self.path(key), buffer.getvalue())
+        self.computed += 1
+
+
+def _checksum(leaves: Sequence[np.ndarray]) -> str:
+    digest = hashlib.sha256()
+    for leaf in leaves:
+        leaf = np.ascontiguousarray(leaf)
+        digest.update(f"{leaf.dtype.str}{leaf.shape}".encode())
+        digest.update(leaf.tobytes())
+    return digest.hexdigest()
+
+
+def _flatten(result: Any) -> tuple[Any, list[np.ndarray]]:
+    """A JSON structure (dict keys, tuple arity) and the arrays of a result made of dicts, tuples, lists, arrays."""
+    if isinstance(result, dict):
+        leaves, structure = [], {}
+        for name, value in result.items():
+            structure[name], sub = _flatten(value)
+            leaves += sub
+        return {"dict": structure}, leaves
+    if isinstance(result, (tuple, list)):
+        leaves, items = [], []
+        for value in result:
+            item, sub = _flatten(value)
+            items.append(item)
+            leaves += sub
+        return {"tuple" if isinstance(result, tuple) else "list": items}, leaves
+    return "array", [np.asarray(result)]
+
+
+def _unflatten(structure: Any, leaves: Iterator[np.ndarray]) -> Any:
+    if structure == "array":
+        return next(leaves)
+    (kind, body), = structure.items()
+    if kind == "dict":
+        return {name: _unflatten(sub, leaves) for name, sub in body.items()}
+    items = [_unflatten(sub, leaves) for sub in body]
+    return tuple(items) if kind == "tuple" else items
+
+
+def _count_leaves(structure: Any) -> int:
+    if structure == "array":
+        return 1
+    (_, body), = structure.items()
+    return sum(_count_leaves(sub) for sub in (body.values() if isinstance(body, dict) else body))
+
+
+@dataclass
+class Execution:
+    """The scheduler blocks run on (and its dask client, when there is one) and the optional block cache."""
+
+    scheduler: str = "sync"
+    workers: int = 2
+    cache: BlockCache | None = None
+    client: Any = None
+    block_paths: int | None = None  # overrides every design's block size (results do not depend on it)
+
+
+_CURRENT: contextvars.ContextVar[Execution | None] = contextvars.ContextVar("execution", default=None)
+
+
+def current_execution() -> Execution:
+    """The execution set by the innermost ``scheduler`` / ``caching`` block (in process, no cache by default)."""
+    return _CURRENT.get() or Execution()
+
+
+@contextlib.contextmanager
+def scheduler(name: str = "sync", workers: int = 2, block_paths: int | None = None) -> Iterator[Execution]:
+    """Run the blocks of every study inside the ``with`` on ``name`` (module docstring), with ``workers``
+    local processes for ``"processes"``; ``block_paths`` overrides every design's block size."""
+    name = check_scheduler(name)
+    check_int("workers", workers, minimum=1, maximum=1024)
+    if block_paths is not None:
+        check_int("block_paths", block_paths, minimum=1)
+    previous = current_execution()
+    execution = Execution(name, workers, previous.cache, block_paths=block_paths)
+    with contextlib.ExitStack() as stack:
+        if name != "sync":
+            from distributed import Client, LocalCluster
+
+            if name == "processes":
+                cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                           dashboard_address=None))
+                execution.client = stack.enter_context(Client(cluster))
+            else:
+                execution.client = stack.enter_context(Client(name))
+        token = _CURRENT.set(execution)
+        try:
+            yield execution
+        finally:
+            _CURRENT.reset(token)
+
+
+@contextlib.contextmanager
+def caching(directory: str | os.PathLike, scope: dict, resume: bool = False) -> Iterator[BlockCache]:
+    """Write every finished block under ``directory`` (keyed by ``scope``); with ``resume``, reuse intact ones."""
+    block_cache = BlockCache(Path(directory), dict(scope), bool(resume))
+    previous = current_execution()
+    token = _CURRENT.set(replace(previous, cache=block_cache))
+    try:
+        yield block_cache
+    finally:
+        _CURRENT.reset(token)
+        for reason in block_cache.rejected:
+            warnings.warn(f"cache entry recomputed: {reason}", stacklevel=2)
+
+
+def _run_counting(task: BlockTask, start: int, stop: int) -> tuple[Any, int]:
+    """Run a block on a worker, counting the progress units it reports (sent back with the result)."""
+    units = [0]
+
+    def count(n: int) -> None:
+        units[0] += n
+
+    return task(start, stop, count), units[0]
+
+
+def block_count(paths: int, block_paths: int) -> int:
+    """How many blocks ``map_blocks`` splits ``paths`` into under the current execution."""
+    return len(list(compute_blocks(paths, current_execution().block_paths or block_paths)))
+
+
+def map_blocks(
+    task: BlockTask,
+    paths: int,
+    block_paths: int,
+    label: str,
+    progress: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """``task(start, stop, progress)`` for every compute block of ``paths``, in block order.
+
+    ``label`` names the task within the current cache scope (e.g. the function and its stream key); results are
+    numpy arrays or dicts / tuples / lists of them.
+    """
+    execution = current_execution()
+    blocks = list(compute_blocks(paths, execution.block_paths or block_paths))
+    block_cache = execution.cache
+    keys = [block_cache.key(label, start, stop) if block_cache else "" for start, stop in blocks]
+    results: list[Any] = [block_cache.load(key) if block_cache else None for key in keys]
+    missing = [i for i, result in enumerate(results) if result is None]
+    if execution.client is None:
+        for i in missing:
+            results[i] = task(*blocks[i], progress)
+            if block_cache:
+                block_cache.store(keys[i], results[i])
+        return results
+    from distributed import as_completed
+
+    futures = {execution.client.submit(_run_counting, task, *blocks[i], pure=False): i for i in missing}
+    for future in as_completed(futures):
+        i = futures[future]
+        results[i], units = future.result()
+        if block_cache:
+            block_cache.store(keys[i], results[i])
+        if progress is not None:
+            progress(units)
+    return results
+
+
+def concatenate_blocks(results: Sequence[Any]) -> Any:
+    """Concatenate block results (arrays, or dicts / tuples of arrays) along the paths axis."""
+    first = results[0]
+    if isinstance(first, dict):
+        return {name: concatenate_blocks([r[name] for r in results]) for name in first}
+    if isinstance(first, (tuple, list)):
+        return type(first)(concatenate_blocks([r[i] for r in results]) for i in range(len(first)))
+    return np.concatenate(results)

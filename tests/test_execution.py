@@ -1,0 +1,118 @@
+"""Schedulers, block sizes and the resumable block cache (``convergence.execution``)."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from convergence.cli import main
+from convergence.execution import BlockCache, caching, map_blocks, scheduler
+from convergence.fedorov import FedorovModel
+from convergence.strong import StrongDesign, coupled_strong_errors
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _strong_data(paths: int = 256):
+    model = FedorovModel(3, 4, 1.0)
+    design = StrongDesign(depths=(4, 8, 16), horizon=1.0, reference_factor=8, paths=paths, block_paths=128)
+    data = coupled_strong_errors(model, model.limit_sde(), design, seed=5, key=(1, 2))
+    return np.concatenate([data.final_sq, data.sup_sq, data.reference_sq], axis=1)
+
+
+def test_a_local_cluster_of_two_processes_and_any_block_size_give_identical_numbers():
+    from distributed import LocalCluster
+
+    reference = _strong_data()
+    with scheduler("sync", block_paths=64):
+        assert_array_equal(_strong_data(), reference)
+    with scheduler("processes", workers=2, block_paths=64) as execution:
+        assert len(execution.client.scheduler_info()["workers"]) == 2
+        assert_array_equal(_strong_data(), reference)
+    # an existing cluster, reached through its scheduler's address (what --scheduler tcp://host:port does)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            scheduler(cluster.scheduler_address, block_paths=128):
+        assert_array_equal(_strong_data(), reference)
+
+
+def test_cache_reuses_intact_entries_and_recomputes_corrupted_or_foreign_ones(tmp_path):
+    calls = []
+
+    def task(start, stop, progress):
+        calls.append(start)
+        return {"x": np.arange(start, stop, dtype=float), "pair": (np.ones(2) * start, np.zeros((stop - start, 3)))}
+
+    scope = {"study": "unit", "profile": "quick", "seed": 0}
+    with caching(tmp_path, scope) as first:
+        fresh = map_blocks(task, 256, 64, "task")
+    assert first.computed == 4 and calls == [0, 64, 128, 192]
+    with caching(tmp_path, scope, resume=True) as second:
+        reused = map_blocks(task, 256, 64, "task")
+    assert second.reused == 4 and second.computed == 0 and len(calls) == 4
+    for a, b in zip(fresh, reused):
+        assert_array_equal(a["x"], b["x"])
+        assert_array_equal(a["pair"][0], b["pair"][0])
+    entries = sorted(tmp_path.glob("*.npz"), key=lambda p: p.stat().st_mtime)
+    entries[0].write_bytes(entries[0].read_bytes()[:-40])  # truncated
+    # a foreign entry: another block's file under this block's name
+    keys = [BlockCache(tmp_path, scope).key("task", s, s + 64) for s in (0, 64, 128, 192)]
+    paths = [BlockCache(tmp_path, scope).path(k) for k in keys]
+    paths[3].write_bytes(paths[2].read_bytes())
+    with pytest.warns(UserWarning, match="cache entry recomputed"), caching(tmp_path, scope, resume=True) as third:
+        again = map_blocks(task, 256, 64, "task")
+    assert third.computed == 2 and third.reused == 2
+    assert any("another configuration" in r for r in third.rejected)
+    for a, b in zip(fresh, again):
+        assert_array_equal(a["x"], b["x"])
+    with caching(tmp_path, {**scope, "seed": 1}, resume=True) as other_seed:
+        map_blocks(task, 256, 64, "task")
+    assert other_seed.reused == 0  # another configuration never reads these entries
+
+
+def _blocks(printed: str) -> tuple[int, int]:
+    """(computed, reused) from the command line's summary line."""
+    match = re.search(r"blocks: (\d+) computed, (\d+) reused", printed)
+    return int(match.group(1)), int(match.group(2))
+
+
+def test_a_study_killed_part_way_resumes_to_the_uninterrupted_result(tmp_path, capsys):
+    """SIGKILL during a run, then --resume: identical report numbers, only the missing blocks recomputed."""
+    args = ["run", "strong-fedorov", "--profile", "quick", "--seed", "3", "--block-paths", "64"]
+    assert main([*args, "--out", str(tmp_path / "whole")]) == 0
+    total, _ = _blocks(capsys.readouterr().out)
+    whole = json.loads((tmp_path / "whole" / "strong-fedorov.json").read_text())
+    out, cache = tmp_path / "killed", tmp_path / "killed" / ".cache"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "convergence", *args, "--out", str(out)], cwd=ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(list(cache.glob("*.npz"))) < 4 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    done = len(list(cache.glob("*.npz")))
+    assert 4 <= done < total
+    assert main([*args, "--out", str(out), "--resume"]) == 0
+    computed, reused = _blocks(capsys.readouterr().out)
+    assert (computed, reused) == (total - done, done)
+    resumed = json.loads((out / "strong-fedorov.json").read_text())
+    assert resumed["checks"] == whole["checks"] and resumed["panels"] == whole["panels"]
+
+
+def test_bad_execution_options_are_rejected_with_the_parameter_name():
+    with pytest.raises(ValueError, match="scheduler"), scheduler("threads"):
+        pass
+    with pytest.raises(ValueError, match="workers"), scheduler("processes", workers=0):
+        pass
+    for argv in (["--workers", "0"], ["--scheduler", "cluster"], ["--block-paths", "-3"]):
+        with pytest.raises(SystemExit):
+            main(["run", "strong-fedorov", *argv])

@@ -1,0 +1,142 @@
+"""The public interface only (``import convergence``, the ``depth_limits`` fixture): no internal imports.
+
+Model F written as a user would write it (``examples/wrong_ito_correction.py``), checked against the limit
+SDE derived for it, and a claimed SDE without the Ito correction of the normalisation, which must be rejected.
+"""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import convergence as cv
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _example(name: str):
+    """An example file, loaded as a module (it uses the public interface only)."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+USER = _example("wrong_ito_correction")
+LAYER, RIGHT, WRONG, NOISE = USER.LAYER, USER.RIGHT, USER.WRONG, USER.NOISE
+N, D, BETA, SIGMA = USER.N, USER.D, USER.BETA, USER.SIGMA
+
+
+def overlap(x):
+    return np.sum(x[:, 0] * x[:, 1], axis=-1)
+
+
+@pytest.mark.depth_limits_quick
+def test_model_f_converges_strongly_to_its_derived_sde(depth_limits):
+    outcome = depth_limits.assert_strong_order(LAYER, RIGHT, order=0.5, paths=256)
+    assert outcome.passed and {c.name for c in outcome.checks} >= {"strong_order", "same_limit"}
+
+
+@pytest.mark.depth_limits_quick
+def test_a_claimed_sde_without_the_ito_correction_is_rejected(depth_limits):
+    with pytest.raises(pytest.fail.Exception) as failure:
+        depth_limits.assert_strong_order(LAYER, WRONG, order=0.5, paths=256)
+    message = str(failure.value)
+    assert "strong order: fail" in message and "step h" in message  # verdict and the table of levels
+    assert "strong_order: estimate" in message and "same_limit: estimate" in message
+    assert message.count("-> FAIL") >= 3  # strong_order, strong_order_sup and same_limit
+
+
+@pytest.mark.depth_limits_quick
+def test_the_user_map_and_the_suites_model_f_have_the_same_weak_limit(depth_limits):
+    suite_model = cv.FedorovModel(N, D, BETA, sigma=SIGMA)
+    depth_limits.assert_same_weak_limit(LAYER, suite_model, overlap, depth=16, paths=20_000)
+
+
+@pytest.mark.depth_limits_quick
+def test_an_undecidable_check_is_reported_inconclusive_not_passed(depth_limits):
+    with pytest.raises(pytest.skip.Exception, match="INCONCLUSIVE"):
+        depth_limits.assert_weak_order(LAYER, overlap, paths=64, depths=(2, 4, 8))
+
+
+def test_outcomes_write_the_suites_reports(tmp_path):
+    outcome = cv.check_strong_order(LAYER, WRONG, paths=64, depths=(4, 8, 16), title="wrong-sde")
+    assert outcome.verdict == "fail"
+    paths = outcome.write(tmp_path)
+    assert paths["md"].exists() and "same_limit" in paths["md"].read_text()
+
+
+def test_bad_input_names_the_parameter():
+    with pytest.raises(TypeError, match="step must be callable"):
+        cv.layer_map(None, N, D, NOISE)
+    with pytest.raises(ValueError, match=r"tokens must be an integer in \[1, inf\]"):
+        cv.layer_map(USER.step, 0, D, NOISE)
+    with pytest.raises(TypeError, match="noise must be a CommonNoise"):
+        cv.limit_sde(USER.ito_drift, USER.diffusion, N, D, noise=(D, D))
+
+
+def test_example_b_runs_and_its_wrong_claim_is_rejected_by_the_plugin():
+    printed = subprocess.run([sys.executable, str(EXAMPLES / "wrong_ito_correction.py")], capture_output=True,
+                             text=True, check=True, timeout=120).stdout
+    assert "with Ito correction: pass" in printed and "without Ito correction: fail" in printed
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(EXAMPLES / "wrong_ito_correction.py")], capture_output=True, text=True, timeout=120,
+                         check=False)  # the wrong claim's test fails on purpose
+    assert run.returncode == 1 and "1 failed, 1 passed" in run.stdout, run.stdout[-2000:]
+    assert "test_the_wrong_claim" in run.stdout and "same_limit: estimate" in run.stdout
+
+
+def test_example_a_derives_the_pre_ln_limit_and_checks_it():
+    printed = subprocess.run([sys.executable, str(EXAMPLES / "pre_ln.py")], capture_output=True, text=True,
+                             check=True, timeout=120).stdout
+    assert "claimed_drift_sym {'drift': 0.0" in printed and "'consistent': True" in printed
+    assert "'consistent': False" in printed  # model F's Ito drift is not Pre-LN's
+    assert "dx = dW a(N(X)): pass" in printed and "with model F's Ito drift: fail" in printed
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / "pre_ln.py")],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0 and "2 passed" in run.stdout, run.stdout[-2000:]
+
+
+def test_a_wrong_expansion_claim_fails_with_the_residuals(depth_limits):
+    pre_ln = _example("pre_ln")
+    with pytest.raises(pytest.fail.Exception, match="does not match the claimed SDE: largest differences drift"):
+        depth_limits.assert_expansion_matches(pre_ln.step_sym, pre_ln.model_f_drift_sym, pre_ln.claimed_diffusion_sym,
+                                              pre_ln.N, pre_ln.D)
+
+
+def _quadratic_form_claim(n: int, d: int) -> cv.ClaimedSDE:
+    """The random quadratic form in Ito form: dX = -P_X dQ X - (d-1)/2 X dt, dQ = (dB + dB^T)/sqrt(2)."""
+
+    def diffusion(x, dw):
+        v = -x @ ((dw + np.swapaxes(dw, -1, -2)) / np.sqrt(2.0))
+        return v - np.sum(x * v, axis=-1, keepdims=True) * x / np.sum(x * x, axis=-1, keepdims=True)
+
+    return cv.limit_sde(lambda x: -0.5 * (d - 1) * x / np.linalg.norm(x, axis=-1, keepdims=True), diffusion, n, d,
+                        cv.matrix_noise(d, 1.0), name="quadratic form (Ito)")
+
+
+@pytest.mark.depth_limits_quick
+@pytest.mark.parametrize("name", ["F", "hybrid", "A frozen features", "quadratic form"])
+def test_the_suites_own_models_go_through_the_same_interface(depth_limits, name):
+    import verify
+
+    options = {"paths": 128}
+    if name == "F":
+        model = cv.FedorovModel(3, 4, 1.0)
+        claim = model.limit_sde()
+    elif name == "hybrid":
+        model = cv.HybridModel(dim=4, beta=1.0, eps=1.0, law="gaussian")  # a Brownian noise couples across depths
+        claim = model.limit_sde()
+        options = {"paths": 1024}  # scalar noise: cheap paths, and the reference needs them
+    elif name == "A frozen features":
+        field = cv.FrozenFeatureField.draw(verify.KernelSpec("tanh", 4, 0.1, 0.1), 16, np.random.default_rng(0))
+        model = cv.AgazziModel(3, field, 1.0, 1.0)
+        claim = model.limit_sde()
+    else:
+        model = cv.QuadraticFormModel(3, 4)
+        claim = _quadratic_form_claim(3, 4)
+        options = {"paths": 256, "horizon": 0.25}  # unit-variance noise: T = 1 is far from the asymptotic regime
+    depth_limits.assert_strong_order(model, claim, order=0.5, **options)
