@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from .attention import attention_average, normalise, tangent_projection
-from .ito_drift import normalised_step_drift, unit
+from .ito_drift import normalised_step_drift
 from .model import Wrapper
 from .noise import CommonNoise
 from .validation import check_int, check_real
@@ -115,14 +115,14 @@ class AgazziSDE(Wrapper):
         return attention + normalised_step_drift(x_hat, zero, k * x_hat, k, self.dim * k)
 
     def drift(self, x: np.ndarray) -> np.ndarray:
-        x_hat = unit(x)
+        x_hat = normalise(x)
         return self._drift(x_hat, self.model.field.kernel_diagonal(x_hat))
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return tangent_projection(x, self.model.field.increment(unit(x), dw, 0.0))
+        return tangent_projection(x, self.model.field.increment(normalise(x), dw, 0.0))
 
     def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Both coefficients with one evaluation of the field's features (what an integrator needs per step)."""
-        x_hat = unit(x)
+        x_hat = normalise(x)
         increment, k = self.model.field.increment_and_diagonal(x_hat, dw)
         return self._drift(x_hat, k), tangent_projection(x, increment)

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from .brownian import InitialState, uniform_sphere
-from .estimators import FAIL, INCONCLUSIVE, PASS, Check, combine_verdicts
+from .estimators import PASS, Check, combine_verdicts, order_verdict
 from .noise import CommonNoise, matrix_noise, scalar_noise
-from .results import Panel, Series, StudyResult
+from .results import Panel, StudyResult
 from .strong import (
     StrongDesign,
     analyse_strong,
@@ -211,12 +211,7 @@ def check_weak_order(
     z = z_value(1)
     fits = weak_order(values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
     check = order_check(fits, design, z, {"map": _name(layer)})
-    fit = fits["f"]
-    series = Series("|E f(L) - E f(2L)|", fit.steps.tolist(), np.abs(fit.differences).tolist(),
-                    (np.abs(fit.differences) - z * fit.standard_errors).tolist(),
-                    (np.abs(fit.differences) + z * fit.standard_errors).tolist(), fit.order, 0.0,
-                    [[] if s else ["noise floor"] for s in fit.significant])
-    panel = Panel(title, "step h", "|coupled difference|", [series], order)
+    panel = Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)
     return Outcome(title, [check], [panel], {"depths": list(depths), "horizon": horizon, "paths": paths}, seed)
 
 
@@ -245,14 +240,15 @@ def check_same_weak_limit(
         raise ValueError(f"depth must be a multiple of 4 (the ladder is depth/4, depth/2, depth), got {depth}")
     design = WeakDesign(depths=(depth // 4, depth // 2, depth), horizon=horizon, paths=paths, block_paths=5000)
     key = (USER_KEY, 3)
-    a = coupled_observables(first, design, {"f": observable}, seed, key, initial)["f"]
-    b = coupled_observables(second, design, {"f": observable}, seed, key, initial)["f"]
+    used = design.depths[1:]  # the ladder's finest two levels (same Brownian path as the whole ladder)
+    a = coupled_observables(first, design, {"f": observable}, seed, key, initial, used)["f"]
+    b = coupled_observables(second, design, {"f": observable}, seed, key, initial, used)["f"]
     extrapolated = 2 * (a[:, -1] - b[:, -1]) - (a[:, -2] - b[:, -2])
     mean, se = float(extrapolated.mean()), float(extrapolated.std(ddof=1) / np.sqrt(paths))
     z = z_value(1)
     lo, hi = mean - z * se, mean + z * se
     scale = float(np.std(a[:, -1], ddof=1))
-    verdict = FAIL if lo > 0 or hi < 0 else (INCONCLUSIVE if z * se > resolution * scale else PASS)
+    verdict = order_verdict((lo, hi), 0.0, 0.0, 2 * resolution * scale, usable_levels=3)
     check = Check("same_weak_limit", 0.0, mean, (lo, hi), verdict,
                   {"first": _name(first), "second": _name(second), "depth": depth}, 0.0, note=(
                       f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; inconclusive when the "

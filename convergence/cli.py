@@ -27,14 +27,6 @@ from .studies import PROFILES, STUDIES
 from .validation import check_int
 
 
-def _seed(text: str) -> int:
-    try:
-        return check_int("--seed", int(text), minimum=0, maximum=2**63 - 1)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error) if "must" in str(error) else
-                                         f"--seed must be an integer in [0, 2^63 - 1], got {text!r}") from None
-
-
 def _out(text: str) -> Path:
     path = Path(text)
     if path.exists() and not path.is_dir():
@@ -42,12 +34,16 @@ def _out(text: str) -> Path:
     return path
 
 
-def _positive(name: str):
+def _integer(name: str, minimum: int, maximum: int | None = None):
+    """An argparse type: an integer in [minimum, maximum], with ``check_int``'s message naming ``name``."""
+
     def parse(text: str) -> int:
         try:
-            return check_int(name, int(text), minimum=1)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer >= 1, got {text!r}") from None
+            return check_int(name, int(text), minimum=minimum, maximum=maximum)
+        except ValueError as error:
+            high = "inf" if maximum is None else str(maximum)
+            raise argparse.ArgumentTypeError(str(error) if "must" in str(error) else
+                                             f"{name} must be an integer in [{minimum}, {high}], got {text!r}") from None
 
     return parse
 
@@ -84,13 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--profile", choices=PROFILES, default="quick", help="quick (default) or full")
-        sub.add_argument("--seed", type=_seed, default=0, help="the one seed of every random number (default 0)")
+        sub.add_argument("--seed", type=_integer("--seed", 0, 2**63 - 1), default=0,
+                         help="the one seed of every random number (default 0)")
         sub.add_argument("--out", type=_out, default=Path("reports"), help="report folder (default reports/)")
         sub.add_argument("--scheduler", type=_scheduler, default="sync",
                          help="sync (default, in process), processes (local dask cluster) or tcp://host:port")
-        sub.add_argument("--workers", type=_positive("--workers"), default=2,
+        sub.add_argument("--workers", type=_integer("--workers", 1), default=2,
                          help="worker processes for --scheduler processes (default 2)")
-        sub.add_argument("--block-paths", type=_positive("--block-paths"), default=None,
+        sub.add_argument("--block-paths", type=_integer("--block-paths", 1), default=None,
                          help="paths per block (default: each design's own; results do not depend on it)")
         sub.add_argument("--cache", type=_out, default=None, help="block cache folder (default OUT/.cache)")
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
@@ -102,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(report)
     bench = commands.add_parser("bench", help="measure speed side by side; write OUT/performance.{md,json}")
     bench.add_argument("--out", type=_out, default=Path("reports"), help="report folder (default reports/)")
-    bench.add_argument("--repeats", type=_positive("--repeats"), default=3, help="timed runs per measurement")
-    bench.add_argument("--paths", type=_positive("--paths"), default=4096, help="paths of the model F workload")
+    bench.add_argument("--repeats", type=_integer("--repeats", 1), default=3, help="timed runs per measurement")
+    bench.add_argument("--paths", type=_integer("--paths", 1), default=4096, help="paths of the model F workload")
     return parser
 
 

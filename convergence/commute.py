@@ -36,14 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .attention import normalise
 from .brownian import BrownianBlock, PathStreams
 from .coupling import Level, Subsystems, common_noise, run_coupled
 from .design import RateTolerance
-from .energy import interaction_energy
+from .energy import mean_system_energy
 from .estimators import (
-    FAIL,
-    INCONCLUSIVE,
-    PASS,
     Check,
     bootstrap_counts,
     bootstrap_means,
@@ -144,19 +142,13 @@ def coupled_energies(
             x /= np.linalg.norm(x, axis=-1, keepdims=True)
             block = SignedBlock(BrownianBlock(noise, streams, design.horizon / fine), sign)
             final = run_coupled(levels, [], [x[:, :pool] for pool, _ in sizes], block, fine, advance).final
-            pair.append(np.stack([mean_system_energy(state, size, design.beta)
+            # Euler-Maruyama states leave the sphere by O(sqrt(h)): the energy is taken of the projected tokens
+            pair.append(np.stack([mean_system_energy(normalise(state), size, design.beta)
                                   for state, (_, size) in zip(final, sizes)], axis=1))
         return 0.5 * (pair[0] + pair[1])
 
     label = f"coupled_energies:{tuple(key)}:{design!r}:{[level.name for level in levels]}:{model_for(1)!r}"
     return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
-
-
-def mean_system_energy(x: np.ndarray, size: int, beta: float) -> np.ndarray:
-    """Mean of E_beta over the consecutive ``size``-token systems in x (paths, pool, d), per path."""
-    paths, pool, dim = x.shape
-    x = x / np.linalg.norm(x, axis=-1, keepdims=True)
-    return interaction_energy(x.reshape(paths * (pool // size), size, dim), beta).reshape(paths, -1).mean(axis=1)
 
 
 class SignedBlock:
@@ -261,12 +253,7 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
     ci = tuple(float(v) for v in percentile_interval(boot["difference"]))
     allowance = float(point["allowance"])
     spread = float(np.ptp(point["grid"]))
-    if ci[0] > allowance or ci[1] < -allowance:
-        verdict = FAIL
-    elif ci[1] - ci[0] > 0.5 * spread:
-        verdict = INCONCLUSIVE
-    else:
-        verdict = PASS
+    verdict = order_verdict(ci, 0.0, allowance, 0.5 * spread, usable_levels=3)
     checks.append(Check("iterated_limits", 0.0, float(point["difference"]), ci, verdict, config, allowance,
                         note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
                               f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
@@ -276,12 +263,7 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
     for name, row in (("ratio_even", 0), ("ratio_odd", 1)):
         ci = tuple(float(v) for v in percentile_interval(boot[name]))
         reach = float(np.ptp(point["ratio_regressors"][row]))  # residual change per unit coefficient
-        if ci[0] > 0 or ci[1] < 0:
-            verdict = FAIL
-        elif (ci[1] - ci[0]) * reach > RATIO_RESOLUTION * spread:
-            verdict = INCONCLUSIVE
-        else:
-            verdict = PASS
+        verdict = order_verdict(ci, 0.0, 0.0, RATIO_RESOLUTION * spread / reach, usable_levels=3)
         power = 2 if name == "ratio_even" else 3
         checks.append(Check(name, 0.0, float(point[name]), ci, verdict, config, 0.0, note=(
             f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), fitted "

@@ -37,6 +37,12 @@ def interaction_energy(x: np.ndarray, beta: float) -> np.ndarray:
     return np.exp(beta) * np.sum(-np.expm1(-beta * z), axis=(-1, -2)) / (2 * x.shape[1] ** 2)
 
 
+def mean_system_energy(x: np.ndarray, size: int, beta: float) -> np.ndarray:
+    """Mean of E_beta over the consecutive ``size``-token systems in x (paths, pool, d), per path."""
+    paths, pool, dim = x.shape
+    return interaction_energy(x.reshape(paths * (pool // size), size, dim), beta).reshape(paths, -1).mean(axis=1)
+
+
 @dataclass(frozen=True, kw_only=True)
 class EnergyDesign(RecordGrid):
     """Horizon, steps (levels h and 2h), records and paths of the energy experiment."""

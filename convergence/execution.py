@@ -39,8 +39,8 @@ from .brownian import compute_blocks
 from .files import atomic_write
 from .validation import check_int
 
-SCHEDULERS = ("sync", "processes")
-MMAP_THRESHOLD = 32 * 2**20  # glibc's largest mmap threshold  # or a scheduler address tcp://host:port
+SCHEDULERS = ("sync", "processes")  # or a scheduler address tcp://host:port
+MMAP_THRESHOLD = 32 * 2**20  # glibc's largest mmap threshold
 BlockTask = Callable[[int, int, Callable[[int], None] | None], Any]
 
 
@@ -164,10 +164,8 @@ def _count_leaves(structure: Any) -> int:
 
 @dataclass
 class Execution:
-    """The scheduler blocks run on (and its dask client, when there is one) and the optional block cache."""
+    """Where blocks run (a dask client, or in process when None), the optional block cache and block size."""
 
-    scheduler: str = "sync"
-    workers: int = 2
     cache: BlockCache | None = None
     client: Any = None
     block_paths: int | None = None  # overrides every design's block size (results do not depend on it)
@@ -190,7 +188,7 @@ def scheduler(name: str = "sync", workers: int = 2, block_paths: int | None = No
     if block_paths is not None:
         check_int("block_paths", block_paths, minimum=1)
     previous = current_execution()
-    execution = Execution(name, workers, previous.cache, block_paths=block_paths)
+    execution = Execution(previous.cache, block_paths=block_paths)
     with contextlib.ExitStack() as stack:
         if name != "sync":
             from distributed import Client, LocalCluster
@@ -240,9 +238,14 @@ def _run_counting(task: BlockTask, start: int, stop: int) -> tuple[Any, int]:
     return task(start, stop, count), units[0]
 
 
+def _blocks(paths: int, block_paths: int) -> list[tuple[int, int]]:
+    """The compute blocks of ``paths`` under the current execution (its block size overrides the design's)."""
+    return list(compute_blocks(paths, current_execution().block_paths or block_paths))
+
+
 def block_count(paths: int, block_paths: int) -> int:
     """How many blocks ``map_blocks`` splits ``paths`` into under the current execution."""
-    return len(list(compute_blocks(paths, current_execution().block_paths or block_paths)))
+    return len(_blocks(paths, block_paths))
 
 
 def map_blocks(
@@ -258,7 +261,7 @@ def map_blocks(
     numpy arrays or dicts / tuples / lists of them.
     """
     execution = current_execution()
-    blocks = list(compute_blocks(paths, execution.block_paths or block_paths))
+    blocks = _blocks(paths, block_paths)
     block_cache = execution.cache
     keys = [block_cache.key(label, start, stop) if block_cache else "" for start, stop in blocks]
     results: list[Any] = [block_cache.load(key) if block_cache else None for key in keys]

@@ -13,7 +13,7 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
-from .attention import tangent_projection
+from .attention import normalise, tangent_projection
 from .model import Wrapper
 
 
@@ -22,10 +22,6 @@ def _compiled():
     from verify.expansion import TRS, XMU, XSX, step_drift_coefficients
 
     return {name: sp.lambdify((XSX, TRS, XMU), expr, "numpy") for name, expr in step_drift_coefficients().items()}
-
-
-def unit(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
 def normalised_step_drift(
@@ -59,7 +55,7 @@ class NormalisedLayerLimit(Wrapper):
         raise NotImplementedError
 
     def _drift(self, x: np.ndarray, att: np.ndarray) -> np.ndarray:
-        x_hat = unit(x)
+        x_hat = normalise(x)
         return normalised_step_drift(x_hat, *self._moments(x_hat, att))
 
     def drift(self, x: np.ndarray) -> np.ndarray:

@@ -51,6 +51,11 @@ def _factor_two(a: np.ndarray) -> np.ndarray:
     return factor
 
 
+def reduced_noise(model: FedorovModel) -> CommonNoise:
+    """The reduced noise dZ: a d x n matrix of N(0, h) entries (``sigma`` enters through the Gram factor)."""
+    return CommonNoise(shape=(model.dim, model.tokens), scale=1.0, law="gaussian")
+
+
 def reduced_increments(sigma: float, a: np.ndarray, dz: np.ndarray) -> np.ndarray:
     """The tokens' increments ``[dW a_i]_i`` in law: ``sigma F dZ^T`` (rows are tokens), (paths, n, d)."""
     return sigma * (gram_factor(a) @ np.swapaxes(dz, -1, -2))
@@ -68,7 +73,7 @@ class ReducedFedorov(Wrapper):
 
     @property
     def noise(self) -> CommonNoise:
-        return CommonNoise(shape=(self.model.dim, self.model.tokens), scale=1.0, law="gaussian")
+        return reduced_noise(self.model)
 
     def layer(self, x: np.ndarray, dz: np.ndarray, h: float) -> np.ndarray:
         """``N(x_i + h M a_i + (V a_i) sqrt(h))`` with ``[sqrt(h) V a_i]_i = sigma dZ F^T``, dZ ~ N(0, h)."""
@@ -89,7 +94,7 @@ class ReducedFedorovSDE(FedorovSDE):
 
     @property
     def noise(self) -> CommonNoise:
-        return CommonNoise(shape=(self.model.dim, self.model.tokens), scale=1.0, law="gaussian")
+        return reduced_noise(self.model)
 
     def _noise(self, a: np.ndarray, dz: np.ndarray) -> np.ndarray:
         return reduced_increments(self.model.sigma, a, dz)

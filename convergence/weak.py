@@ -30,6 +30,7 @@ from .design import DepthLadder
 from .estimators import FAIL, INCONCLUSIVE, PASS, Check, bootstrap_counts
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
+from .results import Series
 from .validation import check_int
 
 FAMILY_ALPHA = 0.01
@@ -102,6 +103,20 @@ class WeakOrderFit:
     significant: np.ndarray
     order: float
     order_se: float
+
+    def series(self, label: str, z: float) -> Series:
+        """The curve |E f_l - E f_{l+1}| with z-SE intervals (clipped at 0) and the pooled fitted line; levels
+        at the noise floor are flagged. No line (order 0) when no order was fitted."""
+        values = np.abs(self.differences)
+        order = self.order if np.isfinite(self.order) else 0.0
+        return Series(
+            label=label, steps=self.steps.tolist(), values=values.tolist(),
+            ci_lo=np.maximum(values - z * self.standard_errors, 0).tolist(),
+            ci_hi=(values + z * self.standard_errors).tolist(),
+            order=order,
+            intercept=float(np.mean(np.log(values + 1e-300)) - order * np.mean(np.log(self.steps))),
+            flags=[[] if s else ["noise floor"] for s in self.significant],
+        )
 
 
 def _pooled_slope(log_h: np.ndarray, log_d: np.ndarray, masks: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ from .agazzi import AgazziModel
 from .brownian import BrownianBlock, PathStreams, uniform_sphere
 from .coupling import Level, run_coupled
 from .design import RateTolerance
-from .energy import interaction_energy
+from .energy import interaction_energy, mean_system_energy
 from .estimators import (
     FAIL,
     INCONCLUSIVE,
@@ -126,8 +126,7 @@ def width_depth_energies(
             x = uniform_sphere(streams, n, spec.dim)
             block = BrownianBlock(steppers[0].noise, streams, h)
             final = run_coupled(levels, [], [np.tile(x, (1, s.groups, 1)) for s in steppers], block, depth, advance).final
-            energies = [interaction_energy(state.reshape(-1, n, spec.dim), design.beta).reshape(-1, s.groups).mean(axis=1)
-                        for state, s in zip(final, steppers)]
+            energies = [mean_system_energy(state, n, design.beta) for state in final]
             # the same initial tokens, the Gaussian field's own noise (common random numbers for the comparison)
             noise_streams = PathStreams(seed, start, stop, (*key, d_index, 1))
             state = run_coupled([Level("inf", gaussian, 1)], [], x, BrownianBlock(gaussian.noise, noise_streams, h),

@@ -23,7 +23,7 @@ from ..configurations import fixed_overlap, overlap
 from ..execution import block_count
 from ..fedorov import FedorovModel
 from ..kolmogorov import expectation, lambdify_overlap
-from ..results import Panel, Series, StudyResult
+from ..results import Panel, StudyResult
 from ..simulate import simulate
 from ..strong import bootstrap_generator
 from ..weak import (
@@ -94,22 +94,12 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         fits = weak_order(values, steps, rng, design.replicates, z)
         checks.append(order_check(fits, design, z, {"d": dim, "beta": b, "observable": "all (pooled)",
                                                     "entries": "gaussian"}))
-        drawn_order = next(iter(fits.values())).order
-        drawn_order = drawn_order if np.isfinite(drawn_order) else 0.0  # no line when no order was fitted
         for name in OBSERVABLES:
             config = {"d": dim, "beta": b, "observable": name, "entries": "gaussian"}
             fit = fits[name]
             checks.append(limit_check(values[name], fit.differences[-1], fit.standard_errors[-1], ref[name][0],
                                       ref[name][1], design, z, config))
-            series.append(Series(
-                label=f"|E f(L) - E f(2L)|, f = {name}", steps=fit.steps.tolist(),
-                values=np.abs(fit.differences).tolist(),
-                ci_lo=np.maximum(np.abs(fit.differences) - z * fit.standard_errors, 0).tolist(),
-                ci_hi=(np.abs(fit.differences) + z * fit.standard_errors).tolist(),
-                order=drawn_order,
-                intercept=float(np.mean(np.log(np.abs(fit.differences) + 1e-300)) - drawn_order * np.mean(np.log(fit.steps))),
-                flags=[[] if s else ["noise floor"] for s in fit.significant],
-            ))
+            series.append(fit.series(f"|E f(L) - E f(2L)|, f = {name}", z))
         for law_index, law in enumerate(LAWS):
             law_model = FedorovModel(tokens=2, dim=dim, beta=b, law=law)
             finals = {}
