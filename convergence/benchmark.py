@@ -153,14 +153,11 @@ def diffrax_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | N
     return lambda: batched(y0, keys).block_until_ready()
 
 
-def torchsde_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | None:
-    """torchsde's Euler solve of the same SDE with a hand-written ``g_prod``, or None when not installed."""
-    if importlib.util.find_spec("torchsde") is None or importlib.util.find_spec("torch") is None:
-        return None
+def torchsde_limit(config: BenchConfig, sigma: float):
+    """Model F's limit SDE (beta = 1, Q^T K = I) as a torchsde module: drift ``f``, Euler's ``g_prod`` and ``g``."""
     import torch
-    import torchsde
 
-    d, n, h = config.dim, config.tokens, 1.0 / config.steps
+    d, n = config.dim, config.tokens
 
     class FedorovLimit(torch.nn.Module):
         noise_type, sde_type = "general", "ito"
@@ -179,15 +176,32 @@ def torchsde_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | 
             z = a @ (sigma * v.view(-1, d, d)).transpose(1, 2)
             return (z - (z * x).sum(-1, keepdim=True) * x).reshape(y.shape)
 
-        def g(self, t, y):  # not used by Euler with g_prod, required by the interface
-            raise NotImplementedError
+        def g(self, t, y):  # full (n d) x (d d) matrix sigma P_{x_i} (x) a_i^T: torchsde checks its shape
+            x, a = self._split(y)
+            proj = torch.eye(d, dtype=y.dtype) - x[..., :, None] * x[..., None, :]
+            return (sigma * proj[..., :, :, None] * a[..., None, None, :]).reshape(y.shape[0], n * d, d * d)
 
-    sde = FedorovLimit()
+    return FedorovLimit()
+
+
+def torchsde_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | None:
+    """torchsde's Euler solve of the same SDE with a hand-written ``g_prod``, or None when not installed."""
+    if importlib.util.find_spec("torchsde") is None or importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+    import torchsde
+
+    d, n, h = config.dim, config.tokens, 1.0 / config.steps
+    sde = torchsde_limit(config, sigma)
     y0 = torch.nn.functional.normalize(torch.randn(config.paths, n, d, dtype=torch.float64), dim=-1)
     y0 = y0.reshape(config.paths, n * d)
-    bm = torchsde.BrownianInterval(t0=0.0, t1=1.0, size=(config.paths, d * d), dtype=torch.float64)
     ts = torch.tensor([0.0, 1.0], dtype=torch.float64)
-    return lambda: torchsde.sdeint(sde, y0, ts, bm=bm, method="euler", dt=h)
+
+    def solve():  # a fresh Brownian path per run: a reused BrownianInterval would serve cached increments
+        bm = torchsde.BrownianInterval(t0=0.0, t1=1.0, size=(config.paths, d * d), dtype=torch.float64)
+        return torchsde.sdeint(sde, y0, ts, bm=bm, method="euler", dt=h)
+
+    return solve
 
 
 def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str], None] = lambda name: None) -> dict:
@@ -257,8 +271,9 @@ def notes(rates: dict, ratios: dict, config: BenchConfig) -> list[str]:
         f"{1 - speed['per_path_loop'] / speed['per_path_draws']:.0%}: the vectorised sampler is "
         f"{ratios['layer_full_over_per_path_loop']:.3g} times faster, and no full-matrix sampler drawing these "
         f"normals with numpy could be {speed['draw_only'] / speed['per_path_loop']:.3g} times faster or more.",
-        "The reduced sampler draws d n normals per path-step; its cost is then the attention and the Gram factor, "
-        "which it shares with nothing else to amortise.",
+        "The reduced sampler draws d n normals per path-step; for two tokens its attention weights and Gram factor "
+        "are closed forms in s = x1 + x2 and e = x2 - x1 (reduced.two_token_factor): a few passes over the tokens "
+        "instead of batched 2 x 2 matrix products, which numpy runs one small matrix at a time.",
         "Peers integrate the SDE driven by the full d x d Brownian matrix; the like-for-like comparison is "
         "euler_2_processes_over_*. The reduced rows integrate the same SDE in law with d n normals per step "
         "(an algorithmic saving the peers could also make), reported beside it, not instead of it.",
@@ -274,6 +289,12 @@ def notes(rates: dict, ratios: dict, config: BenchConfig) -> list[str]:
     if rates.get("torchsde") is None:
         out.append("torchsde: not installed here (PyPI's torch wheels pull multi-gigabyte CUDA packages); the "
                    "benchmark runs it when `pip install .[peers]` brings it.")
+    else:
+        import torch
+
+        out.append("torchsde: sdeint with method='euler', general Ito noise with a hand-written g_prod, a fresh "
+                   f"BrownianInterval over the d x d matrix per run, float64, CPU, {torch.get_num_threads()} torch "
+                   "threads (the drift and g_prod are checked against ours in tests/test_execution.py).")
     return out
 
 

@@ -51,6 +51,49 @@ def _factor_two(a: np.ndarray) -> np.ndarray:
     return factor
 
 
+def two_token_factor(x: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gram-Schmidt factor ``(r11, r12, r22)`` of [<a_i, a_j>] for two tokens, ``Q^T K = I``: each shaped (paths,).
+
+    Written with ``s = x_1 + x_2`` and ``e = x_2 - x_1`` so that no small quantity is the difference of two
+    large ones when the tokens merge or become antipodal. With unit tokens the scores are ``beta <x_i, x_j>``
+    and the softmax weight of token i on the other token is ``w_1 = expit(-beta (|e|^2 - <s,e>) / 2)``,
+    ``w_2 = expit(-beta (|e|^2 + <s,e>) / 2)``, evaluated as ``w - 1/2 = tanh(u / 2) / 2``; then ``a_1 = s/2 + (w_1 - 1/2) e``, ``a_2 = s/2 + (1/2 - w_2) e``,
+    ``r11 = |a_1|``, ``r12 = <a_1, a_2> / r11`` and, since ``det[<a_i,a_j>] = det(W)^2 det[<x_i,x_j>]`` with
+    ``det W = 1 - w_1 - w_2`` and ``det[<x_i,x_j>] = (|s|^2 |e|^2 - <s,e>^2) / 4``,
+    ``r22 = |1 - w_1 - w_2| sqrt(|s|^2 |e|^2 - <s,e>^2) / (2 r11)`` (``|a_2|`` when ``a_1 = 0``).
+    """
+    x1, x2 = x[..., 0, :], x[..., 1, :]
+    s, e = x1 + x2, x2 - x1
+    ss, ee, se = np.vecdot(s, s), np.vecdot(e, e), np.vecdot(s, e)
+    half_1 = -0.5 * np.tanh(beta * (ee - se) / 4)  # w_1 - 1/2 (expit(u) - 1/2 = tanh(u/2)/2: no cancellation)
+    half_2 = 0.5 * np.tanh(beta * (ee + se) / 4)  # 1/2 - w_2
+    gram_11 = ss / 4 + half_1 * half_1 * ee + half_1 * se
+    gram_22 = ss / 4 + half_2 * half_2 * ee + half_2 * se
+    gram_12 = ss / 4 + half_1 * half_2 * ee + (half_1 + half_2) * se / 2
+    r11 = np.sqrt(gram_11)
+    nonzero = r11 > 0
+    safe = np.where(nonzero, r11, 1.0)
+    wedge = np.sqrt(np.maximum(ss * ee - se * se, 0.0))
+    r22 = np.where(nonzero, np.abs(half_2 - half_1) * wedge / (2 * safe), np.sqrt(gram_22))
+    return r11, gram_12 / safe, r22
+
+
+def two_token_step(x: np.ndarray, dz: np.ndarray, beta: float, sigma: float) -> np.ndarray:
+    """Model F's reduced layer for two tokens with ``Q^T K = I`` and ``M = 0``, before normalisation: (paths, 2, d).
+
+    The increments ``sigma (r11 z_1, r12 z_1 + r22 z_2)`` (``z_1, z_2`` the columns of ``dz``, ``r`` from
+    ``two_token_factor``) have the law of ``dW a_i``. Equal to the general path (``attention_average`` then
+    ``gram_factor``) up to rounding, with a few passes over the tokens instead of batched 2 x 2 matrix products
+    (numpy's slow case): about 5 times faster at d = 16.
+    """
+    r11, r12, r22 = two_token_factor(x, beta)
+    z1, z2 = dz[..., 0], dz[..., 1]
+    y = np.empty_like(x)
+    y[..., 0, :] = x[..., 0, :] + (sigma * r11)[..., None] * z1
+    y[..., 1, :] = x[..., 1, :] + (sigma * r12)[..., None] * z1 + (sigma * r22)[..., None] * z2
+    return y
+
+
 def reduced_noise(model: FedorovModel) -> CommonNoise:
     """The reduced noise dZ: a d x n matrix of N(0, h) entries (``sigma`` enters through the Gram factor)."""
     return CommonNoise(shape=(model.dim, model.tokens), scale=1.0, law="gaussian")
@@ -76,7 +119,17 @@ class ReducedFedorov(Wrapper):
         return reduced_noise(self.model)
 
     def layer(self, x: np.ndarray, dz: np.ndarray, h: float) -> np.ndarray:
-        """``N(x_i + h M a_i + (V a_i) sqrt(h))`` with ``[sqrt(h) V a_i]_i = sigma dZ F^T``, dZ ~ N(0, h)."""
+        """``N(x_i + h M a_i + (V a_i) sqrt(h))`` with ``[sqrt(h) V a_i]_i = sigma dZ F^T``, dZ ~ N(0, h).
+
+        Two tokens with ``Q^T K = I`` and ``M = 0`` (the phase-transition setting) take ``two_token_step``.
+        """
+        model = self.model
+        if model.tokens == 2 and model.interaction is None and model.mean_value is None:
+            return normalise(two_token_step(x, dz, model.beta, model.sigma))
+        return self.general_layer(x, dz, h)
+
+    def general_layer(self, x: np.ndarray, dz: np.ndarray, h: float) -> np.ndarray:
+        """The layer for any n, interaction and mean value: attention averages, then their Gram factor."""
         a = self.model.attention(x)
         y = x + reduced_increments(self.model.sigma, a, dz)
         if self.model.mean_value is not None:

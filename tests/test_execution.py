@@ -116,3 +116,24 @@ def test_bad_execution_options_are_rejected_with_the_parameter_name():
     for argv in (["--workers", "0"], ["--scheduler", "cluster"], ["--block-paths", "-3"]):
         with pytest.raises(SystemExit):
             main(["run", "strong-fedorov", *argv])
+
+
+def test_the_torchsde_peer_integrates_model_f_limit_sde():
+    # The benchmark's peer must be the same SDE: its drift and g_prod equal FedorovSDE's drift and diffusion
+    # (dW = sigma v), and g_prod equals its full matrix g applied to v. Skipped (not passed) without the extra.
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchsde")
+    from convergence.benchmark import BenchConfig, torchsde_limit
+
+    config, sigma = BenchConfig(paths=8), 0.25
+    peer = torchsde_limit(config, sigma)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, config.tokens, config.dim))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    v = rng.standard_normal((8, config.dim, config.dim))
+    y, tv = torch.from_numpy(x.reshape(8, -1)), torch.from_numpy(v.reshape(8, -1))
+    ours = FedorovModel(config.tokens, config.dim, 1.0, sigma=sigma).limit_sde()
+    np.testing.assert_allclose(peer.f(0.0, y).numpy().reshape(x.shape), ours.drift(x), atol=1e-15)
+    g_prod = peer.g_prod(0.0, y, tv).numpy()
+    np.testing.assert_allclose(g_prod.reshape(x.shape), ours.diffusion(x, sigma * v), atol=1e-15)
+    np.testing.assert_allclose((peer.g(0.0, y) @ tv[..., None])[..., 0].numpy(), g_prod, atol=1e-14)

@@ -4,6 +4,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import sympy as sp
 from numpy.testing import assert_allclose
 from scipy import stats
@@ -13,7 +15,7 @@ from convergence.cli import main
 from convergence.configurations import classify, fixed_overlap, overlap
 from convergence.fedorov import FedorovModel
 from convergence.kolmogorov import expectation, lambdify_overlap
-from convergence.reduced import ReducedFedorov, gram_factor
+from convergence.reduced import ReducedFedorov, gram_factor, two_token_factor
 from convergence.studies.phase_transition import wilson
 from convergence.studies.weak_fedorov import OBSERVABLES
 from convergence.weak import (
@@ -104,6 +106,47 @@ def test_reduced_sampler_has_the_law_of_the_full_matrix(rng):
     # and the layer itself uses it
     out = reduced.layer(x[:5], dz[:5], h)
     assert_allclose(np.linalg.norm(out, axis=-1), 1.0, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), beta=st.floats(-1e3, 1e3), dim=st.integers(2, 9),
+       merge=st.sampled_from([None, 1.0, -1.0]))
+def test_two_token_layer_equals_the_general_layer(seed, beta, dim, merge):
+    # The closed-form two-token path and the general one (softmax, then Gram-Schmidt) are the same map;
+    # `merge` puts token 2 on token 1 or on its antipode (singular Gram matrix).
+    rng = np.random.default_rng(seed)
+    x = random_tokens(rng, 16, 2, dim)
+    if merge is not None:
+        x[:8, 1] = merge * x[:8, 0]
+    dz = 0.1 * rng.standard_normal((16, dim, 2))
+    reduced = ReducedFedorov(FedorovModel(tokens=2, dim=dim, beta=beta, sigma=0.9))
+    assert_allclose(reduced.layer(x, dz, 0.01), reduced.general_layer(x, dz, 0.01), rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("angle", [1e-4, 1e-9, 1e-13, np.pi - 1e-4, np.pi - 1e-9, np.pi])
+@pytest.mark.parametrize("beta", [0.0, 2.0, -3.0])
+def test_two_token_factor_keeps_relative_accuracy_near_merged_and_antipodal_tokens(angle, beta):
+    # Against 120-digit arithmetic on the same float64 tokens (a_i by softmax, then Gram-Schmidt): each of
+    # r11, r12, r22 to 1e-9 relative. r22 ~ beta angle^2 near merging (det W -> 0 as the weights -> 1/2);
+    # a determinant formed as |a1|^2 |a2|^2 - <a1,a2>^2 would leave no correct digit of it there.
+    import mpmath
+
+    x = np.zeros((1, 2, 3))
+    x[0, 0, 0] = 1.0
+    x[0, 1, :2] = np.cos(angle), np.sin(angle)
+    factor = [float(r[0]) for r in two_token_factor(x, beta)]
+    with mpmath.workdps(120):
+        t = [[mpmath.mpf(float(v)) for v in row] for row in x[0]]
+        dot = lambda u, v: mpmath.fsum(p * q for p, q in zip(u, v))
+        a = []
+        for i in range(2):
+            w = [mpmath.exp(beta * dot(t[i], t[j])) for j in range(2)]
+            a.append([(w[0] * t[0][k] + w[1] * t[1][k]) / (w[0] + w[1]) for k in range(3)])
+        r11 = mpmath.sqrt(dot(a[0], a[0]))
+        r12 = dot(a[0], a[1]) / r11 if r11 else mpmath.mpf(0)
+        r22 = mpmath.sqrt(max(dot(a[1], a[1]) - r12**2, 0))
+        exact = [float(r11), float(r12), float(r22)]
+    assert_allclose(factor, exact, rtol=1e-9, atol=1e-50)  # the reference's own cancellation is ~1e-60
 
 
 def test_reduced_sampler_rejects_non_gaussian_entries():
