@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 import pytest
+import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import sympy as sp
 from numpy.testing import assert_allclose
 from scipy import stats
 

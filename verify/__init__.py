@@ -10,6 +10,8 @@ Public interface (names fixed):
     lambda_bar_prime(act, d, sigma_u, sigma_w, beta) -> certified enclosure of the energy decay rate
     one_step_limit(step, tokens, dim, noise="matrix") -> the limit SDE one step of a user's layer map defines
     check_limit(step, drift, diffusion, tokens, dim, noise="matrix") -> derived against claimed coefficients
+    ldm_distance(variances, t, d, T=2.0, variances_hat=None) -> squared W2 of the latent diffusion sample (mpmath)
+    ldm_switching_times(variances, T=2.0) -> [t_1, ..., t_{D+1}] (latent dimension d optimal on (t_d, t_{d+1}))
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .boundary import boundary_exponents, critical_eps2_closed_form
 from .certified import critical_beta
 from .hitting import p_antipodal
 from .kernels import KernelSpec, activation_constants
+from .latent_stopping import ldm_distance, ldm_switching_times
 from .models import beta as _beta
 from .overlap import overlap_sde
 from .synchronisation import lambda_bar_prime
@@ -42,4 +45,4 @@ def critical_eps2(beta_value, dps: int = 30):
 
 
 __all__ = ["KernelSpec", "activation_constants", "boundary_exponents", "check_limit", "critical_beta", "critical_eps2",
-           "lambda_bar_prime", "one_step_limit", "overlap_sde", "p_antipodal"]
+           "lambda_bar_prime", "ldm_distance", "ldm_switching_times", "one_step_limit", "overlap_sde", "p_antipodal"]

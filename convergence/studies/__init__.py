@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import PROFILES, Study
 from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
+from .ldm_stopping import STUDY as LDM_STOPPING
 from .phase_transition import STUDY as PHASE_TRANSITION
 from .strong_agazzi import STUDY as STRONG_AGAZZI
 from .strong_fedorov import STUDY as STRONG_FEDOROV
@@ -12,6 +13,6 @@ from .sync_agazzi import STUDY as SYNC_AGAZZI
 from .weak_fedorov import STUDY as WEAK_FEDOROV
 
 STUDIES: dict[str, Study] = {study.name: study for study in (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION, STRONG_AGAZZI, SYNC_AGAZZI,
-                                                  CHAOS, COMMUTE)}
+                                                  CHAOS, COMMUTE, LDM_STOPPING)}
 
 __all__ = ["PROFILES", "STUDIES", "Study"]

@@ -1,0 +1,137 @@
+"""Latent diffusion stopping (MATH.md section 4): symbolic side, rigorous evaluation, sampler, estimator, study."""
+
+import json
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+import verify
+from convergence.cli import main
+from convergence.estimators import bootstrap_counts
+from convergence.frechet import frechet_estimate
+from convergence.latent_diffusion import (
+    LatentSampler,
+    discrete_variances,
+    plugin_variances,
+)
+from convergence.latent_sampling import LatentDesign, backward_samples
+from verify.derivations import latent_diffusion
+from verify.latent_stopping import (
+    LatentSetting,
+    certify_sign,
+    distance,
+    distance_derivative,
+    monotone_criterion,
+    optimal_dimension,
+)
+
+GEOMETRIC = [0.6**k for k in range(7)] + [1e-10, 1e-10]
+
+
+def test_symbolic_derivations_verify():
+    der = latent_diffusion()
+    assert der.status == "verified", [c for c in der.checks if c["status"] != "verified"]
+
+
+def test_distance_with_exact_score_reaches_the_truncation_error_at_t_equals_T():
+    # With the exact score from the law at T the decoded coordinates are exact at t = T: only the dropped
+    # variances remain (an identity independent of the closed form's time dependence).
+    with mpmath.workdps(30):
+        for d in range(10):
+            exact = mpmath.fsum(map(mpmath.mpf, GEOMETRIC[d:]))
+            assert mpmath.almosteq(verify.ldm_distance(GEOMETRIC, 2.0, d), exact, 1e-25, 1e-25)
+    # at t = 0 nothing has been denoised: each kept coordinate has variance tau2(T) = 1 + e^{-4}(s^2 - 1)
+    tau = [1 + np.exp(-4) * (s - 1) for s in GEOMETRIC]
+    expected = sum((np.sqrt(tau[j]) - np.sqrt(GEOMETRIC[j])) ** 2 for j in range(3)) + sum(GEOMETRIC[3:])
+    assert_allclose(float(verify.ldm_distance(GEOMETRIC, 0.0, 3)), expected, rtol=1e-13)
+
+
+@settings(max_examples=25, deadline=None)
+@given(t=st.floats(0.05, 1.95), start=st.sampled_from(["forward", "standard"]), seed=st.integers(0, 1000))
+def test_analytic_time_derivative_equals_numerical_differentiation(t, start, seed):
+    rng = np.random.default_rng(seed)
+    variances = tuple(sorted(rng.uniform(0.01, 3.0, 4), reverse=True))
+    hat = tuple(v * rng.uniform(0.8, 1.2) for v in variances)
+    setting = LatentSetting(variances, 2.0, hat, start=start)
+    numeric = mpmath.diff(lambda x: distance(mpmath.mp, setting, x, 4), t)
+    assert mpmath.almosteq(distance_derivative(mpmath.mp, setting, mpmath.mpf(t), 4), numeric, 1e-10, 1e-12)
+
+
+def test_switching_times_are_where_the_brute_force_optimal_dimension_changes():
+    times = [float(x) for x in verify.ldm_switching_times(GEOMETRIC)]
+    assert len(times) == len(GEOMETRIC) + 1 and times[-1] == 2.0 and times == sorted(times)
+    setting = LatentSetting(tuple(GEOMETRIC))
+    for d in range(3, 8):  # intervals (t_d, t_d+1) that are wider than the tiny last ones
+        lo, hi = times[d - 1], times[d]
+        if hi - lo > 1e-3:
+            assert optimal_dimension(setting, (lo + hi) / 2) == d
+    # closed form t_4 = T - log((1 - s^2) / (1 - 4 s^2)) / 2 with s^2 = 0.216
+    assert_allclose(times[3], 2.0 - np.log((1 - 0.216) / (1 - 0.864)) / 2, rtol=1e-14)
+
+
+def test_certified_sign_decides_true_false_and_undecided():
+    assert certify_sign(lambda ctx, x: x - 0.5, 0.6, 1.0, +1) is True
+    assert certify_sign(lambda ctx, x: x - 0.5, 0.0, 1.0, +1) is False
+    assert certify_sign(lambda ctx, x: (x - 0.5) ** 2, 0.0, 1.0, +1, depth=8) is None  # touches 0 at 0.5
+
+
+def test_plugin_criterion_is_exact_for_one_coordinate():
+    # One coordinate: monotone on [0, T] iff sigma_hat lies between s and 1 (certified both ways).
+    for s2, q in ((0.3, 0.5), (0.3, 0.2), (2.0, 1.5), (2.0, 2.5), (0.3, 1.4)):
+        setting = LatentSetting((s2,), 2.0, (q,))
+        monotone = certify_sign(lambda ctx, x: distance_derivative(ctx, setting, x, 1), 0, 2.0, -1, strict=False)
+        assert monotone is all(monotone_criterion(setting, 1)), (s2, q)
+
+
+@pytest.mark.parametrize("bad", [{"variances": [0.5, 1.0]}, {"variances": [1.0, float("nan")]}, {"t": 2.5},
+                                 {"d": 4}, {"T": 0.0}, {"variances_hat": [1.0]}])
+def test_ldm_distance_rejects_bad_input_naming_the_parameter(bad):
+    args = {"variances": [1.0, 0.5, 0.1], "t": 1.0, "d": 2, "T": 2.0, "variances_hat": None} | bad
+    with pytest.raises(ValueError, match=r"variances|backward time|dimension|T must|variances_hat"):
+        verify.ldm_distance(**args)
+
+
+@pytest.mark.parametrize("method", ["sde", "ode"])
+def test_sampler_matches_its_exact_discrete_law_and_is_block_independent(method):
+    # Per-coordinate sample variances within 5 standard errors of the exact recursion (false-failure ~1e-5 per
+    # coordinate); the result does not depend on the block size.
+    sampler = LatentSampler((2.0, 0.5, 0.01), 2.0, method=method)
+    design = LatentDesign(128, (2,), (0, 64, 128), paths=20_000, block_paths=4096)
+    finals, recorded = backward_samples(sampler, design, 3, (99, 1))
+    exact = discrete_variances(sampler, 128)[0]
+    var = np.mean(finals[0] ** 2, axis=0)
+    se = np.sqrt(2 * exact**2 / design.paths)
+    assert np.all(np.abs(var - exact) <= 5 * se)
+    assert_allclose(recorded[-1], finals[0], rtol=0, atol=0)
+    other, _ = backward_samples(sampler, LatentDesign(128, (2,), (0, 64, 128), 20_000, block_paths=1000), 3, (99, 1))
+    np.testing.assert_array_equal(other, finals)
+
+
+def test_frechet_estimator_is_unbiased_after_correction_on_a_known_gaussian():
+    # Samples from N(0, diag(a)) against N(0, diag(b)): FD = sum (sqrt a - sqrt b)^2 exactly.
+    rng = np.random.default_rng(0)
+    a, b = np.array([1.5, 0.4, 0.1]), np.array([1.0, 0.5, 0.0])
+    x = rng.standard_normal((40_000, 3)) * np.sqrt(a)
+    est = frechet_estimate(x, b, bootstrap_counts(rng, 40_000, 200))
+    exact = np.sum((np.sqrt(a) - np.sqrt(b)) ** 2)
+    assert abs(est.value - est.bias - exact) <= 4 * est.standard_error  # false-failure ~6e-5
+    assert est.ci[0] <= est.value <= est.ci[1]
+
+
+def test_plugin_variances_are_seeded_second_moments():
+    v = plugin_variances(np.array([4.0, 1.0]), 100_000, np.random.default_rng(1))
+    assert_allclose(v, [4.0, 1.0], rtol=0.03)
+
+
+def test_quick_ldm_stopping_study_passes(tmp_path):
+    assert main(["run", "ldm-stopping", "--profile", "quick", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "ldm-stopping.json").read_text())
+    assert report["verdict"] == "pass"
+    names = {c["name"] for c in report["checks"]}
+    assert names >= {"switching_times", "exact_monotone", "weak_order", "closed_form_limit", "discrete_law",
+                     "low_rank_joint_optimum", "capped_dimension_growth"}
+    assert (tmp_path / "ldm-stopping.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,254 @@
+"""Rigorous evaluation of the latent diffusion stopping problem (formulas derived in ``verify.latent_diffusion``).
+
+Conventions (MATH.md section 4 leaves them open; these are ours, stated in every report):
+
+* Backward time ``t`` in [0, T]; ``t = T`` is the full run, forward time ``u = T - t`` remains.
+* ``start="forward"`` (default): the backward run starts from the sampler's own Gaussian at time T, i.e.
+  ``N(0, tau2(T))`` per coordinate with ``tau2`` built from the variances the score uses (the exact law of Z_T for
+  the exact score). ``start="standard"``: from N(0, I).
+* Latent dimension d keeps coordinates 1..d (the largest variances); the decoded sample is zero beyond d.
+* Switching times ``t_1 <= ... <= t_D`` and ``t_{D+1} = T``: coordinate j lowers the distance exactly for
+  ``t > t_j`` (exact score, forward start), so the optimal latent dimension is d on ``(t_d, t_{d+1})``.
+
+Every formula takes a context ``ctx``: ``mpmath.mp`` for numbers, ``mpmath.iv`` for interval enclosures over a
+box of times (certified signs: a sign is asserted only when a whole interval has it; undecided gives None).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import mpmath
+
+STARTS = ("forward", "standard")
+
+
+def _variances(name: str, values: Sequence[float], decreasing: bool) -> tuple[float, ...]:
+    try:
+        out = tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of numbers, got {values!r}") from None
+    if not out:
+        raise ValueError(f"{name} must hold at least one variance")
+    if not all(math.isfinite(v) and v >= 0 for v in out):
+        raise ValueError(f"{name} must be finite and >= 0, got {out}")
+    if decreasing and any(b > a for a, b in zip(out, out[1:])):
+        raise ValueError(f"{name} must be given in decreasing order (largest first), got {out}")
+    return out
+
+
+@dataclass(frozen=True)
+class LatentSetting:
+    """Data variances ``s_j^2`` (decreasing), horizon T, the score's variances (None: exact score), the cap C of
+    the score coefficient (None: no cap; C > 1) and the start law of the backward run."""
+
+    variances: tuple[float, ...]
+    horizon: float = 2.0
+    variances_hat: tuple[float, ...] | None = None
+    cap: float | None = None
+    start: str = "forward"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "variances", _variances("variances", self.variances, decreasing=True))
+        if not (math.isfinite(self.horizon) and self.horizon > 0):
+            raise ValueError(f"T must be finite and > 0, got {self.horizon!r}")
+        if self.variances_hat is not None:
+            hat = _variances("variances_hat", self.variances_hat, decreasing=False)
+            if len(hat) != len(self.variances):
+                raise ValueError(f"variances_hat must have {len(self.variances)} entries, got {len(hat)}")
+            object.__setattr__(self, "variances_hat", hat)
+        if self.cap is not None and not (math.isfinite(self.cap) and self.cap > 1):
+            raise ValueError(f"cap C must be finite and > 1, got {self.cap!r}")
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {STARTS}, got {self.start!r}")
+
+    @property
+    def dim(self) -> int:
+        return len(self.variances)
+
+    def model_variance(self, j: int) -> float:
+        """The variance the score of coordinate j (0-based) is built from."""
+        return self.variances[j] if self.variances_hat is None else self.variances_hat[j]
+
+    def check_dimension(self, d: int) -> int:
+        if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= self.dim:
+            raise ValueError(f"latent dimension d must be an integer in [0, {self.dim}], got {d!r}")
+        return d
+
+    def check_time(self, t) -> None:
+        if not 0 <= float(t) <= self.horizon:
+            raise ValueError(f"backward time t must be in [0, T = {self.horizon}], got {t!r}")
+
+
+def model_variance_path(ctx, q, u):
+    """``tau2(u) = 1 + e^{-2u} (q - 1)``: the score model's variance at forward time u."""
+    return 1 + ctx.exp(-2 * u) * (q - 1)
+
+
+def _uncapped(ctx, q, t, horizon, start_variance):
+    tau_now, tau_start = model_variance_path(ctx, q, horizon - t), model_variance_path(ctx, q, horizon)
+    return tau_now + (start_variance - tau_start) * (tau_now / tau_start) ** 2 * ctx.exp(-2 * t)
+
+
+def cap_release_time(q: float, cap: float, horizon: float):
+    """Backward time from which the cap binds (``1/tau2 > C``), or None if it never does on [0, T]."""
+    if q >= 1 / cap:
+        return None
+    u_star = mpmath.log((1 - q) / (1 - 1 / mpmath.mpf(cap))) / 2
+    return max(mpmath.mpf(0), horizon - u_star)
+
+
+def decoded_variance(ctx, setting: LatentSetting, j: int, t):
+    """The variance of latent coordinate j (0-based) at backward time t (closed forms of ``latent_diffusion``)."""
+    q = ctx.mpf(setting.model_variance(j))
+    horizon = ctx.mpf(setting.horizon)
+    start = model_variance_path(ctx, q, horizon) if setting.start == "forward" else ctx.mpf(1)
+    release = None if setting.cap is None else cap_release_time(setting.model_variance(j), setting.cap, setting.horizon)
+    if release is None:
+        return _uncapped(ctx, q, t, horizon, start)
+    if ctx is not mpmath.mp:
+        raise ValueError("capped variances are evaluated with mpmath.mp only")
+    if t <= release:
+        return _uncapped(ctx, q, t, horizon, start)
+    held = _uncapped(ctx, q, release, horizon, start)
+    rest = 1 / (2 * ctx.mpf(setting.cap) - 1)
+    return rest + (held - rest) * ctx.exp(-2 * (2 * setting.cap - 1) * (t - release))
+
+
+def _variance_rate(ctx, setting: LatentSetting, j: int, t):
+    """``dv/dt`` of the uncapped closed form, differentiated term by term (finite at t = T even when tau2(0) = 0,
+    where the ODE's ``2 (1 - 2/tau2) v + 2`` is 0/0): with ``tau' = d tau2(T - t)/dt = 2 e^{-2u} (q - 1)``,
+    ``v' = tau' + (v0 - tau2(T)) / tau2(T)^2 (2 tau2 tau' - 2 tau2^2) e^{-2t}``."""
+    q, horizon = ctx.mpf(setting.model_variance(j)), ctx.mpf(setting.horizon)
+    tau_now, tau_start = model_variance_path(ctx, q, horizon - t), model_variance_path(ctx, q, horizon)
+    start = tau_start if setting.start == "forward" else ctx.mpf(1)
+    slope = 2 * ctx.exp(-2 * (horizon - t)) * (q - 1)
+    return slope + (start - tau_start) / tau_start**2 * (2 * tau_now * slope - 2 * tau_now**2) * ctx.exp(-2 * t)
+
+
+def coordinate_gain(ctx, setting: LatentSetting, j: int, t):
+    """Change of the squared distance when coordinate j joins: ``(sqrt(v) - s)^2 - s^2 = v - 2 s sqrt(v)``."""
+    v = decoded_variance(ctx, setting, j, t)
+    return v - 2 * ctx.sqrt(ctx.mpf(setting.variances[j])) * ctx.sqrt(v)
+
+
+def distance(ctx, setting: LatentSetting, t, d: int):
+    """Squared W2 distance ``sum_{j<=d} (sqrt(v_j) - s_j)^2 + sum_{j>d} s_j^2``."""
+    total = ctx.mpf(0)
+    for j, s2 in enumerate(setting.variances):
+        root_s = ctx.sqrt(ctx.mpf(s2))
+        total += (ctx.sqrt(decoded_variance(ctx, setting, j, t)) - root_s) ** 2 if j < d else ctx.mpf(s2)
+    return total
+
+
+def distance_derivative(ctx, setting: LatentSetting, t, d: int):
+    """``d/dt`` of the squared distance: ``sum_{j<=d} (1 - s_j / sqrt(v_j)) dv_j/dt`` (uncapped scores)."""
+    if setting.cap is not None:
+        raise ValueError("the derivative is written for uncapped scores")
+    total = ctx.mpf(0)
+    for j in range(d):
+        v = decoded_variance(ctx, setting, j, t)
+        rate = _variance_rate(ctx, setting, j, t)
+        s2 = setting.variances[j]
+        total += rate if s2 == 0 else (1 - ctx.sqrt(ctx.mpf(s2)) / ctx.sqrt(v)) * rate  # s = 0: the term is v
+    return total
+
+
+def ldm_distance(variances, t, d, T=2.0, variances_hat=None, cap=None, start="forward", dps: int = 30) -> mpmath.mpf:
+    """Squared Wasserstein-2 distance between the decoded sample law at backward time t and the data law.
+
+    Exact score when ``variances_hat`` is None, plug-in score (built from ``variances_hat``) otherwise; ``cap``
+    caps the score coefficient at C (the constrained score-matching minimiser). Conventions: module docstring.
+    """
+    setting = LatentSetting(tuple(variances), T, None if variances_hat is None else tuple(variances_hat), cap, start)
+    setting.check_dimension(d)
+    setting.check_time(t)
+    with mpmath.workdps(dps):
+        return +distance(mpmath.mp, setting, mpmath.mpf(t), d)
+
+
+def helpful_from(s2: float, horizon: float) -> mpmath.mpf:
+    """``t_j = max(0, T - log((1 - s2) / (1 - 4 s2)) / 2)`` for ``s2 < 1/4``, 0 otherwise (exact score, forward)."""
+    if s2 >= 0.25:
+        return mpmath.mpf(0)
+    s2 = mpmath.mpf(s2)
+    return max(mpmath.mpf(0), horizon - mpmath.log((1 - s2) / (1 - 4 * s2)) / 2)
+
+
+def ldm_switching_times(variances, T=2.0, dps: int = 30) -> list[mpmath.mpf]:
+    """``[t_1, ..., t_D, t_{D+1} = T]``: latent dimension d is optimal on ``(t_d, t_{d+1})`` (exact score,
+    backward run from the law of Z_T). Non-decreasing because the data variances are."""
+    setting = LatentSetting(tuple(variances), T)
+    with mpmath.workdps(dps):
+        return [helpful_from(s2, setting.horizon) for s2 in setting.variances] + [mpmath.mpf(setting.horizon)]
+
+
+def optimal_dimension(setting: LatentSetting, t) -> int:
+    """The latent dimension with the smallest distance at backward time t (the smallest one on ties)."""
+    values = [distance(mpmath.mp, setting, mpmath.mpf(t), d) for d in range(setting.dim + 1)]
+    return min(range(len(values)), key=lambda d: (values[d], d))
+
+
+def optimal_stopping_time(setting: LatentSetting, d: int, grid: int = 400) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """``(t*, W2^2(t*))`` minimising the distance over [0, T] for fixed d: the endpoints and every root of the
+    derivative in a grid cell where it changes sign from - to + (uncapped scores; capped: the grid)."""
+    setting.check_dimension(d)
+    horizon = mpmath.mpf(setting.horizon)
+    ts = [horizon * k / grid for k in range(grid + 1)]
+    candidates = [mpmath.mpf(0), horizon]
+    if setting.cap is None:
+        f = lambda x: distance_derivative(mpmath.mp, setting, x, d)
+        slopes = [f(x) for x in ts]
+        for k in range(grid):
+            if slopes[k] < 0 < slopes[k + 1]:
+                candidates.append(mpmath.findroot(f, (ts[k], ts[k + 1]), solver="anderson"))
+    else:
+        candidates += ts
+    values = [distance(mpmath.mp, setting, x, d) for x in candidates]
+    best = min(range(len(values)), key=lambda k: (values[k], -candidates[k]))
+    return candidates[best], values[best]
+
+
+def certify_sign(function: Callable, lo, hi, sign: int, depth: int = 64, dps: int = 40,
+                 budget: int = 20_000, strict: bool = True) -> bool | None:
+    """True when ``sign * function(box) > 0`` is proved on every box of a bisection of [lo, hi] (interval
+    arithmetic, ``function(mpmath.iv, box)``); False when the opposite sign is proved at a point; None when
+    undecided (a box narrower than 2^-depth of the interval, or more than ``budget`` evaluations).
+    ``strict=False`` proves ``sign * function >= 0`` instead (a term that is identically 0 passes)."""
+    saved = mpmath.iv.dps
+    mpmath.iv.dps = dps
+    try:
+        return _certify_boxes(function, lo, hi, sign, depth, budget, strict)
+    finally:
+        mpmath.iv.dps = saved
+
+
+def _certify_boxes(function: Callable, lo, hi, sign: int, depth: int, budget: int, strict: bool) -> bool | None:
+    with mpmath.workdps(mpmath.iv.dps):
+        boxes = deque([(mpmath.mpf(lo), mpmath.mpf(hi), 0)])  # breadth first: a counterexample is found early
+        while boxes:
+            a, b, level = boxes.popleft()
+            budget -= 1
+            value = sign * function(mpmath.iv, mpmath.iv.mpf([a, b]))
+            if ((value > 0) if strict else (value >= 0)) is True:
+                continue
+            middle = (a + b) / 2
+            if (sign * function(mpmath.iv, mpmath.iv.mpf(middle)) < 0) is True:
+                return False
+            if level >= depth or budget <= 0:
+                return None
+            boxes.extend([(a, middle, level + 1), (middle, b, level + 1)])
+    return True
+
+
+def monotone_criterion(setting: LatentSetting, d: int) -> list[bool]:
+    """Per coordinate j <= d: ``(sigma_hat_j - s_j)(sigma_hat_j^2 - 1) <= 0`` (sigma_hat_j between s_j and 1), the
+    exact condition for coordinate j's term to be non-increasing on [0, T] (forward start). Exact float compares."""
+    out = []
+    for j in range(setting.check_dimension(d)):
+        q, s2 = setting.model_variance(j), setting.variances[j]
+        out.append((q >= s2 and q <= 1) or (q <= s2 and q >= 1))
+    return out
