@@ -117,9 +117,9 @@ def _draw_plot(ax, plot: Plot) -> None:
                 # A percentile interval need not contain the point estimate (e.g. a median): bars start at it.
                 err = [[max(y - lo, 0.0) for y, lo in zip(curve.y, curve.y_lo)],
                        [max(hi - y, 0.0) for y, hi in zip(curve.y, curve.y_hi)]]
-            ax.errorbar(curve.x, curve.y, yerr=err, fmt="o", ms=4, capsize=2, label=curve.label)
+            ax.errorbar(curve.x, curve.y, yerr=err, fmt="o", ms=4, capsize=2, label=curve.label, color=curve.color)
         else:
-            ax.plot(curve.x, curve.y, "-", lw=1.2, label=curve.label)
+            ax.plot(curve.x, curve.y, "-", lw=1.2, label=curve.label, color=curve.color)
     for x, label in plot.markers:
         ax.axvline(x, color="k", ls="--", lw=0.8)
         ax.text(x, ax.get_ylim()[1], f" {label}", fontsize=7, va="top")

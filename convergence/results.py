@@ -54,6 +54,7 @@ class Curve:
     y_lo: list[float] | None = None
     y_hi: list[float] | None = None
     style: str = "line"
+    color: str | None = None  # curves that share a colour belong together (e.g. theory and simulation)
 
 
 @dataclass(frozen=True)

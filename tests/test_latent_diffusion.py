@@ -135,3 +135,19 @@ def test_quick_ldm_stopping_study_passes(tmp_path):
     assert names >= {"switching_times", "exact_monotone", "weak_order", "closed_form_limit", "discrete_law",
                      "low_rank_joint_optimum", "capped_dimension_growth"}
     assert (tmp_path / "ldm-stopping.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_float64_joint_optimum_agrees_with_the_30_digit_search():
+    # The study decides d* and t* < T on a float64 grid; the mpmath search (roots of the derivative) must agree.
+    from convergence.studies.ldm_stopping import SPECTRA, joint_optimum
+    from verify.latent_stopping import optimal_stopping_time
+
+    variances = SPECTRA["low-rank"]
+    for i in range(6):
+        hat = plugin_variances(np.array(variances), 1000, np.random.default_rng(i))
+        for start in ("forward", "standard"):
+            setting = LatentSetting(variances, 2.0, tuple(hat), start=start)
+            (t_star, _), d_star = min(((optimal_stopping_time(setting, d, grid=100), d) for d in range(1, 7)),
+                                      key=lambda item: (item[0][1], item[1]))
+            d_grid, t_grid = joint_optimum(variances, hat, start)
+            assert d_grid == d_star and (t_grid < 2.0) == (t_star < 2.0)

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import mpmath
 import numpy as np
+import sympy as sp
 
 from verify.latent_stopping import (
     LatentSetting,
@@ -51,8 +53,11 @@ SPECTRA = {
 LOW_RANK = 4
 DATA_SAMPLES = 1000
 ORDER_ALLOWANCE = 0.25  # pre-asymptotic drift of a fitted weak order around 1
+PRE_ASYMPTOTIC = 0.1  # the exact discrete slope at the simulated steps must be this close to 1 to test the order
+EXACT_ORDER_TOLERANCE = 0.05
 END_MARGIN = 1e-6  # certification stops this far from t = T, where the exact derivative vanishes
 CAP_RATIO, CAP_DIM, CAPS = 0.6, 40, tuple(10.0**k for k in range(1, 9))
+SAMPLER_CAP = 100.0  # the capped run: plug-in variances, score coefficient at most C
 
 
 @dataclass(frozen=True)
@@ -67,15 +72,6 @@ class Profile:
 PROFILES = {"quick": Profile(paths=8192, replicates=200), "full": Profile(paths=65536, replicates=400, plugin_draws=1000)}
 
 
-def _verdict(lo: float, hi: float, expected_sign: int) -> str:
-    """pass when the interval has the expected sign, fail when it has the other, inconclusive when it holds 0."""
-    if (lo > 0 and expected_sign > 0) or (hi < 0 and expected_sign < 0):
-        return "pass"
-    if (lo > 0) or (hi < 0):
-        return "fail"
-    return "inconclusive"
-
-
 def _data_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(STUDY_KEY, 900, index)))
 
@@ -84,25 +80,24 @@ def switching_checks(variances: tuple[float, ...]) -> tuple[list[Check], list[fl
     """Certify, for every coordinate, the sign of its gain before and after its switching time."""
     setting = LatentSetting(variances, HORIZON)
     times = [float(x) for x in ldm_switching_times(variances, HORIZON)]
-    certified, interior = 0, 0
+    certified = 0
     notes = []
     for j, tj in enumerate(times[:-1]):
         gain = lambda ctx, box, j=j: coordinate_gain(ctx, setting, j, box)
-        if 0 < tj < HORIZON:
-            interior += 1
-            margin = 1e-3 * min(tj, HORIZON - tj)
-            before = certify_sign(gain, 0, tj - margin, +1)
-            after = certify_sign(gain, tj + margin, HORIZON - (margin if variances[j] == 0 else 0), -1)
-            ok = before is True and after is True
+        if tj == 0:  # helps throughout
+            ok = certify_sign(gain, 0, HORIZON, -1) is True
+        elif tj == HORIZON:  # a zero variance: never helps (its gain vanishes only at t = T)
+            ok = certify_sign(gain, 0, HORIZON - END_MARGIN, +1) is True
         else:
-            interior += 1
-            ok = certify_sign(gain, 0, HORIZON, -1) is True if tj == 0 else False
-        certified += bool(ok)
+            margin = 1e-3 * min(tj, HORIZON - tj)
+            ok = certify_sign(gain, 0, tj - margin, +1) is True and certify_sign(gain, tj + margin, HORIZON, -1) is True
+        certified += ok
         notes.append(f"t_{j + 1} = {tj:.15g}")
-    check = Check("switching_times", interior, certified, (certified, certified),
-                  "pass" if certified == interior else "fail", {"spectrum": _spectrum_name(variances)},
-                  note="coordinate j raises the distance before t_j and lowers it after (interval arithmetic, "
-                       "margins 1e-3 of the distance to the ends); " + ", ".join(notes) + f", t_D+1 = T = {HORIZON}")
+    check = Check("switching_times", len(variances), certified, (certified, certified),
+                  "pass" if certified == len(variances) else "fail", {"spectrum": _spectrum_name(variances)},
+                  note="coordinates whose gain sign is certified: positive before t_j, negative after (interval "
+                       "arithmetic, margins 1e-3 of the distance to the ends); " + ", ".join(notes)
+                       + f", t_D+1 = T = {HORIZON}")
     return [check], times
 
 
@@ -154,7 +149,7 @@ def _discrete_distance(v: np.ndarray, variances: tuple[float, ...], d: int) -> f
 def sampler_checks(name: str, variances, sampler: LatentSampler, profile: Profile, seed: int, key,
                    z: float, stop_times: dict[int, float]) -> tuple[list[Check], dict]:
     """Monte Carlo against the exact discrete law, weak order, limit, and t* against T on the same paths."""
-    records = sorted({0, *range(64, profile.steps + 1, 64),
+    records = sorted({0, *range(64, profile.steps + 1, 64), *(profile.steps - 2**k for k in range(6)),
                       *(min(profile.steps, round(t / HORIZON * profile.steps)) for t in stop_times.values())})
     design = LatentDesign(profile.steps, profile.factors, tuple(records), profile.paths)
     finals, recorded = backward_samples(sampler, design, seed, key)
@@ -163,7 +158,8 @@ def sampler_checks(name: str, variances, sampler: LatentSampler, profile: Profil
     setting = LatentSetting(variances, HORIZON, None if sampler.score_variances == variances else
                             sampler.score_variances, sampler.cap, sampler.start)
     dims = len(variances)
-    config = {"spectrum": name, "score": "exact" if setting.variances_hat is None else "plug-in",
+    score = "exact" if setting.variances_hat is None else ("plug-in" if setting.cap is None else f"capped C={setting.cap:g}")
+    config = {"spectrum": name, "score": score,
               "method": sampler.method, "d": dims}
     checks = []
     levels = (1, *profile.factors)
@@ -187,13 +183,19 @@ def sampler_checks(name: str, variances, sampler: LatentSampler, profile: Profil
     tail = (1 - 0.99) / 2
     lo, hi = np.quantile(np.nan_to_num(order_reps, nan=-np.inf), [tail, 1 - tail])
     exact_order = _slope(steps, np.abs(exact_diffs))
+    # Order 1 is the claim where the discrete law is asymptotic at these steps; elsewhere (the capped score's stiff
+    # phase) the Monte Carlo must reproduce the discrete law's own slope, and order 1 is shown by exact algebra below.
+    asymptotic = abs(exact_order - 1.0) <= PRE_ASYMPTOTIC
+    expected, allowance = (1.0, ORDER_ALLOWANCE) if asymptotic else (exact_order, PRE_ASYMPTOTIC)
+    reason = (f"exact discrete law gives {exact_order:.4f}" if asymptotic else
+              f"pre-asymptotic at these steps: compared with the exact discrete law's slope {exact_order:.4f}")
     if not np.all(np.abs(diffs) > 3 * np.std(reps, axis=0, ddof=1)):
-        verdict = "inconclusive"
+        verdict, reason = "inconclusive", reason + "; level differences within 3 standard errors of 0"
     else:
-        verdict = "pass" if lo - ORDER_ALLOWANCE <= 1.0 <= hi + ORDER_ALLOWANCE else "fail"
-    checks.append(Check("weak_order", 1.0, order, (float(lo), float(hi)), verdict, config, ORDER_ALLOWANCE,
-                        note=f"slope of |FD(2h) - FD(h)| over h = T/{profile.steps // 4}..T/{profile.steps}; exact "
-                             f"discrete law gives {exact_order:.4f}"))
+        verdict = "pass" if lo - allowance <= expected <= hi + allowance else "fail"
+    checks.append(Check("weak_order", expected, order, (float(lo), float(hi)), verdict, config, allowance,
+                        note=f"slope of |FD(2h) - FD(h)| over h = T/{profile.steps // 4}..T/{profile.steps}; {reason}"))
+    checks.append(exact_discrete_convergence(sampler, variances, setting, config))
     # 3. the limit: the finest level plus its known discretisation bias against the continuous closed form
     bias = exact_discrete[0] - closed
     checks.append(Check("closed_form_limit", closed, corrected - bias, (corrected - bias - half, corrected - bias + half),
@@ -223,6 +225,23 @@ def sampler_checks(name: str, variances, sampler: LatentSampler, profile: Profil
     return checks, {"times": times, "curves": curves, "setting": setting}
 
 
+def exact_discrete_convergence(sampler: LatentSampler, variances, setting: LatentSetting, config: dict) -> Check:
+    """Exact algebra, no sampling: the discrete law's distance at h = T/2^10 .. T/2^16 converges to the closed form
+    at order 1 (slope of the last four errors) and to that limit (Richardson residual 2 e(h) - e(2h) small)."""
+    closed = float(distance(mpmath.mp, setting, HORIZON, len(variances)))
+    levels = [2**k for k in range(10, 17)]
+    errors = np.array([_discrete_distance(discrete_variances(sampler, n)[0], variances, len(variances)) - closed
+                       for n in levels])
+    steps = HORIZON / np.array(levels, dtype=float)
+    order = _slope(steps[-4:], np.abs(errors[-4:]))
+    residual = 2 * errors[-1] - errors[-2]
+    ok = abs(order - 1.0) <= EXACT_ORDER_TOLERANCE and abs(residual) <= EXACT_ORDER_TOLERANCE * abs(errors[-1]) + 1e-14
+    return Check("exact_discrete_convergence", 1.0, order, (order, order), "pass" if ok else "fail", config,
+                 EXACT_ORDER_TOLERANCE,
+                 note=f"discrete-law error at h = T/1024 .. T/65536: {', '.join(f'{e:.3g}' for e in errors)}; Richardson "
+                      f"residual {residual:.2g} (limit = the closed form of verify.latent_stopping)")
+
+
 def _slope(steps: np.ndarray, values: np.ndarray) -> float:
     if np.any(values <= 0):
         return float("nan")
@@ -247,28 +266,54 @@ def capped_growth() -> tuple[Check, Plot]:
     return check, plot
 
 
-def low_rank_optimum(seed: int, draws: int) -> Check:
-    """Joint optimum (d, t) for the low-rank spectrum over ``draws`` seeded plug-in estimates."""
+JOINT_GRID = np.unique(np.concatenate([np.linspace(0.0, HORIZON, 2001), HORIZON - np.logspace(-9, -1, 801)]))
+
+
+@cache
+def _decoded_variance_numpy():
+    """The derived SDE variance closed form (``verify.latent_diffusion``) compiled for numpy: v(t, T, q, v0)."""
+    from verify import latent_diffusion as ld
+
+    return sp.lambdify((ld.t, ld.T, ld.q, ld.v0), ld.backward_variance(), "numpy")
+
+
+def joint_optimum(variances: tuple[float, ...], hat: np.ndarray, start: str) -> tuple[int, float]:
+    """``(d*, t*)`` minimising W2^2 over d and a grid of t (dense near T) in float64; ties go to the smaller d and
+    the later t. Float64 suffices here: the decisions (d* = d_0, t* < T) are separated by far more than rounding."""
+    q = np.asarray(hat)[None, :]
+    start_variance = 1.0 + np.exp(-2 * HORIZON) * (q - 1.0) if start == "forward" else np.ones_like(q)
+    v = np.maximum(_decoded_variance_numpy()(JOINT_GRID[:, None], HORIZON, q, start_variance), 0.0)
+    root = np.sqrt(np.asarray(variances))
+    kept = np.cumsum((np.sqrt(v) - root) ** 2, axis=1)  # (grid, D): coordinates 1..d kept
+    dropped = np.sum(root**2) - np.cumsum(root**2)
+    table = kept + dropped  # W2^2 for d = 1..D
+    best_t = table.shape[0] - 1 - np.argmin(table[::-1], axis=0)  # latest minimiser per d
+    values = table[best_t, np.arange(table.shape[1])]
+    d_star = int(np.argmin(values))  # first (smallest) d on ties
+    return d_star + 1, float(JOINT_GRID[best_t[d_star]])
+
+
+def low_rank_optimum(seed: int, draws: int, start: str = "forward") -> Check:
+    """Joint optimum (d, t) for the low-rank spectrum over ``draws`` seeded plug-in estimates, run started from
+    the score model's law at T (our convention, a claim) or from N(0, I) (a finding)."""
     variances = SPECTRA["low-rank"]
     at_rank, early = 0, 0
     for i in range(draws):
-        hat = tuple(plugin_variances(np.array(variances), DATA_SAMPLES, _data_rng(seed, 1000 + i)))
-        setting = LatentSetting(variances, HORIZON, hat)
-        best = min(((optimal_stopping_time(setting, d, grid=100), d) for d in range(1, len(variances) + 1)),
-                   key=lambda item: (item[0][1], item[1]))
-        (t_star, _), d_star = best
+        hat = plugin_variances(np.array(variances), DATA_SAMPLES, _data_rng(seed, 1000 + i))
+        d_star, t_star = joint_optimum(variances, hat, start)
         at_rank += d_star == LOW_RANK
-        early += bool(t_star < HORIZON)
+        early += t_star < HORIZON
     return Check("low_rank_joint_optimum", 1.0, at_rank / draws, wilson(at_rank, draws, 2.576),
-                 "pass" if at_rank == draws else "fail", {"spectrum": "low-rank", "draws": draws},
+                 "pass" if at_rank == draws else "fail", {"spectrum": "low-rank", "draws": draws, "start": start},
                  note=f"d* = d_0 = {LOW_RANK} in {at_rank}/{draws} plug-in draws (99% Wilson interval), stopping before T "
                       f"in {early}/{draws} (when some coordinate j <= d_0 is underestimated); with the exact score every "
-                      "d >= d_0 ties at t = T")
+                      "d >= d_0 ties at t = T", claim=start == "forward")
 
 
 def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyResult:
     profile = PROFILES[profile_name]
     runs = [(name, score, method) for name in SPECTRA for score in ("exact", "plug-in") for method in ("sde", "ode")]
+    runs.append(("geometric", "capped", "sde"))  # capped ODE: no closed form (the capped path is not a marginal family)
     advance = progress(len(runs), NAME)
     checks: list[Check] = []
     plots: list[Plot] = []
@@ -276,14 +321,16 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
     hats = {name: tuple(plugin_variances(np.array(v), DATA_SAMPLES, _data_rng(seed, i)))
             for i, (name, v) in enumerate(SPECTRA.items())}
     switch_check, switch_times = switching_checks(SPECTRA["geometric"])
-    checks += switch_check
+    checks += switch_check + switching_checks(SPECTRA["low-rank"])[0]
     for name, variances in SPECTRA.items():
         checks += monotone_checks(variances, None) + monotone_checks(variances, hats[name])
+    simulated: dict[tuple[str, str], dict] = {}
     for index, (name, score, method) in enumerate(runs):
         variances = SPECTRA[name]
-        hat = hats[name] if score == "plug-in" else variances
-        sampler = LatentSampler(hat, HORIZON, method=method)
-        setting = LatentSetting(variances, HORIZON, None if score == "exact" else hat)
+        hat = variances if score == "exact" else hats[name]
+        cap = SAMPLER_CAP if score == "capped" else None
+        sampler = LatentSampler(hat, HORIZON, cap=cap, method=method)
+        setting = LatentSetting(variances, HORIZON, None if score == "exact" else hat, cap)
         stops = {}
         if score == "plug-in" and method == "sde":
             for d in range(1, len(variances) + 1):
@@ -295,8 +342,12 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         if method == "sde":
             plots.append(_distance_plot(name, score, data, switch_times if (name, score) == ("geometric", "exact")
                                         else None))
+            simulated[(name, score)] = data
         advance(1)
-    checks.append(low_rank_optimum(seed, profile.plugin_draws))
+    for name, variances in SPECTRA.items():
+        settings = {"exact": LatentSetting(variances, HORIZON), "plug-in": LatentSetting(variances, HORIZON, hats[name])}
+        plots.append(_dimension_plot(name, settings, {score: simulated[(name, score)] for score in settings}))
+    checks += [low_rank_optimum(seed, profile.plugin_draws, start) for start in ("forward", "standard")]
     cap_check, cap_plot = capped_growth()
     checks.append(cap_check)
     plots.append(cap_plot)
@@ -318,20 +369,56 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
                        plots={"": plots}, notes=notes)
 
 
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+           "tab:olive")
+REMAINING = np.logspace(-11, math.log10(HORIZON), 121)  # forward time u = T - t left, log-spaced
+
+
+def _shown_dims(dim: int) -> range:
+    return range(1, dim + 1) if dim <= 6 else range(1, dim + 1, 2)
+
+
 def _distance_plot(name: str, score: str, data: dict, switch_times: list[float] | None) -> Plot:
+    """W2^2 against the remaining forward time u = T - t (log-log): closed form and Monte Carlo (u > 0)."""
     setting: LatentSetting = data["setting"]
-    grid = np.linspace(0, HORIZON, 201)
-    dims = range(1, setting.dim + 1) if setting.dim <= 6 else range(1, setting.dim + 1, 2)
+    remaining = HORIZON - data["times"]
+    shown = remaining > 0
     curves = []
-    for d in dims:
-        curves.append(Curve(f"d={d} theory", grid.tolist(),
-                            [float(distance(mpmath.mp, setting, float(t), d)) for t in grid]))
-        est = data["curves"][d]
-        curves.append(Curve(f"d={d} simulated", data["times"].tolist(), [e.value for e in est],
-                            [e.ci[0] for e in est], [e.ci[1] for e in est], style="points"))
-    markers = [] if switch_times is None else [(t, f"t_{j + 1}") for j, t in enumerate(switch_times[:-1])
+    for d in _shown_dims(setting.dim):
+        colour = COLOURS[(d - 1) % len(COLOURS)]
+        curves.append(Curve(f"d={d}", REMAINING.tolist(),
+                            [float(distance(mpmath.mp, setting, HORIZON - u, d)) for u in REMAINING], color=colour))
+        est = [e for e, keep in zip(data["curves"][d], shown) if keep]
+        curves.append(Curve(f"d={d} simulated", remaining[shown].tolist(), [e.value - e.bias for e in est],
+                            [e.ci[0] - e.bias for e in est], [e.ci[1] - e.bias for e in est], style="points",
+                            color=colour))
+    markers = [] if switch_times is None else [(HORIZON - t, f"t_{j + 1}") for j, t in enumerate(switch_times[:-1])
                                                  if 0 < t < HORIZON]
-    return Plot(f"{name}, {score} score: W2^2 against backward time", "t", "W2^2", curves, markers, logy=True)
+    return Plot(f"{name}, {score} score: W2^2 (lines: closed form; points: Euler SDE, h = T/1024)",
+                "remaining forward time T - t", "W2^2", curves, markers, logx=True, logy=True)
+
+
+def _dimension_plot(name: str, settings: dict[str, LatentSetting], simulated: dict) -> Plot:
+    """The optimal latent dimension against the remaining time, closed form per score, and the Monte Carlo argmin."""
+    curves = []
+    for (score, setting), colour in zip(settings.items(), COLOURS):
+        curves.append(Curve(f"{score} score", REMAINING.tolist(),
+                            [float(optimal_dimension(setting, HORIZON - u)) for u in REMAINING], color=colour))
+        data = simulated.get(score)
+        if data is not None:
+            remaining = HORIZON - data["times"]
+            best = [min(range(setting.dim + 1), key=lambda d, k=k: (_corrected(data, d, k), d))
+                    for k in range(len(remaining)) if remaining[k] > 0]
+            curves.append(Curve(f"{score} score, simulated argmin", remaining[remaining > 0].tolist(),
+                                [float(b) for b in best], style="points", color=colour))
+    return Plot(f"{name}: optimal latent dimension", "remaining forward time T - t", "d*", curves, logx=True)
+
+
+def _corrected(data: dict, d: int, k: int) -> float:
+    if d == 0:
+        return float(np.sum(data["setting"].variances))
+    estimate = data["curves"][d][k]
+    return estimate.value - estimate.bias
 
 
 STUDY = Study(NAME, "latent diffusion: distance against stopping time and latent dimension, switching times, "
