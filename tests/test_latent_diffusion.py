@@ -83,7 +83,8 @@ def test_plugin_criterion_is_exact_for_one_coordinate():
     # One coordinate: monotone on [0, T] iff sigma_hat lies between s and 1 (certified both ways).
     for s2, q in ((0.3, 0.5), (0.3, 0.2), (2.0, 1.5), (2.0, 2.5), (0.3, 1.4)):
         setting = LatentSetting((s2,), 2.0, (q,))
-        monotone = certify_sign(lambda ctx, x: distance_derivative(ctx, setting, x, 1), 0, 2.0, -1, strict=False)
+        slope = lambda ctx, x, setting=setting: distance_derivative(ctx, setting, x, 1)
+        monotone = certify_sign(slope, 0, 2.0, -1, strict=False)
         assert monotone is all(monotone_criterion(setting, 1)), (s2, q)
 
 
