@@ -7,7 +7,8 @@ Workload (the issue's reference): model F with n = 2 tokens in d = 16, 4096 path
 * ``draw_only``     the same random numbers drawn alone, in the same chunks (the floor of ``layer_full``);
 * ``layer_reduced`` the reduced sampler (V a_i drawn from their joint law: d n normals per step);
 * ``euler_sde``     Euler-Maruyama of model F's limit SDE (the derived Ito drift), one process;
-* ``euler_sde_2p``  the same on a local dask cluster of 1 and of 2 worker processes (blocks of 512 paths);
+* ``euler_sde_2p``  the same on a local dask cluster of 1 and of 2 worker processes (the same 4096 paths as the
+  peers, in blocks of ``parallel_block`` paths);
 * ``euler_sde_reduced`` the same SDE with its noise drawn in the reduced form (``dW a_i`` from their joint law:
   the same SDE in law, d n normals per step, not the same Brownian matrix path), 1 and 2 processes;
 * ``per_path_loop`` a plain loop over paths and layers with numpy on single paths (on a subset of paths);
@@ -49,7 +50,7 @@ class BenchConfig:
     model_a_tokens: int = 1024
     model_a_paths: int = 4
     model_a_steps: int = 4
-    parallel_paths: int = 16384
+    parallel_block: int = 1024  # two blocks per worker: the peers' 4096 paths split over 2 processes
     repeats: int = 3
 
     def __post_init__(self) -> None:
@@ -239,14 +240,13 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
             config.model_a_paths * config.model_a_steps)
     euler_reduced = EulerMaruyama(ReducedFedorov(model).limit_sde())
     measure("euler_sde_reduced", forward(euler_reduced), path_steps)
-    parallel_work = config.parallel_paths * config.steps
-    measure("euler_sde_1p_sync", forward(euler, config.parallel_paths, block=512), parallel_work)
+    block = config.parallel_block
+    measure("euler_sde_1p_sync", forward(euler, block=block), path_steps)
     for workers in (1, 2):
         with scheduler("processes", workers=workers):
-            measure(f"euler_sde_{workers}p", forward(euler, config.parallel_paths, block=512), parallel_work)
+            measure(f"euler_sde_{workers}p", forward(euler, block=block), path_steps)
             if workers == 2:
-                measure("euler_sde_reduced_2p", forward(euler_reduced, config.parallel_paths, block=512),
-                        parallel_work)
+                measure("euler_sde_reduced_2p", forward(euler_reduced, block=block), path_steps)
     for name, build in (("diffrax", diffrax_euler), ("torchsde", torchsde_euler)):
         run = build(config, sigma)
         if run is None:
@@ -277,7 +277,8 @@ def notes(rates: dict, ratios: dict, config: BenchConfig) -> list[str]:
         "Peers integrate the SDE driven by the full d x d Brownian matrix; the like-for-like comparison is "
         "euler_2_processes_over_*. The reduced rows integrate the same SDE in law with d n normals per step "
         "(an algorithmic saving the peers could also make), reported beside it, not instead of it.",
-        "Process speed-up: Euler-Maruyama on the limit SDE, 512-path blocks on a local dask cluster of 1 and 2 "
+        f"Process speed-up: Euler-Maruyama on the limit SDE, the peers' {config.paths} paths in {config.parallel_block}-path "
+        "blocks on a local dask cluster of 1 and 2 "
         "worker processes (cluster start-up excluded; warm-up run first).",
         f"One dask worker runs the same blocks at {speed['euler_sde_1p'] / speed['euler_sde_1p_sync']:.2g} times the "
         "in-process speed (euler_sde_1p against euler_sde_1p_sync): the local cluster starts its workers with a fixed "
