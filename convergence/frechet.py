@@ -5,8 +5,8 @@ For samples with mean ``mu`` and covariance ``S`` (d x d, decoded with zeros bey
 
     FD = |mu|^2 + tr S + sum_j s_j^2 - 2 tr (diag(s) S diag(s))^{1/2},
 
-the matrix square root taken through a symmetric eigen-decomposition (S is singular once tokens of the
-sample agree or the target has zero variances). The plug-in estimator is biased by O(1/paths); the
+the matrix square root taken through a symmetric eigen-decomposition (S is singular for a degenerate
+sample, and the target may have zero variances). The plug-in estimator is biased by O(1/paths); the
 bootstrap gives its standard error, a percentile interval and the bias estimate ``mean(replicates) - FD``.
 """
 
