@@ -127,7 +127,7 @@ def monotone_checks(variances: tuple[float, ...], hat: tuple[float, ...] | None)
         stop, value = optimal_stopping_time(setting, d)
         end = distance(mpmath.mp, setting, HORIZON, d)
         detail = (f"criterion per coordinate {''.join('+' if c else '-' for c in criterion)}; certified monotone: "
-                  f"{monotone}; t* = {float(stop):.6g}, W2^2(t*) = {float(value):.6g}, W2^2(T) = {float(end):.6g}")
+                  f"{monotone}; t* = T - {float(HORIZON - stop):.3g}, W2^2(t*) = {float(value):.9g}, W2^2(T) = {float(end):.9g}")
         if all(criterion):
             verdict = "pass" if monotone is True else ("fail" if monotone is False else "inconclusive")
             checks.append(Check("plugin_criterion_sufficient", 1, float(monotone is True), (0.0, 1.0), verdict,
