@@ -78,15 +78,3 @@ def backward_samples(sampler: LatentSampler, design: LatentDesign, seed: int,
     label = f"latent:{tuple(key)}:{sampler!r}:{design!r}"
     finals, recorded = concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label))
     return np.swapaxes(finals, 0, 1), np.swapaxes(recorded, 0, 1)
-
-
-def step_sizes(sampler: LatentSampler, design: LatentDesign) -> np.ndarray:
-    """The step of each level of ``backward_samples`` (finest first)."""
-    return sampler.horizon / design.steps * np.array((1, *design.factors), dtype=float)
-
-
-def record_times(sampler: LatentSampler, design: LatentDesign) -> np.ndarray:
-    return sampler.horizon * np.array(sorted(set(design.records)), dtype=float) / design.steps
-
-
-__all__ = ["LatentDesign", "backward_samples", "record_times", "step_sizes"]
