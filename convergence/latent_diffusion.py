@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.latent_stopping import STARTS
+
 from .validation import check_choice, check_int
 
 METHODS = ("sde", "ode")
-STARTS = ("forward", "standard")
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,15 @@ def _spectrum_name(variances) -> str:
     return next(name for name, v in SPECTRA.items() if v == tuple(variances))
 
 
-def monotone_checks(variances: tuple[float, ...], hat: tuple[float, ...] | None) -> list[Check]:
-    """Exact score: certified non-increasing distance for every d. Plug-in: per-coordinate criterion vs certified."""
+def plugin_stops(setting: LatentSetting) -> dict[int, tuple[mpmath.mpf, mpmath.mpf]]:
+    """``{d: (t*, W2^2(t*))}`` for every latent dimension (``optimal_stopping_time``)."""
+    return {d: optimal_stopping_time(setting, d) for d in range(1, setting.dim + 1)}
+
+
+def monotone_checks(variances: tuple[float, ...], hat: tuple[float, ...] | None,
+                    stops: dict[int, tuple[mpmath.mpf, mpmath.mpf]] | None = None) -> list[Check]:
+    """Exact score: certified non-increasing distance for every d. Plug-in (``stops`` from ``plugin_stops``):
+    per-coordinate criterion vs certified monotonicity."""
     setting = LatentSetting(variances, HORIZON, hat)
     checks = []
     for d in range(1, len(variances) + 1):
@@ -124,7 +131,7 @@ def monotone_checks(variances: tuple[float, ...], hat: tuple[float, ...] | None)
             continue
         criterion = monotone_criterion(setting, d)
         monotone = certify_sign(slope, 0, HORIZON, -1, budget=4000, strict=False)  # d/dt at T is not 0 here
-        stop, value = optimal_stopping_time(setting, d)
+        stop, value = stops[d]
         end = distance(mpmath.mp, setting, HORIZON, d)
         detail = (f"criterion per coordinate {''.join('+' if c else '-' for c in criterion)}; certified monotone: "
                   f"{monotone}; t* = T - {float(HORIZON - stop):.3g}, W2^2(t*) = {float(value):.9g}, W2^2(T) = {float(end):.9g}")
@@ -144,12 +151,18 @@ def _decoded(samples: np.ndarray, d: int) -> np.ndarray:
     return samples[:, :d]
 
 
+def distance_table(v: np.ndarray, variances: tuple[float, ...]) -> np.ndarray:
+    """W2^2 for d = 1..D along the last axis, from decoded variances ``v`` (..., D) in float64:
+    ``sum_{j<=d} (sqrt(v_j) - s_j)^2 + sum_{j>d} s_j^2`` (the closed form of ``verify.latent_stopping.distance``)."""
+    root = np.sqrt(np.asarray(variances))
+    return np.cumsum((np.sqrt(v) - root) ** 2, axis=-1) + (np.sum(root**2) - np.cumsum(root**2))
+
+
 def _discrete_distance(v: np.ndarray, variances: tuple[float, ...], d: int) -> float:
-    s = np.sqrt(np.asarray(variances))
-    return float(np.sum((np.sqrt(v[:d]) - s[:d]) ** 2) + np.sum(s[d:] ** 2))
+    return float(distance_table(v, variances)[d - 1])
 
 
-def sampler_checks(name: str, variances, sampler: LatentSampler, profile: Profile, seed: int, key,
+def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, profile: Profile, seed: int, key,
                    z: float, stop_times: dict[int, float]) -> tuple[list[Check], dict]:
     """Monte Carlo against the exact discrete law, weak order, limit, and t* against T on the same paths."""
     records = sorted({0, *range(64, profile.steps + 1, 64), *(profile.steps - 2**k for k in range(6)),
@@ -158,15 +171,17 @@ def sampler_checks(name: str, variances, sampler: LatentSampler, profile: Profil
     finals, recorded = backward_samples(sampler, design, seed, key)
     counts = bootstrap_counts(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, 1))),
                               profile.paths, profile.replicates)
-    setting = LatentSetting(variances, HORIZON, None if sampler.score_variances == variances else
-                            sampler.score_variances, sampler.cap, sampler.start)
+    variances = setting.variances
     dims = len(variances)
     score = "exact" if setting.variances_hat is None else ("plug-in" if setting.cap is None else f"capped C={setting.cap:g}")
     config = {"spectrum": name, "score": score,
               "method": sampler.method, "d": dims}
     checks = []
     levels = (1, *profile.factors)
-    estimates = [frechet_estimate(_decoded(finals[i], dims), variances, counts) for i in range(len(levels))]
+    curves = {d: [frechet_estimate(_decoded(r, d), variances, counts) for r in recorded] for d in range(1, dims + 1)}
+    # the finest level's end state is the last record (the same samples): its estimate is not recomputed
+    estimates = [curves[dims][-1]] + [frechet_estimate(_decoded(finals[i], dims), variances, counts)
+                                      for i in range(1, len(levels))]
     exact_discrete = [_discrete_distance(discrete_variances(sampler, profile.steps // f)[0], variances, dims)
                       for f in levels]
     closed = float(distance(mpmath.mp, setting, HORIZON, dims))
@@ -211,8 +226,7 @@ def sampler_checks(name: str, variances, sampler: LatentSampler, profile: Profil
     every_step = discrete_variances(sampler, profile.steps, record_every=1)
     for d, t_star in stop_times.items():
         index = int(np.argmin(np.abs(times - t_star)))
-        at_star = frechet_estimate(_decoded(recorded[index], d), variances, counts)
-        at_end = frechet_estimate(_decoded(recorded[-1], d), variances, counts)
+        at_star, at_end = curves[d][index], curves[d][-1]
         gap = at_star.replicates - at_end.replicates
         value = (at_star.value - at_star.bias) - (at_end.value - at_end.bias)
         half_gap = z * float(np.std(gap, ddof=1))
@@ -224,7 +238,6 @@ def sampler_checks(name: str, variances, sampler: LatentSampler, profile: Profil
                             note=f"FD(t) - FD(T) at t = {times[index]:.5g} (t* = {t_star:.6g}) against the discrete law's "
                                  f"exact gap; the continuous gap is {continuous:.3g} (the last Euler steps add "
                                  f"{exact_gap - continuous:.3g})"))
-    curves = {d: [frechet_estimate(_decoded(r, d), variances, counts) for r in recorded] for d in range(1, dims + 1)}
     return checks, {"times": times, "curves": curves, "setting": setting}
 
 
@@ -283,13 +296,10 @@ def _decoded_variance_numpy():
 def joint_optimum(variances: tuple[float, ...], hat: np.ndarray, start: str) -> tuple[int, float]:
     """``(d*, t*)`` minimising W2^2 over d and a grid of t (dense near T) in float64; ties go to the smaller d and
     the later t. Float64 suffices here: the decisions (d* = d_0, t* < T) are separated by far more than rounding."""
-    q = np.asarray(hat)[None, :]
-    start_variance = 1.0 + np.exp(-2 * HORIZON) * (q - 1.0) if start == "forward" else np.ones_like(q)
-    v = np.maximum(_decoded_variance_numpy()(JOINT_GRID[:, None], HORIZON, q, start_variance), 0.0)
-    root = np.sqrt(np.asarray(variances))
-    kept = np.cumsum((np.sqrt(v) - root) ** 2, axis=1)  # (grid, D): coordinates 1..d kept
-    dropped = np.sum(root**2) - np.cumsum(root**2)
-    table = kept + dropped  # W2^2 for d = 1..D
+    start_variance = LatentSampler(tuple(hat), HORIZON, start=start).start_variance()[None, :]
+    v = np.maximum(_decoded_variance_numpy()(JOINT_GRID[:, None], HORIZON, np.asarray(hat)[None, :], start_variance),
+                   0.0)
+    table = distance_table(v, variances)  # (grid, D): W2^2 for d = 1..D
     best_t = table.shape[0] - 1 - np.argmin(table[::-1], axis=0)  # latest minimiser per d
     values = table[best_t, np.arange(table.shape[1])]
     d_star = int(np.argmin(values))  # first (smallest) d on ties
@@ -326,8 +336,10 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
             for i, (name, v) in enumerate(SPECTRA.items())}
     switch_check, switch_times = switching_checks(SPECTRA["geometric"])
     checks += switch_check + switching_checks(SPECTRA["low-rank"])[0]
+    stops_by_spectrum = {name: plugin_stops(LatentSetting(variances, HORIZON, hats[name]))
+                         for name, variances in SPECTRA.items()}
     for name, variances in SPECTRA.items():
-        checks += monotone_checks(variances, None) + monotone_checks(variances, hats[name])
+        checks += monotone_checks(variances, None) + monotone_checks(variances, hats[name], stops_by_spectrum[name])
     simulated: dict[tuple[str, str], dict] = {}
     for index, (name, score, method) in enumerate(runs):
         variances = SPECTRA[name]
@@ -337,11 +349,10 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         setting = LatentSetting(variances, HORIZON, None if score == "exact" else hat, cap)
         stops = {}
         if score == "plug-in" and method == "sde":
-            for d in range(1, len(variances) + 1):
-                t_star, value = optimal_stopping_time(setting, d)
+            for d, (t_star, value) in stops_by_spectrum[name].items():
                 if 0 < t_star < HORIZON and distance(mpmath.mp, setting, HORIZON, d) - value > 1e-6:
                     stops[d] = float(t_star)
-        run_checks, data = sampler_checks(name, variances, sampler, profile, seed, (STUDY_KEY, index), z, stops)
+        run_checks, data = sampler_checks(name, sampler, setting, profile, seed, (STUDY_KEY, index), z, stops)
         checks += run_checks
         if method == "sde":
             plots.append(_distance_plot(name, score, data, switch_times if (name, score) == ("geometric", "exact")
