@@ -52,7 +52,7 @@ from .execution import concatenate_blocks, map_blocks
 from .integrators import EulerMaruyama
 from .model import LayerMap
 from .results import Heatmap, Panel, Series
-from .validation import check_int, check_real
+from .validation import check_int, check_ladder, check_real
 
 TOKEN_DEGREE = 2  # N -> infinity: V_N = U + b/N + c/N^2 (small N are far from the 1/N regime)
 RATIO_RESOLUTION = 0.05  # the ratio checks must resolve a ratio effect of 5% of the grid's spread
@@ -74,9 +74,8 @@ class CommuteDesign(RateTolerance):
     max_ci_width: float = 0.6
 
     def __post_init__(self) -> None:
-        for name, ladder in (("depths", self.depths), ("tokens", self.tokens)):
-            if len(ladder) < 3 or any(b != 2 * a for a, b in zip(ladder, ladder[1:])):
-                raise ValueError(f"{name} must be a doubling ladder of at least 3 levels, got {ladder}")
+        check_ladder("depths", self.depths, doubling=True)
+        check_ladder("tokens", self.tokens, doubling=True)
         check_int("large", self.large, minimum=2 * self.tokens[-1])
         if self.large % 2:
             raise ValueError(f"large must be even, got {self.large}")

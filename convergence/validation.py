@@ -80,8 +80,10 @@ def check_tokens(name: str, x: object, *, tokens: int | None = None, dim: int | 
     return array
 
 
-def check_ladder(name: str, values: object, *, minimum: int = 1, levels: int = 3) -> tuple[int, ...]:
-    """Return ``values`` as a tuple of at least ``levels`` strictly increasing integers >= ``minimum``."""
+def check_ladder(name: str, values: object, *, minimum: int = 1, levels: int = 3,
+                 doubling: bool = False) -> tuple[int, ...]:
+    """Return ``values`` as a tuple of at least ``levels`` strictly increasing integers >= ``minimum``
+    (``doubling``: each twice the previous, so the grids nest)."""
     ladder = tuple(values) if isinstance(values, (list, tuple)) else ()
     if len(ladder) < levels:
         raise ValueError(f"{name} must hold at least {levels} increasing integers, got {values!r}")
@@ -89,4 +91,6 @@ def check_ladder(name: str, values: object, *, minimum: int = 1, levels: int = 3
         check_int(f"{name}[{index}]", value, minimum=minimum)
     if any(b <= a for a, b in zip(ladder, ladder[1:])):
         raise ValueError(f"{name} must be strictly increasing, got {ladder}")
+    if doubling and any(b != 2 * a for a, b in zip(ladder, ladder[1:])):
+        raise ValueError(f"{name} must be a doubling ladder (each level twice the previous), got {ladder}")
     return ladder

@@ -31,7 +31,7 @@ from .estimators import FAIL, INCONCLUSIVE, PASS, Check, bootstrap_counts
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
 from .results import Series
-from .validation import check_int
+from .validation import check_int, check_ladder
 
 FAMILY_ALPHA = 0.01
 Observable = Callable[[np.ndarray], np.ndarray]
@@ -54,8 +54,7 @@ class WeakDesign(DepthLadder):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if len(self.depths) < 3 or any(f != 2 * c for c, f in zip(self.depths, self.depths[1:])):
-            raise ValueError(f"depths must be at least 3 levels, each double the previous, got {self.depths}")
+        check_ladder("depths", self.depths, doubling=True)
 
 
 def coupled_observables(
