@@ -15,6 +15,10 @@ and runs
 * ``check_strong_order``: the layer map and the claimed SDE (Ito Euler-Maruyama at a 16 times finer step,
   a different scheme) on one Brownian path per sample; RMS order in h (expected 1/2) and ``same_limit``
   (the mean-square error's plateau is 0: a wrong SDE fails it). Needs a Gaussian noise.
+* ``check_local_consistency``: at fixed states (uniform, merged, antipodal, near-merged tokens), one step's
+  conditional mean and covariance against the claimed drift and diffusion, with the claimed diffusion on the
+  same noise as a control variate and Richardson over h, h/2, h/4 (``convergence.local``): sees a 1% drift
+  coefficient error in seconds. Works for any noise law.
 * ``check_weak_order``: coupled differences E f(X^L) - E f(X^{2L}) of a user observable f, order 1.
 * ``check_same_weak_limit``: two layer maps with the same noise law, driven by the same noise, have the
   same weak limit of f (Richardson-extrapolated difference of their means is 0).
@@ -31,9 +35,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from .brownian import InitialState, uniform_sphere
-from .estimators import PASS, Check, combine_verdicts, order_verdict
+from .estimators import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    combine_verdicts,
+    confidence_label,
+    detectable_effect,
+    first_nonfinite,
+    order_verdict,
+    paths_to_resolve,
+)
+from .files import file_stem
+from .local import STATES, LocalDesign, local_checks, states_for
+from .model import LayerMap, LimitSDE
 from .noise import CommonNoise, matrix_noise, scalar_noise
 from .results import Panel, StudyResult
 from .strong import (
@@ -42,14 +61,15 @@ from .strong import (
     bootstrap_generator,
     coupled_strong_errors,
 )
-from .validation import check_int, check_real
+from .validation import check_int, check_real, check_tokens
 from .weak import WeakDesign, coupled_observables, order_check, weak_order, z_value
 
 Step = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 Observable = Callable[[np.ndarray], np.ndarray]
 USER_KEY = 9  # stream key of user checks (the suite's studies use 1 .. 8)
 
-__all__ = ["ClaimedSDE", "Outcome", "UserLayerMap", "check_same_weak_limit", "check_strong_order",
+__all__ = ["ClaimedSDE", "Outcome", "UserLayerMap", "check_local_consistency", "check_same_weak_limit",
+           "check_strong_order",
            "check_weak_order", "field_noise", "layer_map", "limit_sde", "matrix_noise", "per_token_noise",
            "scalar_noise"]
 
@@ -76,7 +96,7 @@ class UserLayerMap:
     name: str = "layer map"
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
-        return self.step(x, dw, h)
+        return _checked_array(f"{self.name}: step(x, dw, h)", self.step(x, dw, h), x.shape)
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,10 +111,56 @@ class ClaimedSDE:
     name: str = "claimed SDE"
 
     def drift(self, x: np.ndarray) -> np.ndarray:
-        return self.drift_fn(x)
+        return _checked_array(f"{self.name}: drift(x)", self.drift_fn(x), x.shape)
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return self.diffusion_fn(x, dw)
+        return _checked_array(f"{self.name}: diffusion(x, dw)", self.diffusion_fn(x, dw), x.shape)
+
+
+def _checked_array(what: str, value: object, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` as a real float64 array of ``shape``; a clear error instead of numpy broadcasting on the wrong
+    shape, a silent cast of complex values, or a list."""
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{what} must return a numpy array shaped {shape}, got {type(value).__name__}")
+    if np.iscomplexobj(value) or not np.issubdtype(value.dtype, np.number):
+        raise TypeError(f"{what} must return real numbers (float64), got dtype {value.dtype}")
+    if value.shape != tuple(shape):
+        raise ValueError(f"{what} must return an array shaped {tuple(shape)}, got {value.shape}")
+    return value.astype(np.float64, copy=False)
+
+
+def _checked_observable(observable: Observable) -> Observable:
+    """``observable`` with its output checked: one real value per path, shape (paths,)."""
+    if not callable(observable):
+        raise TypeError(f"observable must be callable f(x) -> (paths,), got {type(observable).__name__}")
+
+    def checked(x: np.ndarray) -> np.ndarray:
+        return _checked_array("observable f(x)", observable(x), x.shape[:1])
+
+    return checked
+
+
+def _check_pair(first, second, what: str) -> None:
+    """Two maps (or a map and its claim) must have the same tokens, dimension and noise law."""
+    for attribute in ("tokens", "dim"):
+        a, b = getattr(first, attribute, None), getattr(second, attribute, None)
+        if a != b:
+            raise ValueError(f"{what}: the {attribute} must agree, got {a} ({_name(first)}) and {b} ({_name(second)})")
+    if first.noise != second.noise:
+        raise ValueError(f"{what}: the noise laws must be the same, got {first.noise} and {second.noise}")
+
+
+def _check_protocol(name: str, value: object, protocol: type) -> None:
+    if not isinstance(value, protocol):
+        raise TypeError(f"{name} must implement convergence.{protocol.__name__} (use layer_map / limit_sde), "
+                        f"got {type(value).__name__}")
+
+
+def _nonfinite_outcome(title: str, names: list[str], message: str, config: dict, params: dict, seed: int) -> Outcome:
+    """Every check of a run whose data hold NaN or infinity: ``fail``, with the message naming where."""
+    nan = float("nan")
+    return Outcome(title, [Check(name, 0.0, nan, (nan, nan), FAIL, config, note=message) for name in names],
+                   [], params, seed)
 
 
 def _name(obj: object) -> str:
@@ -155,16 +221,20 @@ class Outcome:
                 for h, v, lo, hi in zip(series.steps, series.values, series.ci_lo, series.ci_hi):
                     lines.append(f"    {h:12.5g} {v:12.5g}   [{lo:11.5g}, {hi:11.5g}]")
         for check in self.checks:
-            lines.append(f"  {check.name}: estimate {check.estimate:.4g}, expected {check.expected:.4g} "
-                         f"+- {check.allowance:.3g}, {check.confidence:.0%} interval [{check.ci[0]:.4g}, "
-                         f"{check.ci[1]:.4g}] -> {check.verdict.upper()}  ({check.note})")
+            where = ", ".join(f"{k}={v}" for k, v in check.config.items() if k not in ("map", "sde", "first", "second"))
+            lines.append(f"  {check.name}{f' [{where}]' if where else ''}: estimate {check.estimate:.4g}, expected {check.expected:.4g} "
+                         f"+- {check.allowance:.3g}, {confidence_label(check.confidence)} interval [{check.ci[0]:.4g}, "
+                         f"{check.ci[1]:.4g}] -> {check.verdict.upper()}"
+                         + ("" if check.resolution is None else f", resolution {check.resolution:.3g}")
+                         + f"  ({check.note})")
         return "\n".join(lines)
 
     def write(self, out: str | Path) -> dict[str, Path]:
-        """Write ``<out>/<title>.{json,md,png}`` like the suite's studies."""
+        """Write ``<out>/<stem>.{json,md,png}`` like the suite's studies (stem: the title with every character
+        other than letters, digits, '.', '_' and '-' replaced by '-', so a title never names a folder)."""
         from .report import write_study
 
-        result = StudyResult(study=self.title, profile="user", seed=self.seed, params=self.params,
+        result = StudyResult(study=file_stem(self.title), profile="user", seed=self.seed, params=self.params,
                              checks=self.checks, panels=self.panels)
         return write_study(result, Path(out))
 
@@ -176,14 +246,22 @@ def check_strong_order(
     order: float = 0.5,
     depths: tuple[int, ...] = (8, 16, 32, 64),
     horizon: float = 1.0,
-    paths: int = 256,
+    paths: int = 1024,
     seed: int = 0,
     initial: InitialState = uniform_sphere,
     title: str = "strong order",
 ) -> Outcome:
     """Does ``layer`` converge pathwise to ``sde`` at RMS order ``order`` in h = T/L (module docstring)?"""
+    _check_protocol("layer", layer, LayerMap)
+    _check_protocol("sde", sde, LimitSDE)
     if layer.noise.shape != sde.noise.shape or layer.noise.scale != sde.noise.scale:
         raise ValueError(f"the layer map's noise {layer.noise} and the SDE's noise {sde.noise} must be the same law")
+    for attribute in ("tokens", "dim"):
+        if getattr(layer, attribute) != getattr(sde, attribute):
+            raise ValueError(f"check_strong_order: the layer map and the SDE must have the same {attribute}, got "
+                             f"{getattr(layer, attribute)} and {getattr(sde, attribute)}")
+    order = check_real("order", order, minimum=0.0, strict_minimum=True)
+    title = _check_title(title)
     design = StrongDesign(depths=tuple(depths), horizon=horizon, paths=paths, order=order, block_paths=128)
     key = (USER_KEY, 1)
     data = coupled_strong_errors(layer, sde, design, seed, key, initial)
@@ -205,14 +283,22 @@ def check_weak_order(
     title: str = "weak order",
 ) -> Outcome:
     """Coupled differences E f(X^L) - E f(X^{2L}) decay like h^order (pooled slope over significant levels)."""
+    _check_protocol("layer", layer, LayerMap)
+    order = check_real("order", order, minimum=0.0, strict_minimum=True)
+    title = _check_title(title)
+    checked = _checked_observable(observable)
     design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=paths, block_paths=5000, order=order)
     key = (USER_KEY, 2)
-    values = coupled_observables(layer, design, {"f": observable}, seed, key, initial)
+    values = coupled_observables(layer, design, {"f": checked}, seed, key, initial)
+    params = {"depths": list(depths), "horizon": horizon, "paths": paths}
+    bad = first_nonfinite({f"f of {_name(layer)}": values["f"]}, [f"L={L}" for L in design.depths])
+    if bad:
+        return _nonfinite_outcome(title, ["weak_order"], bad, {"map": _name(layer)}, params, seed)
     z = z_value(1)
     fits = weak_order(values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
     check = order_check(fits, design, z, {"map": _name(layer)})
     panel = Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)
-    return Outcome(title, [check], [panel], {"depths": list(depths), "horizon": horizon, "paths": paths}, seed)
+    return Outcome(title, [check], [panel], params, seed)
 
 
 def check_same_weak_limit(
@@ -231,26 +317,85 @@ def check_same_weak_limit(
     """Richardson-extrapolated E f(first) - E f(second) at depths L/2 and L, driven by the same noise, is 0.
 
     ``inconclusive`` when the interval's half-width exceeds ``resolution`` times the observable's standard
-    deviation; ``fail`` when the interval excludes 0.
+    deviation; ``fail`` when the interval excludes 0 or any value is not finite.
     """
-    if first.noise != second.noise:
-        raise ValueError(f"both maps must take the same noise law, got {first.noise} and {second.noise}")
+    _check_protocol("first", first, LayerMap)
+    _check_protocol("second", second, LayerMap)
+    _check_pair(first, second, "check_same_weak_limit")
     depth = check_int("depth", depth, minimum=4)
     if depth % 4:
         raise ValueError(f"depth must be a multiple of 4 (the ladder is depth/4, depth/2, depth), got {depth}")
+    resolution = check_real("resolution", resolution, minimum=0.0, strict_minimum=True)
+    title = _check_title(title)
+    checked = _checked_observable(observable)
     design = WeakDesign(depths=(depth // 4, depth // 2, depth), horizon=horizon, paths=paths, block_paths=5000)
     key = (USER_KEY, 3)
     used = design.depths[1:]  # the ladder's finest two levels (same Brownian path as the whole ladder)
-    a = coupled_observables(first, design, {"f": observable}, seed, key, initial, used)["f"]
-    b = coupled_observables(second, design, {"f": observable}, seed, key, initial, used)["f"]
+    a = coupled_observables(first, design, {"f": checked}, seed, key, initial, used)["f"]
+    b = coupled_observables(second, design, {"f": checked}, seed, key, initial, used)["f"]
+    config = {"first": _name(first), "second": _name(second), "depth": depth}
+    params = {"depth": depth, "horizon": horizon, "paths": paths}
+    bad = first_nonfinite({f"f of {_name(first)}": a, f"f of {_name(second)}": b}, [f"L={L}" for L in used])
+    if bad:
+        return _nonfinite_outcome(title, ["same_weak_limit"], bad, config, params, seed)
     extrapolated = 2 * (a[:, -1] - b[:, -1]) - (a[:, -2] - b[:, -2])
     mean, se = float(extrapolated.mean()), float(extrapolated.std(ddof=1) / np.sqrt(paths))
     z = z_value(1)
     lo, hi = mean - z * se, mean + z * se
     scale = float(np.std(a[:, -1], ddof=1))
     verdict = order_verdict((lo, hi), 0.0, 0.0, 2 * resolution * scale, usable_levels=3)
-    check = Check("same_weak_limit", 0.0, mean, (lo, hi), verdict,
-                  {"first": _name(first), "second": _name(second), "depth": depth}, 0.0, note=(
-                      f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; inconclusive when the "
-                      f"half-width exceeds {resolution:g} x sd(f) = {resolution * scale:.3g}"))
-    return Outcome(title, [check], [], {"depth": depth, "horizon": horizon, "paths": paths}, seed)
+    note = (f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; inconclusive when the "
+            f"half-width exceeds {resolution:g} x sd(f) = {resolution * scale:.3g}")
+    if verdict == INCONCLUSIVE and hi - lo > 0:
+        note += f"; about {paths_to_resolve(hi - lo, 2 * resolution * scale, paths)} paths would decide"
+    check = Check("same_weak_limit", 0.0, mean, (lo, hi), verdict, config, 0.0, note=note,
+                  resolution=detectable_effect((lo, hi), 0.0, 1 - 2 * float(stats.norm.sf(z))))
+    return Outcome(title, [check], [], params, seed)
+
+
+def _check_title(title: object) -> str:
+    """A non-empty title (reports are written to a file name made from it, see ``Outcome.write``)."""
+    if not isinstance(title, str) or not title.strip():
+        raise ValueError(f"title must be a non-empty string, got {title!r}")
+    return title
+
+
+def check_local_consistency(
+    layer: UserLayerMap,
+    sde: ClaimedSDE,
+    *,
+    states: tuple[str, ...] | dict[str, np.ndarray] = ("uniform", "merged", "antipodal", "near merged"),
+    step: float = 1.0 / 64,
+    samples: int = 65536,
+    target: float = 0.01,
+    seed: int = 0,
+    title: str = "local consistency",
+) -> Outcome:
+    """One layer step's conditional moments against the claim (``convergence.local``) at each state.
+
+    ``states``: names of ``convergence.local.STATES`` or a mapping name -> array (tokens, d); ``target``: the
+    pooled checks' largest resolution (relative coefficient error) that still decides (a single state's is
+    twice that). Each check's resolution is reported; the family-wise false-failure rate over all of them is 1%.
+    """
+    _check_protocol("layer", layer, LayerMap)
+    _check_protocol("sde", sde, LimitSDE)
+    for attribute in ("tokens", "dim"):
+        if getattr(layer, attribute) != getattr(sde, attribute):
+            raise ValueError(f"check_local_consistency: the layer map and the SDE must have the same {attribute}, "
+                             f"got {getattr(layer, attribute)} and {getattr(sde, attribute)}")
+    if layer.noise.shape != sde.noise.shape or layer.noise.scale != sde.noise.scale:
+        raise ValueError(f"the layer map's noise {layer.noise} and the SDE's noise {sde.noise} must have the same "
+                         "shape and scale")
+    title = _check_title(title)
+    design = LocalDesign(step=step, samples=samples, target=target, state_target=2 * target)
+    key = (USER_KEY, 4)
+    if isinstance(states, dict):
+        chosen = {str(name): check_tokens(f"states[{name!r}]", x[None], tokens=layer.tokens, dim=layer.dim)[0]
+                  for name, x in states.items()}
+    else:
+        chosen = states_for(layer.tokens, layer.dim, tuple(states), seed, key)
+    if not chosen:
+        raise ValueError(f"states must name at least one state of {sorted(STATES)} or give arrays")
+    checks = local_checks(layer, sde, chosen, design, seed, key, {"map": _name(layer), "sde": _name(sde)})
+    return Outcome(title, checks, [], {"states": list(chosen), "step": step, "samples": samples,
+                                       "target": target}, seed)

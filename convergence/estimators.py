@@ -16,10 +16,51 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from scipy import stats
+
 from .validation import check_int, check_real
 
 CONFIDENCE = 0.99
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+VERDICTS = (PASS, FAIL, INCONCLUSIVE)
+DETECTION_POWER = 0.9  # a check's resolution is the effect it rejects with this probability
+
+
+def all_finite(*values) -> bool:
+    """True when every number (scalars or arrays) is finite: no verdict may pass on NaN or infinity."""
+    return all(bool(np.all(np.isfinite(np.asarray(v, dtype=np.float64)))) for v in values)
+
+
+def first_nonfinite(arrays: dict[str, np.ndarray], levels: list[str] | None = None) -> str | None:
+    """A message naming the first scheme (key) and level (last axis) holding NaN or infinity, else None."""
+    for name, values in arrays.items():
+        values = np.asarray(values, dtype=np.float64)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            where = ""
+            if values.ndim >= 1:
+                column = int(np.argwhere(bad.reshape(-1, values.shape[-1]).any(axis=0))[0, 0])
+                label = levels[column] if levels is not None and column < len(levels) else f"#{column}"
+                where = f" at level {label}"
+            return f"non-finite values in {name}{where} ({int(bad.sum())} of {values.size}): a scheme diverged or the data are invalid"
+    return None
+
+
+def confidence_label(confidence: float) -> str:
+    """``confidence`` as a percentage with enough digits to show its alpha (0.99 -> 99%, 0.99967 -> 99.967%)."""
+    alpha_percent = 100.0 * (1.0 - confidence)
+    digits = 0 if alpha_percent <= 0 else max(0, math.ceil(round(-math.log10(alpha_percent), 9)))
+    return f"{100 * confidence:.{digits}f}%"
+
+
+def detectable_effect(ci: tuple[float, float], allowance: float, confidence: float,
+                      power: float = DETECTION_POWER) -> float:
+    """The smallest departure from the expected value that the check rejects with probability ``power``:
+    allowance + (z_{1-alpha/2} + z_power) se, with se = the interval's half-width / z_{1-alpha/2}
+    (normal approximation; in the check's own units)."""
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    se = (ci[1] - ci[0]) / (2 * z)
+    return float(allowance + (z + float(stats.norm.ppf(power))) * se)
 
 
 @dataclass(frozen=True)
@@ -27,7 +68,12 @@ class Check:
     """One claim tested by a study, as written to the reports.
 
     ``claim`` is False for a finding: a conjecture the sources do not make (e.g. model F as N grows), reported
-    with its own verdict but left out of the study's verdict.
+    with its own verdict but left out of the study's verdict. ``resolution`` is the smallest departure from
+    ``expected`` the check rejects with probability ``DETECTION_POWER`` (``detectable_effect``), in the check's
+    own units; ``relative_resolution`` the same as a relative coefficient error where the check has one.
+
+    A check cannot pass on non-finite numbers: a ``pass`` whose estimate or interval holds NaN or infinity
+    is turned into a ``fail`` here, whatever rule produced it.
     """
 
     name: str
@@ -41,11 +87,34 @@ class Check:
     false_failure_rate: float = 1.0 - CONFIDENCE
     note: str = ""
     claim: bool = True
+    resolution: float | None = None
+    relative_resolution: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.verdict == PASS and not all_finite(self.estimate, *self.ci):
+            object.__setattr__(self, "verdict", FAIL)
+            object.__setattr__(self, "note", f"non-finite estimate or interval: cannot pass. {self.note}".strip())
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict (non-finite numbers become None: reports are valid JSON)."""
         data = asdict(self)
         data["ci"] = [float(self.ci[0]), float(self.ci[1])]
-        return data
+        return json_safe(data)
+
+
+def json_safe(value):
+    """``value`` with every non-finite float replaced by None (NaN is not JSON), recursively."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    return value
 
 
 def rms(sq_errors: np.ndarray) -> np.ndarray:
@@ -155,15 +224,23 @@ def noise_floor_flags(fit: OrderFit, floor: float, margin: float = 3.0) -> np.nd
 def order_verdict(
     ci: tuple[float, float], expected: float, allowance: float, max_width: float, usable_levels: int
 ) -> str:
-    """``fail`` when the interval misses ``expected +- allowance``; ``inconclusive`` when it is wider
-    than ``max_width`` or fewer than three levels are above the noise floor; else ``pass``."""
+    """``fail`` when the interval misses ``expected +- allowance`` or any number is not finite;
+    ``inconclusive`` when it is wider than ``max_width`` or fewer than three levels are above the noise
+    floor; else ``pass``."""
     check_real("allowance", allowance, minimum=0.0)
+    if not all_finite(*ci, expected, max_width):
+        return FAIL
     lo, hi = ci
     if hi < expected - allowance or lo > expected + allowance:
         return FAIL
     if hi - lo > max_width or usable_levels < 3:
         return INCONCLUSIVE
     return PASS
+
+
+def paths_to_resolve(width: float, target_width: float, paths: int) -> int:
+    """Paths that would shrink an interval of ``width`` (measured on ``paths``) to ``target_width``: width ~ paths^-1/2."""
+    return int(math.ceil(paths * (width / target_width) ** 2))
 
 
 def plateau(steps: np.ndarray, ms: np.ndarray, exponent: np.ndarray) -> np.ndarray:
@@ -179,37 +256,52 @@ def plateau(steps: np.ndarray, ms: np.ndarray, exponent: np.ndarray) -> np.ndarr
     return (sxx * sm - sx * sxm) / (sxx * sw - sx * sx)
 
 
-def limit_plateau(fit: OrderFit, ms_order: float | None = None) -> tuple[float, tuple[float, float], str]:
+def limit_plateau(fit: OrderFit, ms_order: float | None = None,
+                  first_level: int = 0) -> tuple[float, tuple[float, float], str]:
     """The plateau ``B`` of ``ms = A h^q + B``, its interval, and how it was found.
 
-    q = 2 x the fitted order (per bootstrap replicate), or the claimed mean-square order ``ms_order``
-    when given (then B is identifiable even when the data show a different rate). When q is fitted and
-    the order's interval reaches 0, no decay is detected: A h^q and B cannot be told apart, and the
-    finest level's mean square itself is the plateau (so a method converging elsewhere fails).
+    q = the claimed mean-square order ``ms_order`` when given (the verdict's rule: B is identifiable even
+    when the data show a different rate, and a wrong limit cannot hide in a fitted slope), fitted over the
+    levels from ``first_level`` on (the asymptotic ones). Without ``ms_order`` (a diagnostic only),
+    q = 2 x the fitted order per bootstrap replicate; when that order's interval reaches 0 no decay is
+    detected, A h^q and B cannot be told apart, and the finest level's mean square itself is the plateau.
     """
     if ms_order is not None:
+        levels = slice(check_int("first_level", first_level, minimum=0, maximum=fit.steps.size - 2), None)
         q = np.full(fit.ms_replicates.shape[0], float(ms_order))
-        point = float(plateau(fit.steps, fit.error[None, :] ** 2, q[:1])[0])
-        boot = plateau(fit.steps, fit.ms_replicates, q)
-        how = f"mean-square plateau B of ms = A step^{ms_order:g} + B (claimed rate)"
+        point = float(plateau(fit.steps[levels], fit.error[None, levels] ** 2, q[:1])[0])
+        boot = plateau(fit.steps[levels], fit.ms_replicates[:, levels], q)
+        used = "" if first_level == 0 else f", levels {first_level + 1}..{fit.steps.size} (coarser ones pre-asymptotic)"
+        how = f"mean-square plateau B of ms = A step^{ms_order:g} + B (claimed rate{used})"
     elif fit.order_ci[0] > 0:
         point = float(plateau(fit.steps, fit.error[None, :] ** 2, np.array([2 * fit.order]))[0])
         boot = plateau(fit.steps, fit.ms_replicates, 2 * fit.order_replicates)
-        how = "mean-square plateau B of ms = A step^(2p) + B"
+        how = "mean-square plateau B of ms = A step^(2p) + B (fitted rate)"
     else:
         point, boot = float(fit.error[-1] ** 2), fit.ms_replicates[:, -1]
         how = "no decay detected (order interval reaches 0): B = the finest level's mean-square error"
     return point, tuple(float(v) for v in percentile_interval(boot)), how
 
 
+def asymptotic_start(pre_asymptotic: np.ndarray, keep: int = 3) -> int:
+    """The first level after the leading run of pre-asymptotic ones, keeping at least ``keep`` levels."""
+    flags = np.asarray(pre_asymptotic, dtype=bool)
+    start = int(np.argmin(flags)) if not flags.all() else flags.size
+    return min(start, max(0, flags.size - keep))
+
+
 def limit_verdict(ci: tuple[float, float], allowance: float, resolution: float) -> str:
     """For a plateau ``B`` (expected 0): ``fail`` when its interval lies above ``allowance`` (the
     reference's own mean-square error); ``inconclusive`` when the interval reaches ``resolution``
-    (the finest level's mean-square error, so the data cannot tell a plateau from convergence)."""
+    (the finest level's mean-square error, so the data cannot tell a plateau from convergence) or lies
+    below ``-allowance`` (B is a mean square, >= 0 up to the reference's error: an interval below it
+    shows a biased fit, e.g. pre-asymptotic levels, not a pass); ``fail`` when any number is not finite."""
+    if not all_finite(*ci, allowance, resolution):
+        return FAIL
     lo, hi = ci
     if lo > allowance:
         return FAIL
-    if hi >= resolution:
+    if hi >= resolution or hi < -allowance:
         return INCONCLUSIVE
     return PASS
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -21,3 +22,12 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def file_stem(title: str) -> str:
+    """A file name made from ``title``: every character other than letters, digits, '.', '_', '-' becomes '-'
+    (so ``"two-head (d-2)/2"`` is one file, ``two-head--d-2--2``, never a folder)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]", "-", title).strip(".")
+    if not stem:
+        raise ValueError(f"title must contain a letter or digit to name a report file, got {title!r}")
+    return stem

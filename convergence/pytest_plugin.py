@@ -1,6 +1,7 @@
 """pytest plugin (entry point ``pytest11``): check layer maps from your own test suite.
 
-Fixture ``depth_limits`` gives ``assert_strong_order``, ``assert_weak_order`` and ``assert_same_weak_limit``
+Fixture ``depth_limits`` gives ``assert_local_consistency``, ``assert_strong_order``, ``assert_weak_order`` and
+``assert_same_weak_limit``
 (the checks of ``convergence.api``) and ``assert_expansion_matches`` (``verify.check_limit`` on a sympy map). A ``fail`` fails the test with the table of levels, the fitted order,
 its interval and the verdict; an ``inconclusive`` outcome is never a pass: it is reported as a skip whose
 reason starts with ``INCONCLUSIVE`` (default) or as a failure with ``--depth-limits-inconclusive=fail``.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from .api import Outcome, check_same_weak_limit, check_strong_order, check_weak_order
+from .api import Outcome, check_local_consistency, check_same_weak_limit, check_strong_order, check_weak_order
 
 INCONCLUSIVE_MODES = ("skip", "fail")
 
@@ -46,6 +47,10 @@ class DepthLimits:
         if inconclusive not in INCONCLUSIVE_MODES:
             raise ValueError(f"inconclusive must be one of {INCONCLUSIVE_MODES}, got {inconclusive!r}")
         self.inconclusive = inconclusive
+
+    def assert_local_consistency(self, layer, sde, **options) -> Outcome:
+        """One step of ``layer`` has the claimed drift and diffusion at the test states (to about 1%)."""
+        return judge(check_local_consistency(layer, sde, **options), self.inconclusive)
 
     def assert_strong_order(self, layer, sde, order: float = 0.5, **options) -> Outcome:
         """``layer`` converges pathwise to ``sde`` with RMS order ``order`` (and to the same limit)."""

@@ -18,6 +18,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from .estimators import confidence_label, json_safe
 from .files import atomic_write
 from .results import Heatmap, Panel, Plot, StudyResult
 
@@ -35,7 +36,16 @@ def _json_default(value):
 
 
 def to_json(result: StudyResult) -> str:
-    return json.dumps(result.to_dict(), indent=2, default=_json_default, allow_nan=True) + "\n"
+    """The study as strict JSON: non-finite numbers are written as null."""
+    data = json_safe(json.loads(json.dumps(result.to_dict(), default=_json_default, allow_nan=True)))
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+
+def _resolution(check) -> str:
+    if check.resolution is None:
+        return "-"
+    relative = "" if check.relative_resolution is None else f" ({_number(100 * check.relative_resolution, 2)}% rel.)"
+    return _number(check.resolution, 3) + relative
 
 
 def to_markdown(result: StudyResult, image: str | None = None, extra_images: list[str] = ()) -> str:
@@ -52,16 +62,20 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
     lines += ["## Checks", "", *(["Checks marked (finding) test conjectures the sources do not make; they are reported "
                                   "with their verdicts and do not enter the study's verdict.", ""]
                                  if any(not c.claim for c in result.checks) else []),
-              "| check | configuration | expected | estimate | interval | allowance | verdict | note |",
-              "|---|---|---|---|---|---|---|---|"]
+              *(["Resolution: the smallest departure from the expected value that the check rejects with probability "
+                 "90% at this run's sample size, in the check's units (as a relative coefficient error in "
+                 "parentheses where the check has one).", ""] if any(c.resolution is not None for c in result.checks)
+                else []),
+              "| check | configuration | expected | estimate | interval | allowance | resolution | verdict | note |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for check in result.checks:
         config = ", ".join(f"{k}={v}" for k, v in check.config.items())
         lo, hi = check.ci
         kind = "" if check.claim else " (finding)"
         lines.append(
             f"| `{check.name}`{kind} | {config} | {_number(check.expected)} | {_number(check.estimate)} | "
-            f"[{_number(lo)}, {_number(hi)}] ({check.confidence:.0%}) | {_number(check.allowance, 3)} | "
-            f"**{check.verdict}** | {check.note} |"
+            f"[{_number(lo)}, {_number(hi)}] ({confidence_label(check.confidence)}) | {_number(check.allowance, 3)} | "
+            f"{_resolution(check)} | **{check.verdict}** | {check.note} |"
         )
     for panel in result.panels:
         lines += ["", f"## {panel.title}", ""]

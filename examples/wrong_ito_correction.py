@@ -51,13 +51,13 @@ WRONG = cv.limit_sde(lambda x: np.zeros_like(x), diffusion, N, D, NOISE, name="w
 
 
 def test_the_right_claim(depth_limits):
-    depth_limits.assert_strong_order(LAYER, RIGHT, order=0.5, paths=256)
+    depth_limits.assert_strong_order(LAYER, RIGHT, order=0.5)
 
 
 def test_the_wrong_claim(depth_limits):  # fails on purpose: this is what a rejection looks like
-    depth_limits.assert_strong_order(LAYER, WRONG, order=0.5, paths=256)
+    depth_limits.assert_strong_order(LAYER, WRONG, order=0.5)
 
 
 if __name__ == "__main__":
     for claim in (RIGHT, WRONG):
-        print(cv.check_strong_order(LAYER, claim, paths=256, title=claim.name).table(), end="\n\n")
+        print(cv.check_strong_order(LAYER, claim, title=claim.name).table(), end="\n\n")

@@ -7,12 +7,13 @@ from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
 from .ldm_stopping import STUDY as LDM_STOPPING
 from .phase_transition import STUDY as PHASE_TRANSITION
+from .power import STUDY as POWER
 from .strong_agazzi import STUDY as STRONG_AGAZZI
 from .strong_fedorov import STUDY as STRONG_FEDOROV
 from .sync_agazzi import STUDY as SYNC_AGAZZI
 from .weak_fedorov import STUDY as WEAK_FEDOROV
 
 STUDIES: dict[str, Study] = {study.name: study for study in (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION, STRONG_AGAZZI, SYNC_AGAZZI,
-                                                  CHAOS, COMMUTE, LDM_STOPPING)}
+                                                  CHAOS, COMMUTE, LDM_STOPPING, POWER)}
 
 __all__ = ["PROFILES", "STUDIES", "Study"]

@@ -27,7 +27,7 @@ CONFIGS = ((2, 4), (2, 16), (8, 4), (8, 16))
 BETA = 1.0
 
 DESIGNS = {
-    "quick": StrongDesign(depths=(8, 16, 32, 64, 128), horizon=1.0, reference_factor=16, paths=256),
+    "quick": StrongDesign(depths=(8, 16, 32, 64, 128), horizon=1.0, reference_factor=16, paths=1024),
     "full": StrongDesign(depths=(8, 16, 32, 64, 128, 256), horizon=1.0, reference_factor=16, paths=2048),
 }
 
