@@ -46,6 +46,7 @@ from .estimators import (
     combine_verdicts,
     confidence_label,
     detectable_effect,
+    family_confidence,
     first_nonfinite,
     order_verdict,
     paths_to_resolve,
@@ -266,7 +267,8 @@ def check_strong_order(
     key = (USER_KEY, 1)
     data = coupled_strong_errors(layer, sde, design, seed, key, initial)
     config = {"map": _name(layer), "sde": _name(sde)}
-    checks, panel = analyse_strong(data, design, config, bootstrap_generator(seed, key))
+    checks, panel = analyse_strong(data, design, config, bootstrap_generator(seed, key),
+                                   family_confidence(4))  # the four checks share the 1% family-wise rate
     return Outcome(title, checks, [panel], {"depths": list(design.depths), "horizon": horizon, "paths": paths}, seed)
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .estimators import Check, OrderFit, order_verdict
+from .estimators import CONFIDENCE, Check, OrderFit, detectable_effect, order_verdict
 from .validation import check_int, check_real
 
 
@@ -48,12 +48,16 @@ class RateTolerance:
     max_ci_width: float = 0.5
     replicates: int = 1000
 
-    def mean_square_order_check(self, name: str, fit: OrderFit, config: dict, note: str) -> Check:
-        """Judge the mean-square order 2p of an RMS fit ``error ~ C step^p`` against ``order``."""
+    def mean_square_order_check(self, name: str, fit: OrderFit, config: dict, note: str,
+                                confidence: float = CONFIDENCE) -> Check:
+        """Judge the mean-square order 2p of an RMS fit ``error ~ C step^p`` (intervals at ``confidence``)
+        against ``order``."""
         ci = (2 * fit.order_ci[0], 2 * fit.order_ci[1])
         verdict = order_verdict(ci, self.order, self.order_allowance, self.max_ci_width, fit.steps.size)
         return Check(name=name, expected=self.order, estimate=2 * fit.order, ci=ci, verdict=verdict, config=config,
-                     allowance=self.order_allowance, note=note)
+                     allowance=self.order_allowance, note=note, confidence=confidence,
+                     false_failure_rate=1.0 - confidence,
+                     resolution=detectable_effect(ci, self.order_allowance, confidence))
 
 
 @dataclass(frozen=True, kw_only=True)

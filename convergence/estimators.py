@@ -21,7 +21,9 @@ from scipy import stats
 from .validation import check_int, check_real
 
 CONFIDENCE = 0.99
+FAMILY_ALPHA = 1.0 - CONFIDENCE  # the false-failure rate allowed to a whole study (or public check) when its claims hold
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+MIN_TAIL_REPLICATES = 5  # a percentile interval needs this many bootstrap replicates beyond each end
 VERDICTS = (PASS, FAIL, INCONCLUSIVE)
 DETECTION_POWER = 0.9  # a check's resolution is the effect it rejects with this probability
 
@@ -44,6 +46,25 @@ def first_nonfinite(arrays: dict[str, np.ndarray], levels: list[str] | None = No
                 where = f" at level {label}"
             return f"non-finite values in {name}{where} ({int(bad.sum())} of {values.size}): a scheme diverged or the data are invalid"
     return None
+
+
+def family_confidence(checks: int, family_alpha: float = FAMILY_ALPHA) -> float:
+    """The per-check confidence that keeps ``checks`` checks' family-wise false-failure rate at ``family_alpha``
+    (Bonferroni: each check at level family_alpha / checks)."""
+    return 1.0 - family_alpha / check_int("checks", checks, minimum=1)
+
+
+def bootstrap_interval(point: np.ndarray | float, replicates: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
+    """Interval over axis 0 of bootstrap ``replicates``, shape (2, ...): the percentile interval when each tail
+    holds at least ``MIN_TAIL_REPLICATES`` replicates, else ``point +- z sd(replicates)`` (bootstrap standard
+    error; Bonferroni levels reach tails no feasible number of replicates resolves)."""
+    alpha = 1.0 - confidence
+    if alpha / 2 * replicates.shape[0] >= MIN_TAIL_REPLICATES:
+        return percentile_interval(replicates, confidence)
+    z = float(stats.norm.isf(alpha / 2))
+    se = np.std(replicates, axis=0, ddof=1)
+    point = np.asarray(point, dtype=np.float64)
+    return np.stack([point - z * se, point + z * se])
 
 
 def confidence_label(confidence: float) -> str:
@@ -195,12 +216,12 @@ def fit_order(
     return OrderFit(
         steps=steps,
         error=error,
-        error_ci=percentile_interval(boot_err, confidence).T,
+        error_ci=bootstrap_interval(error, boot_err, confidence).T,
         order=order,
-        order_ci=tuple(float(v) for v in percentile_interval(boot_order, confidence)),
+        order_ci=tuple(float(v) for v in bootstrap_interval(order, boot_order, confidence)),
         intercept=intercept,
         local_orders=local,
-        local_ci=percentile_interval(boot_local, confidence).T,
+        local_ci=bootstrap_interval(local, boot_local, confidence).T,
         order_replicates=boot_order,
         ms_replicates=boot_ms,
     )
@@ -256,8 +277,8 @@ def plateau(steps: np.ndarray, ms: np.ndarray, exponent: np.ndarray) -> np.ndarr
     return (sxx * sm - sx * sxm) / (sxx * sw - sx * sx)
 
 
-def limit_plateau(fit: OrderFit, ms_order: float | None = None,
-                  first_level: int = 0) -> tuple[float, tuple[float, float], str]:
+def limit_plateau(fit: OrderFit, ms_order: float | None = None, first_level: int = 0,
+                  confidence: float = CONFIDENCE) -> tuple[float, tuple[float, float], str]:
     """The plateau ``B`` of ``ms = A h^q + B``, its interval, and how it was found.
 
     q = the claimed mean-square order ``ms_order`` when given (the verdict's rule: B is identifiable even
@@ -280,7 +301,7 @@ def limit_plateau(fit: OrderFit, ms_order: float | None = None,
     else:
         point, boot = float(fit.error[-1] ** 2), fit.ms_replicates[:, -1]
         how = "no decay detected (order interval reaches 0): B = the finest level's mean-square error"
-    return point, tuple(float(v) for v in percentile_interval(boot)), how
+    return point, tuple(float(v) for v in bootstrap_interval(point, boot, confidence)), how
 
 
 def asymptotic_start(pre_asymptotic: np.ndarray, keep: int = 3) -> int:

@@ -41,11 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .estimators import FAIL, INCONCLUSIVE, PASS, Check, detectable_effect, first_nonfinite
+from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, detectable_effect, first_nonfinite
 from .model import LayerMap, LimitSDE
 from .noise import standard_entries
 from .validation import check_int, check_real
-from .weak import FAMILY_ALPHA
 
 SAMPLE_BLOCK = 4096
 PROBES = 4  # random probe directions of the covariance, besides each token's radial direction
@@ -203,11 +202,13 @@ def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, 
 
 
 def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarray], design: LocalDesign,
-                 seed: int, key: Sequence[int], config: dict | None = None) -> list[Check]:
-    """The four checks of the module docstring at every state, Bonferroni over all of them."""
+                 seed: int, key: Sequence[int], config: dict | None = None,
+                 family_alpha: float = FAMILY_ALPHA) -> list[Check]:
+    """The four checks of the module docstring at every state and the pooled ones, Bonferroni over all of them
+    (their family-wise false-failure rate is ``family_alpha``)."""
     tests = CHECKS_PER_STATE * len(states) + 2
-    z = float(stats.norm.isf(FAMILY_ALPHA / (2 * tests)))
-    confidence = 1 - FAMILY_ALPHA / tests
+    z = float(stats.norm.isf(family_alpha / (2 * tests)))
+    confidence = 1 - family_alpha / tests
     checks: list[Check] = []
     pooled: dict[str, list] = {"drift_scale": [], "diffusion_scale": []}
     pooled_bias: dict[str, list] = {"drift_scale": [], "diffusion_scale": []}

@@ -56,6 +56,9 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
         f"**Verdict: {result.verdict}**  (profile `{result.profile}`, seed {result.seed}, "
         f"{result.elapsed_s:.1f} s)",
         "",
+        f"Family-wise false-failure rate when every claim holds: at most {result.family_wise_rate:.3g} "
+        f"(Bonferroni sum over {sum(c.claim for c in result.checks)} claim checks).",
+        "",
     ]
     for name in ([image] if image else []) + list(extra_images):
         lines += [f"![{name}]({name})", ""]
@@ -217,10 +220,14 @@ def write_index(out: Path) -> Path:
         summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
         if findings:
             summary += "; findings: " + ", ".join(f"{n} {v}" for v, n in sorted(findings.items()))
+        rate = data.get("family_wise_false_failure_rate")
+        rate_text = "not stated (older report)" if rate is None else f"{rate:.3g}"
         rows.append(f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
-                    f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {summary} |")
+                    f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {rate_text} | {summary} |")
     lines = ["# Verification reports", "",
-             "| study | verdict | profile | seed | time (s) | checks |", "|---|---|---|---|---|---|", *rows, ""]
+             "Family-wise rate: the Bonferroni bound on the probability that the study fails when every claim holds.", "",
+             "| study | verdict | profile | seed | time (s) | family-wise rate | checks |",
+             "|---|---|---|---|---|---|---|", *rows, ""]
     symbolic = out / "symbolic.json"
     if symbolic.exists():
         try:

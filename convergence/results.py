@@ -99,12 +99,19 @@ class StudyResult:
     def verdict(self) -> str:
         return combine_verdicts([check.verdict for check in self.checks if check.claim])
 
+    @property
+    def family_wise_rate(self) -> float:
+        """Bonferroni bound on the probability that the study fails when every claim holds: the sum of its claim
+        checks' false-failure rates (checks whose verdict is exact or certified should declare 0)."""
+        return float(sum(check.false_failure_rate for check in self.checks if check.claim))
+
     def to_dict(self) -> dict:
         return {
             "study": self.study,
             "profile": self.profile,
             "seed": self.seed,
             "verdict": self.verdict,
+            "family_wise_false_failure_rate": self.family_wise_rate,
             "elapsed_s": self.elapsed_s,
             "params": self.params,
             "versions": self.versions,

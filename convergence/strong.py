@@ -158,12 +158,15 @@ def _paths_hint(ci: tuple[float, float], max_width: float, paths: int, verdict: 
 
 
 def analyse_strong(
-    data: StrongData, design: StrongDesign, config: dict, rng: np.random.Generator
+    data: StrongData, design: StrongDesign, config: dict, rng: np.random.Generator, confidence: float = CONFIDENCE
 ) -> tuple[list[Check], Panel]:
     """Checks and a convergence panel for one configuration (see the module docstring).
 
-    A run in which any distance is not finite (a scheme blew up) fails every check at once.
+    Every interval is at ``confidence`` (a study passes ``family_confidence`` of its number of checks, so that
+    its family-wise false-failure rate stays at 1%). A run in which any distance is not finite (a scheme blew
+    up) fails every check at once.
     """
+    level = {"confidence": confidence, "false_failure_rate": 1.0 - confidence}
     depth_labels = [f"L={L}" for L in design.depths]
     bad = first_nonfinite({"layer map (distance at T)": data.final_sq, "layer map (max over grid times)": data.sup_sq},
                           depth_labels) or first_nonfinite(
@@ -180,7 +183,7 @@ def analyse_strong(
     counts = bootstrap_counts(rng, paths, design.replicates)
     steps = design.steps()
     ref_steps = design.h_fine * np.asarray(REFERENCE_LEVELS[:-1], dtype=np.float64)
-    reference = fit_order(ref_steps[::-1], data.reference_sq[:, ::-1], counts)
+    reference = fit_order(ref_steps[::-1], data.reference_sq[:, ::-1], counts, confidence)
     # The finest reference's own mean-square error is about that of its first consecutive difference.
     reference_ms = float(reference.ms_replicates[:, -1].mean())
     reference_ms_hi = float(percentile_interval(reference.ms_replicates[:, -1])[1])
@@ -189,7 +192,7 @@ def analyse_strong(
 
     checks, series = [], []
     for name, sq in (("strong_order", data.final_sq), ("strong_order_sup", data.sup_sq)):
-        fit = fit_order(steps, sq, counts)
+        fit = fit_order(steps, sq, counts, confidence)
         pre = pre_asymptotic_flags(fit, design.order, design.order_allowance)
         at_floor = noise_floor_flags(fit, floor)
         verdict = order_verdict(fit.order_ci, design.order, design.order_allowance, design.max_ci_width,
@@ -199,7 +202,7 @@ def analyse_strong(
             config=config, allowance=design.order_allowance,
             note=(f"{int(pre.sum())} pre-asymptotic and {int(at_floor.sum())} noise-floor levels of {steps.size}"
                   + _paths_hint(fit.order_ci, design.max_ci_width, paths, verdict)),
-            resolution=detectable_effect(fit.order_ci, design.order_allowance, CONFIDENCE),
+            resolution=detectable_effect(fit.order_ci, design.order_allowance, confidence), **level,
         ))
         series.append(_series("RMS error at T" if name == "strong_order" else "RMS of max over grid times",
                               fit, pre, at_floor))
@@ -212,10 +215,10 @@ def analyse_strong(
         config=config, allowance=design.order_allowance,
         note="consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref"
              + _paths_hint(reference.order_ci, design.reference_max_ci_width, paths, reference_verdict),
-        resolution=detectable_effect(reference.order_ci, design.order_allowance, CONFIDENCE),
+        resolution=detectable_effect(reference.order_ci, design.order_allowance, confidence), **level,
     ))
     finest_ms = float(ms_fit.error[-1] ** 2)
-    point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre))
+    point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre), confidence)
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
     checks.append(Check(
         name="same_limit", expected=0.0, estimate=float(point), ci=ci,
@@ -224,7 +227,7 @@ def analyse_strong(
               f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
               f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
               f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]"),
-        resolution=detectable_effect(ci, reference_ms_hi, CONFIDENCE),
+        resolution=detectable_effect(ci, reference_ms_hi, confidence), **level,
     ))
     series.append(_series("reference: consecutive EM differences", reference,
                           np.zeros(ref_steps.size, bool), np.zeros(ref_steps.size, bool)))

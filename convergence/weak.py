@@ -27,13 +27,12 @@ from scipy import stats
 from .brownian import BrownianBlock, InitialState, PathStreams
 from .coupling import Level, run_coupled
 from .design import DepthLadder
-from .estimators import FAIL, INCONCLUSIVE, PASS, Check, bootstrap_counts
+from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, bootstrap_counts
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
 from .results import Series
 from .validation import check_int, check_ladder
 
-FAMILY_ALPHA = 0.01
 Observable = Callable[[np.ndarray], np.ndarray]
 
 

@@ -37,9 +37,11 @@ from .brownian import (
 from .coupling import Level, run_coupled
 from .design import RateTolerance
 from .estimators import (
+    CONFIDENCE,
     FAIL,
     Check,
     bootstrap_counts,
+    detectable_effect,
     fit_order,
     limit_plateau,
     limit_verdict,
@@ -143,20 +145,23 @@ def coupled_width_errors(
     return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
 
 
-def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.random.Generator) -> tuple[list[Check], Panel]:
-    """``width_order`` (mean-square order in 1/m, expected 1) and ``width_limit`` (plateau 0)."""
+def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.random.Generator,
+                  confidence: float = CONFIDENCE) -> tuple[list[Check], Panel]:
+    """``width_order`` (mean-square order in 1/m, expected 1) and ``width_limit`` (plateau 0), intervals at
+    ``confidence``."""
     steps = 1.0 / np.asarray(design.widths, dtype=np.float64)
     if not np.all(np.isfinite(sq)):
         nan = float("nan")
         return ([Check(n, e, nan, (nan, nan), FAIL, config, note="non-finite distances")
                  for n, e in (("width_order", design.order), ("width_limit", 0.0))],
-                Panel(title=str(config), xlabel="1/m", ylabel="RMS distance", series=[]))
+                Panel(title=str(config), xlabel="1/m", ylabel="RMS distance", series=[],
+                      reference_order=design.order / 2))
     counts = bootstrap_counts(rng, sq.shape[0], design.replicates)
-    fit = fit_order(steps, sq, counts)
+    fit = fit_order(steps, sq, counts, confidence)
     order = design.mean_square_order_check(
         "width_order", fit, config,
-        f"mean-square distance to infinite width ~ C m^(-q) at L = {design.depth}, T = {design.horizon}")
-    point, ci, how = limit_plateau(fit, design.order)
+        f"mean-square distance to infinite width ~ C m^(-q) at L = {design.depth}, T = {design.horizon}", confidence)
+    point, ci, how = limit_plateau(fit, design.order, confidence=confidence)
     widest = float(fit.error[-1] ** 2)
     allowance = design.limit_allowance * widest
     limit = Check(
@@ -165,6 +170,8 @@ def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.ran
         note=(f"{how} (step 1/m); the infinite-width network is sampled exactly, the allowance "
               f"({design.limit_allowance:g} x the widest level's mean square {widest:.3g}) covers the higher-order "
               "terms the fit ignores"),
+        confidence=confidence, false_failure_rate=1.0 - confidence,
+        resolution=detectable_effect(ci, allowance, confidence),
     )
     series = Series.from_fit("RMS distance to infinite width at T", fit)
     label = ", ".join(f"{k}={v}" for k, v in config.items())

@@ -97,3 +97,17 @@ def test_width_study_rejects_a_wrong_infinite_width_kernel():
     sq = coupled_width_errors(spec, design, 0, (79,), limit_spec=KernelSpec("tanh", 5, 0.0, 0.0))
     checks, _ = analyse_width(sq, design, {}, bootstrap_generator(0, (79,)))
     assert {c.name: c.verdict for c in checks}["width_limit"] == "fail"
+
+
+def test_the_figure_rule_rejects_swapped_activations_and_tolerates_a_transient_group():
+    from convergence.studies.sync_agazzi import antipodal_share_check
+
+    # per-path antipodal shares of seed 11's quick run (one ReLU path kept a transient group of tokens)
+    tanh = np.array([0.5, 0.442, 0.507, 0.506, 0.503, 0.452, 0.436, 0.496, 0.471, 0.354, 0.486, 0.492, 0.491, 0.491,
+                     0.471, 0.508])
+    relu = np.zeros(16)
+    relu[[4, 5, 10]] = 0.16, 0.006, 0.005
+    assert antipodal_share_check("relu", relu, above=False, config={}).verdict == "pass"
+    assert antipodal_share_check("tanh", tanh, above=True, config={}).verdict == "pass"
+    assert antipodal_share_check("relu", tanh, above=False, config={}).verdict == "fail"  # tanh claimed as ReLU
+    assert antipodal_share_check("tanh", relu, above=True, config={}).verdict == "fail"

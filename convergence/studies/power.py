@@ -13,9 +13,9 @@ checks that judge the true claims:
 
 Study checks: ``true_claim`` (the true claim passes) and ``rejects`` (the mutant fails) for every mutant with
 eps >= the profile's target effect (5% full, 20% quick) or structural; smaller effects are findings (reported,
-outside the verdict). Each inner check keeps its own 1% family-wise rate; the study's false-failure rate is at
-most 1% per true-claim check (``true_claim`` checks: 5 at full, so at most 5%; a ``rejects`` check cannot
-fail falsely when its claim (the mutant is wrong) holds). Each row also states the check's resolution.
+outside the verdict). Only a ``true_claim`` check can fail falsely (a ``rejects`` check's claim, that the mutant
+is wrong, holds by construction): their inner checks share 1% (Bonferroni), so the study's family-wise
+false-failure rate is at most 1%. Each row also states the check's resolution.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from verify.kernels import KernelSpec
 
 from ..agazzi import AgazziModel
 from ..brownian import seed_block_sequence
-from ..estimators import FAIL, INCONCLUSIVE, PASS, Check, combine_verdicts
+from ..estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, combine_verdicts
 from ..fedorov import FedorovModel
 from ..local import LocalDesign, local_checks, states_for
 from ..mlp_field import FrozenFeatureField, GaussianField
@@ -90,7 +90,7 @@ def _row(kind: str, model: str, label: str, effect, checks: list[Check], target:
     note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
             + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}"))
     return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
-                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim,
+                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=0.0,
                  resolution=resolution, relative_resolution=resolution)
 
 
@@ -99,8 +99,10 @@ def _true_row(kind: str, model: str, checks: list[Check]) -> Check:
     drift = _pooled(checks, "drift_scale")
     resolutions = ", ".join(f"{c.name} {c.resolution:.3g}" for c in checks
                             if c.resolution is not None and c.config.get("state", "pooled") == "pooled")
+    alpha = float(sum(c.false_failure_rate for c in checks))
     return Check("true_claim", 1.0, 1.0 if inner == PASS else 0.0, (0.0, 1.0), inner,
-                 {"check": kind, "model": model}, note=f"{kind} check on the true claim: {inner}; resolutions: "
+                 {"check": kind, "model": model}, confidence=1 - alpha, false_failure_rate=alpha,
+                 note=f"{kind} check on the true claim: {inner}; resolutions: "
                  f"{resolutions or 'see the inner checks'}",
                  resolution=None if drift is None else drift.resolution,
                  relative_resolution=None if drift is None else drift.resolution)
@@ -109,6 +111,8 @@ def _true_row(kind: str, model: str, checks: list[Check]) -> Check:
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     settings = PROFILES[profile]
     models = local_models(seed, settings.tokens_f)
+    # only the true-claim checks can fail falsely: they share the study's 1% (each inner check family gets 1% / count)
+    true_alpha = FAMILY_ALPHA / (len(models) + 1)
     advance = progress(len(models) + 1, NAME)
     checks: list[Check] = []
     calibration: list[tuple[float, Check]] = []
@@ -117,7 +121,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         key = (STUDY_KEY, index, 0)
 
         def run(sde, model=model, states=states, key=key):
-            return local_checks(model, sde, states, settings.local, seed, key)
+            return local_checks(model, sde, states, settings.local, seed, key, family_alpha=true_alpha)
 
         true = model.limit_sde()
         checks.append(_true_row("local", label, run(true)))
@@ -132,7 +136,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 if index == 0 and mutant.name == "drift x (1 + eps)":
                     calibration.append((mutant.effect, _pooled(inner, "drift_scale")))
         advance(1)
-    checks += strong_rows(settings, seed)
+    checks += strong_rows(settings, seed, 1 - true_alpha / 4)
     advance(1)
     notes = [
         f"Target: every structural mutant and every mutant with |eps| >= {settings.target:g} fails the check that "
@@ -158,7 +162,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                        plots={"": [plot]}, notes=notes)
 
 
-def strong_rows(settings: PowerProfile, seed: int) -> list[Check]:
+def strong_rows(settings: PowerProfile, seed: int, confidence: float) -> list[Check]:
     """The strong check on model F (n = 2, d = 16): true claim, the eps mutants of the profile, structural ones."""
     model = FedorovModel(2, 16)
     design = settings.strong
@@ -167,7 +171,7 @@ def strong_rows(settings: PowerProfile, seed: int) -> list[Check]:
 
     def run(sde):
         data = coupled_strong_errors(model, sde, design, seed, key)
-        return analyse_strong(data, design, {"n": 2, "d": 16}, bootstrap_generator(seed, key))[0]
+        return analyse_strong(data, design, {"n": 2, "d": 16}, bootstrap_generator(seed, key), confidence)[0]
 
     true_checks = run(true)
     rows = [_true_row("strong", "F n=2 d=16", true_checks)]
@@ -188,7 +192,8 @@ def strong_rows(settings: PowerProfile, seed: int) -> list[Check]:
                 relative = float(abs(eps) * np.sqrt(same_limit_resolution / plateau.estimate))
                 note += f"; same_limit sees a drift coefficient error of about {100 * relative:.2g}%"
             rows.append(Check(row.name, row.expected, row.estimate, row.ci, row.verdict, row.config, note=note,
-                              claim=row.claim, resolution=same_limit_resolution, relative_resolution=relative))
+                              claim=row.claim, false_failure_rate=0.0, resolution=same_limit_resolution,
+                              relative_resolution=relative))
     return rows
 
 

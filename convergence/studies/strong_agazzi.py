@@ -21,6 +21,7 @@ from verify.kernels import KernelSpec
 
 from ..agazzi import ATTENTION, AgazziModel
 from ..brownian import seed_block_sequence
+from ..estimators import family_confidence
 from ..execution import block_count
 from ..mlp_field import FrozenFeatureField, GaussianField
 from ..results import StudyResult
@@ -78,6 +79,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     width_blocks = block_count(width_design.paths, width_design.block_paths)
     advance = progress(len(DEPTH_CONFIGS) * depth_blocks * depth_design.fine_steps
                        + len(WIDTH_CONFIGS) * width_blocks * width_design.depth, NAME)
+    family = 4 * len(DEPTH_CONFIGS) + 2 * len(WIDTH_CONFIGS)  # the study's checks
+    confidence = family_confidence(family)
     checks, panels = [], []
     for index, config in enumerate(DEPTH_CONFIGS):
         model = depth_model(config, seed, index)
@@ -86,7 +89,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         act, dim, bias, attention, width = config
         label = {"experiment": "depth", "act": act, "d": dim, "bias": bias, "attention": attention,
                  "m": "infinite" if width is None else width}
-        config_checks, panel = analyse_strong(data, depth_design, label, bootstrap_generator(seed, key))
+        config_checks, panel = analyse_strong(data, depth_design, label, bootstrap_generator(seed, key), confidence)
         checks += config_checks
         panels.append(panel)
     for index, (act, dim, bias, attention) in enumerate(WIDTH_CONFIGS):
@@ -94,7 +97,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         sq = coupled_width_errors(KernelSpec(act, dim, bias, bias), width_design, seed, key, BETA,
                                   ATTENTION[attention], progress=advance)
         label = {"experiment": "width", "act": act, "d": dim, "bias": bias, "attention": attention}
-        config_checks, panel = analyse_width(sq, width_design, label, bootstrap_generator(seed, key))
+        config_checks, panel = analyse_width(sq, width_design, label, bootstrap_generator(seed, key), confidence)
         checks += config_checks
         panels.append(panel)
     params = {
@@ -119,8 +122,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "The infinite-width configuration samples the Gaussian field jointly at the tokens (symmetric square root of K).",
         "Width: fresh features at every layer (the paper's block), coupled to the infinite-width network through the "
         "same Gaussian matrix at the token positions; mean-square order = 2 x the fitted RMS order in 1/m.",
-        "Intervals are 99% bootstrap percentile intervals over paths; a check fails with probability at most 1% "
-        "when the claim holds and its bias is within the stated allowance.",
+        f"Intervals are bootstrap intervals over paths at the Bonferroni level of the study's {family} checks "
+        "(normal, from the bootstrap standard error), so the study fails with probability at most 1% when every "
+        "claim holds and each bias is within its stated allowance.",
     ]
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, panels=panels, notes=notes)
 
