@@ -152,3 +152,27 @@ def test_float64_joint_optimum_agrees_with_the_30_digit_search():
                                       key=lambda item: (item[0][1], item[1]))
             d_grid, t_grid = joint_optimum(variances, hat, start)
             assert d_grid == d_star and (t_grid < 2.0) == (t_star < 2.0)
+
+
+def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways():
+    import sympy as sp
+
+    from convergence.studies.ldm_stopping import _iff_check, criterion_sign
+    from verify import latent_diffusion as ld
+    from verify.latent_stopping import LatentSetting, certify_sign, distance_derivative
+
+    x, term = ld.plugin_remaining_term()
+    derivative = sp.diff(term, x).subs(x, 0)
+    assert sp.simplify(derivative - ld.plugin_criterion_term()) == 0
+    for wrong in ((1 - ld.s / sp.sqrt(ld.q)) * (1 + ld.q), (1 - ld.s**2 / ld.q) * (1 - ld.q)):  # near misses
+        assert sp.simplify(derivative - wrong) != 0
+    # numerically: sigma_hat = 1.5 s_j overshoots, sigma_hat < s undershoots; the certified signs agree with the
+    # criterion, and the "wrong side" claim (criterion < 0 <=> monotone) fails as a certified counterexample
+    for hat in ((0.36, 0.2), (0.2, 0.05)):
+        setting = LatentSetting((0.25, 0.1), 2.0, hat)
+        paper = criterion_sign(setting, 2)
+        monotone = certify_sign(lambda ctx, box: distance_derivative(ctx, setting, box, 2), 0, 2.0, -1, budget=4000,
+                                strict=False)
+        assert paper is not None and monotone is not None
+        assert _iff_check("c", paper, monotone, {}, "").verdict == "pass"
+        assert _iff_check("c", not paper, monotone, {}, "").verdict == "fail"

@@ -414,6 +414,17 @@ def latent_diffusion() -> Derivation:
     der.results["u_j (coordinate j helps for u < u_j)"] = until
     der.check("u_j solves tau2(u_j) = 4 s^2",
               sp.simplify((1 + sp.exp(-2 * until) * (ld.s**2 - 1)) - 4 * ld.s**2) == 0)
+    x, term = ld.plugin_remaining_term()
+    der.results["plug-in term f_j(x), x = a^2 of the remaining time"] = term
+    der.check("the plug-in run from the model's law has decoded variance q (1 - x) + x, x = 1 - e^{-2u}",
+              sp.simplify(ld._gaussian_model_variance(ld.q, ld.u).subs(sp.exp(-2 * ld.u), 1 - x)
+                          - (ld.q * (1 - x) + x)) == 0)
+    second = sp.simplify(sp.diff(term, x, 2))
+    der.results["f_j''(x)"] = second
+    der.check("f_j''(x) = s (1 - q)^2 / (2 (q (1 - x) + x)^(3/2)) >= 0: f_d is convex, so monotone iff f_d'(0) >= 0",
+              sp.simplify(second - ld.s * (1 - ld.q) ** 2 / (2 * (ld.q * (1 - x) + x) ** sp.Rational(3, 2))) == 0)
+    der.check("f_j'(0) equals the paper's criterion term (1 - s/sigma_hat)(1 - sigma_hat^2)",
+              sp.simplify(sp.diff(term, x).subs(x, 0) - ld.plugin_criterion_term()) == 0)
     turn = ld.plugin_turning_time()
     der.results["plug-in turning time"] = turn
     der.check("the plug-in path meets s^2 at its turning time",

@@ -20,6 +20,11 @@ One latent coordinate j at a time (everything is diagonal): data variance ``s2 =
 * Exact score from the forward law: ``d/dt (sqrt(v) - s)^2 = -2 (1 - s2)^2 (1 - e^{-2u}) e^{-2u} / (sqrt(v) (sqrt(v) + s))
   <= 0``: the distance never increases. Plug-in: the coordinate's term is non-increasing on [0, T] iff
   ``(sqrt(q) - s)(q - 1) <= 0`` (sigma_hat between s and 1); otherwise it is minimal where ``tau2(u) = s2``.
+* The paper's plug-in criterion: with ``x = a^2 = 1 - e^{-2u}`` at the remaining forward time u, the decoded
+  variance from the model's own law is ``q (1 - x) + x``, linear in x, so each term ``f_j(x) = (sqrt(q (1 - x) + x)
+  - s)^2`` is convex (strictly when s > 0, q != 1) and ``f_d = sum_{j<=d} f_j`` is. The distance is non-increasing
+  in t (non-decreasing in x) on [0, T] iff ``f_d'(0) >= 0``, and ``f_j'(0) = (1 - s/sigma_hat)(1 - q)``
+  (a zero-variance coordinate, s = q = 0, has ``f_j = x``: +1).
 * Coordinate j lowers the distance iff ``v_j < 4 s2``; from the forward law with the exact score this holds for
   all t when ``s2 >= 1/4`` and otherwise exactly for ``u < u_j = log((1 - s2) / (1 - 4 s2)) / 2``.
 """
@@ -160,3 +165,15 @@ def helpful_until() -> sp.Expr:
 def plugin_turning_time() -> sp.Expr:
     """Forward time where the plug-in path ``tau2(u)`` meets ``s^2`` (the overshooting coordinate's optimum)."""
     return _forward_time_where(q, s**2)
+
+
+def plugin_remaining_term() -> tuple[sp.Symbol, sp.Expr]:
+    """``(x, f_j(x))``: a coordinate's share of the distance against ``x = a^2`` of the remaining time (plug-in
+    score, run from the model's own law: decoded variance ``q (1 - x) + x``)."""
+    x = sp.Symbol("x", nonnegative=True)
+    return x, coordinate_term(q * (1 - x) + x)
+
+
+def plugin_criterion_term() -> sp.Expr:
+    """The paper's criterion term ``(1 - s / sqrt(q)) (1 - q)`` (MATH.md section 4)."""
+    return (1 - s / sp.sqrt(q)) * (1 - q)

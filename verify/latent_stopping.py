@@ -247,6 +247,21 @@ def _certify_boxes(function: Callable, lo, hi, sign: int, depth: int, budget: in
     return True
 
 
+def plugin_criterion(setting: LatentSetting, d: int, ctx=mpmath.mp):
+    """The paper's criterion ``sum_{j<=d} (1 - s_j / sigma_hat_j)(1 - sigma_hat_j^2)`` (zero-variance coordinates,
+    s_j = sigma_hat_j = 0, count +1): the distance is non-increasing on [0, T] iff it is >= 0 (forward start; the
+    derivation ``latent_diffusion`` in symbolic.md shows f_d'(0) equals it and f_d is convex). ``ctx=mpmath.iv``
+    gives an enclosure."""
+    total = ctx.mpf(0)
+    for j in range(setting.check_dimension(d)):
+        q, s2 = setting.model_variance(j), setting.variances[j]
+        if q == 0 and s2 == 0:
+            total += 1
+            continue
+        total += (1 - ctx.sqrt(ctx.mpf(s2)) / ctx.sqrt(ctx.mpf(q))) * (1 - ctx.mpf(q))
+    return total
+
+
 def monotone_criterion(setting: LatentSetting, d: int) -> list[bool]:
     """Per coordinate j <= d: ``(sigma_hat_j - s_j)(sigma_hat_j^2 - 1) <= 0`` (sigma_hat_j between s_j and 1), the
     exact condition for coordinate j's term to be non-increasing on [0, T] (forward start). Exact float compares."""
