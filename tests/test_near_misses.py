@@ -201,3 +201,25 @@ def test_the_power_study_rejects_its_catalogue(tmp_path, profile):
     report = json.loads((tmp_path / "power.json").read_text())
     assert report["verdict"] == "pass"
     assert {c["name"] for c in report["checks"] if c["claim"]} == {"true_claim", "rejects"}
+
+
+def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_see():
+    """Two systems of the same code agree whatever the drift; the weak form of the SPDE and the zonal targets do
+    not: a wrong mean-field drift (attention 20% off, the Ito factor (d-2)/2) and a wrong rate fail."""
+    from convergence.design import RecordGrid
+    from convergence.mean_field import MeanFieldDesign, weak_form, zonal_limit, zonal_rates
+    from convergence.studies.chaos import DIM, agazzi_drift, model_a_field
+
+    field = model_a_field(8)
+    k1 = field.kernel.k1
+    design = MeanFieldDesign(RecordGrid(horizon=1.0, steps=16, records=8, paths=4096), target=0.3)
+    model = cv.AgazziModel(8, field, 1.0, 1.0)
+    drifts = {"true": agazzi_drift(model, k1), "v x 0.8": agazzi_drift(model, k1, v_factor=0.8),
+              "Ito (d-2)/2": agazzi_drift(model, k1, ito=(DIM - 2) / 2)}
+    verdicts = [c.verdict for c in weak_form(model, drifts, design, 0, (9, 7), {}, 3)]
+    assert verdicts == [PASS, FAIL, FAIL]
+    silent = cv.AgazziModel(8, field, 1.0, 0.0)
+    zonal = MeanFieldDesign(RecordGrid(horizon=4.0, steps=16, records=8, paths=4096), target=0.3)
+    assert zonal_limit(silent, k1, zonal, 0, (9, 8), {}, 2)[0].verdict == PASS
+    wrong = zonal_rates(k1, DIM) * np.array([(DIM - 2) / (DIM - 1), 1.0])
+    assert zonal_limit(silent, k1, zonal, 0, (9, 8), {}, 2, rates=wrong)[0].verdict == FAIL

@@ -13,13 +13,21 @@ reports what it finds.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from verify.kernels import KernelSpec
 
 from ..agazzi import AgazziModel
-from ..chaos import ChaosDesign, analyse_chaos, coupled_chaos
+from ..attention import tangent_projection
+from ..chaos import CHECKS, ChaosDesign, analyse_chaos, coupled_chaos
+from ..design import RecordGrid
+from ..estimators import FAMILY_ALPHA, family_confidence
 from ..execution import block_count
 from ..fedorov import FedorovModel
-from ..mlp_field import FreshFeatureField
+from ..mean_field import MeanFieldDesign, weak_form, zonal_limit
+from ..mlp_field import FreshFeatureField, GaussianField
 from ..results import StudyResult
 from ..strong import bootstrap_generator
 from .base import ProgressFactory, Study
@@ -29,9 +37,80 @@ STUDY_KEY = 6
 DIM, BETA, WIDTH, ACTIVATION = 5, 1.0, 64, "relu"
 
 DESIGNS = {
-    "quick": ChaosDesign(tokens=(16, 32, 64, 128, 256), large=1024, depth=16, horizon=1.0, paths=128),
+    "quick": ChaosDesign(tokens=(16, 32, 64, 128, 256), large=1024, depth=16, horizon=1.0, paths=192),
     "full": ChaosDesign(tokens=(16, 32, 64, 128, 256, 512, 1024), large=2048, depth=16, horizon=1.0, paths=256),
 }
+
+MEAN_FIELD_TOKENS = 16
+MEAN_FIELD = {  # (zonal: no attention, T = 4; weak form: with attention, T = 1)
+    "quick": (MeanFieldDesign(RecordGrid(horizon=4.0, steps=32, records=16, paths=8192), target=0.2),
+              MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=4096), target=0.2)),
+    "full": (MeanFieldDesign(RecordGrid(horizon=4.0, steps=32, records=16, paths=32768), target=0.05),
+             MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=16384), target=0.05)),
+}
+MEAN_FIELD_CHECKS = 4  # zonal phi_1 (phi_2 is a finding), weak form of A and of F, and phi_2
+
+
+def model_a_field(tokens: int) -> GaussianField:
+    """The infinite-width field of model A's mean-field checks (the SPDE's noise)."""
+    return GaussianField(KernelSpec(ACTIVATION, DIM), tokens)
+
+
+def agazzi_drift(model: AgazziModel, k1: float, beta_factor: float = 1.0, v_factor: float = 1.0,
+                 ito: float = (DIM - 1) / 2):
+    """The claimed mean-field drift of model A: v P_x a_mu(x) - ito k(1) x (factors for near misses)."""
+    attention = replace(model, beta=model.beta * beta_factor)
+
+    def drift(x: np.ndarray) -> np.ndarray:
+        return model.v * v_factor * tangent_projection(x, attention.attention(x)) - ito * k1 * x
+
+    return drift
+
+
+def fedorov_drift(model: FedorovModel, ito: float = (DIM - 1) / 2):
+    """The claimed mean-field drift of model F: -ito sigma^2 |a_mu(x)|^2 x."""
+
+    def drift(x: np.ndarray) -> np.ndarray:
+        a = model.attention(x)
+        return -ito * model.sigma**2 * np.sum(a * a, axis=-1, keepdims=True) * x
+
+    return drift
+
+
+def mean_field_section(profile: str, seed: int, near_misses: bool = False) -> list:
+    """The empirical measure against the SPDE (``convergence.mean_field``): zonal limit without attention (model A),
+    weak form with attention (models A and F). ``near_misses`` adds wrong mean-field drifts and rates judged on the
+    same data (for the power study); their checks are findings."""
+    zonal_design, weak_design = MEAN_FIELD[profile]
+    family = MEAN_FIELD_CHECKS + (6 if near_misses else 0)
+    field = model_a_field(MEAN_FIELD_TOKENS)
+    k1 = field.kernel.k1
+    silent = AgazziModel(MEAN_FIELD_TOKENS, field, BETA, 0.0)
+    checks = zonal_limit(silent, k1, zonal_design, seed, (STUDY_KEY, 10), {"model": "A", "attention": "none"}, family)
+    checks[1] = replace(checks[1], claim=False, note=checks[1].note + " (a finding: phi_2 resolves the rate less "
+                        "sharply than phi_1)")
+    if near_misses:
+        for label, factor in (("k(1) x 1.05", 1.05), ("(d-2)/(d-1) in lambda", (DIM - 2) / (DIM - 1))):
+            rates = np.array([factor * r for r in (k1 * (DIM - 1) / 2, k1 * 2 * DIM / 2)])
+            wrong = zonal_limit(silent, k1, zonal_design, seed, (STUDY_KEY, 10), {"model": "A", "claim": label}, family,
+                                rates)
+            checks += [replace(c, claim=False) for c in wrong[:1]]
+    model_a = AgazziModel(MEAN_FIELD_TOKENS, field, BETA, 1.0)
+    drifts = {"true": agazzi_drift(model_a, k1)}
+    if near_misses:
+        drifts |= {"attention v x 0.95": agazzi_drift(model_a, k1, v_factor=0.95),
+                   "attention v x 0.8": agazzi_drift(model_a, k1, v_factor=0.8),
+                   "beta x 1.2": agazzi_drift(model_a, k1, beta_factor=1.2),
+                   "Ito factor (d-2)/2": agazzi_drift(model_a, k1, ito=(DIM - 2) / 2)}
+    found = weak_form(model_a, drifts, weak_design, seed, (STUDY_KEY, 11), {"model": "A"}, family)
+    checks += [found[0]] + [replace(c, claim=False) for c in found[1:]]
+    model_f = FedorovModel(MEAN_FIELD_TOKENS, DIM, BETA)
+    drifts = {"true": fedorov_drift(model_f)}
+    if near_misses:
+        drifts["Ito factor (d-2)/2"] = fedorov_drift(model_f, ito=(DIM - 2) / 2)
+    found = weak_form(model_f, drifts, weak_design, seed, (STUDY_KEY, 12), {"model": "F"}, family)
+    return checks + [found[0]] + [replace(c, claim=False) for c in found[1:]]
+
 
 MODELS = {
     "A": lambda n: AgazziModel(n, FreshFeatureField(KernelSpec(ACTIVATION, DIM), WIDTH), BETA, 1.0),
@@ -44,13 +123,16 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     blocks = block_count(design.paths, design.block_paths)
     advance = progress(len(MODELS) * blocks * design.depth, NAME)
     checks, panels = [], []
+    # one family: the chaos checks of both models and the mean-field checks share the study's 1%
+    confidence = family_confidence(CHECKS * len(MODELS) + MEAN_FIELD_CHECKS)
     for index, (name, model_for) in enumerate(MODELS.items()):
         key = (STUDY_KEY, index)
         data = coupled_chaos(model_for, design, seed, key, progress=advance)
         config_checks, config_panels = analyse_chaos(data, design, DIM, {"model": name, "d": DIM},
-                                                     bootstrap_generator(seed, key))
+                                                     bootstrap_generator(seed, key), confidence)
         checks += config_checks
         panels += config_panels
+    checks += mean_field_section(profile, seed)
     params = {
         "models": {"A": f"attention (Q^T K = beta I, V = I) + {ACTIVATION} MLP block of width {WIDTH}, fresh "
                         "features every layer, no biases",
@@ -60,8 +142,23 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "exact_assignment_up_to": design.assignment_max, "sliced_directions": design.slices,
         "test_functions": ["x_0", "x_0 x_1", "x_0^2"],
     }
+    zonal_design, weak_design = MEAN_FIELD[profile]
+    params["mean_field"] = {"tokens": MEAN_FIELD_TOKENS, "field": f"infinite-width Gaussian field ({ACTIVATION})",
+                            "initial": "i.i.d. on a cap around e (normalise(e + 0.7 z))",
+                            "zonal": {"horizon": zonal_design.grid.horizon, "steps": zonal_design.grid.steps,
+                                      "paths": zonal_design.grid.paths},
+                            "weak_form": {"horizon": weak_design.grid.horizon, "steps": weak_design.grid.steps,
+                                          "paths": weak_design.grid.paths}, "target": zonal_design.target}
     notes = [
-        "Orders are mean-square orders in 1/N (2 x the fitted RMS order), with 99% bootstrap intervals over paths.",
+        f"Family-wise: every interval is at the Bonferroni level of the study's {CHECKS * len(MODELS) + MEAN_FIELD_CHECKS} "
+        f"checks (false-failure rate {FAMILY_ALPHA:g} in all).",
+        "chaos_rate, chaos_limit, w2_rate and sznitman_rate compare systems built by the same code on the same noise: "
+        "they test the rate. The limit is tested against the SPDE itself: zonal_limit (no attention: the one-particle "
+        "law is a spherical Brownian motion at rate k(1), exact zonal targets) and weak_form (with attention: "
+        "E<mu_T, f> - <mu_0, f> = int E<mu_t, <e, b>> dt for the claimed mean-field drift b), both Richardson over "
+        "h and 2h (convergence/mean_field.py). A wrong mean-field drift fails them (study power).",
+        "sampler_baseline checks the initial sampler at time 0 (exact variances of the uniform law): a calibration.",
+        "Orders are mean-square orders in 1/N (2 x the fitted RMS order), with bootstrap intervals over paths.",
         "The theorem's W_2 bound r_d(N) is an upper bound; the true sampling rate on the sphere can be faster, so "
         "w2_rate only fails when W_2^2 decays more slowly than r_d(N).",
         "W_2 between an empirical measure and its law decays at the sampling rate, not the chaos rate: the chaos "

@@ -10,6 +10,9 @@ checks that judge the true claims:
            attention, d = 8; infinite-width ReLU field, attractive, d = 5).
   strong   ``convergence.strong`` (layer map against an Euler-Maruyama run of the claim on one Brownian path,
            plateau at the claimed rate) for model F, n = 2, d = 16, the issue's near miss (d-2)/2 included.
+  mean-field  the chaos study's SPDE checks (``convergence.mean_field``): zonal limit with a wrong rate (k(1) 5%
+           off, (d-2) for (d-1)), weak form with a wrong mean-field drift (attention 5% and 20% off, beta 20% off,
+           the Ito factor (d-2)/2), judged on the same recorded data as the true claim.
 
 Study checks: ``true_claim`` (the true claim passes) and ``rejects`` (the mutant fails) for every mutant with
 eps >= the profile's target effect (5% full, 20% quick) or structural; smaller effects are findings (reported,
@@ -20,7 +23,7 @@ false-failure rate is at most 1%. Each row also states the check's resolution.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -137,6 +140,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                     calibration.append((mutant.effect, _pooled(inner, "drift_scale")))
         advance(1)
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
+    checks += mean_field_rows(profile, seed, settings.target)
     advance(1)
     notes = [
         f"Target: every structural mutant and every mutant with |eps| >= {settings.target:g} fails the check that "
@@ -160,6 +164,28 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
               "states": list(STATES), "samples": settings.local.samples, "paths": settings.strong.paths}
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks,
                        plots={"": [plot]}, notes=notes)
+
+
+MEAN_FIELD_EFFECTS = {"k(1) x 1.05": 0.05, "(d-2)/(d-1) in lambda": None, "attention v x 0.95": -0.05,
+                      "attention v x 0.8": -0.2, "beta x 1.2": 0.2, "Ito factor (d-2)/2": None}
+
+
+def mean_field_rows(profile: str, seed: int, target: float) -> list[Check]:
+    """The chaos study's mean-field checks (zonal limit, weak form of the SPDE) on wrong mean-field drifts and
+    rates, judged on the same recorded data as the true claim (``studies.chaos.mean_field_section``)."""
+    from .chaos import mean_field_section
+
+    rows = []
+    for check in mean_field_section(profile, seed, near_misses=True):
+        label = check.config.get("claim", check.config.get("drift", "true"))
+        model = f"{check.config['model']} ({check.name})"
+        if label == "true" and check.claim:
+            rows.append(_true_row("mean-field", model, [check]))
+        elif label in MEAN_FIELD_EFFECTS:
+            effect = MEAN_FIELD_EFFECTS[label]
+            rows.append(_row("mean-field", model, label if effect is None else f"{label}, eps = {effect:+g}", effect,
+                             [replace(check, claim=True)], target))
+    return rows
 
 
 def strong_rows(settings: PowerProfile, seed: int, confidence: float) -> list[Check]:
