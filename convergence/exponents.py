@@ -32,6 +32,8 @@ from .estimators import (
     Check,
     bootstrap_counts,
     bootstrap_means,
+    bootstrap_interval,
+    detectable_effect,
     percentile_interval,
 )
 from .model import LayerMap
@@ -100,8 +102,9 @@ class ExponentEstimate:
     curve_ci: np.ndarray
 
 
-def median_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Generator) -> ExponentEstimate:
-    """Slope of the median over paths of log r (both levels), Richardson-extrapolated."""
+def median_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Generator,
+                    confidence: float = CONFIDENCE) -> ExponentEstimate:
+    """Slope of the median over paths of log r (both levels), Richardson-extrapolated; interval at ``confidence``."""
     times = design.times
     med = np.median(logs, axis=0)  # (2, records+1)
     slopes = _slope(times, med)
@@ -113,12 +116,16 @@ def median_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Gen
         boot[r] = _slope(times, sample)
         curves[r] = sample[0]
     rich = 2 * boot[:, 0] - boot[:, 1]
-    return ExponentEstimate(float(slopes[0]), float(slopes[1]), float(2 * slopes[0] - slopes[1]),
-                            tuple(float(v) for v in percentile_interval(rich)), med[0], percentile_interval(curves))
+    estimate = float(2 * slopes[0] - slopes[1])
+    return ExponentEstimate(float(slopes[0]), float(slopes[1]), estimate,
+                            tuple(float(v) for v in bootstrap_interval(estimate, rich, confidence)), med[0],
+                            percentile_interval(curves))
 
 
-def mean_square_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Generator) -> ExponentEstimate:
-    """Slope of log mean over paths of (r / delta_0)^2 (both levels), Richardson-extrapolated."""
+def mean_square_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Generator,
+                         confidence: float = CONFIDENCE) -> ExponentEstimate:
+    """Slope of log mean over paths of (r / delta_0)^2 (both levels), Richardson-extrapolated; interval at
+    ``confidence``."""
     times = design.times
     paths = logs.shape[0]
     sq = np.exp(2 * (logs - np.log(design.delta0))).reshape(paths, -1)
@@ -127,13 +134,14 @@ def mean_square_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.rando
     boot_ms = np.log(bootstrap_means(sq, bootstrap_counts(rng, paths, design.replicates))).reshape(design.replicates, 2, -1)
     boot = _slope(times, boot_ms)
     rich = 2 * boot[:, 0] - boot[:, 1]
-    return ExponentEstimate(float(slopes[0]), float(slopes[1]), float(2 * slopes[0] - slopes[1]),
-                            tuple(float(v) for v in percentile_interval(rich)), log_ms[0],
+    estimate = float(2 * slopes[0] - slopes[1])
+    return ExponentEstimate(float(slopes[0]), float(slopes[1]), estimate,
+                            tuple(float(v) for v in bootstrap_interval(estimate, rich, confidence)), log_ms[0],
                             percentile_interval(boot_ms[:, 0]))
 
 
 def exponent_check(name: str, expected: float, est: ExponentEstimate, design: ExponentDesign, config: dict,
-                   allowance_floor: float = 0.005, note: str = "") -> Check:
+                   allowance_floor: float = 0.005, note: str = "", confidence: float = CONFIDENCE) -> Check:
     """``fail`` when the interval misses expected +- allowance; ``inconclusive`` when it is wider than
     ``max_ci_width`` x max(|expected|, 0.05) or cannot tell the exponent's sign (contains 0).
 
@@ -152,4 +160,5 @@ def exponent_check(name: str, expected: float, est: ExponentEstimate, design: Ex
         verdict = PASS
     detail = f"slopes at h: {est.at_h:.4g}, at 2h: {est.at_2h:.4g}; Richardson 2 s(h) - s(2h)"
     return Check(name=name, expected=float(expected), estimate=est.estimate, ci=est.ci, verdict=verdict, config=config,
-                 allowance=allowance, confidence=CONFIDENCE, note=f"{detail}. {note}".strip())
+                 allowance=allowance, confidence=confidence, false_failure_rate=1.0 - confidence,
+                 resolution=detectable_effect(est.ci, allowance, confidence), note=f"{detail}. {note}".strip())

@@ -59,6 +59,10 @@ QF_DIM, QF_RHO0S, QF_DELTA = 3, (-0.5, 0.3), 0.01
 FIGURE_DIM, FIGURE_TOKENS, FIGURE_HORIZON = 4, 64, 20.0
 ALIGNED = 0.9  # |cos| above this counts as aligned in the figure's checks
 ANTIPODAL_SHARE = 0.1  # two opposite groups of k and n - k tokens hold k (n - k) / (n (n - 1) / 2) of the pairs
+# one family: exponents (2 per config), energy bounds, quadratic form (2 exponents, 2 per rho0), figure (2)
+CHECKS = 2 * len(EXPONENT_CONFIGS) + len(ENERGY_CONFIGS) + 2 + 2 * len(QF_RHO0S) + 2
+CHECK_ALPHA = FAMILY_ALPHA / CHECKS
+CONFIDENCE_LEVEL = 1.0 - CHECK_ALPHA
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class SyncDesign:
 
 DESIGNS = {
     "quick": SyncDesign(
-        exponents=ExponentDesign(horizon=4.0, steps=200, records=20, paths=8192),
+        exponents=ExponentDesign(horizon=4.0, steps=200, records=20, paths=12288),
         energy=EnergyDesign(horizon=4.0, steps=200, records=20, paths=512), energy_tokens=16,
         qf_exponents=ExponentDesign(horizon=1.0, steps=200, records=20, paths=8192),
         qf_paths=20000, qf_depths=(100, 200), qf_merge_horizon=4.0, qf_merge_depth=400,
@@ -106,12 +110,14 @@ def exponents_section(design: SyncDesign, seed: int, advance) -> tuple[list[Chec
         key = (STUDY_KEY, 1, index)
         logs = record_log_distances(model, ed, seed, key, progress=advance)
         rng = bootstrap_generator(seed, key)
-        med, ms = median_exponent(logs, ed, rng), mean_square_exponent(logs, ed, rng)
+        med, ms = median_exponent(logs, ed, rng, CONFIDENCE_LEVEL), mean_square_exponent(logs, ed, rng, CONFIDENCE_LEVEL)
         config = _label(act=act, d=dim, bias=bias)
         checks.append(exponent_check("median_exponent", constants["lambda_1"], med, ed, config,
-                                     note="slope of the median of log|X - Y|: the almost-sure exponent lambda_1"))
+                                     note="slope of the median of log|X - Y|: the almost-sure exponent lambda_1",
+                                     confidence=CONFIDENCE_LEVEL))
         checks.append(exponent_check("mean_square_exponent", constants["lambda_bar"], ms, ed, config,
-                                     note="slope of log E|X - Y|^2: the mean-square exponent lambda_bar"))
+                                     note="slope of log E|X - Y|^2: the mean-square exponent lambda_bar",
+                                     confidence=CONFIDENCE_LEVEL))
         rows.append({**config, **constants})
         t = ed.times.tolist()
         plots.append(Plot(
@@ -142,12 +148,12 @@ def energy_section(design: SyncDesign, seed: int, advance) -> tuple[list[Check],
         hypotheses = "hold" if not failed else "do not hold (" + "; ".join(failed) + ")"
         model = AgazziModel(design.energy_tokens, GaussianField(spec, design.energy_tokens), BETA, v)
         energy = record_energy(model, BETA, design.energy, seed, (STUDY_KEY, 2, index), progress=advance)
-        comparison = compare_with_bound(energy, rate, design.energy)
+        comparison = compare_with_bound(energy, rate, design.energy, CHECK_ALPHA)
         config = _label(act=act, d=dim, bias=bias, attention=attention, n=design.energy_tokens)
         note = (f"lambda_bar' in [{float(lam.lower):.6g}, {float(lam.upper):.6g}] "
                 f"({'rigorous' if lam.rigorous else 'given the quadrature error estimate'}), eps = {eps:g}; "
                 f"theorem hypotheses {hypotheses}")
-        checks.append(energy_bound_check(comparison, rate, config, note))
+        checks.append(energy_bound_check(comparison, rate, config, note, CHECK_ALPHA))
         rows.append({**config, "lambda_bar_prime": [float(lam.lower), float(lam.upper)], "eps": eps,
                      "lambda_bar": lambda_bar, "hypotheses": hypotheses, "measured_rate": comparison.rate})
         t = comparison.times.tolist()
@@ -169,13 +175,14 @@ def quadratic_form_section(design: SyncDesign, seed: int, advance) -> tuple[list
         key = (STUDY_KEY, 3, index)
         logs = record_log_distances(model, ed, seed, key, antipodal=antipodal, progress=advance)
         # log(1 -+ rho) = 2 log|x -+ y| - log 2: its slope is twice that of the log-distance.
-        est = median_exponent(2 * logs, ed, bootstrap_generator(seed, key))
+        est = median_exponent(2 * logs, ed, bootstrap_generator(seed, key), CONFIDENCE_LEVEL)
         name = "qf_exponent_antipodal" if antipodal else "qf_exponent_diagonal"
         checks.append(exponent_check(name, float(sp.sympify(expected).subs(d_symbol, QF_DIM)), est, ed, {"d": QF_DIM},
-                                     note=f"slope of the median of log(1 {'+' if antipodal else '-'} rho)"))
+                                     note=f"slope of the median of log(1 {'+' if antipodal else '-'} rho)",
+                                     confidence=CONFIDENCE_LEVEL))
     invariant = sp.lambdify(rho_symbol, results.invariant, "numpy")
     merge = sp.lambdify(rho_symbol, results.merge_probability, "numpy")
-    z = z_value(2 * len(QF_RHO0S))
+    z = z_value(1, CHECK_ALPHA)
     for index, rho0 in enumerate(QF_RHO0S):
         finals = [overlap(simulate(model, depth, 1.0, design.qf_paths, seed, (STUDY_KEY, 4, index),
                                    initial=fixed_overlap(rho0))) for depth in design.qf_depths]
@@ -186,7 +193,7 @@ def quadratic_form_section(design: SyncDesign, seed: int, advance) -> tuple[list
         ci = (mean - z * se, mean + z * se)
         verdict = FAIL if abs(mean - target) > z * se + allowance else PASS
         checks.append(Check("qf_invariant", target, mean, ci, verdict, {"d": QF_DIM, "rho0": rho0}, allowance,
-                            false_failure_rate=FAMILY_ALPHA,
+                            false_failure_rate=CHECK_ALPHA, confidence=1 - CHECK_ALPHA,
                             note=f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} the "
                                  f"derived invariant; allowance = |difference to L = {design.qf_depths[0]}| (O(h) bias)"))
         final = overlap(simulate(model, design.qf_merge_depth, design.qf_merge_horizon, design.qf_paths, seed,
@@ -200,7 +207,8 @@ def quadratic_form_section(design: SyncDesign, seed: int, advance) -> tuple[list
         if allowance > 0.05:
             verdict = INCONCLUSIVE if verdict == PASS else verdict
         checks.append(Check("qf_merge_probability", target, merged / final.size, (lo, hi), verdict,
-                            {"d": QF_DIM, "rho0": rho0}, allowance, false_failure_rate=FAMILY_ALPHA,
+                            {"d": QF_DIM, "rho0": rho0}, allowance, false_failure_rate=CHECK_ALPHA,
+                            confidence=1 - CHECK_ALPHA,
                             note=f"fraction with rho_T > 1 - {QF_DELTA} at T = {design.qf_merge_horizon}; allowance = "
                                  f"undecided fraction (|rho_T| <= 1 - {QF_DELTA})"))
         rows.append({"rho0": rho0, "invariant_target": float(invariant(rho0)), "merge_probability": target,
@@ -247,7 +255,8 @@ def figure_section(design: SyncDesign, seed: int) -> tuple[list[Check], list[Plo
         config = {"act": act, "d": FIGURE_DIM, "n": FIGURE_TOKENS, "m": design.figure_width,
                   "L": design.figure_depth, "T": FIGURE_HORIZON}
         name = "figure_tanh_antipodal" if act == "tanh" else "figure_relu_one_cluster"
-        checks.append(antipodal_share_check(name, antipodal, above=act == "tanh", config=config))
+        checks.append(antipodal_share_check(name, antipodal, above=act == "tanh", config=config,
+                                            checks=round(FAMILY_ALPHA / CHECK_ALPHA)))
     plot = Plot(f"final pairwise cosines, d = {FIGURE_DIM}, n = {FIGURE_TOKENS}, m = {design.figure_width}, "
                 f"L = {design.figure_depth}, T = {FIGURE_HORIZON:g}, no attention, no biases", "cos", "density", curves)
     return checks, [plot], summary
@@ -284,7 +293,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "Gronwall inequality E[E] <= e^{(eps + lambda_bar') t} E[E_0] is still checked (it needs only F bounded "
         "below), and the row says which hypothesis fails. eps = 4 for the repulsive flow is a derived upper bound, "
         "so that bound is loose by construction.",
-        "Exponent and bound checks have a family false-failure rate of 1% each (99% bootstrap or Bonferroni-normal intervals).",
+        f"Family-wise: each of the study's {CHECKS} checks runs at level 1% / {CHECKS} (bootstrap-normal, Bonferroni-"
+        "normal, Wilson or Student t intervals), so the study fails with probability at most 1% when every claim holds.",
     ]
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params,
                        checks=exp_checks + energy_checks + qf_checks + fig_checks,
