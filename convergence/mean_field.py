@@ -99,12 +99,14 @@ def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: floa
 
 
 def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: int, key: Sequence[int], config: dict,
-                checks_in_family: int, rates: np.ndarray | None = None) -> list[Check]:
-    """``zonal_limit`` for phi_1 and phi_2 (module docstring); ``rates`` overrides the claimed lambda_l (near misses)."""
+                checks_in_family: int, rates: np.ndarray | None = None,
+                family_alpha: float = FAMILY_ALPHA) -> list[Check]:
+    """``zonal_limit`` for phi_1 and phi_2 (module docstring), each at level family_alpha / checks_in_family;
+    ``rates`` overrides the claimed lambda_l (near misses)."""
     rates = zonal_rates(k1, layer_map.dim) if rates is None else np.asarray(rates, dtype=np.float64)
     recorded = record_at_two_steps(layer_map, design.grid, seed, key, cap_initial, zonal_means)  # (paths, 2, R+1, 2)
     bad = first_nonfinite({"zonal means": recorded}, ["phi_1", "phi_2"])
-    z = float(stats.norm.isf(FAMILY_ALPHA / (2 * checks_in_family)))
+    z = float(stats.norm.isf(family_alpha / (2 * checks_in_family)))
     checks = []
     horizon = design.grid.horizon
     for index, rate in enumerate(rates):
@@ -142,7 +144,7 @@ def weak_form_residual(recorded: np.ndarray, times: np.ndarray) -> np.ndarray:
 
 
 def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDesign, seed: int, key: Sequence[int],
-              config: dict, checks_in_family: int) -> list[Check]:
+              config: dict, checks_in_family: int, family_alpha: float = FAMILY_ALPHA) -> list[Check]:
     """``weak_form`` for each claimed drift on the same recorded paths: each drift is observed along the run of
     the layer map (the first is the true claim; others are near misses judged on the same data)."""
     names = list(drifts)
@@ -151,7 +153,7 @@ def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDe
         return np.concatenate([weak_form_observer(drifts[name])(x) for name in names], axis=-1)
 
     recorded = record_at_two_steps(layer_map, design.grid, seed, key, cap_initial, observe)  # (paths, 2, R+1, 2k)
-    z = float(stats.norm.isf(FAMILY_ALPHA / (2 * checks_in_family)))
+    z = float(stats.norm.isf(family_alpha / (2 * checks_in_family)))
     checks = []
     for index, name in enumerate(names):
         part = recorded[..., 2 * index:2 * index + 2]

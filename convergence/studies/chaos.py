@@ -77,23 +77,27 @@ def fedorov_drift(model: FedorovModel, ito: float = (DIM - 1) / 2):
     return drift
 
 
-def mean_field_section(profile: str, seed: int, near_misses: bool = False) -> list:
+def mean_field_section(profile: str, seed: int, near_misses: bool = False, family_alpha: float | None = None) -> list:
     """The empirical measure against the SPDE (``convergence.mean_field``): zonal limit without attention (model A),
     weak form with attention (models A and F). ``near_misses`` adds wrong mean-field drifts and rates judged on the
     same data (for the power study); their checks are findings."""
     zonal_design, weak_design = MEAN_FIELD[profile]
     family = MEAN_FIELD_CHECKS + (6 if near_misses else 0)
+    # in the chaos study these checks take their share of the study's 1% (see execute)
+    alpha = {"family_alpha": FAMILY_ALPHA * MEAN_FIELD_CHECKS / (CHECKS * len(MODELS) + MEAN_FIELD_CHECKS)
+             if family_alpha is None else family_alpha}
     field = model_a_field(MEAN_FIELD_TOKENS)
     k1 = field.kernel.k1
     silent = AgazziModel(MEAN_FIELD_TOKENS, field, BETA, 0.0)
-    checks = zonal_limit(silent, k1, zonal_design, seed, (STUDY_KEY, 10), {"model": "A", "attention": "none"}, family)
+    checks = zonal_limit(silent, k1, zonal_design, seed, (STUDY_KEY, 10), {"model": "A", "attention": "none"}, family,
+                         **alpha)
     checks[1] = replace(checks[1], claim=False, note=checks[1].note + " (a finding: phi_2 resolves the rate less "
                         "sharply than phi_1)")
     if near_misses:
         for label, factor in (("k(1) x 1.05", 1.05), ("(d-2)/(d-1) in lambda", (DIM - 2) / (DIM - 1))):
             rates = np.array([factor * r for r in (k1 * (DIM - 1) / 2, k1 * 2 * DIM / 2)])
             wrong = zonal_limit(silent, k1, zonal_design, seed, (STUDY_KEY, 10), {"model": "A", "claim": label}, family,
-                                rates)
+                                rates, **alpha)
             checks += [replace(c, claim=False) for c in wrong[:1]]
     model_a = AgazziModel(MEAN_FIELD_TOKENS, field, BETA, 1.0)
     drifts = {"true": agazzi_drift(model_a, k1)}
@@ -102,13 +106,13 @@ def mean_field_section(profile: str, seed: int, near_misses: bool = False) -> li
                    "attention v x 0.8": agazzi_drift(model_a, k1, v_factor=0.8),
                    "beta x 1.2": agazzi_drift(model_a, k1, beta_factor=1.2),
                    "Ito factor (d-2)/2": agazzi_drift(model_a, k1, ito=(DIM - 2) / 2)}
-    found = weak_form(model_a, drifts, weak_design, seed, (STUDY_KEY, 11), {"model": "A"}, family)
+    found = weak_form(model_a, drifts, weak_design, seed, (STUDY_KEY, 11), {"model": "A"}, family, **alpha)
     checks += [found[0]] + [replace(c, claim=False) for c in found[1:]]
     model_f = FedorovModel(MEAN_FIELD_TOKENS, DIM, BETA)
     drifts = {"true": fedorov_drift(model_f)}
     if near_misses:
         drifts["Ito factor (d-2)/2"] = fedorov_drift(model_f, ito=(DIM - 2) / 2)
-    found = weak_form(model_f, drifts, weak_design, seed, (STUDY_KEY, 12), {"model": "F"}, family)
+    found = weak_form(model_f, drifts, weak_design, seed, (STUDY_KEY, 12), {"model": "F"}, family, **alpha)
     return checks + [found[0]] + [replace(c, claim=False) for c in found[1:]]
 
 

@@ -115,7 +115,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     settings = PROFILES[profile]
     models = local_models(seed, settings.tokens_f)
     # only the true-claim checks can fail falsely: they share the study's 1% (each inner check family gets 1% / count)
-    true_alpha = FAMILY_ALPHA / (len(models) + 1)
+    true_alpha = FAMILY_ALPHA / (len(models) + 2)  # local models, the strong check, the mean-field checks
     advance = progress(len(models) + 1, NAME)
     checks: list[Check] = []
     calibration: list[tuple[float, Check]] = []
@@ -140,7 +140,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                     calibration.append((mutant.effect, _pooled(inner, "drift_scale")))
         advance(1)
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
-    checks += mean_field_rows(profile, seed, settings.target)
+    checks += mean_field_rows(profile, seed, settings.target, true_alpha)
     advance(1)
     notes = [
         f"Target: every structural mutant and every mutant with |eps| >= {settings.target:g} fails the check that "
@@ -170,13 +170,13 @@ MEAN_FIELD_EFFECTS = {"k(1) x 1.05": 0.05, "(d-2)/(d-1) in lambda": None, "atten
                       "attention v x 0.8": -0.2, "beta x 1.2": 0.2, "Ito factor (d-2)/2": None}
 
 
-def mean_field_rows(profile: str, seed: int, target: float) -> list[Check]:
+def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float) -> list[Check]:
     """The chaos study's mean-field checks (zonal limit, weak form of the SPDE) on wrong mean-field drifts and
     rates, judged on the same recorded data as the true claim (``studies.chaos.mean_field_section``)."""
     from .chaos import mean_field_section
 
     rows = []
-    for check in mean_field_section(profile, seed, near_misses=True):
+    for check in mean_field_section(profile, seed, near_misses=True, family_alpha=family_alpha):
         label = check.config.get("claim", check.config.get("drift", "true"))
         model = f"{check.config['model']} ({check.name})"
         if label == "true" and check.claim:
