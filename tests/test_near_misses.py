@@ -223,3 +223,15 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
     assert zonal_limit(silent, k1, zonal, 0, (9, 8), {}, 2)[0].verdict == PASS
     wrong = zonal_rates(k1, DIM) * np.array([(DIM - 2) / (DIM - 1), 1.0])
     assert zonal_limit(silent, k1, zonal, 0, (9, 8), {}, 2, rates=wrong)[0].verdict == FAIL
+
+
+def test_the_weak_limit_rejects_a_wrong_overlap_sde():
+    """weak-fedorov's weak_limit on the same simulated overlaps: the derived overlap SDE passes; its diffusion
+    coefficient 5% off and d - 1 for d - 2 in its drift fail."""
+    from convergence.studies.power import weak_rows
+
+    rows = {c.config.get("mutant", "true"): c for c in weak_rows("quick", 0, 0.05, 0.01, (0.05,))}
+    assert rows["true"].verdict == PASS
+    for label in ("overlap diffusion x (1 + eps), eps = +0.05", "overlap diffusion x (1 - eps), eps = -0.05",
+                  "d - 1 for d - 2 in the overlap drift"):
+        assert rows[label].verdict == PASS, rows[label].note  # the "rejects" row passes: the mutant failed

@@ -13,6 +13,8 @@ checks that judge the true claims:
   mean-field  the chaos study's SPDE checks (``convergence.mean_field``): zonal limit with a wrong rate (k(1) 5%
            off, (d-2) for (d-1)), weak form with a wrong mean-field drift (attention 5% and 20% off, beta 20% off,
            the Ito factor (d-2)/2), judged on the same recorded data as the true claim.
+  weak     weak-fedorov's weak_limit (the discrete overlap of model F, d = 4, against the backward Kolmogorov
+           equation) for the overlap SDE with its diffusion coefficient x (1 +- eps) and d - 1 for d - 2 in its drift.
 
 Study checks: ``true_claim`` (the true claim passes) and ``rejects`` (the mutant fails) for every mutant with
 eps >= the profile's target effect (5% full, 20% quick) or structural; smaller effects are findings (reported,
@@ -27,17 +29,26 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+import sympy as sp
+
+import verify
+from verify.algebra import d as d_symbol
 from verify.kernels import KernelSpec
+from verify.models import beta as beta_symbol
+from verify.noise_laws import sigma as sigma_symbol
 
 from ..agazzi import AgazziModel
 from ..brownian import seed_block_sequence
 from ..estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, combine_verdicts
+from ..configurations import fixed_overlap, overlap
 from ..fedorov import FedorovModel
+from ..kolmogorov import expectation, lambdify_overlap
 from ..local import LocalDesign, local_checks, states_for
 from ..mlp_field import FrozenFeatureField, GaussianField
 from ..mutants import catalogue
 from ..results import Curve, Plot, StudyResult
 from ..strong import StrongDesign, analyse_strong, bootstrap_generator, coupled_strong_errors
+from ..weak import WeakDesign, coupled_observables, limit_check, weak_order, z_value
 from .base import ProgressFactory, Study
 
 NAME = "power"
@@ -115,7 +126,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     settings = PROFILES[profile]
     models = local_models(seed, settings.tokens_f)
     # only the true-claim checks can fail falsely: they share the study's 1% (each inner check family gets 1% / count)
-    true_alpha = FAMILY_ALPHA / (len(models) + 2)  # local models, the strong check, the mean-field checks
+    true_alpha = FAMILY_ALPHA / (len(models) + 3)  # local models, the strong, mean-field and weak checks
     advance = progress(len(models) + 1, NAME)
     checks: list[Check] = []
     calibration: list[tuple[float, Check]] = []
@@ -141,6 +152,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         advance(1)
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
     checks += mean_field_rows(profile, seed, settings.target, true_alpha)
+    checks += weak_rows(profile, seed, settings.target, true_alpha, settings.strong_eps)
     advance(1)
     notes = [
         f"Target: every structural mutant and every mutant with |eps| >= {settings.target:g} fails the check that "
@@ -185,6 +197,59 @@ def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float)
             effect = MEAN_FIELD_EFFECTS[label]
             rows.append(_row("mean-field", model, label if effect is None else f"{label}, eps = {effect:+g}", effect,
                              [replace(check, claim=True)], target))
+    return rows
+
+
+WEAK_DIM, WEAK_RHO0 = 4, -0.5
+WEAK_DESIGNS = {"quick": WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=50_000, block_paths=5000),
+                "full": WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=200_000, block_paths=10_000)}
+
+
+def overlap_claims(eps: float) -> dict[str, tuple[float | None, sp.Expr, sp.Expr]]:
+    """The derived overlap SDE of model F (two tokens) and its near misses: diffusion coefficient x (1 +- eps) and
+    d - 1 for d - 2 in the drift (name -> (effect, drift, diffusion squared))."""
+    drift, diffusion = verify.overlap_sde("fedorov", 2)
+    rho, d = sp.Symbol("rho", real=True), d_symbol
+    # drift = sigma^2 (1 - rho^2) (d - 2 - rho cosh(beta (rho - 1))) / (cosh(...) + 1): d - 2 -> d - 1 adds
+    extra = sp.cancel(drift.subs(d, d + 1) - drift)
+    return {"true": (0.0, drift, diffusion),
+            "overlap diffusion x (1 + eps)": (eps, drift, (1 + eps) * diffusion),
+            "overlap diffusion x (1 - eps)": (-eps, drift, (1 - eps) * diffusion),
+            "d - 1 for d - 2 in the overlap drift": (None, drift + extra, diffusion)}
+
+
+def weak_rows(profile: str, seed: int, target: float, family_alpha: float, eps_values: tuple[float, ...]) -> list[Check]:
+    """weak-fedorov's weak_limit check (finest depth against the backward Kolmogorov equation) for the true overlap
+    SDE and its near misses, judged on the same simulated overlaps of model F (d = 4, beta above beta_c)."""
+    from .weak_fedorov import OBSERVABLES, betas
+
+    design = WEAK_DESIGNS[profile]
+    beta = betas(WEAK_DIM)[1]
+    model = FedorovModel(tokens=2, dim=WEAK_DIM, beta=beta)
+    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OBSERVABLES.items()}
+    values = coupled_observables(model, design, observables, seed, (STUDY_KEY, 60), fixed_overlap(WEAK_RHO0))
+    fits = weak_order(values, design.steps(), bootstrap_generator(seed, (STUDY_KEY, 60)), design.replicates,
+                      z_value(len(OBSERVABLES), family_alpha))
+    z = z_value(len(OBSERVABLES), family_alpha)
+    claims = {}
+    for eps in eps_values:
+        claims |= {name if effect in (0.0, None) else f"{name}, eps = {effect:+g}": (effect, b, a)
+                   for name, (effect, b, a) in overlap_claims(eps).items()}
+    rows = []
+    substitutions = {d_symbol: WEAK_DIM, beta_symbol: sp.nsimplify(beta), sigma_symbol: model.sigma}
+    for label, (effect, drift, diffusion) in claims.items():
+        b, a = lambdify_overlap(drift, diffusion, substitutions)
+        inner = []
+        for name, f in OBSERVABLES.items():
+            ref = expectation(b, a, f, design.horizon, WEAK_RHO0)
+            fit = fits[name]
+            inner.append(limit_check(values[name], fit.differences[-1], fit.standard_errors[-1], float(ref.value[0]),
+                                     float(ref.error[0]), design, z, {"observable": name}))
+        model_label = f"F overlap d={WEAK_DIM} beta={beta:g}"
+        if label == "true":
+            rows.append(_true_row("weak", model_label, inner))
+        else:
+            rows.append(_row("weak", model_label, label, effect, inner, target))
     return rows
 
 
