@@ -59,11 +59,12 @@ def test_local_check_on_model_a_rejects_its_near_misses():
 
     field = cv.FrozenFeatureField.draw(verify.KernelSpec("tanh", 8, 0.0, 0.0), 32, np.random.default_rng(0))
     model = cv.AgazziModel(4, field, 1.0, -1.0)
-    assert cv.check_local_consistency(model, model.limit_sde()).verdict == PASS
-    for mutant in catalogue(model.limit_sde(), EPS):
+    options = {"samples": 32768, "target": 0.02}  # 2% resolved at half the default samples
+    assert cv.check_local_consistency(model, model.limit_sde(), **options).verdict == PASS
+    for mutant in catalogue(model.limit_sde(), 0.05):
         if mutant.name.startswith("beta"):
-            continue  # a 1% temperature error moves model A's drift by less than 1% (see the power study)
-        assert cv.check_local_consistency(model, mutant.sde).verdict == FAIL, mutant.label
+            continue  # a temperature error moves model A's drift far less than itself (see the power study)
+        assert cv.check_local_consistency(model, mutant.sde, **options).verdict == FAIL, mutant.label
 
 
 class Transposed(cv.FedorovSDE):
