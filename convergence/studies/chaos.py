@@ -46,7 +46,7 @@ MEAN_FIELD = {  # (zonal: no attention, T = 4; weak form: with attention, T = 1)
     "quick": (MeanFieldDesign(RecordGrid(horizon=4.0, steps=32, records=16, paths=8192), target=0.2),
               MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=4096), target=0.2)),
     "full": (MeanFieldDesign(RecordGrid(horizon=4.0, steps=32, records=16, paths=32768), target=0.05),
-             MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=16384), target=0.05)),
+             MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=49152), target=0.05)),
 }
 MEAN_FIELD_CHECKS = 4  # zonal phi_1 (phi_2 is a finding), weak form of A and of F, and phi_2
 
