@@ -348,7 +348,7 @@ def check_same_weak_limit(
     verdict = order_verdict((lo, hi), 0.0, 0.0, 2 * resolution * scale, usable_levels=3)
     note = (f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; inconclusive when the "
             f"half-width exceeds {resolution:g} x sd(f) = {resolution * scale:.3g}")
-    if verdict == INCONCLUSIVE and hi - lo > 0:
+    if verdict == INCONCLUSIVE and hi - lo > 0 and resolution * scale > 0:
         note += f"; about {paths_to_resolve(hi - lo, 2 * resolution * scale, paths)} paths would decide"
     check = Check("same_weak_limit", 0.0, mean, (lo, hi), verdict, config, 0.0, note=note,
                   resolution=detectable_effect((lo, hi), 0.0, 1 - 2 * float(stats.norm.sf(z))))

@@ -68,7 +68,8 @@ def bootstrap_interval(point: np.ndarray | float, replicates: np.ndarray, confid
 
 
 def confidence_label(confidence: float) -> str:
-    """``confidence`` as a percentage with enough digits to show its alpha (0.99 -> 99%, 0.99967 -> 99.967%)."""
+    """``confidence`` as a percentage with enough decimals to show its alpha's first digit (0.99 -> 99%,
+    0.99967 -> 99.97%, 0.99999 -> 99.999%): never "100%" for a confidence below 1."""
     alpha_percent = 100.0 * (1.0 - confidence)
     digits = 0 if alpha_percent <= 0 else max(0, math.ceil(round(-math.log10(alpha_percent), 9)))
     return f"{100 * confidence:.{digits}f}%"

@@ -21,7 +21,7 @@ Checks at each state (``config["state"]``):
                    Expected 0; left out where the layer's drift is not resolved (|m| < 10 z its se).
   drift            the largest |z| over the components of R_2 - b (any direction, e.g. a missing term).
   diffusion_scale  <D, C> / |C|^2 with C = E[G G^T] / h the claimed covariance: the relative error of the
-                   noise variance (sigma^2 x (1 + eps) gives about eps). Expected 0.
+                   noise variance (a claim with sigma^2 x (1 + eps) gives -eps / (1 + eps)). Expected 0.
   diffusion        the largest |z| of u^T D u over probe directions u (each token's radial direction, which
                    a missing tangent projection changes, and fixed random directions), relative to the mean
                    claimed variance per direction tr(C) / (n d).
@@ -189,7 +189,9 @@ def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, ta
 
 def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, config: dict, note: str,
                  confidence: float) -> Check:
-    """``fail`` when any column's mean is more than z standard errors beyond its bias allowance."""
+    """``fail`` when any column's mean is more than z_k standard errors beyond its bias allowance, z_k the
+    Bonferroni quantile over the k columns within this check's level (the maximum over k components)."""
+    z = float(stats.norm.isf((1.0 - confidence) / (2 * per_sample.shape[1])))
     mean = per_sample.mean(axis=0)
     se = per_sample.std(axis=0, ddof=1) / np.sqrt(per_sample.shape[0])
     excess = np.where(se > 0, (np.abs(mean) - bias) / np.where(se > 0, se, 1.0), np.where(np.abs(mean) > bias, np.inf, 0))
@@ -217,7 +219,7 @@ def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarra
         probe_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 1))))
         probes = probe_directions(x, probe_rng)
         data = local_samples(layer_map, sde, x, design, seed, (*key, index, 0), probes)
-        bad = first_nonfinite({"layer map - claimed diffusion": data.drift,
+        bad = first_nonfinite({"layer map - claimed diffusion": np.moveaxis(data.drift, 1, -1),
                                "covariance terms": data.scale_terms}, [f"h={h:g}" for h in design.steps])
         if bad:
             nan = float("nan")

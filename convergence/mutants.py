@@ -113,6 +113,9 @@ class StratonovichAsIto(_Wrapped):
 class _FedorovVariance(FedorovSDE):
     """Model F's claim computed with sigma^2 x factor: Ito drift with the wrong variance, diffusion x sqrt(factor)."""
 
+    def __repr__(self) -> str:
+        return f"_FedorovVariance(model={self.model!r}, scale={self._scale!r})"
+
     def __init__(self, model, factor: float):
         object.__setattr__(self, "model", replace(model, sigma=model.sigma * np.sqrt(factor)))
         object.__setattr__(self, "_scale", np.sqrt(factor))
@@ -150,6 +153,9 @@ class _AgazziIto(AgazziSDE):
     def __init__(self, model, factor: float):
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "_factor", factor)
+
+    def __repr__(self) -> str:  # the factor is part of the claim's identity (cache keys)
+        return f"_AgazziIto(model={self.model!r}, factor={self._factor!r})"
 
     def _drift(self, x_hat: np.ndarray, k: np.ndarray) -> np.ndarray:
         attention = super()._drift(x_hat, np.zeros_like(k))

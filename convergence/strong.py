@@ -43,6 +43,7 @@ from .estimators import (
     INCONCLUSIVE,
     Check,
     bootstrap_counts,
+    bootstrap_interval,
     detectable_effect,
     first_nonfinite,
     fit_order,
@@ -51,7 +52,6 @@ from .estimators import (
     noise_floor_flags,
     order_verdict,
     paths_to_resolve,
-    percentile_interval,
     pre_asymptotic_flags,
 )
 from .execution import concatenate_blocks, map_blocks
@@ -129,7 +129,7 @@ def coupled_strong_errors(
         run = run_coupled(levels, comparisons, x0, BrownianBlock(layer_map.noise, streams, design.h_fine), fine, advance)
         return run.final_sq, run.sup_sq
 
-    label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}"
+    label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}:{sde!r}"
     final_sq, sup_sq = concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
     n = len(design.depths)
     return StrongData(final_sq=final_sq[:, :n], sup_sq=sup_sq[:, :n], reference_sq=final_sq[:, n:])
@@ -186,7 +186,7 @@ def analyse_strong(
     reference = fit_order(ref_steps[::-1], data.reference_sq[:, ::-1], counts, confidence)
     # The finest reference's own mean-square error is about that of its first consecutive difference.
     reference_ms = float(reference.ms_replicates[:, -1].mean())
-    reference_ms_hi = float(percentile_interval(reference.ms_replicates[:, -1])[1])
+    reference_ms_hi = float(bootstrap_interval(reference_ms, reference.ms_replicates[:, -1], confidence)[1])
     floor = np.sqrt(reference_ms_hi)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
 

@@ -82,7 +82,7 @@ def mean_field_section(profile: str, seed: int, near_misses: bool = False, famil
     weak form with attention (models A and F). ``near_misses`` adds wrong mean-field drifts and rates judged on the
     same data (for the power study); their checks are findings."""
     zonal_design, weak_design = MEAN_FIELD[profile]
-    family = MEAN_FIELD_CHECKS + (6 if near_misses else 0)
+    family = MEAN_FIELD_CHECKS + (7 if near_misses else 0)  # the near misses: 2 zonal, 4 + 1 weak form
     # in the chaos study these checks take their share of the study's 1% (see execute)
     alpha = {"family_alpha": FAMILY_ALPHA * MEAN_FIELD_CHECKS / (CHECKS * len(MODELS) + MEAN_FIELD_CHECKS)
              if family_alpha is None else family_alpha}

@@ -168,7 +168,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     ]
     plot = Plot("local check calibration (model F, n = 2, d = 16)", "injected drift error eps",
                 "measured pooled relative drift error", [
-                    Curve("measured (99.9% interval)", [e for e, _ in calibration], [c.estimate for _, c in calibration],
+                    Curve("measured (interval at the family level)", [e for e, _ in calibration], [c.estimate for _, c in calibration],
                           [c.ci[0] for _, c in calibration], [c.ci[1] for _, c in calibration], style="points"),
                     Curve("expected: eps", sorted(e for e, _ in calibration), sorted(e for e, _ in calibration))])
     params = {"local_eps": list(settings.local_eps), "strong_eps": list(settings.strong_eps),
