@@ -141,14 +141,18 @@ def _checked_observable(observable: Observable) -> Observable:
     return checked
 
 
-def _check_pair(first, second, what: str) -> None:
-    """Two maps (or a map and its claim) must have the same tokens, dimension and noise law."""
+def _check_pair(first, second, what: str, same_entry_law: bool = True) -> None:
+    """Two maps, or a map and its claim, must have the same tokens, dimension and noise (shape and scale; with
+    ``same_entry_law`` the entry law too: a claim's noise is Gaussian whatever law the map's entries have)."""
     for attribute in ("tokens", "dim"):
         a, b = getattr(first, attribute, None), getattr(second, attribute, None)
         if a != b:
-            raise ValueError(f"{what}: the {attribute} must agree, got {a} ({_name(first)}) and {b} ({_name(second)})")
-    if first.noise != second.noise:
-        raise ValueError(f"{what}: the noise laws must be the same, got {first.noise} and {second.noise}")
+            raise ValueError(f"{what}: the {attribute} must agree: {_name(first)} and {_name(second)} need the same "
+                             f"{attribute}, got {a} and {b}")
+    noise_a, noise_b = first.noise, second.noise
+    if (noise_a != noise_b) if same_entry_law else (noise_a.shape, noise_a.scale) != (noise_b.shape, noise_b.scale):
+        rule = "the same law" if same_entry_law else "the same shape and scale"
+        raise ValueError(f"{what}: the noises must have {rule}, got {noise_a} and {noise_b}")
 
 
 def _check_protocol(name: str, value: object, protocol: type) -> None:
@@ -255,12 +259,7 @@ def check_strong_order(
     """Does ``layer`` converge pathwise to ``sde`` at RMS order ``order`` in h = T/L (module docstring)?"""
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)
-    if layer.noise.shape != sde.noise.shape or layer.noise.scale != sde.noise.scale:
-        raise ValueError(f"the layer map's noise {layer.noise} and the SDE's noise {sde.noise} must be the same law")
-    for attribute in ("tokens", "dim"):
-        if getattr(layer, attribute) != getattr(sde, attribute):
-            raise ValueError(f"check_strong_order: the layer map and the SDE must have the same {attribute}, got "
-                             f"{getattr(layer, attribute)} and {getattr(sde, attribute)}")
+    _check_pair(layer, sde, "check_strong_order", same_entry_law=False)
     order = check_real("order", order, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
     design = StrongDesign(depths=tuple(depths), horizon=horizon, paths=paths, order=order, block_paths=128)
@@ -381,13 +380,7 @@ def check_local_consistency(
     """
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)
-    for attribute in ("tokens", "dim"):
-        if getattr(layer, attribute) != getattr(sde, attribute):
-            raise ValueError(f"check_local_consistency: the layer map and the SDE must have the same {attribute}, "
-                             f"got {getattr(layer, attribute)} and {getattr(sde, attribute)}")
-    if layer.noise.shape != sde.noise.shape or layer.noise.scale != sde.noise.scale:
-        raise ValueError(f"the layer map's noise {layer.noise} and the SDE's noise {sde.noise} must have the same "
-                         "shape and scale")
+    _check_pair(layer, sde, "check_local_consistency", same_entry_law=False)
     title = _check_title(title)
     design = LocalDesign(step=step, samples=samples, target=target, state_target=2 * target)
     key = (USER_KEY, 4)

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 from scipy.optimize import linear_sum_assignment
 
 from .brownian import BrownianBlock, PathStreams
@@ -42,6 +41,7 @@ from .estimators import (
     fit_order,
     limit_plateau,
     limit_verdict,
+    z_value,
 )
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
@@ -184,7 +184,6 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     sizes = np.asarray(design.tokens, dtype=np.float64)
     steps = 1.0 / sizes
     counts = bootstrap_counts(rng, data.phi_sq.shape[0], design.replicates)
-    level = {"confidence": confidence, "false_failure_rate": 1.0 - confidence}
     checks, series = [], []
     for j, name in enumerate(TEST_FUNCTIONS):
         fit = fit_order(steps, data.phi_sq[:, :, j], counts, confidence)
@@ -199,16 +198,16 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     checks.append(Check("chaos_limit", 0.0, point, ci, limit_verdict(ci, 0.1 * smallest, smallest), config,
                         0.1 * smallest, note=f"{how}, summed over the test functions; allowance 0.1 x the largest N's "
                         "value (two systems of the same code: the rate's plateau, not the limit; see mean_field)",
-                        resolution=detectable_effect(ci, 0.1 * smallest, confidence), **level))
+                        resolution=detectable_effect(ci, 0.1 * smallest, confidence), confidence=confidence))
     # Exact algebra at time 0: N |<phi, mu_a> - <phi, mu_b>|^2 / 2 has mean Var(phi) under the uniform law
     # (a calibration of the initial sampler, not a chaos claim: named for what it tests).
     scaled = (data.phi_sq0 * sizes[None, :, None] / 2).mean(axis=1)
-    z = float(stats.norm.isf((1.0 - confidence) / 2))
+    z = z_value(1, 1.0 - confidence)
     for j, name in enumerate(TEST_FUNCTIONS):
         mean, se = float(scaled[:, j].mean()), float(scaled[:, j].std(ddof=1) / np.sqrt(scaled.shape[0]))
         target = float(baseline_variance(dim)[j])
         checks.append(Check("sampler_baseline", target, mean, (mean - z * se, mean + z * se),
-                            PASS if abs(mean - target) <= z * se else FAIL, {**config, "phi": name}, **level,
+                            PASS if abs(mean - target) <= z * se else FAIL, {**config, "phi": name}, confidence=confidence,
                             resolution=detectable_effect((mean - z * se, mean + z * se), 0.0, confidence),
                             note="time 0: N E|<phi, mu_a> - <phi, mu_b>|^2 / 2 = Var(phi) under the uniform law"))
     panels = [Panel(f"chaos: {_label(config)}", "1/N", "RMS |<phi,mu_a> - <phi,mu_b>|", series, design.order / 2)]
@@ -227,7 +226,7 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     bound = theorem_rate(dim)
     ci = (2 * at_t.order_ci[0], 2 * at_t.order_ci[1])
     verdict = FAIL if ci[1] < bound - design.order_allowance else (INCONCLUSIVE if ci[1] - ci[0] > design.max_ci_width else PASS)
-    checks.append(Check("w2_rate", bound, 2 * at_t.order, ci, verdict, config, design.order_allowance, **level,
+    checks.append(Check("w2_rate", bound, 2 * at_t.order, ci, verdict, config, design.order_allowance, confidence,
                         resolution=detectable_effect(ci, design.order_allowance, confidence),
                         note=(f"W_2^2(mu_a, mu_b) ~ N^(-q) at T (exact assignment, N <= {design.assignment_max}); "
                               f"the theorem's bound r_d(N) decays like N^-{bound:g}: the claim holds unless the "

@@ -56,7 +56,6 @@ class RateTolerance:
         verdict = order_verdict(ci, self.order, self.order_allowance, self.max_ci_width, fit.steps.size)
         return Check(name=name, expected=self.order, estimate=2 * fit.order, ci=ci, verdict=verdict, config=config,
                      allowance=self.order_allowance, note=note, confidence=confidence,
-                     false_failure_rate=1.0 - confidence,
                      resolution=detectable_effect(ci, self.order_allowance, confidence))
 
 

@@ -48,6 +48,12 @@ def first_nonfinite(arrays: dict[str, np.ndarray], levels: list[str] | None = No
     return None
 
 
+def z_value(checks: int, family_alpha: float = FAMILY_ALPHA) -> float:
+    """Two-sided normal quantile for ``checks`` simultaneous intervals (Bonferroni) at family level ``family_alpha``."""
+    check_int("checks", checks, minimum=1)
+    return float(stats.norm.ppf(1 - family_alpha / (2 * checks)))
+
+
 def family_confidence(checks: int, family_alpha: float = FAMILY_ALPHA) -> float:
     """The per-check confidence that keeps ``checks`` checks' family-wise false-failure rate at ``family_alpha``
     (Bonferroni: each check at level family_alpha / checks)."""
@@ -106,13 +112,15 @@ class Check:
     config: dict = field(default_factory=dict)
     allowance: float = 0.0
     confidence: float = CONFIDENCE
-    false_failure_rate: float = 1.0 - CONFIDENCE
+    false_failure_rate: float | None = None  # None: 1 - confidence (certified and exact checks declare 0)
     note: str = ""
     claim: bool = True
     resolution: float | None = None
     relative_resolution: float | None = None
 
     def __post_init__(self) -> None:
+        if self.false_failure_rate is None:
+            object.__setattr__(self, "false_failure_rate", 1.0 - self.confidence)
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
         if self.verdict == PASS and not all_finite(self.estimate, *self.ci):

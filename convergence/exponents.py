@@ -160,5 +160,5 @@ def exponent_check(name: str, expected: float, est: ExponentEstimate, design: Ex
         verdict = PASS
     detail = f"slopes at h: {est.at_h:.4g}, at 2h: {est.at_2h:.4g}; Richardson 2 s(h) - s(2h)"
     return Check(name=name, expected=float(expected), estimate=est.estimate, ci=est.ci, verdict=verdict, config=config,
-                 allowance=allowance, confidence=confidence, false_failure_rate=1.0 - confidence,
+                 allowance=allowance, confidence=confidence,
                  resolution=detectable_effect(est.ci, allowance, confidence), note=f"{detail}. {note}".strip())

@@ -39,9 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
-from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, detectable_effect, first_nonfinite
+from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, detectable_effect, first_nonfinite, z_value
 from .model import LayerMap, LimitSDE
 from .noise import standard_entries
 from .validation import check_int, check_real
@@ -183,7 +182,7 @@ def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, ta
                  "samples would decide" if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step")
     else:
         verdict = PASS
-    return Check(name, 0.0, mean, ci, verdict, config, bias, confidence, 1 - confidence, note,
+    return Check(name, 0.0, mean, ci, verdict, config, bias, confidence, note=note,
                  resolution=resolution, relative_resolution=resolution)
 
 
@@ -191,7 +190,7 @@ def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, 
                  confidence: float) -> Check:
     """``fail`` when any column's mean is more than z_k standard errors beyond its bias allowance, z_k the
     Bonferroni quantile over the k columns within this check's level (the maximum over k components)."""
-    z = float(stats.norm.isf((1.0 - confidence) / (2 * per_sample.shape[1])))
+    z = z_value(per_sample.shape[1], 1.0 - confidence)
     mean = per_sample.mean(axis=0)
     se = per_sample.std(axis=0, ddof=1) / np.sqrt(per_sample.shape[0])
     excess = np.where(se > 0, (np.abs(mean) - bias) / np.where(se > 0, se, 1.0), np.where(np.abs(mean) > bias, np.inf, 0))
@@ -209,7 +208,7 @@ def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarra
     """The four checks of the module docstring at every state and the pooled ones, Bonferroni over all of them
     (their family-wise false-failure rate is ``family_alpha``)."""
     tests = CHECKS_PER_STATE * len(states) + 2
-    z = float(stats.norm.isf(family_alpha / (2 * tests)))
+    z = z_value(tests, family_alpha)
     confidence = 1 - family_alpha / tests
     checks: list[Check] = []
     pooled: dict[str, list] = {"drift_scale": [], "diffusion_scale": []}

@@ -32,7 +32,7 @@ from scipy import stats
 
 from .brownian import PathStreams
 from .design import RecordGrid
-from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, detectable_effect, first_nonfinite
+from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, detectable_effect, first_nonfinite, z_value
 from .model import LayerMap
 from .simulate import record_at_two_steps
 
@@ -94,7 +94,7 @@ def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: floa
         note += f"; relative resolution {relative} above the target {target:g}: more paths needed"
     else:
         verdict = PASS
-    return Check(name, 0.0, mean, ci, verdict, config, 0.0, confidence, 1 - confidence, note,
+    return Check(name, 0.0, mean, ci, verdict, config, 0.0, confidence, note=note,
                  resolution=resolution, relative_resolution=relative)
 
 
@@ -106,7 +106,7 @@ def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: i
     rates = zonal_rates(k1, layer_map.dim) if rates is None else np.asarray(rates, dtype=np.float64)
     recorded = record_at_two_steps(layer_map, design.grid, seed, key, cap_initial, zonal_means)  # (paths, 2, R+1, 2)
     bad = first_nonfinite({"zonal means": recorded}, ["phi_1", "phi_2"])
-    z = float(stats.norm.isf(family_alpha / (2 * checks_in_family)))
+    z = z_value(checks_in_family, family_alpha)
     checks = []
     horizon = design.grid.horizon
     for index, rate in enumerate(rates):
@@ -136,11 +136,16 @@ def weak_form_observer(drift: Drift) -> Callable[[np.ndarray], np.ndarray]:
     return observe
 
 
+def drift_integral(recorded: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Trapezoid of <mu_t, <e, b>> over the record times per path and level: (paths, 2)."""
+    g = recorded[..., 1]
+    return np.sum(0.5 * (g[..., 1:] + g[..., :-1]) * np.diff(times), axis=-1)
+
+
 def weak_form_residual(recorded: np.ndarray, times: np.ndarray) -> np.ndarray:
     """r = <mu_T, f> - <mu_0, f> - trapezoid of <mu_t, <e, b>> per path and level: (paths, 2)."""
-    f, g = recorded[..., 0], recorded[..., 1]
-    integral = np.sum(0.5 * (g[..., 1:] + g[..., :-1]) * np.diff(times), axis=-1)
-    return f[..., -1] - f[..., 0] - integral
+    f = recorded[..., 0]
+    return f[..., -1] - f[..., 0] - drift_integral(recorded, times)
 
 
 def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDesign, seed: int, key: Sequence[int],
@@ -153,7 +158,7 @@ def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDe
         return np.concatenate([weak_form_observer(drifts[name])(x) for name in names], axis=-1)
 
     recorded = record_at_two_steps(layer_map, design.grid, seed, key, cap_initial, observe)  # (paths, 2, R+1, 2k)
-    z = float(stats.norm.isf(family_alpha / (2 * checks_in_family)))
+    z = z_value(checks_in_family, family_alpha)
     checks = []
     for index, name in enumerate(names):
         part = recorded[..., 2 * index:2 * index + 2]
@@ -163,7 +168,7 @@ def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDe
             checks.append(Check("weak_form", 0.0, nan, (nan, nan), FAIL, {**config, "drift": name}, note=bad))
             continue
         residual = weak_form_residual(part, design.times)
-        integral = float(np.mean(np.sum(0.5 * (part[:, 0, 1:, 1] + part[:, 0, :-1, 1]) * np.diff(design.times), axis=-1)))
+        integral = float(drift_integral(part, design.times)[:, 0].mean())
         checks.append(_check("weak_form", _richardson(residual), integral, z, design.target, {**config, "drift": name},
                              f"E<mu_T, f> - <mu_0, f> - int E<mu_t, <e, b>> dt, f = <x, e> (the drift term integrates to "
                              f"{integral:.4g}; relative resolution in its units); Richardson over h = T/{design.grid.steps}"

@@ -37,8 +37,7 @@ def _json_default(value):
 
 def to_json(result: StudyResult) -> str:
     """The study as strict JSON: non-finite numbers are written as null."""
-    data = json_safe(json.loads(json.dumps(result.to_dict(), default=_json_default, allow_nan=True)))
-    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+    return json.dumps(json_safe(result.to_dict()), indent=2, default=_json_default, allow_nan=False) + "\n"
 
 
 def _resolution(check) -> str:

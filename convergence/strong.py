@@ -38,10 +38,10 @@ from .coupling import Level, run_coupled
 from .design import DepthLadder
 from .estimators import (
     CONFIDENCE,
-    asymptotic_start,
     FAIL,
     INCONCLUSIVE,
     Check,
+    asymptotic_start,
     bootstrap_counts,
     bootstrap_interval,
     detectable_effect,
@@ -166,7 +166,6 @@ def analyse_strong(
     its family-wise false-failure rate stays at 1%). A run in which any distance is not finite (a scheme blew
     up) fails every check at once.
     """
-    level = {"confidence": confidence, "false_failure_rate": 1.0 - confidence}
     depth_labels = [f"L={L}" for L in design.depths]
     bad = first_nonfinite({"layer map (distance at T)": data.final_sq, "layer map (max over grid times)": data.sup_sq},
                           depth_labels) or first_nonfinite(
@@ -202,7 +201,7 @@ def analyse_strong(
             config=config, allowance=design.order_allowance,
             note=(f"{int(pre.sum())} pre-asymptotic and {int(at_floor.sum())} noise-floor levels of {steps.size}"
                   + _paths_hint(fit.order_ci, design.max_ci_width, paths, verdict)),
-            resolution=detectable_effect(fit.order_ci, design.order_allowance, confidence), **level,
+            resolution=detectable_effect(fit.order_ci, design.order_allowance, confidence), confidence=confidence,
         ))
         series.append(_series("RMS error at T" if name == "strong_order" else "RMS of max over grid times",
                               fit, pre, at_floor))
@@ -215,7 +214,7 @@ def analyse_strong(
         config=config, allowance=design.order_allowance,
         note="consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref"
              + _paths_hint(reference.order_ci, design.reference_max_ci_width, paths, reference_verdict),
-        resolution=detectable_effect(reference.order_ci, design.order_allowance, confidence), **level,
+        resolution=detectable_effect(reference.order_ci, design.order_allowance, confidence), confidence=confidence,
     ))
     finest_ms = float(ms_fit.error[-1] ** 2)
     point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre), confidence)
@@ -227,7 +226,7 @@ def analyse_strong(
               f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
               f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
               f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]"),
-        resolution=detectable_effect(ci, reference_ms_hi, confidence), **level,
+        resolution=detectable_effect(ci, reference_ms_hi, confidence), confidence=confidence,
     ))
     series.append(_series("reference: consecutive EM differences", reference,
                           np.zeros(ref_steps.size, bool), np.zeros(ref_steps.size, bool)))

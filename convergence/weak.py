@@ -27,19 +27,13 @@ from scipy import stats
 from .brownian import BrownianBlock, InitialState, PathStreams
 from .coupling import Level, run_coupled
 from .design import DepthLadder
-from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, bootstrap_counts
+from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, bootstrap_counts, z_value
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
 from .results import Series
 from .validation import check_int, check_ladder
 
 Observable = Callable[[np.ndarray], np.ndarray]
-
-
-def z_value(checks: int, family_alpha: float = FAMILY_ALPHA) -> float:
-    """Two-sided normal quantile for ``checks`` simultaneous intervals (Bonferroni)."""
-    check_int("checks", checks, minimum=1)
-    return float(stats.norm.ppf(1 - family_alpha / (2 * checks)))
 
 
 @dataclass(frozen=True)

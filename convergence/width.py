@@ -170,7 +170,7 @@ def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.ran
         note=(f"{how} (step 1/m); the infinite-width network is sampled exactly, the allowance "
               f"({design.limit_allowance:g} x the widest level's mean square {widest:.3g}) covers the higher-order "
               "terms the fit ignores"),
-        confidence=confidence, false_failure_rate=1.0 - confidence,
+        confidence=confidence,
         resolution=detectable_effect(ci, allowance, confidence),
     )
     series = Series.from_fit("RMS distance to infinite width at T", fit)

@@ -185,14 +185,14 @@ def criterion_search(seed: int, draws: int) -> list[Check]:
                 paper = criterion_sign(setting, d)
                 slope = lambda ctx, box, d=d, setting=setting: distance_derivative(ctx, setting, box, d)
                 monotone = certify_sign(slope, 0, HORIZON, -1, budget=4000, strict=False)
-                # a case tests "if" when the criterion holds, "only if" when the run is monotone
-                for direction, applies, holds in (("if", paper is not False, monotone),
-                                                  ("only_if", monotone is not False, paper)):
-                    if not applies:
+                # "if": criterion => monotone; "only if": monotone => criterion (a case tests an implication
+                # unless its premise is certified false)
+                for direction, premise, conclusion in (("if", paper, monotone), ("only_if", monotone, paper)):
+                    if premise is False:
                         continue
-                    if holds is None or (direction == "if" and paper is None) or (direction == "only_if" and monotone is None):
+                    if premise is None or conclusion is None:
                         tally[direction][2] += 1
-                    elif holds:
+                    elif conclusion:
                         tally[direction][0] += 1
                     else:
                         tally[direction][1] += 1
@@ -290,7 +290,7 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, pr
     error = richardson - closed
     verdict = "fail" if abs(error) > half_limit + remainder else "pass"
     interval = (richardson - half_limit, richardson + half_limit)
-    resolution = detectable_effect(interval, remainder, 1 - 2 * float(stats.norm.sf(z)))
+    resolution = detectable_effect(interval, remainder, level["confidence"])
     relative = resolution / closed if closed > 10 * resolution else None  # W2^2(T) ~ 0: an absolute resolution only
     checks.append(Check("closed_form_limit", closed, richardson, interval, verdict, config, remainder, **level,
                         note=f"Monte Carlo Richardson 2 FD(h) - FD(2h) = {richardson:.6g} vs closed form {closed:.6g} "

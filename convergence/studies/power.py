@@ -282,9 +282,7 @@ def strong_rows(settings: PowerProfile, seed: int, confidence: float) -> list[Ch
                 # B grows like eps^2: the smallest detectable drift error is eps sqrt(resolution / B)
                 relative = float(abs(eps) * np.sqrt(same_limit_resolution / plateau.estimate))
                 note += f"; same_limit sees a drift coefficient error of about {100 * relative:.2g}%"
-            rows.append(Check(row.name, row.expected, row.estimate, row.ci, row.verdict, row.config, note=note,
-                              claim=row.claim, false_failure_rate=0.0, resolution=same_limit_resolution,
-                              relative_resolution=relative))
+            rows.append(replace(row, note=note, resolution=same_limit_resolution, relative_resolution=relative))
     return rows
 
 
