@@ -67,7 +67,7 @@ class PowerProfile:
 
 
 PROFILES = {
-    "quick": PowerProfile(local_eps=(0.01, 0.2), strong_eps=(0.2,), target=0.2, local=LocalDesign(samples=32768),
+    "quick": PowerProfile(local_eps=(0.01, 0.2), strong_eps=(0.2,), target=0.2, local=LocalDesign(samples=40960),
                           strong=StrongDesign(depths=(8, 16, 32, 64, 128), paths=1024), tokens_f=(2,)),
     "full": PowerProfile(local_eps=(0.01, 0.05, 0.2), strong_eps=(0.05,), target=0.05, local=LocalDesign(),
                          strong=StrongDesign(depths=(8, 16, 32, 64, 128, 256), paths=2048), tokens_f=(2, 8)),
