@@ -50,6 +50,7 @@ from .estimators import (
     first_nonfinite,
     order_verdict,
     paths_to_resolve,
+    z_value,
 )
 from .files import file_stem
 from .local import STATES, LocalDesign, local_checks, states_for
@@ -63,7 +64,7 @@ from .strong import (
     coupled_strong_errors,
 )
 from .validation import check_int, check_real, check_tokens
-from .weak import WeakDesign, coupled_observables, order_check, weak_order, z_value
+from .weak import WeakDesign, coupled_observables, order_check, weak_order
 
 Step = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 Observable = Callable[[np.ndarray], np.ndarray]

@@ -42,9 +42,13 @@ from .coupling import Level, Subsystems, common_noise, run_coupled
 from .design import RateTolerance
 from .energy import mean_system_energy
 from .estimators import (
+    CONFIDENCE,
     Check,
     bootstrap_counts,
+    bootstrap_interval,
     bootstrap_means,
+    detectable_effect,
+    effect_verdict,
     order_verdict,
     percentile_interval,
 )
@@ -55,7 +59,6 @@ from .results import Heatmap, Panel, Series
 from .validation import check_int, check_ladder, check_real
 
 TOKEN_DEGREE = 2  # N -> infinity: V_N = U + b/N + c/N^2 (small N are far from the 1/N regime)
-RATIO_RESOLUTION = 0.05  # the ratio checks must resolve a ratio effect of 5% of the grid's spread
 SMOOTH_CROSS_TERMS = ((1, 1), (2, 1), (1, 2))  # h/N, h^2/N, h/N^2: interactions that vanish as N, L grow
 RATE_DIFFERENCES = 3  # rates use the finest three consecutive differences of each ladder
 
@@ -72,6 +75,7 @@ class CommuteDesign(RateTolerance):
     block_paths: int = 256
     order_allowance: float = 0.2
     max_ci_width: float = 0.6
+    resolution: float = 0.05  # iterated_limits and the ratio checks must resolve 5% of the grid's spread
 
     def __post_init__(self) -> None:
         check_ladder("depths", self.depths, doubling=True)
@@ -82,6 +86,7 @@ class CommuteDesign(RateTolerance):
         check_int("reference_factor", self.reference_factor, minimum=2)
         check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
         check_int("paths", self.paths, minimum=2)
+        check_real("resolution", self.resolution, minimum=0.0, strict_minimum=True)
 
     @property
     def pool(self) -> int:
@@ -165,6 +170,11 @@ class SignedBlock:
         return self.sign * self.block.next(steps)
 
 
+def _interval(point, replicates: np.ndarray, confidence: float) -> tuple[float, float]:
+    lo, hi = bootstrap_interval(np.asarray(point), replicates, confidence)
+    return float(lo), float(hi)
+
+
 def _intercept(x: np.ndarray, y: np.ndarray, degree: int = 1) -> np.ndarray:
     """Least-squares value at x = 0 of a polynomial of ``degree`` in x fitted to y over the last axis."""
     basis = np.vander(np.asarray(x, dtype=np.float64), degree + 1, increasing=True)
@@ -236,8 +246,13 @@ def commute_estimates(means: np.ndarray, design: CommuteDesign) -> dict[str, np.
             "depth_diff": depth_diff, "token_diff": token_diff}
 
 
-def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, rng: np.random.Generator):
-    """Checks ``iterated_limits``, ``depth_rate``, ``token_rate``, ``ratio_even``, ``ratio_odd``; heatmaps, panels."""
+def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, rng: np.random.Generator,
+                    confidence: float = CONFIDENCE):
+    """Checks ``iterated_limits``, ``depth_rate``, ``token_rate``, ``ratio_even``, ``ratio_odd`` (intervals at
+    ``confidence``, each with its resolution); heatmaps, panels.
+
+    ``iterated_limits`` and the ratio checks are ``inconclusive`` when their resolution exceeds
+    ``design.resolution`` of the grid's spread (for the ratio coefficients: of the residual change they cause)."""
     counts = bootstrap_counts(rng, energies.shape[0], design.replicates)
     point = commute_estimates(energies.mean(axis=0), design)
     boot = commute_estimates(bootstrap_means(energies, counts), design)
@@ -245,30 +260,34 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
     checks = []
     for name, note in (("depth_rate", "slope of |mean over N of u(N,L) - u(N,2L)| against h, finest 3 differences"),
                        ("token_rate", "slope of |mean over L of u(N,L) - u(2N,L)| against 1/N, finest 3 differences")):
-        ci = tuple(float(v) for v in percentile_interval(boot[name]))
+        ci = _interval(point[name], boot[name], confidence)
         checks.append(Check(name, design.order, float(point[name]), ci,
                             order_verdict(ci, design.order, design.order_allowance, design.max_ci_width, 3), config,
-                            design.order_allowance, note=note))
-    ci = tuple(float(v) for v in percentile_interval(boot["difference"]))
+                            design.order_allowance, confidence, note=note,
+                            resolution=detectable_effect(ci, design.order_allowance, confidence)))
+    ci = _interval(point["difference"], boot["difference"], confidence)
     allowance = float(point["allowance"])
     spread = float(np.ptp(point["grid"]))
-    verdict = order_verdict(ci, 0.0, allowance, 0.5 * spread, usable_levels=3)
-    checks.append(Check("iterated_limits", 0.0, float(point["difference"]), ci, verdict, config, allowance,
-                        note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
+    resolution = detectable_effect(ci, allowance, confidence)
+    verdict = effect_verdict(ci, 0.0, allowance, resolution, design.resolution * spread)
+    checks.append(Check("iterated_limits", 0.0, float(point["difference"]), ci, verdict, config, allowance, confidence,
+                        resolution=resolution, relative_resolution=resolution / spread, note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
                               f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
                               f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
-                              f"to their coarsest point; inconclusive when the interval is wider than half the grid's "
-                              f"spread {spread:.3g}")))
+                              f"to their coarsest point; inconclusive when the resolution exceeds {design.resolution:g} x the "
+                              f"grid's spread {spread:.3g}")))
     for name, row in (("ratio_even", 0), ("ratio_odd", 1)):
-        ci = tuple(float(v) for v in percentile_interval(boot[name]))
+        ci = _interval(point[name], boot[name], confidence)
         reach = float(np.ptp(point["ratio_regressors"][row]))  # residual change per unit coefficient
-        verdict = order_verdict(ci, 0.0, 0.0, RATIO_RESOLUTION * spread / reach, usable_levels=3)
+        resolution = detectable_effect(ci, 0.0, confidence)
+        verdict = effect_verdict(ci, 0.0, 0.0, resolution, design.resolution * spread / reach)
         power = 2 if name == "ratio_even" else 3
-        checks.append(Check(name, 0.0, float(point[name]), ci, verdict, config, 0.0, note=(
+        checks.append(Check(name, 0.0, float(point[name]), ci, verdict, config, 0.0, confidence,
+                            resolution=resolution, relative_resolution=resolution * reach / spread, note=(
             f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), fitted "
             f"with the cross terms h/N, h^2/N, h/N^2 and the other power; largest |residual| "
-            f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the interval spans a ratio effect "
-            f"larger than {RATIO_RESOLUTION:g} x the grid's spread")))
+            f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the resolution is a ratio effect "
+            f"larger than {design.resolution:g} x the grid's spread (relative resolution: in units of the spread)")))
     limit = 0.5 * (float(point["u_depth_first"]) + float(point["u_token_first"]))
     heatmaps = [
         Heatmap(f"u(N, L) - U, U = {limit:.5g} ({label})", "N", "L", list(design.tokens), list(design.depths),

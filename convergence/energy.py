@@ -21,10 +21,9 @@ import numpy as np
 
 from .brownian import uniform_sphere
 from .design import RecordGrid
-from .estimators import FAIL, PASS, Check
+from .estimators import FAIL, FAMILY_ALPHA, PASS, Check, z_value
 from .model import LayerMap
 from .simulate import record_at_two_steps
-from .weak import FAMILY_ALPHA, z_value
 
 
 def interaction_energy(x: np.ndarray, beta: float) -> np.ndarray:

@@ -15,7 +15,6 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-
 from scipy import stats
 
 from .validation import check_int, check_real
@@ -54,6 +53,11 @@ def z_value(checks: int, family_alpha: float = FAMILY_ALPHA) -> float:
     return float(stats.norm.ppf(1 - family_alpha / (2 * checks)))
 
 
+def confidence_z(confidence: float) -> float:
+    """Two-sided normal quantile of a ``confidence`` interval: z with P(|Z| <= z) = confidence."""
+    return float(stats.norm.ppf(0.5 + confidence / 2))
+
+
 def family_confidence(checks: int, family_alpha: float = FAMILY_ALPHA) -> float:
     """The per-check confidence that keeps ``checks`` checks' family-wise false-failure rate at ``family_alpha``
     (Bonferroni: each check at level family_alpha / checks)."""
@@ -67,7 +71,7 @@ def bootstrap_interval(point: np.ndarray | float, replicates: np.ndarray, confid
     alpha = 1.0 - confidence
     if alpha / 2 * replicates.shape[0] >= MIN_TAIL_REPLICATES:
         return percentile_interval(replicates, confidence)
-    z = float(stats.norm.isf(alpha / 2))
+    z = confidence_z(confidence)
     se = np.std(replicates, axis=0, ddof=1)
     point = np.asarray(point, dtype=np.float64)
     return np.stack([point - z * se, point + z * se])
@@ -86,7 +90,7 @@ def detectable_effect(ci: tuple[float, float], allowance: float, confidence: flo
     """The smallest departure from the expected value that the check rejects with probability ``power``:
     allowance + (z_{1-alpha/2} + z_power) se, with se = the interval's half-width / z_{1-alpha/2}
     (normal approximation; in the check's own units)."""
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = confidence_z(confidence)
     se = (ci[1] - ci[0]) / (2 * z)
     return float(allowance + (z + float(stats.norm.ppf(power))) * se)
 
@@ -334,6 +338,19 @@ def limit_verdict(ci: tuple[float, float], allowance: float, resolution: float) 
     if hi >= resolution or hi < -allowance:
         return INCONCLUSIVE
     return PASS
+
+
+def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, resolution: float,
+                   target: float) -> str:
+    """For an effect expected at ``expected`` (two-sided): ``fail`` when the interval misses
+    ``expected +- allowance`` or any number is not finite; ``inconclusive`` when the check's ``resolution`` (its
+    detectable effect) exceeds ``target``; else ``pass``."""
+    if not all_finite(*ci, expected, allowance, resolution):
+        return FAIL
+    lo, hi = ci
+    if hi < expected - allowance or lo > expected + allowance:
+        return FAIL
+    return INCONCLUSIVE if resolution > target else PASS
 
 
 def combine_verdicts(verdicts: list[str]) -> str:

@@ -31,8 +31,8 @@ from .estimators import (
     PASS,
     Check,
     bootstrap_counts,
-    bootstrap_means,
     bootstrap_interval,
+    bootstrap_means,
     detectable_effect,
     percentile_interval,
 )

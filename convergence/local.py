@@ -40,7 +40,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, detectable_effect, first_nonfinite, z_value
+from .estimators import (
+    FAIL,
+    FAMILY_ALPHA,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    detectable_effect,
+    effect_verdict,
+    first_nonfinite,
+    z_value,
+)
 from .model import LayerMap, LimitSDE
 from .noise import standard_entries
 from .validation import check_int, check_real
@@ -171,17 +181,11 @@ def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, ta
     se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
     ci = (mean - z * se, mean + z * se)
     resolution = detectable_effect(ci, bias, confidence)
-    if not np.isfinite(mean) or not np.isfinite(se):
-        verdict = FAIL
-    elif ci[1] < -bias or ci[0] > bias:
-        verdict = FAIL
-    elif resolution > target:
-        verdict = INCONCLUSIVE
+    verdict = effect_verdict(ci, 0.0, bias, resolution, target)
+    if verdict == INCONCLUSIVE:
         note += (f"; resolution {resolution:.3g} > target {target:g}: about "
                  f"{int(np.ceil(per_sample.size * ((resolution - bias) / max(target - bias, 1e-300)) ** 2))} "
                  "samples would decide" if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step")
-    else:
-        verdict = PASS
     return Check(name, 0.0, mean, ci, verdict, config, bias, confidence, note=note,
                  resolution=resolution, relative_resolution=resolution)
 

@@ -32,7 +32,16 @@ from scipy import stats
 
 from .brownian import PathStreams
 from .design import RecordGrid
-from .estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, detectable_effect, first_nonfinite, z_value
+from .estimators import (
+    FAIL,
+    FAMILY_ALPHA,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    detectable_effect,
+    first_nonfinite,
+    z_value,
+)
 from .model import LayerMap
 from .simulate import record_at_two_steps
 

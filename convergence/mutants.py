@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .agazzi import AgazziSDE
-from .attention import normalise, tangent_projection
+from .attention import normalise
 from .fedorov import FedorovSDE
 from .integrators import drift_and_diffusion
 from .model import LimitSDE

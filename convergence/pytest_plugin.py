@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import pytest
 
-from .api import Outcome, check_local_consistency, check_same_weak_limit, check_strong_order, check_weak_order
+from .api import (
+    Outcome,
+    check_local_consistency,
+    check_same_weak_limit,
+    check_strong_order,
+    check_weak_order,
+)
 
 INCONCLUSIVE_MODES = ("skip", "fail")
 

@@ -14,7 +14,7 @@ same initial tokens, and u(m, L) averages the groups (m_max / m of them).
 
 Check ``width_effect``: u(m_min, L) - u(inf, L) = a + b h over the depth ladder, and the depth limit a is 0
 (the finite-depth width effect b h, O(h/m) in theory, is allowed); ``inconclusive`` when the interval of a
-is wider than ``resolution`` on either side. A block whose covariance changed with m would fail it. (A first
+detects an effect (``detectable_effect``) only above ``resolution``. A block whose covariance changed with m would fail it. (A first
 version required the mean over L of the effect itself to vanish: with 2048 paths it detected the finite-depth
 effect, about +0.002 at m = 4, decreasing in m, which the theory predicts.)
 """
@@ -34,13 +34,13 @@ from .coupling import Level, run_coupled
 from .design import RateTolerance
 from .energy import interaction_energy, mean_system_energy
 from .estimators import (
-    FAIL,
-    INCONCLUSIVE,
-    PASS,
+    CONFIDENCE,
     Check,
     bootstrap_counts,
+    bootstrap_interval,
     bootstrap_means,
-    percentile_interval,
+    detectable_effect,
+    effect_verdict,
 )
 from .execution import concatenate_blocks, map_blocks
 from .mlp_field import FreshFeatureField, GaussianField
@@ -145,8 +145,10 @@ def _line_fit(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nda
     return coefficients[..., 0], coefficients[..., 1]
 
 
-def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: dict, rng: np.random.Generator):
-    """Check ``width_effect`` (the depth limit of the width-m map is the infinite-width one) and the heatmap."""
+def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: dict, rng: np.random.Generator,
+                        confidence: float = CONFIDENCE):
+    """Check ``width_effect`` (the depth limit of the width-m map is the infinite-width one; interval at
+    ``confidence``, inconclusive when its resolution exceeds ``design.resolution``) and the heatmap."""
     paths = energies.shape[0]
     flat = energies.reshape(paths, -1)
     boot = bootstrap_means(flat, bootstrap_counts(rng, paths, design.replicates)).reshape(-1, *energies.shape[1:])
@@ -155,21 +157,17 @@ def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: 
     steps = design.horizon / np.asarray(design.depths, dtype=np.float64)
     limit, slope = _line_fit(steps, effect[:, 0])
     boot_limit, boot_slope = _line_fit(steps, boot[:, :, 0] - boot[:, :, -1])
-    lo, hi = (float(v) for v in percentile_interval(boot_limit))
-    slope_lo, slope_hi = (float(v) for v in percentile_interval(boot_slope))
+    lo, hi = (float(v) for v in bootstrap_interval(limit, boot_limit, confidence))
+    slope_lo, slope_hi = (float(v) for v in bootstrap_interval(slope, boot_slope, confidence))
     limit = float(limit)
-    if lo > 0 or hi < 0:
-        verdict = FAIL
-    elif max(hi - limit, limit - lo) > design.resolution:
-        verdict = INCONCLUSIVE
-    else:
-        verdict = PASS
+    resolution = detectable_effect((lo, hi), 0.0, confidence)
+    verdict = effect_verdict((lo, hi), 0.0, 0.0, resolution, design.resolution)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
-    check = Check("width_effect", 0.0, limit, (lo, hi), verdict, config, 0.0, note=(
+    check = Check("width_effect", 0.0, limit, (lo, hi), verdict, config, 0.0, confidence, resolution=resolution, note=(
         f"L -> infinity intercept a of u(m, L) - u(inf, L) = a + b h over L in {list(design.depths)}, smallest width "
         f"m = {design.widths[0]} (n = {design.tokens}, fresh features; u(inf, L) from the Gaussian-field map, same "
         f"initial tokens, own noise); finite-depth width effect b = {float(slope):.3g} [{slope_lo:.3g}, {slope_hi:.3g}] "
-        f"per unit h (theory: O(1/m)); inconclusive when the interval is wider than +-{design.resolution:g}"))
+        f"per unit h (theory: O(1/m)); inconclusive when the resolution exceeds {design.resolution:g}"))
     heatmap = Heatmap(f"u(m, L) - u(inf, L) ({label})", "L", "m", list(design.depths), list(design.widths),
                       effect.tolist())
     return [check], heatmap

@@ -11,6 +11,7 @@ from convergence.exponents import (
     ExponentDesign,
     exponent_check,
     mean_square_exponent,
+    median_exponent,
     record_log_distances,
 )
 from convergence.mlp_field import GaussianField
@@ -21,7 +22,7 @@ from convergence.strong import (
     coupled_strong_errors,
 )
 from convergence.width import WidthDesign, analyse_width, coupled_width_errors
-from verify.kernels import KernelSpec, activation_constants
+from verify.kernels import KernelSpec, activation_constants, exponents
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,12 @@ def test_mean_and_median_exponents_are_different_claims():
     constants = activation_constants("relu", 5)
     assert exponent_check("wrong", constants["lambda_1"], est, design, {}).verdict == "fail"
     assert exponent_check("right", constants["lambda_bar"], est, design, {}).verdict != "fail"
+    # near miss: k'(1) = E[act'(Z)^2] without its 1/d (the chain rule's u / sqrt(d) forgotten)
+    wrong = exponents(5, constants["k1"], 5 * constants["k1_prime"])
+    assert exponent_check("no 1/d", wrong["lambda_bar"], est, design, {}).verdict == "fail"
+    median = median_exponent(logs, design, np.random.default_rng(2))
+    assert exponent_check("right", constants["lambda_1"], median, design, {}).verdict != "fail"
+    assert exponent_check("no 1/d", wrong["lambda_1"], median, design, {}).verdict == "fail"
 
 
 class MissingRadialDrift(AgazziSDE):

@@ -208,7 +208,12 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
     """Two systems of the same code agree whatever the drift; the weak form of the SPDE and the zonal targets do
     not: a wrong mean-field drift (attention 20% off, the Ito factor (d-2)/2) and a wrong rate fail."""
     from convergence.design import RecordGrid
-    from convergence.mean_field import MeanFieldDesign, weak_form, zonal_limit, zonal_rates
+    from convergence.mean_field import (
+        MeanFieldDesign,
+        weak_form,
+        zonal_limit,
+        zonal_rates,
+    )
     from convergence.studies.chaos import DIM, agazzi_drift, model_a_field
 
     field = model_a_field(8)
@@ -236,3 +241,34 @@ def test_the_weak_limit_rejects_a_wrong_overlap_sde():
     for label in ("overlap diffusion x (1 + eps), eps = +0.05", "overlap diffusion x (1 - eps), eps = -0.05",
                   "d - 1 for d - 2 in the overlap drift"):
         assert rows[label].verdict == PASS, rows[label].note  # the "rejects" row passes: the mutant failed
+
+
+def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
+    """Two tokens of model F at d = 4, beta = 1.25 beta_c, rho0 = -0.9 (2000 runs): the scale function's
+    P(antipodal) for the true overlap diffusion passes; the same prediction for the diffusion at d - 1 (the radial
+    Ito factor of the wrong dimension) or at beta +- 10% fails (Bonferroni over the four predictions)."""
+    import verify
+    from convergence.configurations import fixed_overlap, overlap
+    from convergence.estimators import family_confidence
+    from convergence.simulate import simulate
+    from convergence.studies.phase_transition import (
+        DESIGNS,
+        decided_ends,
+        horizon,
+        probability_check,
+    )
+    from verify.hitting import p_antipodal_double
+
+    dim, rho0, paths = 4, -0.9, 2000
+    beta = 1.25 * float(verify.critical_beta(dim)[1])
+    T = horizon(dim, beta, DESIGNS["quick"])
+    layer = cv.ReducedFedorov(cv.FedorovModel(2, dim, beta, sigma=1.0))
+    rho = overlap(simulate(layer, round(T / 0.01), T, paths, 0, (99,), fixed_overlap(rho0)))
+    antipodal, _, allowance = decided_ends(rho, dim, beta)
+    confidence = family_confidence(4)
+    verdicts = {}
+    for label, (d, b) in {"true": (dim, beta), "d - 1": (dim - 1, beta), "beta + 10%": (dim, 1.1 * beta),
+                          "beta - 10%": (dim, 0.9 * beta)}.items():
+        predicted = float(p_antipodal_double(d, b, [rho0])[0])
+        verdicts[label] = probability_check(antipodal, paths, predicted, allowance, confidence, {}).verdict
+    assert verdicts == {"true": PASS, "d - 1": FAIL, "beta + 10%": FAIL, "beta - 10%": FAIL}

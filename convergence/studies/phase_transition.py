@@ -7,7 +7,9 @@ exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs 
 decided when rho_T is within ``DELTA`` of an end. Allowance: the undecided fraction plus, for each
 decided run, the probability that it would still switch ends, bounded from the scale function at the
 next tabulated distance at least as large as the run's own distance to its end (P(antipodal | rho) is
-monotone). Intervals are Wilson intervals at a Bonferroni-corrected level over the whole grid.
+monotone). Intervals are Wilson intervals; every statistical check of the study (grid, many tokens, hybrid) is
+one Bonferroni family at 1% (``family_size``). A check's resolution is the smallest departure of the
+probability it rejects with 90% power (``detectable_effect``).
 """
 
 from __future__ import annotations
@@ -24,12 +26,21 @@ from verify.models import beta as beta_symbol
 from verify.models import eps as eps_symbol
 
 from ..configurations import CLASSES, class_fractions, fixed_overlap, overlap
-from ..estimators import FAIL, PASS, Check, wilson
+from ..estimators import (
+    FAIL,
+    PASS,
+    Check,
+    confidence_z,
+    detectable_effect,
+    effect_verdict,
+    family_confidence,
+    wilson,
+)
 from ..fedorov import FedorovModel
+from ..hybrid import HybridModel
 from ..reduced import ReducedFedorov
 from ..results import Curve, Plot, StudyResult
 from ..simulate import simulate
-from ..weak import FAMILY_ALPHA, z_value
 from .base import ProgressFactory, Study
 
 NAME = "phase-transition"
@@ -38,6 +49,7 @@ DELTA = 0.01
 HORIZON_FACTOR = 30.0
 SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated
 MAX_UNDECIDED = 0.02
+PROBABILITY_RESOLUTION = 0.2  # p_antipodal is inconclusive when it cannot see a probability error this large
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
 
 
@@ -96,12 +108,44 @@ def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
     return float(np.sum(table[np.clip(index, 0, SWITCH_GRID.size - 1)]))
 
 
+def family_size(design: PhaseDesign, grid_points: int) -> int:
+    """Statistical checks of one run: p_antipodal and undecided per (d, beta, rho0); antipodal_persists and
+    noise_off_collapse per token count; hybrid_dichotomy per (beta, eps^2)."""
+    return (2 * grid_points * len(design.rho0s) + 2 * len(design.many_tokens)
+            + len(design.hybrid_betas) * len(design.hybrid_factors))
+
+
+def decided_ends(rho: np.ndarray, dim: int, beta: float) -> tuple[int, int, float]:
+    """Final overlaps of two-token runs: (runs ending antipodal, undecided runs, allowance). The allowance is the
+    undecided fraction plus the bound on decided runs still switching ends (``switch_bound``, from the scale
+    function of the overlap diffusion at (d, beta))."""
+    switch_from_antipodal = 1 - p_antipodal_double(dim, beta, -1 + SWITCH_GRID)
+    switch_from_collapse = p_antipodal_double(dim, beta, 1 - SWITCH_GRID)
+    antipodal, collapsed = rho < -1 + DELTA, rho > 1 - DELTA
+    undecided = rho.size - int(antipodal.sum()) - int(collapsed.sum())
+    switching = switch_bound(1 + rho[antipodal], switch_from_antipodal) + switch_bound(1 - rho[collapsed],
+                                                                                       switch_from_collapse)
+    return int(antipodal.sum()), undecided, (undecided + switching) / rho.size
+
+
+def probability_check(antipodal: int, paths: int, predicted: float, allowance: float, confidence: float,
+                      config: dict, note: str = "") -> Check:
+    """``p_antipodal``: the Wilson interval (at ``confidence``) of ``antipodal / paths`` against the predicted
+    probability +- ``allowance``; ``inconclusive`` when the resolution exceeds ``PROBABILITY_RESOLUTION``."""
+    lo, hi = wilson(antipodal, paths, confidence_z(confidence))
+    resolution = detectable_effect((lo, hi), allowance, confidence)
+    verdict = effect_verdict((lo, hi), predicted, allowance, resolution, PROBABILITY_RESOLUTION)
+    return Check("p_antipodal", predicted, antipodal / paths, (lo, hi), verdict, config, allowance, confidence,
+                 note=f"{note}; inconclusive when the resolution exceeds {PROBABILITY_RESOLUTION:g}".lstrip("; "),
+                 resolution=resolution)
+
+
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     design = DESIGNS[profile]
     grid = [(dim, b) for dim in design.dims for b in beta_grid(dim, design)]
-    n_checks = 2 * len(grid) * len(design.rho0s)
-    z = z_value(n_checks)
-    alpha = FAMILY_ALPHA / n_checks
+    n_checks = family_size(design, len(grid))
+    confidence = family_confidence(n_checks)
+    z = confidence_z(confidence)
     advance = progress(len(grid), NAME)
     checks, rows = [], []
     for index, (dim, b) in enumerate(grid):
@@ -109,36 +153,24 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         depth = max(1, round(T / design.step))
         model = ReducedFedorov(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
         predictions = p_antipodal_double(dim, b, design.rho0s)
-        switch_from_antipodal = 1 - p_antipodal_double(dim, b, -1 + SWITCH_GRID)
-        switch_from_collapse = p_antipodal_double(dim, b, 1 - SWITCH_GRID)
         for j, (rho0, predicted) in enumerate(zip(design.rho0s, predictions)):
             rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0)))
-            antipodal = int(np.sum(rho < -1 + DELTA))
-            collapsed = int(np.sum(rho > 1 - DELTA))
-            undecided = design.paths - antipodal - collapsed
+            antipodal, undecided, allowance = decided_ends(rho, dim, b)
             frac = antipodal / design.paths
-            lo, hi = wilson(antipodal, design.paths, z)
-            switching = (switch_bound(1 + rho[rho < -1 + DELTA], switch_from_antipodal)
-                         + switch_bound(1 - rho[rho > 1 - DELTA], switch_from_collapse))
-            allowance = (undecided + switching) / design.paths
             config = {"d": dim, "beta": b, "rho0": rho0}
-            if hi < predicted - allowance or lo > predicted + allowance:
-                verdict = FAIL
-            else:
-                verdict = PASS
-            checks.append(Check("p_antipodal", float(predicted), frac, (lo, hi), verdict, config, allowance, 1 - alpha,
-                                alpha, f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}"))
-            # A design requirement (the horizon), not a claim under test: the measured fraction itself.
+            checks.append(probability_check(antipodal, design.paths, float(predicted), allowance, confidence, config,
+                                            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}"))
+            # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
             u_lo, u_hi = wilson(undecided, design.paths, z)
-            u_verdict = PASS if undecided <= MAX_UNDECIDED * design.paths else FAIL
+            u_verdict = FAIL if u_lo > MAX_UNDECIDED else PASS
             checks.append(Check("undecided", 0.0, undecided / design.paths, (u_lo, u_hi), u_verdict, config,
-                                MAX_UNDECIDED, 1 - alpha, alpha,
-                                f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}; required at most {MAX_UNDECIDED:.0%}"))
+                                MAX_UNDECIDED, confidence,
+                                note=f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}; fails when significantly above {MAX_UNDECIDED:.0%}"))
             rows.append({"d": dim, "beta": b, "rho0": rho0, "predicted": float(predicted), "fraction": frac,
-                         "ci": [lo, hi], "undecided": undecided, "horizon": T, "depth": depth})
+                         "ci": list(checks[-2].ci), "undecided": undecided, "horizon": T, "depth": depth})
         advance(1)
-    many_checks, many_plots, many_rows = many_tokens(design, seed)
-    hybrid_checks, hybrid_rows = hybrid_dichotomy(design, seed)
+    many_checks, many_plots, many_rows = many_tokens(design, seed, confidence)
+    hybrid_checks, hybrid_rows = hybrid_dichotomy(design, seed, confidence)
     checks += many_checks + hybrid_checks
     plots = {"": _probability_plots(design, rows), "phase-diagram": [_phase_diagram(rows)], "many-tokens": many_plots}
     params = {
@@ -149,7 +181,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "many_tokens": many_rows, "hybrid": hybrid_rows,
     }
     notes = [
-        f"Bonferroni over {n_checks} checks (z = {z:.3f}): family-wise false-failure rate at most 1%.",
+        f"One Bonferroni family over all {n_checks} statistical checks (grid, many tokens, hybrid; z = {z:.3f}): "
+        "family-wise false-failure rate at most 1%.",
         "P(antipodal) does not depend on sigma (time change), so sigma = 1 with sigma^2 h fixed.",
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
     ]
@@ -189,15 +222,16 @@ def _phase_diagram(rows: list[dict]) -> Plot:
     return Plot("phase diagram: antipodal pairs possible above beta_c(d)", "d", "beta", [curve, *points])
 
 
-def many_tokens(design: PhaseDesign, seed: int) -> tuple[list[Check], list[Plot], list[dict]]:
+def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list[Check], list[Plot], list[dict]]:
     """n tokens (uniform start) at d = many_dim: final configuration classes against beta, with noise and
     with the noise switched off (deterministic attention flow with mean value part M = I), which must
-    collapse (GLPR). Check ``antipodal_persists``: at the largest beta some runs end antipodal;
-    ``noise_off_collapse``: no noise-free run ends antipodal, and at most 2% are still merging at T."""
+    collapse (GLPR). Check ``antipodal_persists``: at the largest beta some runs end antipodal (the Wilson
+    interval at ``confidence`` excludes 0); ``noise_off_collapse``: no noise-free run ends antipodal, and the
+    fraction still merging at T is not significantly above 2%."""
     lo, hi = verify.critical_beta(design.many_dim)
     betas = [round(f * float(hi), 4) for f in design.many_beta_factors]
     checks, plots, rows = [], [], []
-    z = z_value(2 * len(design.many_tokens))
+    z = confidence_z(confidence)
     for i, n in enumerate(design.many_tokens):
         by_mode = {}
         for mode, sigma, mean, horizon_, step in (
@@ -221,31 +255,31 @@ def many_tokens(design: PhaseDesign, seed: int) -> tuple[list[Check], list[Plot]
         k = round((top["balanced antipodal"] + top["unbalanced antipodal"]) * design.many_paths)
         a_lo, a_hi = wilson(k, design.many_paths, z)
         checks.append(Check("antipodal_persists", 0.0, k / design.many_paths, (a_lo, a_hi), PASS if a_lo > 0 else FAIL,
-                            config, 0.0, note="fraction of runs ending in two antipodal clusters (paper: they persist "
+                            config, 0.0, confidence, note="fraction of runs ending in two antipodal clusters (paper: they persist "
                                               "for n > 2); the check asks that it is positive"))
         # Noise off: a run may still be merging metastable clusters at T ("other", like an undecided
-        # run); the claim fails if any run ends antipodal or too many runs are still undecided.
+        # run); the claim fails if any run ends antipodal or significantly more than 2% are still merging.
         off = by_mode["noise off"]
         antipodal_off = max(f["balanced antipodal"] + f["unbalanced antipodal"] for f in off)
         undecided_off = max(f["other"] for f in off)
+        merging_lo, _ = wilson(round(undecided_off * design.many_paths), design.many_paths, z)
         collapsed = min(f["one cluster"] for f in off)
-        verdict = FAIL if antipodal_off > 0 or undecided_off > MAX_UNDECIDED else PASS
-        checks.append(Check("noise_off_collapse", 1.0, collapsed, (collapsed, collapsed), verdict,
-                            {"n": n, "d": design.many_dim}, MAX_UNDECIDED,
+        c_lo, c_hi = wilson(round(collapsed * design.many_paths), design.many_paths, z)
+        verdict = FAIL if antipodal_off > 0 or merging_lo > MAX_UNDECIDED else PASS
+        checks.append(Check("noise_off_collapse", 1.0, collapsed, (c_lo, c_hi), verdict,
+                            {"n": n, "d": design.many_dim}, MAX_UNDECIDED, confidence,
                             note=f"deterministic flow (sigma = 0, M = I, T = {NOISE_OFF_HORIZON:g}): smallest one-cluster "
-                                 f"fraction over beta in {betas}; antipodal {antipodal_off:.3f}, still merging "
-                                 f"{undecided_off:.3f} (at most {MAX_UNDECIDED:.0%} allowed)"))
+                                 f"fraction over beta in {betas}; antipodal {antipodal_off:.3f} (any fails), still "
+                                 f"merging {undecided_off:.3f} (fails when significantly above {MAX_UNDECIDED:.0%})"))
     return checks, plots, rows
 
 
-def hybrid_dichotomy(design: PhaseDesign, seed: int) -> tuple[list[Check], list[dict]]:
+def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple[list[Check], list[dict]]:
     """Hybrid model on both sides of eps_c^2(beta): collapse a.s. below, antipodal a.s. above. The check
-    ``hybrid_dichotomy`` fails when the runs ending at the wrong end are significantly more than the
-    undecided ones could explain."""
-    from ..hybrid import HybridModel
-
+    ``hybrid_dichotomy`` fails when the runs ending at the wrong end are significantly more (Wilson interval at
+    ``confidence``) than the undecided ones could explain."""
     checks, rows = [], []
-    z = z_value(len(design.hybrid_betas) * len(design.hybrid_factors))
+    z = confidence_z(confidence)
     for i, b in enumerate(design.hybrid_betas):
         crit = float(verify.critical_eps2(b))
         for j, factor in enumerate(design.hybrid_factors):
@@ -264,7 +298,8 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int) -> tuple[list[Check], list[
             verdict = FAIL if w_lo > allowance else PASS
             config = {"beta": b, "eps2_over_eps2c": factor, "expected": expected_end}
             checks.append(Check("hybrid_dichotomy", 0.0, wrong / design.hybrid_paths, (w_lo, w_hi), verdict, config,
-                                allowance, note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
+                                allowance, confidence, resolution=detectable_effect((w_lo, w_hi), allowance, confidence),
+                                note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
                                                 f"L = {depth}, {undecided} undecided of {design.hybrid_paths}"))
             rows.append({"beta": b, "eps2": factor * crit, "eps2_c": crit, "expected": expected_end,
                          "wrong_end": wrong, "undecided": undecided, "paths": design.hybrid_paths})

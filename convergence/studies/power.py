@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-
 import sympy as sp
 
 import verify
@@ -39,16 +38,29 @@ from verify.noise_laws import sigma as sigma_symbol
 
 from ..agazzi import AgazziModel
 from ..brownian import seed_block_sequence
-from ..estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, combine_verdicts
 from ..configurations import fixed_overlap, overlap
+from ..estimators import (
+    FAIL,
+    FAMILY_ALPHA,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    combine_verdicts,
+    z_value,
+)
 from ..fedorov import FedorovModel
 from ..kolmogorov import expectation, lambdify_overlap
 from ..local import LocalDesign, local_checks, states_for
 from ..mlp_field import FrozenFeatureField, GaussianField
 from ..mutants import catalogue
 from ..results import Curve, Plot, StudyResult
-from ..strong import StrongDesign, analyse_strong, bootstrap_generator, coupled_strong_errors
-from ..weak import WeakDesign, coupled_observables, limit_check, weak_order, z_value
+from ..strong import (
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors,
+)
+from ..weak import WeakDesign, coupled_observables, limit_check, weak_order
 from .base import ProgressFactory, Study
 
 NAME = "power"
@@ -209,7 +221,7 @@ def overlap_claims(eps: float) -> dict[str, tuple[float | None, sp.Expr, sp.Expr
     """The derived overlap SDE of model F (two tokens) and its near misses: diffusion coefficient x (1 +- eps) and
     d - 1 for d - 2 in the drift (name -> (effect, drift, diffusion squared))."""
     drift, diffusion = verify.overlap_sde("fedorov", 2)
-    rho, d = sp.Symbol("rho", real=True), d_symbol
+    d = d_symbol
     # drift = sigma^2 (1 - rho^2) (d - 2 - rho cosh(beta (rho - 1))) / (cosh(...) + 1): d - 2 -> d - 1 adds
     extra = sp.cancel(drift.subs(d, d + 1) - drift)
     return {"true": (0.0, drift, diffusion),

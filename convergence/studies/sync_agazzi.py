@@ -32,7 +32,7 @@ from verify.synchronisation import attention_energy_rate, lambda_bar_prime
 from ..agazzi import ATTENTION, AgazziModel
 from ..configurations import fixed_overlap, overlap
 from ..energy import EnergyDesign, compare_with_bound, energy_bound_check, record_energy
-from ..estimators import FAIL, INCONCLUSIVE, PASS, Check, wilson
+from ..estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, wilson, z_value
 from ..execution import block_count
 from ..exponents import (
     ExponentDesign,
@@ -46,7 +46,6 @@ from ..quadratic_form import QuadraticFormModel
 from ..results import Curve, Plot, StudyResult
 from ..simulate import simulate
 from ..strong import bootstrap_generator
-from ..weak import FAMILY_ALPHA, z_value
 from .base import ProgressFactory, Study
 
 NAME = "sync-agazzi"
