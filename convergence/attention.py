@@ -1,28 +1,50 @@
 """Self-attention averages on token batches shaped (paths, tokens, d).
 
 Scores are ``beta <Q x_i, K x_j> = beta x_i^T (Q^T K) x_j``; the matrix ``Q^T K`` is called the
-interaction matrix. Softmax subtracts each row's maximum before exponentiating, so weights stay
-finite (and sum to one) for any beta up to 1e3 and any token geometry.
+interaction matrix. The softmax is shift-invariant; it is exponentiated unshifted when a bound on every
+score, ``|beta| ||G||_2 max_j |x_j|^2``, is at most ``UNSHIFTED_BOUND`` (unit tokens at |beta| <= 300: no
+exponent leaves [-300, 300], so nothing overflows or underflows), and otherwise after subtracting each row's
+maximum, so weights stay finite (and sum to one) for any beta up to 1e3 and any token geometry. The
+normalisation divides the weighted average, not the n x n weights (one pass fewer over the scores).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+UNSHIFTED_BOUND = 300.0
+SCORE_BYTES_PER_PATH = 2 * 2**20  # one path's block of scores; n x n attention beyond n = 512 goes in row blocks
+
 
 def attention_scores(x: np.ndarray, beta: float, interaction: np.ndarray | None = None) -> np.ndarray:
     """Scores ``beta x_i^T G x_j`` shaped (paths, tokens, tokens); ``G = I`` when ``interaction`` is None."""
-    left = x if interaction is None else x @ interaction
-    return beta * (left @ np.swapaxes(x, -1, -2))
+    return _queries(x, beta, interaction) @ np.swapaxes(x, -1, -2)
 
 
 def softmax_weights(scores: np.ndarray) -> np.ndarray:
-    """Row-wise softmax over the last axis, computed stably."""
+    """Row-wise softmax over the last axis, computed stably (row maximum subtracted)."""
     shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
-SCORE_BYTES_PER_PATH = 2 * 2**20  # one path's block of scores; n x n attention beyond n = 512 goes in row blocks
+def _queries(x: np.ndarray, beta: float, interaction: np.ndarray | None) -> np.ndarray:
+    """``beta G^T``-transformed queries, so that scores are one matrix product: (beta x G) x^T."""
+    return beta * x if interaction is None else x @ (beta * interaction)
+
+
+def _needs_shift(x: np.ndarray, beta: float, interaction: np.ndarray | None) -> np.ndarray:
+    """Per path (leading axes), whether the score bound |beta| ||G||_2 max_j |x_j|^2 exceeds ``UNSHIFTED_BOUND``."""
+    norm = 1.0 if interaction is None else float(np.linalg.norm(interaction, 2))
+    return abs(beta) * norm * np.max(np.einsum("...d,...d->...", x, x), axis=-1, initial=0.0) > UNSHIFTED_BOUND
+
+
+def _softmax_average(scores: np.ndarray, values: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """``softmax(scores) @ values``, overwriting ``scores`` with the unnormalised weights; the paths flagged in
+    ``shift`` have each row's maximum subtracted first."""
+    if shift.any():
+        scores -= np.where(shift[..., None, None], scores.max(axis=-1, keepdims=True), 0.0)
+    np.exp(scores, out=scores)
+    return (scores @ values) / scores.sum(axis=-1)[..., None]
 
 
 def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None = None) -> np.ndarray:
@@ -30,18 +52,19 @@ def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None
 
     The n x n scores are formed for blocks of query rows at a time (``SCORE_BYTES_PER_PATH`` per path),
     so memory stays bounded for thousands of tokens; each row's softmax sees all n keys. The row block
-    depends on n only (never on how paths are grouped), so results stay bit-identical across blocks.
+    depends on n only and the shift is decided per path (never by how paths are grouped), so results stay
+    bit-identical across blocks.
     """
     n = x.shape[-2]
     rows = max(1, SCORE_BYTES_PER_PATH // (8 * n))
+    queries, keys = _queries(x, beta, interaction), np.swapaxes(x, -1, -2)
+    shift = _needs_shift(x, beta, interaction)
     if rows >= n:
-        return softmax_weights(attention_scores(x, beta, interaction)) @ x
-    left = x if interaction is None else x @ interaction
-    keys = np.swapaxes(x, -1, -2)
+        return _softmax_average(queries @ keys, x, shift)
     out = np.empty_like(x)
     for start in range(0, n, rows):
         stop = min(n, start + rows)
-        out[..., start:stop, :] = softmax_weights(beta * (left[..., start:stop, :] @ keys)) @ x
+        out[..., start:stop, :] = _softmax_average(queries[..., start:stop, :] @ keys, x, shift)
     return out
 
 

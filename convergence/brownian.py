@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from .noise import CommonNoise, standard_entries
+from .noise import CommonNoise
 from .validation import check_int
 
 SEED_BLOCK = 64
@@ -65,7 +65,7 @@ class PathStreams:
         # one contiguous buffer per seed block, filled in place (no concatenation copy), then scaled in place
         out = np.empty((len(self._noise), *shape))
         for rng, part in zip(self._noise, out):
-            standard_entries(rng, shape, noise.law, out=part)
+            noise.standard(rng, shape, out=part)
         out *= noise.scale * np.sqrt(h)
         merged = np.moveaxis(out, 0, 1).reshape(steps, len(self._noise) * SEED_BLOCK, *noise.shape)
         return np.moveaxis(merged[:, : self.paths], 0, 1)

@@ -52,7 +52,6 @@ from .estimators import (
     z_value,
 )
 from .model import LayerMap, LimitSDE
-from .noise import standard_entries
 from .validation import check_int, check_real
 
 SAMPLE_BLOCK = 4096
@@ -124,7 +123,7 @@ def _sample_block(layer_map: LayerMap, sde: LimitSDE, x: np.ndarray, steps: Sequ
                   rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Delta - G and G per step for ``size`` draws: arrays (size, 3, n d) each, and Delta."""
     noise = layer_map.noise
-    entries = standard_entries(rng, (size, *noise.shape), noise.law)
+    entries = noise.standard(rng, (size, *noise.shape))
     xs = np.broadcast_to(x, (size, *x.shape)).copy()
     deltas, gs = [], []
     for h in steps:

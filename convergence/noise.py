@@ -52,20 +52,26 @@ class CommonNoise:
     law: str = "gaussian"
     nested: bool = True  # False when the array packs per-layer draws that are not Brownian increments
 
+    laws = ENTRY_LAWS  # the laws this kind of noise can have (a subclass with its own sampler names its own)
+
     def __post_init__(self) -> None:
         for axis, size in enumerate(self.shape):
             check_int(f"shape[{axis}]", size, minimum=1)
         check_real("scale", self.scale, minimum=0.0)
-        check_choice("law", self.law, ENTRY_LAWS)
+        check_choice("law", self.law, self.laws)
 
     @property
     def brownian(self) -> bool:
         """True when increments are Gaussian, hence can be coupled to one Brownian path at every depth."""
         return self.law == "gaussian" and self.nested
 
+    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
+        """Draws of ``shape`` (leading axes, then ``self.shape``) before scaling by ``scale sqrt(h)``."""
+        return standard_entries(rng, shape, self.law, out=out)
+
     def increments(self, rng: np.random.Generator, steps: int, h: float) -> np.ndarray:
         """``steps`` consecutive increments over steps of length ``h``: shape (steps, *shape)."""
-        return (self.scale * np.sqrt(h)) * standard_entries(rng, (steps, *self.shape), self.law)
+        return (self.scale * np.sqrt(h)) * self.standard(rng, (steps, *self.shape))
 
 
 def matrix_noise(dim: int, sigma: float, law: str = "gaussian") -> CommonNoise:

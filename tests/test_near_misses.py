@@ -250,6 +250,7 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     import verify
     from convergence.configurations import fixed_overlap, overlap
     from convergence.estimators import family_confidence
+    from convergence.overlap_chain import TwoTokenOverlapChain
     from convergence.simulate import simulate
     from convergence.studies.phase_transition import (
         DESIGNS,
@@ -262,7 +263,7 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     dim, rho0, paths = 4, -0.9, 2000
     beta = 1.25 * float(verify.critical_beta(dim)[1])
     T = horizon(dim, beta, DESIGNS["quick"])
-    layer = cv.ReducedFedorov(cv.FedorovModel(2, dim, beta, sigma=1.0))
+    layer = TwoTokenOverlapChain(cv.FedorovModel(2, dim, beta, sigma=1.0))
     rho = overlap(simulate(layer, round(T / 0.01), T, paths, 0, (99,), fixed_overlap(rho0)))
     antipodal, _, allowance = decided_ends(rho, dim, beta)
     confidence = family_confidence(4)

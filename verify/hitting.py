@@ -249,6 +249,15 @@ def p_antipodal_gauss(d_value: int, beta_value, rho0, dps: int = 30, nodes: int 
         return +result
 
 
+@cache
+def _double_parts():
+    """c_+(d, beta), c_-(d, beta) and R(rho, d, beta) of the scale decomposition as numpy functions (compiled
+    once: substituting and lambdifying at every call cost more than the quadrature)."""
+    parts = scale_decomposition("fedorov")
+    return (sp.lambdify((d, beta), parts.c_plus, "numpy"), sp.lambdify((d, beta), parts.c_minus, "numpy"),
+            sp.lambdify((rho, d, beta), parts.regular, "numpy"))
+
+
 def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200):
     """Double-precision P(antipodal) at many rho_0 at once (for plots and Monte Carlo comparisons).
 
@@ -258,16 +267,14 @@ def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200):
 
     rho0 = np.atleast_1d(np.asarray(rho0, dtype=np.float64))
     _validate(d_value, beta_value, float(rho0[0]))
-    parts = scale_decomposition("fedorov")
-    c_plus, c_minus = (float(c) for c in _end_exponents(d_value, beta_value, 17))
-    sub = {d: d_value, beta: sp.nsimplify(beta_value)}
+    end_plus, end_minus, regular = _double_parts()
+    c_plus, c_minus = float(end_plus(d_value, beta_value)), float(end_minus(d_value, beta_value))
     if c_minus <= -1:
         return np.zeros_like(rho0)
-    regular = sp.lambdify(rho, parts.regular.subs(sub), "numpy")
     t, w = np.polynomial.legendre.leggauss(nodes)
 
     def log_g(x):
-        return 0.5 * x * np.dot(w, regular(0.5 * x * (t + 1)))
+        return 0.5 * x * np.dot(w, regular(0.5 * x * (t + 1), d_value, beta_value))
 
     def lower(r0):  # int_{-1}^{r0} (1+rho)^{c_-} [(1-rho)^{-c_+} e^{Q}]
         return quad(lambda x: (1 - x) ** (-c_plus) * np.exp(log_g(x)), -1, r0, weight="alg", wvar=(c_minus, 0),

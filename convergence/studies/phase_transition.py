@@ -1,7 +1,7 @@
 """Study ``phase-transition``: where two tokens of the discrete model F end, against the scale function.
 
-For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian values with the reduced
-sampler, sigma = 1, step h) that end antipodal is compared with P(antipodal) from the derived
+For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian values, the layer map kept in
+the tokens' plane by ``convergence.overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal is compared with P(antipodal) from the derived
 overlap diffusion's scale function (``verify.hitting``). The horizon comes from the boundary
 exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay rare; a run is
 decided when rho_T is within ``DELTA`` of an end. Allowance: the undecided fraction plus, for each
@@ -38,7 +38,7 @@ from ..estimators import (
 )
 from ..fedorov import FedorovModel
 from ..hybrid import HybridModel
-from ..reduced import ReducedFedorov
+from ..overlap_chain import TwoTokenOverlapChain
 from ..results import Curve, Plot, StudyResult
 from ..simulate import simulate
 from .base import ProgressFactory, Study
@@ -151,7 +151,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     for index, (dim, b) in enumerate(grid):
         T = horizon(dim, b, design)
         depth = max(1, round(T / design.step))
-        model = ReducedFedorov(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
+        model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
         predictions = p_antipodal_double(dim, b, design.rho0s)
         for j, (rho0, predicted) in enumerate(zip(design.rho0s, predictions)):
             rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0)))
@@ -177,7 +177,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "dims": list(design.dims), "beta_factors_of_beta_c": list(design.beta_factors), "betas_d3": list(design.betas_d3),
         "rho0s": list(design.rho0s), "paths": design.paths, "sigma": 1.0, "sigma2_h": design.step, "delta": DELTA,
         "horizon": f"min({design.max_horizon}, {HORIZON_FACTOR} / min(|lambda_+|, |lambda_-|))",
-        "sampler": "reduced (V a_1, V a_2 drawn jointly from their Gaussian law)", "z": z, "grid": rows,
+        "sampler": "two tokens: the layer map kept in the tokens' plane (convergence.overlap_chain, exact in law, "
+                   "7 numbers per layer); n tokens: the layer map itself (full value matrices)",
+        "z": z, "grid": rows,
         "many_tokens": many_rows, "hybrid": hybrid_rows,
     }
     notes = [
@@ -242,8 +244,8 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
             fractions = []
             for j, b in enumerate(betas):
                 model = FedorovModel(tokens=n, dim=design.many_dim, beta=b, sigma=sigma, mean_value=mean)
-                layer = ReducedFedorov(model) if sigma > 0 else model
-                x = simulate(layer, round(horizon_ / step), horizon_, design.many_paths, seed, (STUDY_KEY, 100 + i, j))
+                # the full value matrix: at d = 4 its d^2 normals cost less than the reduced sampler's d n + eigh
+                x = simulate(model, round(horizon_ / step), horizon_, design.many_paths, seed, (STUDY_KEY, 100 + i, j))
                 fractions.append(class_fractions(x, DELTA))
                 rows.append({"n": n, "beta": b, "mode": mode, **fractions[-1]})
             by_mode[mode] = fractions
