@@ -9,7 +9,8 @@
 ``reports/``). A progress bar is shown when standard error is a terminal.
 
 Execution options (``convergence.execution``): ``--scheduler sync|processes|tcp://host:port`` (in process,
-a local dask cluster of ``--workers`` processes, or an existing dask scheduler); ``--block-paths N`` (the
+a local dask cluster of ``--workers`` processes, or an existing dask scheduler; default: processes, one per
+available core, or sync on one core; every number is the same on any scheduler); ``--block-paths N`` (the
 size of the blocks of paths; no number depends on it); every finished block is cached under ``--cache DIR``
 (default ``DIR/.cache``), and ``--resume`` reuses the intact entries of an interrupted run.
 """
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .execution import caching, check_scheduler, scheduler
+from .execution import caching, check_scheduler, default_scheduler, scheduler
 from .report import write_index, write_performance, write_study
 from .studies import PROFILES, STUDIES
 from .validation import check_int
@@ -78,15 +79,19 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="list the studies")
 
+    default_name, default_workers = default_scheduler()
+
     def common(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--profile", choices=PROFILES, default="quick", help="quick (default) or full")
         sub.add_argument("--seed", type=_integer("--seed", 0, 2**63 - 1), default=0,
                          help="the one seed of every random number (default 0)")
         sub.add_argument("--out", type=_out, default=Path("reports"), help="report folder (default reports/)")
-        sub.add_argument("--scheduler", type=_scheduler, default="sync",
-                         help="sync (default, in process), processes (local dask cluster) or tcp://host:port")
-        sub.add_argument("--workers", type=_integer("--workers", 1), default=2,
-                         help="worker processes for --scheduler processes (default 2)")
+        sub.add_argument("--scheduler", type=_scheduler, default=default_name,
+                         help=f"sync (in process), processes (local dask cluster) or tcp://host:port (default "
+                              f"{default_name}: one worker per available core; results do not depend on it)")
+        sub.add_argument("--workers", type=_integer("--workers", 1, 1024), default=default_workers,
+                         help=f"worker processes for --scheduler processes, 1 to 1024 (default {default_workers}, the "
+                              "available cores)")
         sub.add_argument("--block-paths", type=_integer("--block-paths", 1), default=None,
                          help="paths per block (default: each design's own; results do not depend on it)")
         sub.add_argument("--cache", type=_out, default=None, help="block cache folder (default OUT/.cache)")

@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,30 @@ from .validation import check_int
 SCHEDULERS = ("sync", "processes")  # or a scheduler address tcp://host:port
 MMAP_THRESHOLD = 32 * 2**20  # glibc's largest mmap threshold
 BlockTask = Callable[[int, int, Callable[[int], None] | None], Any]
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform reports it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_scheduler() -> tuple[str, int]:
+    """The command line's default: a local cluster of one worker process per available core, or in process
+    on a single core (results are bit-identical either way)."""
+    cores = available_cores()
+    return ("processes", cores) if cores > 1 else ("sync", 1)
+
+
+def cpu_seconds() -> float:
+    """CPU time used so far by this process and by the current execution's dask workers (seconds)."""
+    total = time.process_time()
+    client = current_execution().client
+    if client is not None:
+        total += sum(client.run(time.process_time).values())
+    return total
 
 
 def check_scheduler(scheduler: str) -> str:

@@ -53,7 +53,7 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
         f"# {result.study}",
         "",
         f"**Verdict: {result.verdict}**  (profile `{result.profile}`, seed {result.seed}, "
-        f"{result.elapsed_s:.1f} s)",
+        f"{result.elapsed_s:.1f} s wall, {result.cpu_s:.1f} s CPU)",
         "",
         f"Family-wise false-failure rate when every claim holds: at most {result.family_wise_rate:.3g} "
         f"(Bonferroni sum over {sum(c.claim for c in result.checks)} claim checks).",
@@ -163,10 +163,8 @@ def _draw_heatmap(ax, heatmap: Heatmap) -> None:
     plt.colorbar(image, ax=ax, fraction=0.046)
 
 
-def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
-    """A grid of panels: log-log convergence panels (error against step, interval band, fitted line,
-    slope triangle) for the main figure, then the study's other plots under ``key``."""
-    items = (list(result.panels) if key == "" else []) + list(result.plots.get(key, []))
+def plot_figure(items: list, title: str, path: Path) -> None:
+    """A grid of panels (``Panel``, ``Plot`` or ``Heatmap``, two per row) written to ``path`` as PNG."""
     cols = min(2, max(1, len(items)))
     rows = max(1, math.ceil(len(items) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
@@ -175,7 +173,7 @@ def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
         draw(ax, item)
     for ax in list(axes.flat)[len(items):]:
         ax.axis("off")
-    fig.suptitle(f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else ""))
+    fig.suptitle(title)
     fig.tight_layout()
     buffer = io.BytesIO()
     try:
@@ -183,6 +181,13 @@ def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
     finally:
         plt.close(fig)
     atomic_write(path, buffer.getvalue())
+
+
+def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
+    """A grid of panels: log-log convergence panels (error against step, interval band, fitted line,
+    slope triangle) for the main figure, then the study's other plots under ``key``."""
+    items = (list(result.panels) if key == "" else []) + list(result.plots.get(key, []))
+    plot_figure(items, f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else ""), path)
 
 
 def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
@@ -204,7 +209,7 @@ def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
 def write_index(out: Path) -> Path:
     """``index.md``: every study whose JSON is in ``out``, with its verdict, profile and time."""
     out = Path(out)
-    rows = []
+    rows, wall_total, cpu_total = [], 0.0, 0.0
     for path in sorted(out.glob("*.json")):
         try:
             data = json.loads(path.read_text())
@@ -221,12 +226,19 @@ def write_index(out: Path) -> Path:
             summary += "; findings: " + ", ".join(f"{n} {v}" for v, n in sorted(findings.items()))
         rate = data.get("family_wise_false_failure_rate")
         rate_text = "not stated (older report)" if rate is None else f"{rate:.3g}"
+        cpu = data.get("cpu_s")
+        cpu_text = "-" if cpu is None else f"{cpu:.1f}"
+        wall_total += data.get("elapsed_s", 0.0)
+        cpu_total += cpu or 0.0
         rows.append(f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
-                    f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {rate_text} | {summary} |")
+                    f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {rate_text} | {summary} |")
     lines = ["# Verification reports", "",
              "Family-wise rate: the Bonferroni bound on the probability that the study fails when every claim holds.", "",
-             "| study | verdict | profile | seed | time (s) | family-wise rate | checks |",
-             "|---|---|---|---|---|---|---|", *rows, ""]
+             "Time: wall seconds of the study; CPU: seconds of CPU used by its process and its dask workers (the "
+             "ratio shows how well it used the cores).", "",
+             "| study | verdict | profile | seed | time (s) | CPU (s) | family-wise rate | checks |",
+             "|---|---|---|---|---|---|---|---|", *rows, "",
+             f"Total: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.", ""]
     symbolic = out / "symbolic.json"
     if symbolic.exists():
         try:
@@ -266,14 +278,30 @@ def performance_markdown(result: dict) -> str:
             continue
         met = "-" if bound is None else ("yes" if (value <= bound if comparison == "<=" else value >= bound) else "**no**")
         lines.append(f"| {name} | {value:.3g} | {target} | {met} |")
+    curves = result.get("cost_curves")
+    if curves:
+        lines += ["", "## Cost curves", "", "Time against each size that grows, the others fixed; exponent: log-log slope "
+                  "over the upper three sizes (time ~ size^p). ![cost curves](performance-cost.png)", "",
+                  "| size | workload | sizes | seconds | fitted exponent | expected |", "|---|---|---|---|---|---|"]
+        for entry in curves.values():
+            seconds = ", ".join(f"{t:.3g}" for t in entry["seconds"])
+            lines.append(f"| {entry['label']} | {entry['workload']} | {', '.join(map(str, entry['sizes']))} | "
+                         f"{seconds} | {entry['exponent']:.2f} | {entry['expected']:g} |")
     lines += ["", *result.get("notes", []), ""]
     return "\n".join(lines)
 
 
 def write_performance(result: dict, out: Path) -> dict[str, Path]:
-    """Write ``performance.json`` and ``performance.md`` to ``out`` (atomically)."""
+    """Write ``performance.json``, ``performance.md`` and, when cost curves were measured,
+    ``performance-cost.png`` to ``out`` (atomically)."""
+    from .cost import cost_plots
+
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "performance.json", "md": out / "performance.md"}
+    if result.get("cost_curves"):
+        paths["cost"] = out / "performance-cost.png"
+        plot_figure(cost_plots(result["cost_curves"]), "cost curves: time against each size (log-log)", paths["cost"])
     atomic_write(paths["json"], (json.dumps(result, indent=2, default=_json_default) + "\n").encode())
     atomic_write(paths["md"], performance_markdown(result).encode())
     return paths

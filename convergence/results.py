@@ -93,6 +93,7 @@ class StudyResult:
     plots: dict[str, list[Plot | Heatmap]] = field(default_factory=dict)  # "" -> <study>.png, key -> <study>-<key>.png
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    cpu_s: float = 0.0  # CPU seconds of the run's process and its dask workers
     versions: dict = field(default_factory=dict)
 
     @property
@@ -113,6 +114,7 @@ class StudyResult:
             "verdict": self.verdict,
             "family_wise_false_failure_rate": self.family_wise_rate,
             "elapsed_s": self.elapsed_s,
+            "cpu_s": self.cpu_s,
             "params": self.params,
             "versions": self.versions,
             "checks": [check.to_dict() for check in self.checks],

@@ -8,7 +8,11 @@ from scipy import stats
 import convergence as cv
 from convergence.attention import normalise
 from convergence.configurations import fixed_overlap, overlap
-from convergence.overlap_chain import FrameNoise, TwoTokenOverlapChain, plane_coordinates
+from convergence.overlap_chain import (
+    FrameNoise,
+    TwoTokenOverlapChain,
+    plane_coordinates,
+)
 from convergence.reduced import two_token_step
 from convergence.simulate import simulate
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..execution import cpu_seconds
 from ..results import StudyResult, package_versions
 from ..validation import check_choice, check_int
 
@@ -21,7 +22,8 @@ def no_progress(total: int, description: str) -> Callable[[int], None]:
 
 @dataclass(frozen=True)
 class Study:
-    """A named study. ``run`` validates its inputs, times the work and stamps versions."""
+    """A named study. ``run`` validates its inputs, times the work (wall time, and CPU time of this process and of
+    the dask workers) and stamps versions."""
 
     name: str
     summary: str
@@ -30,8 +32,9 @@ class Study:
     def run(self, profile: str = "quick", seed: int = 0, progress: ProgressFactory = no_progress) -> StudyResult:
         check_choice("profile", profile, PROFILES)
         check_int("seed", seed, minimum=0, maximum=2**63 - 1)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), cpu_seconds()
         result = self.execute(profile, seed, progress)
         result.elapsed_s = round(time.perf_counter() - start, 3)
+        result.cpu_s = round(cpu_seconds() - start_cpu, 3)
         result.versions = package_versions()
         return result

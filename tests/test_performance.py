@@ -1,0 +1,36 @@
+"""Performance reporting: cost-curve exponents, the performance report's figure, CPU time in the index."""
+
+import json
+
+import pytest
+
+from convergence.cost import CostAxis, cost_curves
+from convergence.report import write_index, write_performance, write_study
+from convergence.results import StudyResult
+
+
+def test_cost_curve_exponent_is_the_log_log_slope_of_the_upper_sizes():
+    """Exact algebra on synthetic timings: t = 3 s^2 above a fixed cost that only the smallest size feels."""
+    axis = CostAxis("n", "n", (2, 4, 8, 16, 32), 2.0, lambda n: (lambda: 1e3 * (n == 2) + 3.0 * n**2), "synthetic")
+    curves = cost_curves(lambda run, repeats: run(), axes=(axis,))
+    assert curves["n"]["exponent"] == pytest.approx(2.0, abs=1e-12)
+    assert curves["n"]["seconds"][0] == pytest.approx(1012.0)
+
+
+def test_performance_report_writes_the_cost_figure_and_table(tmp_path):
+    curves = {"n": {"label": "tokens N", "sizes": [1, 2, 4], "seconds": [1.0, 4.0, 16.0], "exponent": 2.0,
+                    "expected": 2.0, "workload": "synthetic"}}
+    result = {"config": {"repeats": 1}, "rates": {"x": {"seconds": 1.0, "path_steps_per_s": 10.0}}, "ratios": {},
+              "machine": {"cpus": 2, "processor": "x", "python": "3", "numpy": "2"}, "notes": [], "cost_curves": curves}
+    paths = write_performance(result, tmp_path)
+    assert paths["cost"].read_bytes()[:4] == b"\x89PNG"
+    text = paths["md"].read_text()
+    assert "## Cost curves" in text and "| tokens N | synthetic | 1, 2, 4 | 1, 4, 16 | 2.00 | 2 |" in text
+
+
+def test_index_reports_wall_and_cpu_time(tmp_path):
+    result = StudyResult("s", "quick", 0, {}, [], elapsed_s=10.0, cpu_s=19.5)
+    write_study(result, tmp_path)
+    assert json.loads((tmp_path / "s.json").read_text())["cpu_s"] == 19.5
+    index = write_index(tmp_path).read_text()
+    assert "| 10.0 | 19.5 |" in index and "Total: 10 s wall, 20 s CPU." in index
