@@ -343,9 +343,9 @@ def limit_verdict(ci: tuple[float, float], allowance: float, resolution: float) 
 def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, resolution: float,
                    target: float) -> str:
     """For an effect expected at ``expected`` (two-sided): ``fail`` when the interval misses
-    ``expected +- allowance`` or any number is not finite; ``inconclusive`` when the check's ``resolution`` (its
-    detectable effect) exceeds ``target``; else ``pass``."""
-    if not all_finite(*ci, expected, allowance, resolution):
+    ``expected +- allowance`` or any of them is not finite; ``inconclusive`` when the check's ``resolution`` (its
+    detectable effect; infinite when it has no scale) exceeds ``target``; else ``pass``."""
+    if not all_finite(*ci, expected, allowance):
         return FAIL
     lo, hi = ci
     if hi < expected - allowance or lo > expected + allowance:

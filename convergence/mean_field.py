@@ -24,6 +24,7 @@ recorded data.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,9 +37,9 @@ from .estimators import (
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,
-    PASS,
     Check,
     detectable_effect,
+    effect_verdict,
     first_nonfinite,
     z_value,
 )
@@ -94,15 +95,9 @@ def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: floa
     confidence = 1 - 2 * float(stats.norm.sf(z))
     resolution = detectable_effect(ci, 0.0, confidence)
     relative = resolution / abs(scale) if scale else None
-    if not np.isfinite(mean) or not np.isfinite(se):
-        verdict = FAIL
-    elif ci[0] > 0 or ci[1] < 0:
-        verdict = FAIL
-    elif relative is None or relative > target:
-        verdict = INCONCLUSIVE
+    verdict = effect_verdict(ci, 0.0, 0.0, math.inf if relative is None else relative, target)
+    if verdict == INCONCLUSIVE:
         note += f"; relative resolution {relative} above the target {target:g}: more paths needed"
-    else:
-        verdict = PASS
     return Check(name, 0.0, mean, ci, verdict, config, 0.0, confidence, note=note,
                  resolution=resolution, relative_resolution=relative)
 

@@ -12,6 +12,8 @@ from convergence.estimators import (
     PASS,
     bootstrap_counts,
     combine_verdicts,
+    confidence_z,
+    effect_verdict,
     fit_order,
     limit_verdict,
     log_log_slope,
@@ -112,3 +114,20 @@ def test_findings_are_reported_but_do_not_decide_the_verdict():
     assert "`rate` (finding)" in to_markdown(result) and "**fail**" in to_markdown(result)
     assert StudyResult(study="s", profile="quick", seed=0, params={},
                        checks=[claim, Check("rate", 1.0, 0.5, (0.4, 0.6), "fail")]).verdict == "fail"
+
+
+def test_effect_verdict_fails_outside_the_band_and_is_inconclusive_without_resolution():
+    assert effect_verdict((0.2, 0.3), 0.0, 0.1, 0.05, 0.1) == FAIL  # interval above expected + allowance
+    assert effect_verdict((-0.3, -0.2), 0.0, 0.1, 0.05, 0.1) == FAIL
+    assert effect_verdict((-0.05, 0.05), 0.0, 0.0, 0.2, 0.1) == INCONCLUSIVE  # cannot see an effect of 0.1
+    assert effect_verdict((-0.05, 0.05), 0.0, 0.0, float("inf"), 0.1) == INCONCLUSIVE  # no scale
+    assert effect_verdict((-0.05, 0.05), 0.0, 0.0, 0.08, 0.1) == PASS
+    assert effect_verdict((float("nan"), 0.05), 0.0, 0.0, 0.08, 0.1) == FAIL
+
+
+@given(st.floats(0.5, 0.999999))
+def test_confidence_z_is_the_two_sided_normal_quantile(confidence):
+    from scipy import stats
+
+    z = confidence_z(confidence)
+    assert_allclose(stats.norm.cdf(z) - stats.norm.cdf(-z), confidence, rtol=1e-12)
