@@ -17,7 +17,8 @@ Workload (the issue's reference): model F with n = 2 tokens in d = 16, 4096 path
   diffrax with jit, vmap and an unsafe Brownian path, torchsde with a hand-written ``g_prod``;
 * ``*_d64`` / ``*_d128`` the Euler rows and diffrax at d = 64 and 128 (paths scaled by (16/d)^2, same steps);
 * ``strong_workload_d*`` the strong study's coupled run on one Brownian path per sample: every level of the
-  ladder L = 8 .. 128 and the Euler reference at T/2048 (rate: fine path-steps per second);
+  ladder L = 8 .. 128 and the Euler reference at T/2048 (rate: fine path-steps per second); ``_low_rank``: the same
+  ladder with the exact low-rank coupling (``convergence.low_rank``: d m normals per fine step, m = n x levels);
 * cost curves (``convergence.cost``): time against tokens, dimension, depth, paths and width, with fitted exponents.
 
 Like-for-like against the peers means the same SDE with the full d x d Brownian matrix *in law*: the reduced
@@ -42,6 +43,7 @@ from .coupling import chunk_length
 from .execution import scheduler
 from .fedorov import FedorovModel
 from .integrators import EulerMaruyama
+from .low_rank import coupled_strong_errors_low_rank
 from .reduced import ReducedFedorov
 from .simulate import simulate
 from .strong import StrongDesign, coupled_strong_errors
@@ -288,6 +290,9 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
         measure(f"strong_workload_d{dim}",
                 lambda m=strong_model, g=design: coupled_strong_errors(m, m.limit_sde(), g, 0, (0,)),
                 design.paths * design.fine_steps)
+        measure(f"strong_workload_low_rank_d{dim}",
+                lambda m=strong_model, g=design: coupled_strong_errors_low_rank(m, g, 0, (0,)),
+                design.paths * design.fine_steps)
     curves = cost_curves(best_time, config.cost_repeats, progress) if config.cost_repeats else {}
     ratios = derived_ratios(rates)
     return {"config": asdict(config), "rates": rates, "ratios": ratios, "machine": machine(),
@@ -358,6 +363,8 @@ def derived_ratios(rates: dict) -> dict:
         **{f"euler_reduced_over_diffrax_d{dim}": ratio(f"euler_sde_reduced_d{dim}", f"diffrax_d{dim}")
            for dim in LARGE_DIMS},
         **{f"euler_full_over_diffrax_d{dim}": ratio(f"euler_sde_d{dim}", f"diffrax_d{dim}") for dim in LARGE_DIMS},
+        **{f"strong_low_rank_over_full_d{dim}": ratio(f"strong_workload_low_rank_d{dim}", f"strong_workload_d{dim}")
+           for dim in (16, *LARGE_DIMS)},
     }
 
 
