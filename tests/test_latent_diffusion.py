@@ -176,3 +176,25 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
         assert paper is not None and monotone is not None
         assert _iff_check("c", paper, monotone, {}, "").verdict == "pass"
         assert _iff_check("c", not paper, monotone, {}, "").verdict == "fail"
+
+
+def test_a_closed_form_with_a_wrong_exponent_fails_along_the_run():
+    """Near miss: the closed form with e^{-t} off by 2% (t -> 1.02 t) everywhere but at t = T (where the exact score
+    makes both vanish) fails the exact-algebra convergence check along the run; the true closed form passes."""
+    from convergence.latent_diffusion import LatentSampler
+    from convergence.studies.ldm_stopping import (
+        HORIZON,
+        SPECTRA,
+        exact_discrete_convergence,
+    )
+    from verify.latent_stopping import LatentSetting, distance
+
+    variances = SPECTRA["geometric"]
+    sampler = LatentSampler(variances, HORIZON, method="sde")
+    setting = LatentSetting(variances, HORIZON)
+
+    def warped(ctx, claim, t, d):
+        return distance(ctx, claim, t * 1.02 if t < HORIZON else t, d)
+
+    assert exact_discrete_convergence(sampler, variances, setting, {}).verdict == "pass"
+    assert exact_discrete_convergence(sampler, variances, setting, {}, closed_form=warped).verdict == "fail"

@@ -8,7 +8,12 @@ from scipy import stats
 from convergence.coupling import Level, run_coupled
 from convergence.fedorov import FedorovModel
 from convergence.integrators import EulerMaruyama
-from convergence.low_rank import coupled_strong_errors_low_rank, frame, run_low_rank_coupled, strong_levels
+from convergence.low_rank import (
+    coupled_strong_errors_low_rank,
+    frame,
+    run_low_rank_coupled,
+    strong_levels,
+)
 from convergence.strong import REFERENCE_LEVELS, StrongDesign, coupled_strong_errors
 
 from .helpers import random_tokens

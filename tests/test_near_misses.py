@@ -246,7 +246,8 @@ def test_the_weak_limit_rejects_a_wrong_overlap_sde():
 def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     """Two tokens of model F at d = 4, beta = 1.25 beta_c, rho0 = -0.9 (2000 runs): the scale function's
     P(antipodal) for the true overlap diffusion passes; the same prediction for the diffusion at d - 1 (the radial
-    Ito factor of the wrong dimension) or at beta +- 10% fails (Bonferroni over the four predictions)."""
+    Ito factor of the wrong dimension), at beta +- 10% or with the diffusion coefficient +- 5% fails (Bonferroni
+    over the six predictions)."""
     import verify
     from convergence.configurations import fixed_overlap, overlap
     from convergence.estimators import family_confidence
@@ -266,10 +267,12 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     layer = TwoTokenOverlapChain(cv.FedorovModel(2, dim, beta, sigma=1.0))
     rho = overlap(simulate(layer, round(T / 0.01), T, paths, 0, (99,), fixed_overlap(rho0)))
     antipodal, _, allowance = decided_ends(rho, dim, beta)
-    confidence = family_confidence(4)
+    claims = {"true": (dim, beta, 1.0), "d - 1": (dim - 1, beta, 1.0), "beta + 10%": (dim, 1.1 * beta, 1.0),
+              "beta - 10%": (dim, 0.9 * beta, 1.0), "diffusion + 5%": (dim, beta, 1.05),
+              "diffusion - 5%": (dim, beta, 0.95)}
+    confidence = family_confidence(len(claims))
     verdicts = {}
-    for label, (d, b) in {"true": (dim, beta), "d - 1": (dim - 1, beta), "beta + 10%": (dim, 1.1 * beta),
-                          "beta - 10%": (dim, 0.9 * beta)}.items():
-        predicted = float(p_antipodal_double(d, b, [rho0])[0])
+    for label, (d, b, factor) in claims.items():
+        predicted = float(p_antipodal_double(d, b, [rho0], diffusion_factor=factor)[0])
         verdicts[label] = probability_check(antipodal, paths, predicted, allowance, confidence, {}).verdict
-    assert verdicts == {"true": PASS, "d - 1": FAIL, "beta + 10%": FAIL, "beta - 10%": FAIL}
+    assert verdicts == {label: PASS if label == "true" else FAIL for label in claims}

@@ -258,23 +258,28 @@ def _double_parts():
             sp.lambdify((rho, d, beta), parts.regular, "numpy"))
 
 
-def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200):
+def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200, diffusion_factor: float = 1.0):
     """Double-precision P(antipodal) at many rho_0 at once (for plots and Monte Carlo comparisons).
 
     The same decomposition as ``p_antipodal``; int_0^x R by Gauss-Legendre with ``nodes`` points, the
     outer integrals by QUADPACK with the algebraic weights (1+rho)^{c_-} (1-rho)^{-c_+} handled exactly.
+    ``diffusion_factor`` multiplies the overlap diffusion's coefficient a (so q = -2b/a is divided by it): the
+    probability a near-miss claim predicts.
     """
 
     rho0 = np.atleast_1d(np.asarray(rho0, dtype=np.float64))
     _validate(d_value, beta_value, float(rho0[0]))
+    if not diffusion_factor > 0:
+        raise ValueError(f"diffusion_factor must be positive, got {diffusion_factor!r}")
     end_plus, end_minus, regular = _double_parts()
-    c_plus, c_minus = float(end_plus(d_value, beta_value)), float(end_minus(d_value, beta_value))
+    c_plus = float(end_plus(d_value, beta_value)) / diffusion_factor
+    c_minus = float(end_minus(d_value, beta_value)) / diffusion_factor
     if c_minus <= -1:
         return np.zeros_like(rho0)
     t, w = np.polynomial.legendre.leggauss(nodes)
 
     def log_g(x):
-        return 0.5 * x * np.dot(w, regular(0.5 * x * (t + 1), d_value, beta_value))
+        return 0.5 * x * np.dot(w, regular(0.5 * x * (t + 1), d_value, beta_value)) / diffusion_factor
 
     def lower(r0):  # int_{-1}^{r0} (1+rho)^{c_-} [(1-rho)^{-c_+} e^{Q}]
         return quad(lambda x: (1 - x) ** (-c_plus) * np.exp(log_g(x)), -1, r0, weight="alg", wvar=(c_minus, 0),
