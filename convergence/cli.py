@@ -3,7 +3,7 @@
     python -m convergence list
     python -m convergence run STUDY [STUDY ...] [--profile quick|full] [--seed N] [--out DIR] [execution options]
     python -m convergence report [--profile quick|full] [--seed N] [--out DIR] [execution options]
-    python -m convergence bench [--out DIR] [--repeats N] [--paths N]
+    python -m convergence bench [--out DIR] [--repeats N] [--paths N] [--breakdown]
 
 ``run`` and ``report`` write ``DIR/<study>.{json,md,png}`` and refresh ``DIR/index.md`` (default
 ``reports/``). A progress bar is shown when standard error is a terminal.
@@ -106,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", type=_out, default=Path("reports"), help="report folder (default reports/)")
     bench.add_argument("--repeats", type=_integer("--repeats", 1), default=3, help="timed runs per measurement")
     bench.add_argument("--paths", type=_integer("--paths", 1), default=4096, help="paths of the model F workload")
+    bench.add_argument("--breakdown", action="store_true",
+                       help="also profile every study's quick profile and report where its time goes (slow)")
     return parser
 
 
@@ -119,8 +121,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bench":
         from .benchmark import BenchConfig, run_benchmarks
 
-        result = run_benchmarks(BenchConfig(paths=args.paths, repeats=args.repeats),
-                                progress=lambda name: print(f"measuring {name}", file=sys.stderr, flush=True))
+        def say(name: str) -> None:
+            print(f"measuring {name}", file=sys.stderr, flush=True)
+
+        result = run_benchmarks(BenchConfig(paths=args.paths, repeats=args.repeats), progress=say)
+        if args.breakdown:
+            from .breakdown import study_breakdowns
+
+            result["breakdown"] = study_breakdowns(list(STUDIES), progress=say)
         print(f"performance: {write_performance(result, args.out)['md']}")
         return 0
     names = list(STUDIES) if args.command == "report" else args.studies

@@ -287,6 +287,17 @@ def performance_markdown(result: dict) -> str:
             seconds = ", ".join(f"{t:.3g}" for t in entry["seconds"])
             lines.append(f"| {entry['label']} | {entry['workload']} | {', '.join(map(str, entry['sizes']))} | "
                          f"{seconds} | {entry['exponent']:.2f} | {entry['expected']:g} |")
+    breakdown = result.get("breakdown")
+    if breakdown:
+        from .breakdown import CATEGORIES
+        from .breakdown import __doc__ as how
+
+        lines += ["", "## Where each study's time goes (quick profile, in process, under cProfile)", "",
+                  how.strip().split("\n\n")[-1], "",
+                  f"| study | profiled s | {' | '.join(CATEGORIES)} |", "|---|---|" + "---|" * len(CATEGORIES)]
+        for name, entry in breakdown.items():
+            shares = " | ".join(f"{entry['shares'][c]:.0%}" for c in CATEGORIES)
+            lines.append(f"| {name} | {entry['total_s']:.0f} | {shares} |")
     lines += ["", *result.get("notes", []), ""]
     return "\n".join(lines)
 

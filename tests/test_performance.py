@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from convergence.cost import CostAxis, cost_curves
@@ -34,3 +35,24 @@ def test_index_reports_wall_and_cpu_time(tmp_path):
     assert json.loads((tmp_path / "s.json").read_text())["cpu_s"] == 19.5
     index = write_index(tmp_path).read_text()
     assert "| 10.0 | 19.5 |" in index and "Total: 10 s wall, 20 s CPU." in index
+
+
+def test_breakdown_charges_numpy_kernels_to_the_suites_function_that_called_them():
+    from convergence.attention import attention_average
+    from convergence.breakdown import categorise, profile_breakdown
+
+    assert categorise("/x/convergence/brownian.py:increments") == "sampling"
+    assert categorise("~:<method 'standard_normal' of 'numpy.random._generator.Generator' objects>") == "sampling"
+    assert categorise("/x/sympy/core/add.py:__new__") == "symbolic"
+    assert categorise("~:<method 'partition' of 'numpy.ndarray' objects>") == "statistics"
+    from convergence.brownian import PathStreams
+    from convergence.noise import CommonNoise
+
+    def work():
+        x = PathStreams(0, 0, 64).increments(CommonNoise((256, 5)), 1, 1.0)[:, 0]
+        for _ in range(5):
+            attention_average(x / np.linalg.norm(x, axis=-1, keepdims=True), 1.0)
+
+    seconds = profile_breakdown(work)
+    assert seconds["attention"] > seconds["sampling"] > 0
+    assert seconds["attention"] > 0.5 * sum(seconds.values())
