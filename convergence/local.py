@@ -36,7 +36,7 @@ error it rejects with probability 90%) exceeds ``state_target`` (one state) or `
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -119,32 +119,40 @@ class LocalSamples:
     probe_variance: np.ndarray  # u^T C u per probe
 
 
-def _sample_block(layer_map: LayerMap, sde: LimitSDE, x: np.ndarray, steps: Sequence[float],
-                  rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Delta - G and G per step for ``size`` draws: arrays (size, 3, n d) each, and Delta."""
+@dataclass(frozen=True)
+class LayerSamples:
+    """One state's standard draws (per sample block) and the layer map's increments Delta at each step:
+    everything a claim is compared with, drawn once for any number of claims."""
+
+    entries: list[np.ndarray]  # per sample block: (size, *noise.shape)
+    deltas: np.ndarray         # (samples, 3, n d)
+
+
+def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed: int,
+                  key: Sequence[int]) -> LayerSamples:
+    """Draw ``design.samples`` one-step increments of ``layer_map`` at state ``x`` (tokens, d), block by block."""
     noise = layer_map.noise
-    entries = noise.standard(rng, (size, *noise.shape))
-    xs = np.broadcast_to(x, (size, *x.shape)).copy()
-    deltas, gs = [], []
-    for h in steps:
-        dw = (noise.scale * np.sqrt(h)) * entries
-        deltas.append((layer_map.layer(xs, dw, h) - xs).reshape(size, -1))
-        gs.append(sde.diffusion(xs, dw).reshape(size, -1))
-    return np.stack(deltas, axis=1), np.stack(gs, axis=1)
-
-
-def local_samples(layer_map: LayerMap, sde: LimitSDE, x: np.ndarray, design: LocalDesign, seed: int,
-                  key: Sequence[int], probes: np.ndarray) -> LocalSamples:
-    """Draw ``design.samples`` one-step increments at state ``x`` (tokens, d), block by block."""
-    steps = np.asarray(design.steps)
-    deltas, gs = [], []
+    entries, deltas = [], []
     for block, start in enumerate(range(0, design.samples, SAMPLE_BLOCK)):
         size = min(SAMPLE_BLOCK, design.samples - start)
         rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, block))))
-        delta, g = _sample_block(layer_map, sde, x, steps, rng, size)
-        deltas.append(delta)
-        gs.append(g)
-    delta, g = np.concatenate(deltas), np.concatenate(gs)
+        drawn = noise.standard(rng, (size, *noise.shape))
+        xs = np.broadcast_to(x, (size, *x.shape)).copy()
+        deltas.append(np.stack([(layer_map.layer(xs, (noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(size, -1)
+                                for h in design.steps], axis=1))
+        entries.append(drawn)
+    return LayerSamples(entries, np.concatenate(deltas))
+
+
+def local_samples(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray, design: LocalDesign,
+                  probes: np.ndarray) -> LocalSamples:
+    """The claim's diffusion G on the layer's own draws (the control variate), and the per-sample statistics."""
+    steps = np.asarray(design.steps)
+    g = np.concatenate([
+        np.stack([sde.diffusion(np.broadcast_to(x, (drawn.shape[0], *x.shape)).copy(),
+                                (noise.scale * np.sqrt(h)) * drawn).reshape(drawn.shape[0], -1) for h in steps], axis=1)
+        for drawn in layer.entries])
+    delta = layer.deltas
     h = steps[None, :, None]
     claimed_cov = np.einsum("si,sj->ij", g[:, -1], g[:, -1]) / (g.shape[0] * steps[-1])
     quad = lambda v: np.sum((v @ claimed_cov) * v, axis=-1)  # noqa: E731  (BLAS, not einsum)
@@ -210,24 +218,47 @@ def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarra
                  family_alpha: float = FAMILY_ALPHA) -> list[Check]:
     """The four checks of the module docstring at every state and the pooled ones, Bonferroni over all of them
     (their family-wise false-failure rate is ``family_alpha``)."""
+    return local_checks_for_claims(layer_map, [sde], states, design, seed, key, config, family_alpha)[0]
+
+
+def local_checks_for_claims(layer_map: LayerMap, sdes: Sequence[LimitSDE], states: dict[str, np.ndarray],
+                            design: LocalDesign, seed: int, key: Sequence[int], config: dict | None = None,
+                            family_alpha: float = FAMILY_ALPHA) -> list[list[Check]]:
+    """``local_checks`` for several claims on the same layer samples (drawn once per state; each claim's checks
+    are those ``local_checks`` gives it alone, number for number)."""
     tests = CHECKS_PER_STATE * len(states) + 2
     z = z_value(tests, family_alpha)
     confidence = 1 - family_alpha / tests
-    checks: list[Check] = []
-    pooled: dict[str, list] = {"drift_scale": [], "diffusion_scale": []}
-    pooled_bias: dict[str, list] = {"drift_scale": [], "diffusion_scale": []}
+    results = [_ClaimChecks() for _ in sdes]
     for index, (state_name, x) in enumerate(states.items()):
         cfg = {**(config or {}), "state": state_name}
         probe_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 1))))
         probes = probe_directions(x, probe_rng)
-        data = local_samples(layer_map, sde, x, design, seed, (*key, index, 0), probes)
+        layer = layer_samples(layer_map, x, design, seed, (*key, index, 0))
+        for sde, result in zip(sdes, results):
+            result.add_state(local_samples(layer, layer_map.noise, sde, x, design, probes), sde, x, design, z, cfg,
+                             confidence)
+    return [result.finish(design, z, config, confidence) for result in results]
+
+
+@dataclass
+class _ClaimChecks:
+    """One claim's checks, state by state, and what its pooled checks need."""
+
+    checks: list[Check] = field(default_factory=list)
+    pooled: dict[str, list] = field(default_factory=lambda: {"drift_scale": [], "diffusion_scale": []})
+    pooled_bias: dict[str, list] = field(default_factory=lambda: {"drift_scale": [], "diffusion_scale": []})
+
+    def add_state(self, data: LocalSamples, sde: LimitSDE, x: np.ndarray, design: LocalDesign, z: float, cfg: dict,
+                  confidence: float) -> None:
+        checks = self.checks
         bad = first_nonfinite({"layer map - claimed diffusion": np.moveaxis(data.drift, 1, -1),
                                "covariance terms": data.scale_terms}, [f"h={h:g}" for h in design.steps])
         if bad:
             nan = float("nan")
             checks += [Check(name, 0.0, nan, (nan, nan), FAIL, cfg, note=bad)
                        for name in ("drift_scale", "drift", "diffusion_scale", "diffusion")]
-            continue
+            return
         claimed = sde.drift(x[None])[0].reshape(-1)
         r1, r2 = richardson(data.drift)
         bias = np.abs(r1.mean(axis=0) - r2.mean(axis=0)) / 3
@@ -254,20 +285,23 @@ def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarra
         checks.append(_max_z_check("diffusion", p2 / scale, np.abs(p1.mean(0) - p2.mean(0)) / 3 / scale,
                                    z, cfg, f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "
                                    "relative to the mean claimed variance per direction", confidence))
-        pooled["drift_scale"].append(gamma if resolved else None)
-        pooled["diffusion_scale"].append(s2[:, 0] / c_norm2)
-        pooled_bias["drift_scale"].append(checks[-4].allowance if resolved else None)
-        pooled_bias["diffusion_scale"].append(checks[-2].allowance)
-    for name in ("drift_scale", "diffusion_scale"):
-        parts = [v for v in pooled[name] if v is not None]
-        if len(parts) < 2 or any(c.verdict == FAIL and not np.isfinite(c.estimate) for c in checks):
-            continue
-        # equal-weight mean over states (samples are independent across states)
-        combined = np.mean(np.stack(parts), axis=0)
-        bias = float(np.mean([b for b in pooled_bias[name] if b is not None]))
-        checks.append(_interval_check(name, combined, bias, z, design.target, {**(config or {}), "state": "pooled"},
-                                      f"mean over the {len(parts)} states", confidence))
-    return checks
+        self.pooled["drift_scale"].append(gamma if resolved else None)
+        self.pooled["diffusion_scale"].append(s2[:, 0] / c_norm2)
+        self.pooled_bias["drift_scale"].append(checks[-4].allowance if resolved else None)
+        self.pooled_bias["diffusion_scale"].append(checks[-2].allowance)
+
+    def finish(self, design: LocalDesign, z: float, config: dict | None, confidence: float) -> list[Check]:
+        checks = self.checks
+        for name in ("drift_scale", "diffusion_scale"):
+            parts = [v for v in self.pooled[name] if v is not None]
+            if len(parts) < 2 or any(c.verdict == FAIL and not np.isfinite(c.estimate) for c in checks):
+                continue
+            # equal-weight mean over states (samples are independent across states)
+            combined = np.mean(np.stack(parts), axis=0)
+            bias = float(np.mean([b for b in self.pooled_bias[name] if b is not None]))
+            checks.append(_interval_check(name, combined, bias, z, design.target, {**(config or {}), "state": "pooled"},
+                                          f"mean over the {len(parts)} states", confidence))
+        return checks
 
 
 def states_for(tokens: int, dim: int, names: Sequence[str], seed: int, key: Sequence[int]) -> dict[str, np.ndarray]:

@@ -50,7 +50,7 @@ from ..estimators import (
 )
 from ..fedorov import FedorovModel
 from ..kolmogorov import expectation, lambdify_overlap
-from ..local import LocalDesign, local_checks, states_for
+from ..local import LocalDesign, local_checks_for_claims, states_for
 from ..mlp_field import FrozenFeatureField, GaussianField
 from ..mutants import catalogue
 from ..results import Curve, Plot, StudyResult
@@ -146,21 +146,22 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         states = states_for(model.tokens, model.dim, STATES, seed, (STUDY_KEY, index))
         key = (STUDY_KEY, index, 0)
 
-        def run(sde, model=model, states=states, key=key):
-            return local_checks(model, sde, states, settings.local, seed, key, family_alpha=true_alpha)
-
         true = model.limit_sde()
-        checks.append(_true_row("local", label, run(true)))
-        seen = set()
+        mutants, seen = [], set()
         for eps in settings.local_eps:
             for mutant in catalogue(true, eps):
                 if mutant.effect is None and mutant.name in seen:
                     continue  # structural mutants do not depend on eps
                 seen.add(mutant.name)
-                inner = run(mutant.sde)
-                checks.append(_row("local", label, mutant.label, mutant.effect, inner, settings.target))
-                if index == 0 and mutant.name == "drift x (1 + eps)":
-                    calibration.append((mutant.effect, _pooled(inner, "drift_scale")))
+                mutants.append(mutant)
+        # one draw of the layer map's samples per state for the true claim and every mutant
+        true_checks, *mutant_checks = local_checks_for_claims(model, [true, *(m.sde for m in mutants)], states,
+                                                              settings.local, seed, key, family_alpha=true_alpha)
+        checks.append(_true_row("local", label, true_checks))
+        for mutant, inner in zip(mutants, mutant_checks):
+            checks.append(_row("local", label, mutant.label, mutant.effect, inner, settings.target))
+            if index == 0 and mutant.name == "drift x (1 + eps)":
+                calibration.append((mutant.effect, _pooled(inner, "drift_scale")))
         advance(1)
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
     checks += mean_field_rows(profile, seed, settings.target, true_alpha)
