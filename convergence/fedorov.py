@@ -89,7 +89,12 @@ class FedorovModel:
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         """One layer: ``N(x_i + h M a_i + dW a_i)`` with ``dw`` = sqrt(h) Z_k shaped (paths, d, d)."""
         a = self.attention(x)
-        y = x + a @ np.swapaxes(dw, -1, -2)
+        return self.layer_from_action(x, a, a @ np.swapaxes(dw, -1, -2), h)
+
+    def layer_from_action(self, x: np.ndarray, a: np.ndarray, applied: np.ndarray, h: float) -> np.ndarray:
+        """The layer given the attention averages ``a`` and the increment's action on them, ``applied`` = dW a
+        (the form ``convergence.low_rank`` drives)."""
+        y = x + applied
         if self.mean_value is not None:
             y += h * (a @ self.mean_value.T)
         return normalise(y)

@@ -67,4 +67,9 @@ class NormalisedLayerLimit(Wrapper):
     def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Both coefficients with one attention evaluation (what an integrator needs per step)."""
         att = self._attention(x)
-        return self._drift(x, att), tangent_projection(x, self._noise(att, dw))
+        return self.coefficients_from_action(x, att, self._noise(att, dw))
+
+    def coefficients_from_action(self, x: np.ndarray, att: np.ndarray,
+                                 applied: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(b(x), P_x applied)`` given the attention vector and the noise term before projection."""
+        return self._drift(x, att), tangent_projection(x, applied)

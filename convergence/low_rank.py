@@ -25,7 +25,6 @@ from typing import Protocol
 
 import numpy as np
 
-from .attention import normalise, tangent_projection
 from .brownian import PathStreams, uniform_sphere
 from .coupling import CoupledRun, token_mean_sq_distance
 from .execution import concatenate_blocks, map_blocks
@@ -46,7 +45,7 @@ class ActionStepper(Protocol):
 
 @dataclass(frozen=True)
 class FedorovAction:
-    """Model F's layer ``N(x_i + h M a_i + dW a_i)`` through ``applied = dW a``."""
+    """Model F's layer through ``applied = dW a`` (``FedorovModel.layer_from_action``)."""
 
     model: FedorovModel
 
@@ -54,15 +53,13 @@ class FedorovAction:
         return self.model.attention(x)
 
     def step(self, x: np.ndarray, a: np.ndarray, applied: np.ndarray, h: float) -> np.ndarray:
-        y = x + applied
-        if self.model.mean_value is not None:
-            y += h * (a @ self.model.mean_value.T)
-        return normalise(y)
+        return self.model.layer_from_action(x, a, applied, h)
 
 
 @dataclass(frozen=True)
 class FedorovEulerAction:
-    """Euler-Maruyama on model F's limit SDE, ``x + b(x) h + P_x dW a``, through ``applied = dW a``."""
+    """Euler-Maruyama on model F's limit SDE, ``x + b(x) h + P_x dW a``, through ``applied = dW a`` (the step of
+    ``integrators.EulerMaruyama`` with the coefficients of ``FedorovSDE.coefficients_from_action``)."""
 
     sde: FedorovSDE
 
@@ -70,7 +67,8 @@ class FedorovEulerAction:
         return self.sde.model.attention(x)
 
     def step(self, x: np.ndarray, a: np.ndarray, applied: np.ndarray, h: float) -> np.ndarray:
-        return x + h * self.sde._drift(x, a) + tangent_projection(x, applied)
+        drift, noise = self.sde.coefficients_from_action(x, a, applied)
+        return x + h * drift + noise
 
 
 @dataclass(frozen=True)
