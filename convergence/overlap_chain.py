@@ -52,12 +52,16 @@ class FrameNoise(CommonNoise):
             raise ValueError(f"space_dim must be at least 3 (the overlap chain needs d >= 3), got {self.space_dim}")
 
     def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
-        """Draws of shape ``(..., 7)`` (into ``out`` when given)."""
+        """Draws of shape ``(steps, ..., 7)`` (into ``out`` when given), one leading index (a step) at a time, so
+        that consecutive chunks of steps continue the stream exactly (the numbers do not depend on the chunk
+        length, hence not on the block size)."""
         out = np.empty(shape) if out is None else out
-        out[..., :4] = rng.standard_normal(shape[:-1] + (4,))
-        out[..., 4] = np.sqrt(rng.chisquare(self.space_dim - 2, shape[:-1]))
-        out[..., 5] = rng.standard_normal(shape[:-1])
-        out[..., 6] = 0.0 if self.space_dim == 3 else np.sqrt(rng.chisquare(self.space_dim - 3, shape[:-1]))
+        inner = shape[1:-1]
+        for step in out:
+            step[..., :4] = rng.standard_normal(inner + (4,))
+            step[..., 4] = np.sqrt(rng.chisquare(self.space_dim - 2, inner))
+            step[..., 5] = rng.standard_normal(inner)
+            step[..., 6] = 0.0 if self.space_dim == 3 else np.sqrt(rng.chisquare(self.space_dim - 3, inner))
         return out
 
 

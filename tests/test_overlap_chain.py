@@ -95,3 +95,16 @@ def test_the_chain_refuses_models_it_does_not_reduce():
         TwoTokenOverlapChain(cv.FedorovModel(2, 8, law="rademacher"))
     with pytest.raises(ValueError, match="dim >= 3"):
         TwoTokenOverlapChain(cv.FedorovModel(2, 2))
+
+
+def test_the_chain_does_not_depend_on_the_block_size_or_the_chunk_length(monkeypatch):
+    """The frame numbers are drawn step by step: any compute block size (hence chunk length) gives the same runs."""
+    import convergence.coupling as coupling
+
+    model = cv.FedorovModel(2, 6, beta=1.0, sigma=1.0)
+    runs = [simulate(TwoTokenOverlapChain(model), 50, 1.0, 192, 0, (3,), fixed_overlap(0.2), block_paths=b)
+            for b in (64, 192)]
+    monkeypatch.setattr(coupling, "CHUNK_BYTES", 7 * 8 * 64 * 3)  # chunks of 3 steps
+    runs.append(simulate(TwoTokenOverlapChain(model), 50, 1.0, 192, 0, (3,), fixed_overlap(0.2), block_paths=64))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])

@@ -49,6 +49,7 @@ DELTA = 0.01
 HORIZON_FACTOR = 30.0
 SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated
 MAX_UNDECIDED = 0.02
+BLOCK_PATHS = 256  # several blocks per run so every worker has one (no number depends on the block size)
 PROBABILITY_RESOLUTION = 0.2  # p_antipodal is inconclusive when it cannot see a probability error this large
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
 
@@ -154,7 +155,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
         predictions = p_antipodal_double(dim, b, design.rho0s)
         for j, (rho0, predicted) in enumerate(zip(design.rho0s, predictions)):
-            rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0)))
+            rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0),
+                                   block_paths=BLOCK_PATHS))
             antipodal, undecided, allowance = decided_ends(rho, dim, b)
             frac = antipodal / design.paths
             config = {"d": dim, "beta": b, "rho0": rho0}
@@ -245,7 +247,8 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
             for j, b in enumerate(betas):
                 model = FedorovModel(tokens=n, dim=design.many_dim, beta=b, sigma=sigma, mean_value=mean)
                 # the full value matrix: at d = 4 its d^2 normals cost less than the reduced sampler's d n + eigh
-                x = simulate(model, round(horizon_ / step), horizon_, design.many_paths, seed, (STUDY_KEY, 100 + i, j))
+                x = simulate(model, round(horizon_ / step), horizon_, design.many_paths, seed, (STUDY_KEY, 100 + i, j),
+                             block_paths=BLOCK_PATHS)
                 fractions.append(class_fractions(x, DELTA))
                 rows.append({"n": n, "beta": b, "mode": mode, **fractions[-1]})
             by_mode[mode] = fractions
@@ -291,7 +294,8 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple
             T = min(design.max_horizon, HORIZON_FACTOR / attracting)
             depth = round(T / design.hybrid_step)
             model = HybridModel(dim=3, beta=b, eps=eps)
-            rho = overlap(simulate(model, depth, T, design.hybrid_paths, seed, (STUDY_KEY, 200 + i, j), fixed_overlap(0.0)))
+            rho = overlap(simulate(model, depth, T, design.hybrid_paths, seed, (STUDY_KEY, 200 + i, j), fixed_overlap(0.0),
+                                   block_paths=BLOCK_PATHS))
             expected_end = "collapse" if factor < 1 else "antipodal"
             wrong = int(np.sum(rho < -1 + DELTA)) if factor < 1 else int(np.sum(rho > 1 - DELTA))
             undecided = int(np.sum(np.abs(rho) <= 1 - DELTA))
