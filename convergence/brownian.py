@@ -53,6 +53,7 @@ class PathStreams:
         pairs = [seed_block_sequence(seed, b, key).spawn(2) for b in blocks]
         self._initial = [np.random.Generator(np.random.PCG64(init)) for init, _ in pairs]
         self._noise = [np.random.Generator(np.random.PCG64(noise)) for _, noise in pairs]
+        self._noise_state = [{} for _ in pairs]  # per seed block: what a noise keeps across chunks of steps
         self.paths = stop - start
 
     def initial(self, draw: Callable[[np.random.Generator, int], np.ndarray]) -> np.ndarray:
@@ -64,8 +65,8 @@ class PathStreams:
         shape = (steps, SEED_BLOCK, *noise.shape)
         # one contiguous buffer per seed block, filled in place (no concatenation copy), then scaled in place
         out = np.empty((len(self._noise), *shape))
-        for rng, part in zip(self._noise, out):
-            noise.standard(rng, shape, out=part)
+        for rng, state, part in zip(self._noise, self._noise_state, out):
+            noise.standard(rng, shape, out=part, state=state)
         out *= noise.scale * np.sqrt(h)
         merged = np.moveaxis(out, 0, 1).reshape(steps, len(self._noise) * SEED_BLOCK, *noise.shape)
         return np.moveaxis(merged[:, : self.paths], 0, 1)

@@ -65,8 +65,11 @@ class CommonNoise:
         """True when increments are Gaussian, hence can be coupled to one Brownian path at every depth."""
         return self.law == "gaussian" and self.nested
 
-    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
-        """Draws of ``shape`` (leading axes, then ``self.shape``) before scaling by ``scale sqrt(h)``."""
+    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None,
+                 state: dict | None = None) -> np.ndarray:
+        """Draws of ``shape`` (leading axes, then ``self.shape``) before scaling by ``scale sqrt(h)``. ``state`` is
+        a dict that lives as long as ``rng``'s stream (one per seed block), for noises that keep auxiliary streams
+        across chunks of steps."""
         return standard_entries(rng, shape, self.law, out=out)
 
     def increments(self, rng: np.random.Generator, steps: int, h: float) -> np.ndarray:

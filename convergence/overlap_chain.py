@@ -51,17 +51,21 @@ class FrameNoise(CommonNoise):
         if self.space_dim < 3:
             raise ValueError(f"space_dim must be at least 3 (the overlap chain needs d >= 3), got {self.space_dim}")
 
-    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
-        """Draws of shape ``(steps, ..., 7)`` (into ``out`` when given), one leading index (a step) at a time, so
-        that consecutive chunks of steps continue the stream exactly (the numbers do not depend on the chunk
-        length, hence not on the block size)."""
+    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None,
+                 state: dict | None = None) -> np.ndarray:
+        """Draws of shape ``(steps, ..., 7)`` (into ``out`` when given). The five normals come from ``rng`` and each
+        chi from its own child stream of ``rng`` (kept in ``state`` across chunks), every stream drawn time-major
+        in one call, so consecutive chunks of steps continue every stream exactly: the numbers do not depend on
+        the chunk length, hence not on the block size."""
         out = np.empty(shape) if out is None else out
-        inner = shape[1:-1]
-        for step in out:
-            step[..., :4] = rng.standard_normal(inner + (4,))
-            step[..., 4] = np.sqrt(rng.chisquare(self.space_dim - 2, inner))
-            step[..., 5] = rng.standard_normal(inner)
-            step[..., 6] = 0.0 if self.space_dim == 3 else np.sqrt(rng.chisquare(self.space_dim - 3, inner))
+        state = {} if state is None else state
+        if "chi" not in state:
+            state["chi"] = rng.spawn(2)
+        chi_plane, chi_second = state["chi"]
+        normals = rng.standard_normal(shape[:-1] + (5,))
+        out[..., :4], out[..., 5] = normals[..., :4], normals[..., 4]
+        out[..., 4] = np.sqrt(chi_plane.chisquare(self.space_dim - 2, shape[:-1]))
+        out[..., 6] = 0.0 if self.space_dim == 3 else np.sqrt(chi_second.chisquare(self.space_dim - 3, shape[:-1]))
         return out
 
 
