@@ -15,6 +15,9 @@ checks that judge the true claims:
            the Ito factor (d-2)/2), judged on the same recorded data as the true claim.
   weak     weak-fedorov's weak_limit (the discrete overlap of model F, d = 4, against the backward Kolmogorov
            equation) for the overlap SDE with its diffusion coefficient x (1 +- eps) and d - 1 for d - 2 in its drift.
+  phase    phase-transition's p_antipodal (two tokens, d = 4, beta = 1.25 beta_c) against the scale function of the
+           overlap diffusion with its coefficient x (1 +- eps), beta x (1 +- eps), or d - 1 for d.
+  latent   ldm-stopping's exact_discrete_convergence for the closed form with e^{-t} off by eps (exact algebra).
 
 Study checks: ``true_claim`` (the true claim passes) and ``rejects`` (the mutant fails) for every mutant with
 eps >= the profile's target effect (5% full, 20% quick) or structural; smaller effects are findings (reported,
@@ -32,6 +35,7 @@ import sympy as sp
 
 import verify
 from verify.algebra import d as d_symbol
+from verify.hitting import p_antipodal_double
 from verify.kernels import KernelSpec
 from verify.models import beta as beta_symbol
 from verify.noise_laws import sigma as sigma_symbol
@@ -53,7 +57,9 @@ from ..kolmogorov import expectation, lambdify_overlap
 from ..local import LocalDesign, local_checks_for_claims, states_for
 from ..mlp_field import FrozenFeatureField, GaussianField
 from ..mutants import catalogue
+from ..overlap_chain import TwoTokenOverlapChain
 from ..results import Curve, Plot, StudyResult
+from ..simulate import simulate
 from ..strong import (
     StrongDesign,
     analyse_strong,
@@ -138,7 +144,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     settings = PROFILES[profile]
     models = local_models(seed, settings.tokens_f)
     # only the true-claim checks can fail falsely: they share the study's 1% (each inner check family gets 1% / count)
-    true_alpha = FAMILY_ALPHA / (len(models) + 3)  # local models, the strong, mean-field and weak checks
+    true_alpha = FAMILY_ALPHA / (len(models) + 4)  # local models; strong, mean-field, weak, phase (latent: exact)
     advance = progress(len(models) + 1, NAME)
     checks: list[Check] = []
     calibration: list[tuple[float, Check]] = []
@@ -166,6 +172,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
     checks += mean_field_rows(profile, seed, settings.target, true_alpha)
     checks += weak_rows(profile, seed, settings.target, true_alpha, settings.strong_eps)
+    checks += phase_rows(profile, seed, settings.target, true_alpha)
+    checks += latent_rows(settings.target)
     advance(1)
     notes = [
         f"Target: every structural mutant and every mutant with |eps| >= {settings.target:g} fails the check that "
@@ -263,6 +271,63 @@ def weak_rows(profile: str, seed: int, target: float, family_alpha: float, eps_v
             rows.append(_true_row("weak", model_label, inner))
         else:
             rows.append(_row("weak", model_label, label, effect, inner, target))
+    return rows
+
+
+PHASE_DIM, PHASE_BETA_FACTOR, PHASE_RHO0 = 4, 1.25, -0.9
+PHASE_PATHS = {"quick": 2000, "full": 8000}
+
+
+def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> list[Check]:
+    """phase-transition's p_antipodal check (two tokens of model F in the plane of the pair, d = 4, beta = 1.25
+    beta_c, rho0 = -0.9) against the scale function of the true overlap diffusion and of its near misses: the
+    diffusion coefficient x (1 +- eps), beta x (1 +- eps), d - 1 for d; all judged on the same runs."""
+    from .phase_transition import DESIGNS, decided_ends, horizon, probability_check
+
+    beta = PHASE_BETA_FACTOR * float(verify.critical_beta(PHASE_DIM)[1])
+    design = DESIGNS[profile]
+    T = horizon(PHASE_DIM, beta, design)
+    paths = PHASE_PATHS[profile]
+    layer = TwoTokenOverlapChain(FedorovModel(2, PHASE_DIM, beta, sigma=1.0))
+    rho = overlap(simulate(layer, round(T / design.step), T, paths, seed, (STUDY_KEY, 70),
+                           fixed_overlap(PHASE_RHO0), block_paths=256))
+    antipodal, _, allowance = decided_ends(rho, PHASE_DIM, beta)
+    claims = {"true": (None, PHASE_DIM, beta, 1.0), "d - 1 for d": (None, PHASE_DIM - 1, beta, 1.0)}
+    for eps in (0.05, 0.2):
+        claims |= {f"diffusion x (1 + {eps:g})": (eps, PHASE_DIM, beta, 1 + eps),
+                   f"diffusion x (1 - {eps:g})": (-eps, PHASE_DIM, beta, 1 - eps),
+                   f"beta x (1 + {eps:g})": (eps, PHASE_DIM, beta * (1 + eps), 1.0),
+                   f"beta x (1 - {eps:g})": (-eps, PHASE_DIM, beta * (1 - eps), 1.0)}
+    confidence = 1 - family_alpha  # only the true claim's check can fail falsely
+    model_label = f"F two tokens d={PHASE_DIM} beta={beta:.4g} rho0={PHASE_RHO0:g}, {paths} runs"
+    rows = []
+    for label, (effect, dim, b, factor) in claims.items():
+        predicted = float(p_antipodal_double(dim, b, [PHASE_RHO0], diffusion_factor=factor)[0])
+        inner = [probability_check(antipodal, paths, predicted, allowance, confidence, {"claim": label})]
+        rows.append(_true_row("phase", model_label, inner) if label == "true"
+                    else _row("phase", model_label, label, effect, inner, target))
+    return rows
+
+
+def latent_rows(target: float) -> list[Check]:
+    """ldm-stopping's exact_discrete_convergence (the discrete sampler's law against the closed form at t = T/4,
+    T/2, 3T/4, T; exact algebra) for the closed form with e^{-t} off by eps (t -> (1 + eps) t before T)."""
+    from verify.latent_stopping import LatentSetting, distance
+
+    from ..latent_diffusion import LatentSampler
+    from .ldm_stopping import HORIZON, SPECTRA, exact_discrete_convergence
+
+    variances = SPECTRA["geometric"]
+    sampler, setting = LatentSampler(variances, HORIZON, method="sde"), LatentSetting(variances, HORIZON)
+    rows = [_true_row("latent", "geometric spectrum, exact score, Euler SDE",
+                      [exact_discrete_convergence(sampler, variances, setting, {})])]
+    for eps in (0.01, 0.02, 0.05):
+        def warped(ctx, claim, t, d, eps=eps):
+            return distance(ctx, claim, t * (1 + eps) if t < HORIZON else t, d)
+
+        inner = [exact_discrete_convergence(sampler, variances, setting, {}, closed_form=warped)]
+        rows.append(_row("latent", "geometric spectrum, exact score, Euler SDE", f"exponent e^-t x (1 + {eps:g})",
+                         eps, inner, target))
     return rows
 
 
