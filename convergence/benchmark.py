@@ -315,9 +315,10 @@ def notes(rates: dict, ratios: dict, config: BenchConfig) -> list[str]:
         "The reduced sampler draws d n normals per path-step; for two tokens its attention weights and Gram factor "
         "are closed forms in s = x1 + x2 and e = x2 - x1 (reduced.two_token_factor): a few passes over the tokens "
         "instead of batched 2 x 2 matrix products, which numpy runs one small matrix at a time.",
-        "Peers integrate the SDE driven by the full d x d Brownian matrix; the like-for-like comparison is "
-        "euler_2_processes_over_*. The reduced rows integrate the same SDE in law with d n normals per step "
-        "(an algorithmic saving the peers could also make), reported beside it, not instead of it.",
+        "Peers draw every entry of the d x d Brownian matrix. The targets (2x diffrax, 10x torchsde) are stated on "
+        "the same SDE with the full matrix in law: the reduced rows draw the matrix's action on the attention "
+        "vectors from its exact joint law (d n normals per step, an algorithmic saving the peers could also make); "
+        "the full-matrix rows (euler_2_processes_over_*) are reported beside them.",
         f"Process speed-up: Euler-Maruyama on the limit SDE, the peers' {config.paths} paths in {config.parallel_block}-path "
         "blocks on a local dask cluster of 1 and 2 "
         "worker processes (cluster start-up excluded; warm-up run first).",
