@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from .brownian import InitialState, uniform_sphere
 from .estimators import (
@@ -50,6 +49,7 @@ from .estimators import (
     first_nonfinite,
     order_verdict,
     paths_to_resolve,
+    z_confidence,
     z_value,
 )
 from .files import file_stem
@@ -351,7 +351,7 @@ def check_same_weak_limit(
     if verdict == INCONCLUSIVE and hi - lo > 0 and resolution * scale > 0:
         note += f"; about {paths_to_resolve(hi - lo, 2 * resolution * scale, paths)} paths would decide"
     check = Check("same_weak_limit", 0.0, mean, (lo, hi), verdict, config, 0.0, note=note,
-                  resolution=detectable_effect((lo, hi), 0.0, 1 - 2 * float(stats.norm.sf(z))))
+                  resolution=detectable_effect((lo, hi), 0.0, z_confidence(z)))
     return Outcome(title, [check], [], params, seed)
 
 

@@ -58,6 +58,11 @@ def confidence_z(confidence: float) -> float:
     return float(stats.norm.ppf(0.5 + confidence / 2))
 
 
+def z_confidence(z: float) -> float:
+    """The confidence of a two-sided interval of z standard errors: P(|Z| <= z) (the inverse of ``confidence_z``)."""
+    return 1.0 - 2.0 * float(stats.norm.sf(z))
+
+
 def family_confidence(checks: int, family_alpha: float = FAMILY_ALPHA) -> float:
     """The per-check confidence that keeps ``checks`` checks' family-wise false-failure rate at ``family_alpha``
     (Bonferroni: each check at level family_alpha / checks)."""

@@ -26,11 +26,11 @@ from typing import Protocol
 import numpy as np
 
 from .brownian import PathStreams, uniform_sphere
-from .coupling import CoupledRun, token_mean_sq_distance
-from .execution import concatenate_blocks, map_blocks
+from .coupling import CoupledRun, Level, token_mean_sq_distance
+from .execution import map_blocks
 from .fedorov import FedorovModel, FedorovSDE
 from .noise import CommonNoise
-from .strong import REFERENCE_LEVELS, StrongData, StrongDesign
+from .strong import StrongData, StrongDesign, strong_ladder
 
 CHUNK_NORMALS = 8 * 2**20  # normals drawn per chunk of fine steps (64 MiB)
 
@@ -71,13 +71,6 @@ class FedorovEulerAction:
         return x + h * drift + noise
 
 
-@dataclass(frozen=True)
-class ActionLevel:
-    name: str
-    stepper: ActionStepper
-    factor: int
-
-
 def frame(vectors: np.ndarray) -> np.ndarray | None:
     """An orthonormal (paths, d, m) frame whose span contains the m rows of ``vectors`` (paths, m, d) when m < d
     (Householder QR: orthonormal even when the vectors are dependent, e.g. merged tokens); None when m >= d
@@ -105,7 +98,7 @@ def stream_draw(streams: PathStreams, dim: int, width: int, sigma: float, h: flo
     return draw
 
 
-def run_low_rank_coupled(levels: Sequence[ActionLevel], comparisons: Sequence[tuple[int, int]], x0: np.ndarray,
+def run_low_rank_coupled(levels: Sequence[Level], comparisons: Sequence[tuple[int, int]], x0: np.ndarray,
                          draw: Callable[[int, np.ndarray | None], np.ndarray], fine_steps: int, h: float,
                          progress: Callable[[int], None] | None = None) -> CoupledRun:
     """``coupling.run_coupled`` with the low-rank increments: each level of factor f steps every f fine steps with
@@ -139,25 +132,13 @@ def run_low_rank_coupled(levels: Sequence[ActionLevel], comparisons: Sequence[tu
     return CoupledRun(final=states, final_sq=final_sq, sup_sq=sup_sq)
 
 
-def strong_levels(model: FedorovModel, design: StrongDesign) -> tuple[list[ActionLevel], list[tuple[int, int]]]:
-    """The strong experiment's ladder (``strong.coupled_strong_errors``) as action levels and its comparisons."""
-    fine = design.fine_steps
-    levels = [ActionLevel(f"L={depth}", FedorovAction(model), fine // depth) for depth in design.depths]
-    euler = FedorovEulerAction(model.limit_sde())
-    levels += [ActionLevel(f"EM x{f}", euler, f) for f in REFERENCE_LEVELS]
-    ref = len(design.depths)
-    comparisons = [(i, ref) for i in range(len(design.depths))]
-    comparisons += [(ref + j + 1, ref + j) for j in range(len(REFERENCE_LEVELS) - 1)]
-    return levels, comparisons
-
-
 def coupled_strong_errors_low_rank(model: FedorovModel, design: StrongDesign, seed: int,
                                    key: Sequence[int]) -> StrongData:
     """``strong.coupled_strong_errors`` for model F against its Euler reference, with the exact low-rank coupling
     (the same law; other random numbers)."""
     if model.law != "gaussian":
         raise ValueError(f"the low-rank coupling needs Gaussian value matrices, got law {model.law!r}")
-    levels, comparisons = strong_levels(model, design)
+    levels, comparisons = strong_ladder(design, FedorovAction(model), FedorovEulerAction(model.limit_sde()))
     width = min(model.dim, model.tokens * len(levels))
 
     def run_block(start: int, stop: int, advance) -> tuple[np.ndarray, np.ndarray]:
@@ -168,6 +149,4 @@ def coupled_strong_errors_low_rank(model: FedorovModel, design: StrongDesign, se
         return run.final_sq, run.sup_sq
 
     label = f"coupled_strong_low_rank:{tuple(key)}:{design!r}:{model!r}"
-    final_sq, sup_sq = concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label))
-    n = len(design.depths)
-    return StrongData(final_sq=final_sq[:, :n], sup_sq=sup_sq[:, :n], reference_sq=final_sq[:, n:])
+    return StrongData.from_blocks(map_blocks(run_block, design.paths, design.block_paths, label), design)

@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .brownian import PathStreams
 from .design import RecordGrid
@@ -41,6 +40,7 @@ from .estimators import (
     detectable_effect,
     effect_verdict,
     first_nonfinite,
+    z_confidence,
     z_value,
 )
 from .model import LayerMap
@@ -92,7 +92,7 @@ def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: floa
     mean = float(per_path.mean())
     se = float(per_path.std(ddof=1) / np.sqrt(per_path.size))
     ci = (mean - z * se, mean + z * se)
-    confidence = 1 - 2 * float(stats.norm.sf(z))
+    confidence = z_confidence(z)
     resolution = detectable_effect(ci, 0.0, confidence)
     relative = resolution / abs(scale) if scale else None
     verdict = effect_verdict(ci, 0.0, 0.0, math.inf if relative is None else relative, target)

@@ -102,6 +102,13 @@ class StrongData:
     sup_sq: np.ndarray
     reference_sq: np.ndarray
 
+    @classmethod
+    def from_blocks(cls, blocks: list[tuple[np.ndarray, np.ndarray]], design: StrongDesign) -> StrongData:
+        """From the blocks' (final_sq, sup_sq) over every comparison of ``strong_ladder``, in block order."""
+        final_sq, sup_sq = concatenate_blocks(blocks)
+        n = len(design.depths)
+        return cls(final_sq=final_sq[:, :n], sup_sq=sup_sq[:, :n], reference_sq=final_sq[:, n:])
+
 
 def coupled_strong_errors(
     layer_map: LayerMap,
@@ -116,12 +123,7 @@ def coupled_strong_errors(
     if not layer_map.noise.brownian:
         raise ValueError(f"strong convergence needs Gaussian (Brownian) noise, got law {layer_map.noise.law!r}")
     fine = design.fine_steps
-    levels = [Level(f"L={L}", layer_map, fine // L) for L in design.depths]
-    reference = EulerMaruyama(sde)
-    levels += [Level(f"EM x{f}", reference, f) for f in REFERENCE_LEVELS]
-    ref = len(design.depths)
-    comparisons = [(i, ref) for i in range(len(design.depths))]
-    comparisons += [(ref + j + 1, ref + j) for j in range(len(REFERENCE_LEVELS) - 1)]
+    levels, comparisons = strong_ladder(design, layer_map, EulerMaruyama(sde))
 
     def run_block(start: int, stop: int, advance) -> tuple[np.ndarray, np.ndarray]:
         streams = PathStreams(seed, start, stop, key)
@@ -130,9 +132,20 @@ def coupled_strong_errors(
         return run.final_sq, run.sup_sq
 
     label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}:{sde!r}"
-    final_sq, sup_sq = concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
-    n = len(design.depths)
-    return StrongData(final_sq=final_sq[:, :n], sup_sq=sup_sq[:, :n], reference_sq=final_sq[:, n:])
+    return StrongData.from_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress), design)
+
+
+def strong_ladder(design: StrongDesign, layer, reference) -> tuple[list[Level], list[tuple[int, int]]]:
+    """The strong experiment's levels (the layer at every depth of the design, the reference at the factors
+    ``REFERENCE_LEVELS`` of the fine step) and its comparisons (each depth against the finest reference, each
+    reference level against the next finer one)."""
+    fine = design.fine_steps
+    levels = [Level(f"L={depth}", layer, fine // depth) for depth in design.depths]
+    levels += [Level(f"EM x{f}", reference, f) for f in REFERENCE_LEVELS]
+    ref = len(design.depths)
+    comparisons = [(i, ref) for i in range(len(design.depths))]
+    comparisons += [(ref + j + 1, ref + j) for j in range(len(REFERENCE_LEVELS) - 1)]
+    return levels, comparisons
 
 
 def bootstrap_generator(seed: int, key: Sequence[int]) -> np.random.Generator:

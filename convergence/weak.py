@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .brownian import BrownianBlock, InitialState, PathStreams
 from .coupling import Level, run_coupled
@@ -35,6 +34,7 @@ from .estimators import (
     bootstrap_counts,
     detectable_effect,
     paths_to_resolve,
+    z_confidence,
 )
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
@@ -179,11 +179,11 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
         verdict = PASS
         if lo > design.order + design.order_allowance:
             note += "; decays faster than order 1 (small leading coefficient: the O(h) bound holds)"
-    alpha = 2 * float(stats.norm.sf(z))
+    confidence = z_confidence(z)
     if verdict == INCONCLUSIVE and usable >= 3 and np.isfinite(fit.order):
         note += f"; about {paths_to_resolve(hi - lo, design.max_ci_width, design.paths)} paths would decide"
     return Check("weak_order", design.order, fit.order, (lo, hi), verdict, config, design.order_allowance,
-                 1 - alpha, note=note, resolution=detectable_effect((lo, hi), design.order_allowance, 1 - alpha))
+                 confidence, note=note, resolution=detectable_effect((lo, hi), design.order_allowance, confidence))
 
 
 def limit_check(values: np.ndarray, last_difference: float, last_se: float, reference: float,
@@ -202,9 +202,9 @@ def limit_check(values: np.ndarray, last_difference: float, last_se: float, refe
         verdict = INCONCLUSIVE
     else:
         verdict = PASS
-    alpha = 2 * float(stats.norm.sf(z))
-    resolution = detectable_effect((lo, hi), allowance, 1 - alpha)
+    confidence = z_confidence(z)
+    resolution = detectable_effect((lo, hi), allowance, confidence)
     sd = float(finest.std(ddof=1))
-    return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, 1 - alpha,
+    return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence,
                  note=f"finest mean {finest.mean():.6f} vs reference {reference:.6f}", resolution=resolution,
                  relative_resolution=resolution / sd if sd > 0 else None)

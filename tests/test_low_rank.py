@@ -9,12 +9,18 @@ from convergence.coupling import Level, run_coupled
 from convergence.fedorov import FedorovModel
 from convergence.integrators import EulerMaruyama
 from convergence.low_rank import (
+    FedorovAction,
+    FedorovEulerAction,
     coupled_strong_errors_low_rank,
     frame,
     run_low_rank_coupled,
-    strong_levels,
 )
-from convergence.strong import REFERENCE_LEVELS, StrongDesign, coupled_strong_errors
+from convergence.strong import (
+    REFERENCE_LEVELS,
+    StrongDesign,
+    coupled_strong_errors,
+    strong_ladder,
+)
 
 from .helpers import random_tokens
 
@@ -42,7 +48,7 @@ def test_fed_the_full_matrix_path_the_low_rank_run_is_the_full_matrix_run(rng, d
     fine, h = design.fine_steps, design.h_fine
     dw = model.sigma * np.sqrt(h) * rng.standard_normal((design.paths, fine, dim, dim))
     x0 = random_tokens(rng, design.paths, 2, dim)
-    levels, comparisons = strong_levels(model, design)
+    levels, comparisons = strong_ladder(design, FedorovAction(model), FedorovEulerAction(model.limit_sde()))
     full_levels = [Level(f"L={L}", model, fine // L) for L in design.depths]
     full_levels += [Level(f"EM x{f}", EulerMaruyama(model.limit_sde()), f) for f in REFERENCE_LEVELS]
     full = run_coupled(full_levels, comparisons, x0, _Path(model, dw, h), fine)

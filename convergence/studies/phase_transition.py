@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -116,12 +117,18 @@ def family_size(design: PhaseDesign, grid_points: int) -> int:
             + len(design.hybrid_betas) * len(design.hybrid_factors))
 
 
+@cache
+def switch_tables(dim: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """P(switching to the other end) from each distance of ``SWITCH_GRID`` to the antipodal end and to the
+    collapse end (scale function at (d, beta); computed once per grid point, shared by its rho0 runs)."""
+    return 1 - p_antipodal_double(dim, beta, -1 + SWITCH_GRID), p_antipodal_double(dim, beta, 1 - SWITCH_GRID)
+
+
 def decided_ends(rho: np.ndarray, dim: int, beta: float) -> tuple[int, int, float]:
     """Final overlaps of two-token runs: (runs ending antipodal, undecided runs, allowance). The allowance is the
     undecided fraction plus the bound on decided runs still switching ends (``switch_bound``, from the scale
     function of the overlap diffusion at (d, beta))."""
-    switch_from_antipodal = 1 - p_antipodal_double(dim, beta, -1 + SWITCH_GRID)
-    switch_from_collapse = p_antipodal_double(dim, beta, 1 - SWITCH_GRID)
+    switch_from_antipodal, switch_from_collapse = switch_tables(dim, beta)
     antipodal, collapsed = rho < -1 + DELTA, rho > 1 - DELTA
     undecided = rho.size - int(antipodal.sum()) - int(collapsed.sum())
     switching = switch_bound(1 + rho[antipodal], switch_from_antipodal) + switch_bound(1 - rho[collapsed],
