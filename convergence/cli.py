@@ -12,17 +12,29 @@ Execution options (``convergence.execution``): ``--scheduler sync|processes|tcp:
 a local dask cluster of ``--workers`` processes, or an existing dask scheduler; default: processes, one per
 available core, or sync on one core; every number is the same on any scheduler); ``--block-paths N`` (the
 size of the blocks of paths; no number depends on it); every finished block is cached under ``--cache DIR``
-(default ``DIR/.cache``), and ``--resume`` reuses the intact entries of an interrupted run.
+(default ``DIR/.cache``), and ``--resume`` reuses the intact entries of an interrupted run;
+``--concurrent-studies K`` runs K studies at a time on the same workers (default 2 on more than one core), so one
+study's serial work (statistics, symbolic algebra) overlaps another's blocks; each study is charged only its own
+CPU time, and no number depends on K.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextvars
+import json
 import sys
 from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from .execution import caching, check_scheduler, default_scheduler, scheduler
+from .execution import (
+    available_cores,
+    caching,
+    check_scheduler,
+    default_scheduler,
+    scheduler,
+)
 from .report import write_index, write_performance, write_study
 from .studies import PROFILES, STUDIES
 from .validation import check_int
@@ -80,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("list", help="list the studies")
 
     default_name, default_workers = default_scheduler()
+    default_concurrency = 2 if available_cores() > 1 else 1
 
     def common(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--profile", choices=PROFILES, default="quick", help="quick (default) or full")
@@ -96,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="paths per block (default: each design's own; results do not depend on it)")
         sub.add_argument("--cache", type=_out, default=None, help="block cache folder (default OUT/.cache)")
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
+        sub.add_argument("--concurrent-studies", type=_integer("--concurrent-studies", 1, 64),
+                         default=default_concurrency,
+                         help=f"studies run at a time on the same workers, 1 to 64 (default {default_concurrency}; "
+                              "results do not depend on it)")
 
     run = commands.add_parser("run", help="run some studies and write their reports")
     run.add_argument("studies", nargs="+", metavar="STUDY", help=f"one of: {', '.join(STUDIES)}")
@@ -137,15 +154,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"STUDY must be one of {sorted(STUDIES)}, got {', '.join(map(repr, unknown))}")
     progress = _progress_factory(sys.stderr.isatty())
     cache_dir = args.cache if args.cache is not None else args.out / ".cache"
+
+    def run_study(name: str):
+        scope = {"study": name, "profile": args.profile, "seed": args.seed}
+        with caching(cache_dir, scope, resume=args.resume) as block_cache:
+            return STUDIES[name].run(args.profile, args.seed, progress), block_cache
+
     worst = 0
-    with scheduler(args.scheduler, args.workers, args.block_paths):
-        for name in names:
-            scope = {"study": name, "profile": args.profile, "seed": args.seed}
-            with caching(cache_dir, scope, resume=args.resume) as block_cache:
-                result = STUDIES[name].run(args.profile, args.seed, progress)
-            paths = write_study(result, args.out)
-            print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
-                  f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}")
-            worst = max(worst, {"pass": 0, "inconclusive": 0, "fail": 1}[result.verdict])
+    with scheduler(args.scheduler, args.workers, args.block_paths), \
+            ThreadPoolExecutor(args.concurrent_studies) as pool:
+        # longest first (by the last report of this profile in OUT), so the last study does not run alone
+        pending = {pool.submit(contextvars.copy_context().run, run_study, name): name
+                   for name in sorted(names, key=lambda name: -_previous_cpu(args.out, name, args.profile))}
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    name = pending.pop(future)
+                    result, block_cache = future.result()
+                    paths = write_study(result, args.out)  # written here: plotting stays in the main thread
+                    print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
+                          f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}")
+                    worst = max(worst, {"pass": 0, "inconclusive": 0, "fail": 1}[result.verdict])
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     print(f"index: {write_index(args.out)}")
     return worst
+
+
+def _previous_cpu(out: Path, name: str, profile: str) -> float:
+    """CPU seconds of the study's last report of ``profile`` in ``out`` (0 when there is none)."""
+    try:
+        data = json.loads((out / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return 0.0
+    return float(data.get("cpu_s", 0.0)) if data.get("profile") == profile else 0.0

@@ -60,13 +60,21 @@ def default_scheduler() -> tuple[str, int]:
     return ("processes", cores) if cores > 1 else ("sync", 1)
 
 
-def cpu_seconds() -> float:
-    """CPU time used so far by this process and by the current execution's dask workers (seconds)."""
-    total = time.process_time()
-    client = current_execution().client
-    if client is not None:
-        total += sum(client.run(time.process_time).values())
-    return total
+_REMOTE_CPU: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("remote_cpu", default=None)
+
+
+@contextlib.contextmanager
+def cpu_meter() -> Iterator[Callable[[], float]]:
+    """Yield a function giving the CPU seconds used so far inside the ``with``: this thread's (in-process blocks
+    included) plus every block that dask workers ran for it (each measured on its worker). Exact under
+    concurrency: two studies run side by side in two threads are each charged only their own work."""
+    remote = [0.0]
+    token = _REMOTE_CPU.set(remote)
+    start = time.thread_time()
+    try:
+        yield lambda: time.thread_time() - start + remote[0]
+    finally:
+        _REMOTE_CPU.reset(token)
 
 
 def check_scheduler(scheduler: str) -> str:
@@ -253,14 +261,17 @@ def caching(directory: str | os.PathLike, scope: dict, resume: bool = False) -> 
             warnings.warn(f"cache entry recomputed: {reason}", stacklevel=2)
 
 
-def _run_counting(task: BlockTask, start: int, stop: int) -> tuple[Any, int]:
-    """Run a block on a worker, counting the progress units it reports (sent back with the result)."""
+def _run_counting(task: BlockTask, start: int, stop: int) -> tuple[Any, int, float]:
+    """Run a block on a worker, counting the progress units it reports and its CPU seconds (sent back with the
+    result)."""
     units = [0]
 
     def count(n: int) -> None:
         units[0] += n
 
-    return task(start, stop, count), units[0]
+    cpu = time.thread_time()
+    result = task(start, stop, count)
+    return result, units[0], time.thread_time() - cpu
 
 
 def _blocks(paths: int, block_paths: int) -> list[tuple[int, int]]:
@@ -302,7 +313,9 @@ def map_blocks(
     futures = {execution.client.submit(_run_counting, task, *blocks[i], pure=False): i for i in missing}
     for future in as_completed(futures):
         i = futures[future]
-        results[i], units = future.result()
+        results[i], units, cpu = future.result()
+        if (remote := _REMOTE_CPU.get()) is not None:
+            remote[0] += cpu
         if block_cache:
             block_cache.store(keys[i], results[i])
         if progress is not None:

@@ -33,6 +33,7 @@ from .estimators import (
     bootstrap_counts,
     bootstrap_interval,
     bootstrap_means,
+    bootstrap_medians,
     detectable_effect,
     percentile_interval,
 )
@@ -108,13 +109,8 @@ def median_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Gen
     times = design.times
     med = np.median(logs, axis=0)  # (2, records+1)
     slopes = _slope(times, med)
-    paths = logs.shape[0]
-    boot = np.empty((design.replicates, 2))
-    curves = np.empty((design.replicates, times.size))
-    for r in range(design.replicates):
-        sample = np.median(logs[rng.integers(0, paths, paths)], axis=0)
-        boot[r] = _slope(times, sample)
-        curves[r] = sample[0]
+    samples = bootstrap_medians(logs, rng, design.replicates)  # (replicates, 2, records+1)
+    boot, curves = _slope(times, samples), samples[:, 0]
     rich = 2 * boot[:, 0] - boot[:, 1]
     estimate = float(2 * slopes[0] - slopes[1])
     return ExponentEstimate(float(slopes[0]), float(slopes[1]), estimate,

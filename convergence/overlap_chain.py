@@ -26,10 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import normalise
 from .fedorov import FedorovModel
 from .noise import CommonNoise
-from .reduced import two_token_step
+from .reduced import factor_from_products
 
 FRAME_NUMBERS = 7  # p_1 (2), p_2 (2), c_1, b, c_2
 
@@ -122,8 +121,30 @@ class TwoTokenOverlapChain:
         return FrameNoise(shape=(FRAME_NUMBERS,), scale=1.0, nested=False, space_dim=self.model.dim)
 
     def layer(self, x: np.ndarray, frame: np.ndarray, h: float) -> np.ndarray:
-        """One layer from the plane state (paths, 2, 2) and the layer's seven numbers (paths, 7) (scaled by sqrt(h))."""
-        x4 = np.zeros(x.shape[:-1] + (4,))
-        x4[..., :2] = x
-        y = two_token_step(x4, frame_increments(frame), self.model.beta, self.model.sigma)
-        return plane_coordinates(normalise(y))
+        """One layer from the plane state (paths, 2, 2) and the layer's seven numbers (paths, 7) (scaled by sqrt(h)).
+
+        ``two_token_step`` on x_1 = (1, 0, 0, 0), x_2 = (c, s, 0, 0) and the columns of ``frame_increments``, then
+        ``normalise`` and ``plane_coordinates``, written out coordinate by coordinate: every operation acts on
+        arrays of shape (paths,), not on batches of 4-vectors (3 times faster; equal up to rounding, tests)."""
+        c, s = x[..., 1, 0], x[..., 1, 1]
+        minus, plus, s2 = c - 1.0, c + 1.0, s * s  # x_2 - x_1 = (c - 1, s), x_1 + x_2 = (c + 1, s)
+        r11, r12, r22 = factor_from_products(plus * plus + s2, minus * minus + s2, plus * minus + s2, self.model.beta)
+        sigma = self.model.sigma
+        r11, r12, r22 = sigma * r11, sigma * r12, sigma * r22
+        p1a, p1b, p2a, p2b, c1, b, c2 = (frame[..., k] for k in range(FRAME_NUMBERS))
+        y1 = (1.0 + r11 * p1a, r11 * p1b, r11 * c1)  # fourth coordinate 0
+        y2 = (c + r12 * p1a + r22 * p2a, s + r12 * p1b + r22 * p2b, r12 * c1 + r22 * b, r22 * c2)
+        n1 = np.sqrt(y1[0] * y1[0] + y1[1] * y1[1] + y1[2] * y1[2])
+        n2 = np.sqrt(y2[0] * y2[0] + y2[1] * y2[1] + y2[2] * y2[2] + y2[3] * y2[3])
+        u1 = tuple(v / n1 for v in y1)
+        u2 = tuple(v / n2 for v in y2)
+        side = np.where(u1[0] * u2[0] + u1[1] * u2[1] + u1[2] * u2[2] >= 0, 1.0, -1.0)
+        v = tuple(u2[k] - side * u1[k] for k in range(3)) + (u2[3],)
+        half = 0.5 * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3])
+        shift = side * half
+        residual = tuple(v[k] + shift * u1[k] for k in range(3)) + (v[3],)
+        out = np.zeros(x.shape)
+        out[..., 0, 0] = 1.0
+        out[..., 1, 0] = side * (1.0 - half)
+        out[..., 1, 1] = np.sqrt(sum(r * r for r in residual))
+        return out

@@ -64,7 +64,12 @@ def two_token_factor(x: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray
     """
     x1, x2 = x[..., 0, :], x[..., 1, :]
     s, e = x1 + x2, x2 - x1
-    ss, ee, se = np.vecdot(s, s), np.vecdot(e, e), np.vecdot(s, e)
+    return factor_from_products(np.vecdot(s, s), np.vecdot(e, e), np.vecdot(s, e), beta)
+
+
+def factor_from_products(ss: np.ndarray, ee: np.ndarray, se: np.ndarray, beta: float
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``two_token_factor`` from the products ``|s|^2``, ``|e|^2`` and ``<s, e>`` of the tokens' sum and difference."""
     half_1 = -0.5 * np.tanh(beta * (ee - se) / 4)  # w_1 - 1/2 (expit(u) - 1/2 = tanh(u/2)/2: no cancellation)
     half_2 = 0.5 * np.tanh(beta * (ee + se) / 4)  # 1/2 - w_2
     gram_11 = ss / 4 + half_1 * half_1 * ee + half_1 * se

@@ -93,7 +93,7 @@ class StudyResult:
     plots: dict[str, list[Plot | Heatmap]] = field(default_factory=dict)  # "" -> <study>.png, key -> <study>-<key>.png
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
-    cpu_s: float = 0.0  # CPU seconds of the run's process and its dask workers
+    cpu_s: float = 0.0  # CPU seconds of the study: its own thread and the dask blocks run for it
     versions: dict = field(default_factory=dict)
 
     @property

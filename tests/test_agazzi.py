@@ -238,6 +238,19 @@ def test_interaction_energy_formula_and_single_cluster(rng):
     assert_allclose(interaction_energy(np.repeat(x[:, :1], 5, axis=1), 1.5), 0.0, atol=0)
 
 
+@pytest.mark.parametrize("spread", [1e-3, 1e-6, 1e-9])
+def test_interaction_energy_keeps_relative_precision_on_a_near_cluster(rng, spread):
+    """Tokens within ``spread`` of one point: the energy (~ spread^2) to 1e-9 relative, against the pairwise
+    differences summed directly (1 - <x_i, x_j> alone would lose every digit at spread 1e-9)."""
+    centre = random_tokens(rng, 2, 1, 4)
+    x = centre + spread * rng.standard_normal((2, 6, 4))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    diff = x[:, :, None, :] - x[:, None, :, :]
+    z = 0.5 * np.sum(diff * diff, axis=-1)
+    direct = np.exp(1.5) * np.sum(-np.expm1(-1.5 * z), axis=(-1, -2)) / (2 * 36)
+    assert_allclose(interaction_energy(x, 1.5), direct, rtol=1e-9)
+
+
 @given(st.integers(0, 10**6), st.sampled_from([1.0, -1.0]), st.floats(0.2, 5.0))
 def test_attention_flow_energy_rate_bound(seed, v, beta):
     """dE/dt <= eps E along dx_i/dt = v P a_i (eps = 0 for v = 1, 4 for v = -1), by a small step."""

@@ -131,3 +131,16 @@ def test_confidence_z_is_the_two_sided_normal_quantile(confidence):
 
     z = confidence_z(confidence)
     assert_allclose(stats.norm.cdf(z) - stats.norm.cdf(-z), confidence, rtol=1e-12)
+
+
+@pytest.mark.parametrize("paths", [1, 2, 7, 64, 101])
+def test_bootstrap_medians_equal_the_medians_of_the_same_resamples(paths):
+    """Sorted once and read off cumulative multiplicities, the medians equal np.median of each resample (drawn as
+    rng.integers(0, paths, paths) in turn) bit for bit, ties included."""
+    from convergence.estimators import bootstrap_medians
+
+    values = np.round(np.random.default_rng(paths).standard_normal((paths, 2, 3)), 1)  # rounding makes ties
+    fast = bootstrap_medians(values, np.random.default_rng(5), 30)
+    rng = np.random.default_rng(5)
+    direct = np.stack([np.median(values[rng.integers(0, paths, paths)], axis=0) for _ in range(30)])
+    np.testing.assert_array_equal(fast, direct)

@@ -226,9 +226,10 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
     assert verdicts == [PASS, FAIL, FAIL]
     silent = cv.AgazziModel(8, field, 1.0, 0.0)
     zonal = MeanFieldDesign(RecordGrid(horizon=4.0, steps=16, records=8, paths=4096), target=0.3)
-    assert zonal_limit(silent, k1, zonal, 0, (9, 8), {}, 2)[0].verdict == PASS
     wrong = zonal_rates(k1, DIM) * np.array([(DIM - 2) / (DIM - 1), 1.0])
-    assert zonal_limit(silent, k1, zonal, 0, (9, 8), {}, 2, rates=wrong)[0].verdict == FAIL
+    checks = zonal_limit(silent, k1, zonal, 0, (9, 8), {}, 2, rates={"(d-2)/(d-1)": wrong})
+    assert [c.verdict for c in checks[::2]] == [PASS, FAIL]  # phi_1 of the true rates, then of the near miss
+    assert checks[2].config == {"claim": "(d-2)/(d-1)"}
 
 
 def test_the_weak_limit_rejects_a_wrong_overlap_sde():

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..execution import cpu_seconds
+from ..execution import cpu_meter
 from ..results import StudyResult, package_versions
 from ..validation import check_choice, check_int
 
@@ -23,7 +23,7 @@ def no_progress(total: int, description: str) -> Callable[[int], None]:
 @dataclass(frozen=True)
 class Study:
     """A named study. ``run`` validates its inputs, times the work (wall time, and CPU time of this process and of
-    the dask workers) and stamps versions."""
+    the dask workers' blocks run for it) and stamps versions."""
 
     name: str
     summary: str
@@ -32,9 +32,10 @@ class Study:
     def run(self, profile: str = "quick", seed: int = 0, progress: ProgressFactory = no_progress) -> StudyResult:
         check_choice("profile", profile, PROFILES)
         check_int("seed", seed, minimum=0, maximum=2**63 - 1)
-        start, start_cpu = time.perf_counter(), cpu_seconds()
-        result = self.execute(profile, seed, progress)
+        start = time.perf_counter()
+        with cpu_meter() as cpu:
+            result = self.execute(profile, seed, progress)
+            result.cpu_s = round(cpu(), 3)
         result.elapsed_s = round(time.perf_counter() - start, 3)
-        result.cpu_s = round(cpu_seconds() - start_cpu, 3)
         result.versions = package_versions()
         return result

@@ -50,7 +50,6 @@ DELTA = 0.01
 HORIZON_FACTOR = 30.0
 SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated
 MAX_UNDECIDED = 0.02
-BLOCK_PATHS = 256  # several blocks per run so every worker has one (no number depends on the block size)
 PROBABILITY_RESOLUTION = 0.2  # p_antipodal is inconclusive when it cannot see a probability error this large
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
 
@@ -75,11 +74,13 @@ class PhaseDesign:
     hybrid_factors: tuple[float, ...] = (0.5, 2.0)  # eps^2 / eps_c^2
     hybrid_paths: int = 300
     hybrid_step: float = 0.002
+    block_paths: int = 1024  # compute block: a few per run so every core has one (no number depends on it)
 
 
 DESIGNS = {
     "quick": PhaseDesign(dims=(3, 8), beta_factors=(0.6, 1.5, 2.5), betas_d3=(0.5, 1.0, 2.0),
-                         rho0s=(0.0, -0.9), paths=400, step=0.01, max_horizon=80.0, many_paths=100),
+                         rho0s=(0.0, -0.9), paths=400, step=0.01, max_horizon=80.0, many_paths=100,
+                         block_paths=256),
     "full": PhaseDesign(dims=(3, 4, 8, 16), beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5),
                         betas_d3=(0.5, 0.75, 1.0, 1.5, 2.5), rho0s=(0.0, -0.5, -0.9), paths=2000,
                         step=0.0025, max_horizon=80.0, many_paths=500, hybrid_paths=2000,
@@ -163,7 +164,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         predictions = p_antipodal_double(dim, b, design.rho0s)
         for j, (rho0, predicted) in enumerate(zip(design.rho0s, predictions)):
             rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0),
-                                   block_paths=BLOCK_PATHS))
+                                   block_paths=design.block_paths))
             antipodal, undecided, allowance = decided_ends(rho, dim, b)
             frac = antipodal / design.paths
             config = {"d": dim, "beta": b, "rho0": rho0}
@@ -255,7 +256,7 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
                 model = FedorovModel(tokens=n, dim=design.many_dim, beta=b, sigma=sigma, mean_value=mean)
                 # the full value matrix: at d = 4 its d^2 normals cost less than the reduced sampler's d n + eigh
                 x = simulate(model, round(horizon_ / step), horizon_, design.many_paths, seed, (STUDY_KEY, 100 + i, j),
-                             block_paths=BLOCK_PATHS)
+                             block_paths=-(-design.many_paths // 2))  # two blocks: one per core
                 fractions.append(class_fractions(x, DELTA))
                 rows.append({"n": n, "beta": b, "mode": mode, **fractions[-1]})
             by_mode[mode] = fractions
@@ -302,7 +303,7 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple
             depth = round(T / design.hybrid_step)
             model = HybridModel(dim=3, beta=b, eps=eps)
             rho = overlap(simulate(model, depth, T, design.hybrid_paths, seed, (STUDY_KEY, 200 + i, j), fixed_overlap(0.0),
-                                   block_paths=BLOCK_PATHS))
+                                   block_paths=design.block_paths))
             expected_end = "collapse" if factor < 1 else "antipodal"
             wrong = int(np.sum(rho < -1 + DELTA)) if factor < 1 else int(np.sum(rho > 1 - DELTA))
             undecided = int(np.sum(np.abs(rho) <= 1 - DELTA))

@@ -290,7 +290,7 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
     paths = PHASE_PATHS[profile]
     layer = TwoTokenOverlapChain(FedorovModel(2, PHASE_DIM, beta, sigma=1.0))
     rho = overlap(simulate(layer, round(T / design.step), T, paths, seed, (STUDY_KEY, 70),
-                           fixed_overlap(PHASE_RHO0), block_paths=256))
+                           fixed_overlap(PHASE_RHO0), block_paths=design.block_paths))
     antipodal, _, allowance = decided_ends(rho, PHASE_DIM, beta)
     claims = {"true": (None, PHASE_DIM, beta, 1.0), "d - 1 for d": (None, PHASE_DIM - 1, beta, 1.0)}
     for eps in (0.05, 0.2):
