@@ -1,34 +1,38 @@
-"""Where a study's time goes: its quick profile run in process under ``cProfile``, time sorted into categories.
+"""Where a study's time goes: its quick profile run in process while a sampling thread reads its stack.
 
-Categories, by the innermost profiled function that is charged for the time (its own time, ``tottime``; numpy's
-C functions are charged to the suite's function that called them through their caller's entry):
+Every ~5 ms a background thread looks at the running thread's innermost Python frame and charges the wall time
+since its previous look to that frame's category; numpy's own Python wrappers are transparent (the time goes to the
+suite's function that called them). Weighting each look by the time elapsed since the last one keeps the shares
+right when a C function holds the GIL and delays the sampler: the delay is charged to the frame that made the
+call. Unlike a deterministic profiler, this does not slow Python-level code (sympy, mpmath) relative to numpy's
+kernels, so the shares are shares of wall time.
 
-* ``sampling``   drawing random numbers (``convergence.noise``, ``convergence.brownian``, numpy's generators);
+Categories (``_RULES``, first match on ``file:function`` wins):
+
+* ``sampling``   drawing random numbers (``convergence.noise``, ``convergence.brownian``, the frame draws);
 * ``attention``  softmax attention and the interaction energy (``convergence.attention``, ``convergence.energy``);
-* ``statistics`` estimators, bootstrap, medians and quantiles (``convergence.estimators`` and the analysis
-  modules' own time, numpy's sort/partition/quantile);
+* ``statistics`` estimators, bootstrap, medians and quantiles (``convergence.estimators``, ``exponents``,
+  ``frechet``, numpy's sort/partition/quantile wrappers);
 * ``symbolic``   sympy, mpmath, python-flint and ``verify`` (derivations, certified numbers, quadrature);
-* ``layer maps`` everything else inside the blocks of paths (the models' layers, integrators, fields);
-* ``other``      reports, plots, imports and the rest.
-
-The shares are of the profiled run's total (profiling slows Python-level code more than numpy kernels, so they
-are indicative, not exact wall-time fractions).
+* ``layer maps`` the models' layers, integrators, fields and the coupled runner;
+* ``other``      the studies' own code, reports, imports and the rest.
 """
 
 from __future__ import annotations
 
-import cProfile
-import pstats
+import sys
+import threading
+import time
 from collections.abc import Callable
+from types import FrameType
 
 CATEGORIES = ("sampling", "attention", "statistics", "symbolic", "layer maps", "other")
 _RULES = (  # (category, substrings of "file:function"), first match wins
-    ("sampling", ("convergence/noise.py", "convergence/brownian.py", "overlap_chain.py:standard", "random",
-                  "'standard_normal'", "'integers'", "'chisquare'", "'uniform'")),
+    ("sampling", ("convergence/noise.py", "convergence/brownian.py", "overlap_chain.py:standard")),
     ("attention", ("convergence/attention.py", "convergence/energy.py:interaction_energy")),
     ("symbolic", ("/sympy/", "/mpmath/", "flint", "/verify/")),
     ("statistics", ("convergence/estimators.py", "convergence/exponents.py", "convergence/frechet.py",
-                    "'partition'", "'sort'", "quantile", "median", "percentile")),
+                    "quantile", "median", "percentile")),
     ("layer maps", ("convergence/fedorov.py", "convergence/agazzi.py", "convergence/mlp_field.py",
                     "convergence/hybrid.py", "convergence/reduced.py", "convergence/integrators.py",
                     "convergence/ito_drift.py", "convergence/coupling.py", "convergence/quadratic_form.py",
@@ -38,7 +42,7 @@ _RULES = (  # (category, substrings of "file:function"), first match wins
 
 
 def categorise(where: str) -> str:
-    """The category of a profiled function named ``file:line(function)`` (``{built-in ...}`` for C functions)."""
+    """The category of a Python function named ``file:function``."""
     for category, needles in _RULES:
         if any(needle in where for needle in needles):
             return category
@@ -46,57 +50,52 @@ def categorise(where: str) -> str:
 
 
 def _transparent(filename: str) -> bool:
-    """numpy's own Python wrappers and C functions: their time belongs to whoever called them."""
-    return filename == "~" or "/numpy/" in filename
+    """numpy's own Python wrappers: their time belongs to whoever called them."""
+    return "/numpy/" in filename
 
 
-def profile_breakdown(run: Callable[[], object]) -> dict[str, float]:
-    """Seconds per category of ``run()`` under cProfile. The own time of numpy's wrappers and of C functions is
-    charged to the categories of their callers, in proportion to the time each caller spent in them, up to the
-    first caller that is not numpy (so a kernel counts where the suite uses it). Generators' draws (Cython methods,
-    invisible to cProfile) are already in their Python caller's own time."""
-    profiler = cProfile.Profile()
-    profiler.enable()
+def frame_category(frame: FrameType | None) -> str:
+    """The category of the innermost frame, passing through numpy's wrappers to their caller."""
+    while frame is not None:
+        code = frame.f_code
+        category = categorise(f"{code.co_filename}:{code.co_name}")
+        if category != "other" or not _transparent(code.co_filename):
+            return category
+        frame = frame.f_back
+    return "other"
+
+
+def sampled_breakdown(run: Callable[[], object], interval: float = 0.005) -> dict[str, float]:
+    """Wall seconds per category of ``run()`` (module docstring): each look at the running thread's stack is
+    charged the time since the previous look."""
+    target, stop = threading.get_ident(), threading.Event()
+    totals = dict.fromkeys(CATEGORIES, 0.0)
+
+    def sample() -> None:
+        last = time.perf_counter()
+        while not stop.wait(interval):
+            now = time.perf_counter()
+            totals[frame_category(sys._current_frames().get(target))] += now - last
+            last = now
+
+    sampler = threading.Thread(target=sample, name="breakdown-sampler", daemon=True)
+    sampler.start()
     try:
         run()
     finally:
-        profiler.disable()
-    stats = pstats.Stats(profiler).stats  # {func: (cc, nc, tottime, cumtime, callers)}
-    memo: dict[tuple, dict[str, float]] = {}
-
-    def weights(func: tuple, seen: frozenset = frozenset()) -> dict[str, float]:
-        filename, _, name = func
-        own = categorise(f"{filename}:{name}")
-        if own != "other" or not _transparent(filename) or func in seen:
-            return {own: 1.0}
-        if func in memo:
-            return memo[func]
-        callers = stats.get(func, (0, 0, 0.0, 0.0, {}))[4]
-        total = sum(edge[3] for edge in callers.values())
-        if not callers or total <= 0:
-            return {own: 1.0}
-        mix: dict[str, float] = {}
-        for caller, edge in callers.items():
-            for category, share in weights(caller, seen | {func}).items():
-                mix[category] = mix.get(category, 0.0) + share * edge[3] / total
-        memo[func] = mix
-        return mix
-
-    totals = dict.fromkeys(CATEGORIES, 0.0)
-    for func, (_, _, tottime, _, _) in stats.items():
-        for category, share in weights(func).items():
-            totals[category] += tottime * share
+        stop.set()
+        sampler.join()
     return totals
 
 
 def study_breakdowns(names: list[str], progress: Callable[[str], None] = lambda name: None) -> dict[str, dict]:
-    """Category seconds and shares for each study's quick profile (in process, seed 0)."""
+    """Category wall seconds and shares for each study's quick profile (in process, seed 0)."""
     from .studies import STUDIES
 
     out = {}
     for name in names:
         progress(f"breakdown: {name}")
-        seconds = profile_breakdown(lambda name=name: STUDIES[name].run("quick", 0))
+        seconds = sampled_breakdown(lambda name=name: STUDIES[name].run("quick", 0))
         total = sum(seconds.values()) or 1.0
         out[name] = {"seconds": seconds, "shares": {k: v / total for k, v in seconds.items()}, "total_s": total}
     return out

@@ -24,6 +24,7 @@ import argparse
 import contextvars
 import json
 import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -35,7 +36,7 @@ from .execution import (
     default_scheduler,
     scheduler,
 )
-from .report import write_index, write_performance, write_study
+from .report import write_index, write_performance, write_run, write_study
 from .studies import PROFILES, STUDIES
 from .validation import check_int
 
@@ -161,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return STUDIES[name].run(args.profile, args.seed, progress), block_cache
 
     worst = 0
+    start = time.perf_counter()
     with scheduler(args.scheduler, args.workers, args.block_paths), \
             ThreadPoolExecutor(args.concurrent_studies) as pool:
         # longest first (by the last report of this profile in OUT), so the last study does not run alone
@@ -179,7 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    print(f"index: {write_index(args.out)}")
+    wall = time.perf_counter() - start
+    workers = 1 if args.scheduler == "sync" else args.workers
+    write_run(args.out, {"command": args.command, "profile": args.profile, "seed": args.seed, "studies": names,
+                         "wall_s": round(wall, 1), "scheduler": args.scheduler, "workers": workers,
+                         "concurrent_studies": args.concurrent_studies, "cores": available_cores()})
+    print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; index: {write_index(args.out)}")
     return worst
 
 

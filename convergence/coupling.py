@@ -17,7 +17,7 @@ import numpy as np
 from .brownian import BrownianBlock, block_sums
 from .noise import CommonNoise
 
-CHUNK_BYTES = 64 * 2**20
+CHUNK_BYTES = 16 * 2**20  # below glibc's 32 MiB mmap threshold: a chunk's buffers are reused, not page-faulted
 
 
 class Stepper(Protocol):
@@ -85,7 +85,7 @@ def token_mean_sq_distance(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def chunk_length(paths: int, entries: int, max_factor: int) -> int:
-    """A multiple of ``max_factor`` fine steps whose increments fit in about 64 MiB."""
+    """A multiple of ``max_factor`` fine steps whose increments fit in about ``CHUNK_BYTES``."""
     per_step = max(1, paths * entries * 8)
     return max_factor * max(1, CHUNK_BYTES // (per_step * max_factor))
 
@@ -118,7 +118,8 @@ def run_coupled(
     while done < fine_steps:
         steps = min(chunk, fine_steps - done)
         fine = block.next(steps)
-        coarse = [block_sums(fine, f) for f in factors]
+        sums = {f: block_sums(fine, f) for f in set(factors)}  # levels on one grid share their increments
+        coarse = [sums[f] for f in factors]
         for k in range(1, steps + 1):
             t = done + k
             for i, (level, f) in enumerate(zip(levels, factors)):

@@ -68,16 +68,6 @@ class FrameNoise(CommonNoise):
         return out
 
 
-def frame_increments(frame: np.ndarray) -> np.ndarray:
-    """The columns (z_1, z_2) in R^4 = plane + frame from the seven numbers, shaped (..., 4, 2)."""
-    dz = np.zeros(frame.shape[:-1] + (4, 2))
-    dz[..., 0, 0], dz[..., 1, 0] = frame[..., 0], frame[..., 1]
-    dz[..., 0, 1], dz[..., 1, 1] = frame[..., 2], frame[..., 3]
-    dz[..., 2, 0] = frame[..., 4]
-    dz[..., 2, 1], dz[..., 3, 1] = frame[..., 5], frame[..., 6]
-    return dz
-
-
 def plane_coordinates(x: np.ndarray) -> np.ndarray:
     """Unit token pairs (paths, 2, D) rotated into R^2: x_1 = (1, 0), x_2 = (c, s) with s >= 0.
 
@@ -123,9 +113,10 @@ class TwoTokenOverlapChain:
     def layer(self, x: np.ndarray, frame: np.ndarray, h: float) -> np.ndarray:
         """One layer from the plane state (paths, 2, 2) and the layer's seven numbers (paths, 7) (scaled by sqrt(h)).
 
-        ``two_token_step`` on x_1 = (1, 0, 0, 0), x_2 = (c, s, 0, 0) and the columns of ``frame_increments``, then
-        ``normalise`` and ``plane_coordinates``, written out coordinate by coordinate: every operation acts on
-        arrays of shape (paths,), not on batches of 4-vectors (3 times faster; equal up to rounding, tests)."""
+        ``two_token_step`` on x_1 = (1, 0, 0, 0), x_2 = (c, s, 0, 0) in R^4 = plane + frame with the columns
+        z_1 = (p_1, c_1, 0) and z_2 = (p_2, b, c_2), then ``normalise`` and ``plane_coordinates``, written out
+        coordinate by coordinate: every operation acts on arrays of shape (paths,), not on batches of 4-vectors
+        (1.5-2 times faster; the d-dimensional map on the same Gaussians agrees to 1e-13, tests)."""
         c, s = x[..., 1, 0], x[..., 1, 1]
         minus, plus, s2 = c - 1.0, c + 1.0, s * s  # x_2 - x_1 = (c - 1, s), x_1 + x_2 = (c + 1, s)
         r11, r12, r22 = factor_from_products(plus * plus + s2, minus * minus + s2, plus * minus + s2, self.model.beta)

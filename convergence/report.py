@@ -206,6 +206,26 @@ def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
     return paths
 
 
+RUN_FILE = "run.json"
+
+
+def write_run(out: Path, run: dict) -> Path:
+    """``run.json``: how the last ``run`` / ``report`` in ``out`` ran (studies, wall time, workers, concurrency)."""
+    path = Path(out) / RUN_FILE
+    atomic_write(path, (json.dumps(run, indent=2) + "\n").encode())
+    return path
+
+
+def _run_line(out: Path) -> list[str]:
+    try:
+        run = json.loads((out / RUN_FILE).read_text())
+        return [f"Last run (`{run['command']}`, profile {run['profile']}, {len(run['studies'])} studies, "
+                f"{run['concurrent_studies']} at a time on {run['workers']} {run['scheduler']} worker(s) of "
+                f"{run['cores']} cores): **{run['wall_s']:.0f} s wall** from start to the last report.", ""]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
 def write_index(out: Path) -> Path:
     """``index.md``: every study whose JSON is in ``out``, with its verdict, profile and time."""
     out = Path(out)
@@ -234,11 +254,13 @@ def write_index(out: Path) -> Path:
                     f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {rate_text} | {summary} |")
     lines = ["# Verification reports", "",
              "Family-wise rate: the Bonferroni bound on the probability that the study fails when every claim holds.", "",
-             "Time: wall seconds of the study; CPU: seconds of CPU used by its process and its dask workers (the "
-             "ratio shows how well it used the cores).", "",
+             "Time: wall seconds of the study, from its start to its result (studies run side by side share the "
+             "workers, so a study's time includes waiting for them); CPU: seconds of CPU charged to the study (its "
+             "own thread and every block the dask workers ran for it).", "",
+             *_run_line(out),
              "| study | verdict | profile | seed | time (s) | CPU (s) | family-wise rate | checks |",
              "|---|---|---|---|---|---|---|---|", *rows, "",
-             f"Total: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.", ""]
+             f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.", ""]
     symbolic = out / "symbolic.json"
     if symbolic.exists():
         try:
@@ -292,9 +314,9 @@ def performance_markdown(result: dict) -> str:
         from .breakdown import CATEGORIES
         from .breakdown import __doc__ as how
 
-        lines += ["", "## Where each study's time goes (quick profile, in process, under cProfile)", "",
-                  how.strip().split("\n\n")[-1], "",
-                  f"| study | profiled s | {' | '.join(CATEGORIES)} |", "|---|---|" + "---|" * len(CATEGORIES)]
+        lines += ["", "## Where each study's time goes (quick profile, in process, stack sampled)", "",
+                  how.strip().split("\n\n")[1].replace("\n", " "), "",
+                  f"| study | wall s | {' | '.join(CATEGORIES)} |", "|---|---|" + "---|" * len(CATEGORIES)]
         for name, entry in breakdown.items():
             shares = " | ".join(f"{entry['shares'][c]:.0%}" for c in CATEGORIES)
             lines.append(f"| {name} | {entry['total_s']:.0f} | {shares} |")

@@ -23,7 +23,7 @@ plateau, it rejects with probability 90% at this sample size.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,11 +103,15 @@ class StrongData:
     reference_sq: np.ndarray
 
     @classmethod
-    def from_blocks(cls, blocks: list[tuple[np.ndarray, np.ndarray]], design: StrongDesign) -> StrongData:
-        """From the blocks' (final_sq, sup_sq) over every comparison of ``strong_ladder``, in block order."""
+    def from_blocks(cls, blocks: list[tuple[np.ndarray, np.ndarray]], design: StrongDesign,
+                    claim: int = 0) -> StrongData:
+        """From the blocks' (final_sq, sup_sq) over every comparison of ``strong_ladder``, in block order: those of
+        reference number ``claim``."""
         final_sq, sup_sq = concatenate_blocks(blocks)
         n = len(design.depths)
-        return cls(final_sq=final_sq[:, :n], sup_sq=sup_sq[:, :n], reference_sq=final_sq[:, n:])
+        first = claim * (n + len(REFERENCE_LEVELS) - 1)
+        return cls(final_sq=final_sq[:, first:first + n], sup_sq=sup_sq[:, first:first + n],
+                   reference_sq=final_sq[:, first + n:first + n + len(REFERENCE_LEVELS) - 1])
 
 
 def coupled_strong_errors(
@@ -120,10 +124,25 @@ def coupled_strong_errors(
     progress: Callable[[int], None] | None = None,
 ) -> StrongData:
     """Run the coupled experiment over all paths, block by block (blocks do not change any number)."""
+    return coupled_strong_errors_for_claims(layer_map, {"claim": sde}, design, seed, key, initial, progress)["claim"]
+
+
+def coupled_strong_errors_for_claims(
+    layer_map: LayerMap,
+    sdes: Mapping[str, LimitSDE],
+    design: StrongDesign,
+    seed: int,
+    key: Sequence[int],
+    initial: InitialState = uniform_sphere,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, StrongData]:
+    """The coupled experiment against several claimed limits at once: one Brownian path per path and the layer map
+    at every depth are computed once, and each claim adds its reference levels (its numbers equal those of
+    ``coupled_strong_errors`` with that claim alone, bit for bit)."""
     if not layer_map.noise.brownian:
         raise ValueError(f"strong convergence needs Gaussian (Brownian) noise, got law {layer_map.noise.law!r}")
     fine = design.fine_steps
-    levels, comparisons = strong_ladder(design, layer_map, EulerMaruyama(sde))
+    levels, comparisons = strong_ladder(design, layer_map, *(EulerMaruyama(sde) for sde in sdes.values()))
 
     def run_block(start: int, stop: int, advance) -> tuple[np.ndarray, np.ndarray]:
         streams = PathStreams(seed, start, stop, key)
@@ -131,20 +150,24 @@ def coupled_strong_errors(
         run = run_coupled(levels, comparisons, x0, BrownianBlock(layer_map.noise, streams, design.h_fine), fine, advance)
         return run.final_sq, run.sup_sq
 
-    label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}:{sde!r}"
-    return StrongData.from_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress), design)
+    claims = list(sdes.values())
+    label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}:{claims[0]!r}" + "".join(f"+{sde!r}" for sde in claims[1:])
+    blocks = map_blocks(run_block, design.paths, design.block_paths, label, progress)
+    return {name: StrongData.from_blocks(blocks, design, claim) for claim, name in enumerate(sdes)}
 
 
-def strong_ladder(design: StrongDesign, layer, reference) -> tuple[list[Level], list[tuple[int, int]]]:
-    """The strong experiment's levels (the layer at every depth of the design, the reference at the factors
-    ``REFERENCE_LEVELS`` of the fine step) and its comparisons (each depth against the finest reference, each
-    reference level against the next finer one)."""
+def strong_ladder(design: StrongDesign, layer, *references) -> tuple[list[Level], list[tuple[int, int]]]:
+    """The strong experiment's levels (the layer at every depth of the design, then each reference at the factors
+    ``REFERENCE_LEVELS`` of the fine step) and its comparisons, reference by reference (each depth against that
+    reference's finest level, each of its levels against the next finer one)."""
     fine = design.fine_steps
     levels = [Level(f"L={depth}", layer, fine // depth) for depth in design.depths]
-    levels += [Level(f"EM x{f}", reference, f) for f in REFERENCE_LEVELS]
-    ref = len(design.depths)
-    comparisons = [(i, ref) for i in range(len(design.depths))]
-    comparisons += [(ref + j + 1, ref + j) for j in range(len(REFERENCE_LEVELS) - 1)]
+    comparisons = []
+    for reference in references:
+        ref = len(levels)
+        levels += [Level(f"EM x{f}", reference, f) for f in REFERENCE_LEVELS]
+        comparisons += [(i, ref) for i in range(len(design.depths))]
+        comparisons += [(ref + j + 1, ref + j) for j in range(len(REFERENCE_LEVELS) - 1)]
     return levels, comparisons
 
 
@@ -247,4 +270,5 @@ def analyse_strong(
     return checks, panel
 
 
-__all__ = ["CONFIDENCE", "StrongData", "StrongDesign", "analyse_strong", "coupled_strong_errors"]
+__all__ = ["CONFIDENCE", "StrongData", "StrongDesign", "analyse_strong", "coupled_strong_errors",
+           "coupled_strong_errors_for_claims"]

@@ -87,6 +87,23 @@ def test_same_seed_bit_identical_across_block_sizes():
     assert_array_equal(finals[0], finals[1])
 
 
+def test_several_claims_in_one_coupled_run_give_each_claims_own_numbers():
+    """One run against the true limit and a wrong one (drift x 1.2): each claim's distances equal those of its own
+    run bit for bit (shared Brownian paths and layer levels change nothing), and the wrong claim's differ."""
+    from convergence.mutants import DriftScaled
+    from convergence.strong import coupled_strong_errors_for_claims
+
+    model = FedorovModel(tokens=2, dim=4, beta=1.0)
+    design = StrongDesign(depths=(2, 4), reference_factor=8, paths=96, block_paths=64, replicates=100)
+    claims = {"true": model.limit_sde(), "drift x 1.2": DriftScaled(model.limit_sde(), 1.2)}
+    together = coupled_strong_errors_for_claims(model, claims, design, seed=3, key=(5, 1))
+    for name, sde in claims.items():
+        alone = coupled_strong_errors(model, sde, design, seed=3, key=(5, 1))
+        for field in ("final_sq", "sup_sq", "reference_sq"):
+            assert_array_equal(getattr(together[name], field), getattr(alone, field))
+    assert not np.array_equal(together["true"].final_sq, together["drift x 1.2"].final_sq)
+
+
 def test_initial_tokens_do_not_depend_on_depth():
     model = FedorovModel(tokens=2, dim=3, sigma=0.0)
     # With no noise and no mean part the layer is the identity, so the output is the initial state.

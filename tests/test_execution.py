@@ -177,6 +177,9 @@ def test_concurrent_studies_give_the_same_reports_and_each_is_charged_its_own_cp
         assert reports["1"][name]["checks"] == reports["2"][name]["checks"]
     light, heavy = reports["2"]["light"]["cpu_s"], reports["2"]["heavy"]["cpu_s"]
     assert 0 < light < 0.5 * heavy, (light, heavy)
+    run = json.loads((tmp_path / "2" / "run.json").read_text())
+    assert (run["studies"], run["concurrent_studies"], run["workers"]) == (["light", "heavy"], 2, 1)
+    assert f"**{run['wall_s']:.0f} s wall**" in (tmp_path / "2" / "index.md").read_text()
     with pytest.raises(SystemExit):
         main(["run", "light", "--concurrent-studies", "0"])
     assert "--concurrent-studies" in capsys.readouterr().err

@@ -64,7 +64,7 @@ from ..strong import (
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
-    coupled_strong_errors,
+    coupled_strong_errors_for_claims,
 )
 from ..weak import WeakDesign, coupled_observables, limit_check, weak_order
 from .base import ProgressFactory, Study
@@ -338,29 +338,34 @@ def strong_rows(settings: PowerProfile, seed: int, confidence: float) -> list[Ch
     true = model.limit_sde()
     key = (STUDY_KEY, 50)
 
-    def run(sde):
-        data = coupled_strong_errors(model, sde, design, seed, key)
-        return analyse_strong(data, design, {"n": 2, "d": 16}, bootstrap_generator(seed, key), confidence)[0]
-
-    true_checks = run(true)
-    rows = [_true_row("strong", "F n=2 d=16", true_checks)]
-    same_limit_resolution = next(c.resolution for c in true_checks if c.name == "same_limit")
-    seen = set()
+    seen, mutants = set(), []
     for eps in settings.strong_eps:
         for mutant in catalogue(true, eps, stratonovich=False):
             if (mutant.effect is None and mutant.name in seen) or mutant.effect == -eps:
                 continue
             seen.add(mutant.name)
-            inner = run(mutant.sde)
-            row = _row("strong", "F n=2 d=16", mutant.label, mutant.effect, inner, settings.target)
-            plateau = next(c for c in inner if c.name == "same_limit")
-            note = row.note + f"; plateau B = {plateau.estimate:.3g} [{plateau.ci[0]:.3g}, {plateau.ci[1]:.3g}]"
-            relative = None
-            if mutant.name == "drift x (1 + eps)" and plateau.estimate > 0:
-                # B grows like eps^2: the smallest detectable drift error is eps sqrt(resolution / B)
-                relative = float(abs(eps) * np.sqrt(same_limit_resolution / plateau.estimate))
-                note += f"; same_limit sees a drift coefficient error of about {100 * relative:.2g}%"
-            rows.append(replace(row, note=note, resolution=same_limit_resolution, relative_resolution=relative))
+            mutants.append((eps, mutant))
+    # one coupled run for every claim: the Brownian paths and the layer map's ladder are shared
+    claims = {"true": true} | {f"{index}: {mutant.label}": mutant.sde for index, (_, mutant) in enumerate(mutants)}
+    data = coupled_strong_errors_for_claims(model, claims, design, seed, key)
+
+    def analyse(name: str) -> list[Check]:
+        return analyse_strong(data[name], design, {"n": 2, "d": 16}, bootstrap_generator(seed, key), confidence)[0]
+
+    true_checks = analyse("true")
+    rows = [_true_row("strong", "F n=2 d=16", true_checks)]
+    same_limit_resolution = next(c.resolution for c in true_checks if c.name == "same_limit")
+    for name, (eps, mutant) in zip(list(claims)[1:], mutants):
+        inner = analyse(name)
+        row = _row("strong", "F n=2 d=16", mutant.label, mutant.effect, inner, settings.target)
+        plateau = next(c for c in inner if c.name == "same_limit")
+        note = row.note + f"; plateau B = {plateau.estimate:.3g} [{plateau.ci[0]:.3g}, {plateau.ci[1]:.3g}]"
+        relative = None
+        if mutant.name == "drift x (1 + eps)" and plateau.estimate > 0:
+            # B grows like eps^2: the smallest detectable drift error is eps sqrt(resolution / B)
+            relative = float(abs(eps) * np.sqrt(same_limit_resolution / plateau.estimate))
+            note += f"; same_limit sees a drift coefficient error of about {100 * relative:.2g}%"
+        rows.append(replace(row, note=note, resolution=same_limit_resolution, relative_resolution=relative))
     return rows
 
 
