@@ -23,10 +23,11 @@ from __future__ import annotations
 import argparse
 import contextvars
 import json
+import queue
 import sys
+import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from .execution import (
@@ -163,24 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     worst = 0
     start = time.perf_counter()
-    with scheduler(args.scheduler, args.workers, args.block_paths), \
-            ThreadPoolExecutor(args.concurrent_studies) as pool:
-        # longest first (by the last report of this profile in OUT), so the last study does not run alone
-        pending = {pool.submit(contextvars.copy_context().run, run_study, name): name
-                   for name in sorted(names, key=lambda name: -_previous_cpu(args.out, name, args.profile))}
-        try:
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    name = pending.pop(future)
-                    result, block_cache = future.result()
-                    paths = write_study(result, args.out)  # written here: plotting stays in the main thread
-                    print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
-                          f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}")
-                    worst = max(worst, {"pass": 0, "inconclusive": 0, "fail": 1}[result.verdict])
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    # longest first (by the last report of this profile in OUT), so the last study does not run alone
+    order = sorted(names, key=lambda name: -_previous_cpu(args.out, name, args.profile))
+    with scheduler(args.scheduler, args.workers, args.block_paths):
+        for name, result, block_cache in _concurrently(run_study, order, args.concurrent_studies):
+            paths = write_study(result, args.out)  # written here: plotting stays in the main thread
+            print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
+                  f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}")
+            worst = max(worst, {"pass": 0, "inconclusive": 0, "fail": 1}[result.verdict])
     wall = time.perf_counter() - start
     workers = 1 if args.scheduler == "sync" else args.workers
     write_run(args.out, {"command": args.command, "profile": args.profile, "seed": args.seed, "studies": names,
@@ -188,6 +179,36 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "concurrent_studies": args.concurrent_studies, "cores": available_cores()})
     print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; index: {write_index(args.out)}")
     return worst
+
+
+def _concurrently(run_study, names: list[str], threads: int):
+    """Yield ``(name, *run_study(name))`` as studies finish, ``threads`` at a time, each in a daemon thread with a copy
+    of the caller's context (its execution). An error in a study is raised here; on an interrupt the caller leaves
+    at once (daemon threads do not hold the process; finished blocks are in the cache)."""
+    todo, done = queue.SimpleQueue(), queue.SimpleQueue()
+    for name in names:
+        todo.put(name)
+
+    def worker() -> None:
+        while True:
+            try:
+                name = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((name, run_study(name), None))
+            except BaseException as error:  # handed to the main thread
+                done.put((name, None, error))
+                return
+
+    context = contextvars.copy_context()
+    for _ in range(min(threads, len(names))):
+        threading.Thread(target=context.copy().run, args=(worker,), daemon=True).start()
+    for _ in names:
+        name, outcome, error = done.get()
+        if error is not None:
+            raise error
+        yield (name, *outcome)
 
 
 def _previous_cpu(out: Path, name: str, profile: str) -> float:
