@@ -150,8 +150,7 @@ def coupled_strong_errors_for_claims(
         run = run_coupled(levels, comparisons, x0, BrownianBlock(layer_map.noise, streams, design.h_fine), fine, advance)
         return run.final_sq, run.sup_sq
 
-    claims = list(sdes.values())
-    label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}:{claims[0]!r}" + "".join(f"+{sde!r}" for sde in claims[1:])
+    label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}:" + "+".join(map(repr, sdes.values()))
     blocks = map_blocks(run_block, design.paths, design.block_paths, label, progress)
     return {name: StrongData.from_blocks(blocks, design, claim) for claim, name in enumerate(sdes)}
 
