@@ -52,7 +52,8 @@ class PathStreams:
         blocks = range(start // SEED_BLOCK, -(-stop // SEED_BLOCK))
         pairs = [seed_block_sequence(seed, b, key).spawn(2) for b in blocks]
         self._initial = [np.random.Generator(np.random.PCG64(init)) for init, _ in pairs]
-        self._noise = [np.random.Generator(np.random.PCG64(noise)) for _, noise in pairs]
+        # the noise is most of a study's random numbers: SFC64 draws normals 25% faster than PCG64
+        self._noise = [np.random.Generator(np.random.SFC64(noise)) for _, noise in pairs]
         self._noise_state = [{} for _ in pairs]  # per seed block: what a noise keeps across chunks of steps
         self.paths = stop - start
 

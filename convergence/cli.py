@@ -157,15 +157,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = _progress_factory(sys.stderr.isatty())
     cache_dir = args.cache if args.cache is not None else args.out / ".cache"
 
+    worst, timeline = 0, []
+    start = time.perf_counter()
+
     def run_study(name: str):
         scope = {"study": name, "profile": args.profile, "seed": args.seed}
+        began = time.perf_counter() - start
         with caching(cache_dir, scope, resume=args.resume) as block_cache:
-            return STUDIES[name].run(args.profile, args.seed, progress), block_cache
+            result = STUDIES[name].run(args.profile, args.seed, progress)
+        timeline.append({"study": name, "start_s": round(began, 1), "end_s": round(time.perf_counter() - start, 1)})
+        return result, block_cache
 
-    worst = 0
-    start = time.perf_counter()
+    cores = available_cores()
     # longest first (by the last report of this profile in OUT), so the last study does not run alone
-    order = sorted(names, key=lambda name: -_previous_cpu(args.out, name, args.profile))
+    order = sorted(names, key=lambda name: -_previous_wall(args.out, name, args.profile, cores))
     with scheduler(args.scheduler, args.workers, args.block_paths):
         for name, result, block_cache in _concurrently(run_study, order, args.concurrent_studies):
             paths = write_study(result, args.out)  # written here: plotting stays in the main thread
@@ -176,7 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     workers = 1 if args.scheduler == "sync" else args.workers
     write_run(args.out, {"command": args.command, "profile": args.profile, "seed": args.seed, "studies": names,
                          "wall_s": round(wall, 1), "scheduler": args.scheduler, "workers": workers,
-                         "concurrent_studies": args.concurrent_studies, "cores": available_cores()})
+                         "concurrent_studies": args.concurrent_studies, "cores": cores,
+                         "timeline": sorted(timeline, key=lambda row: row["start_s"])})
     print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; index: {write_index(args.out)}")
     return worst
 
@@ -211,10 +217,17 @@ def _concurrently(run_study, names: list[str], threads: int):
         yield (name, *outcome)
 
 
-def _previous_cpu(out: Path, name: str, profile: str) -> float:
-    """CPU seconds of the study's last report of ``profile`` in ``out`` (0 when there is none)."""
+def _previous_wall(out: Path, name: str, profile: str, cores: int) -> float:
+    """The shortest wall time the study's last report of ``profile`` in ``out`` allows on ``cores``: its serial CPU
+    seconds plus the rest spread over the cores (a report without its serial CPU: its wall time; no report: 0)."""
     try:
         data = json.loads((out / f"{name}.json").read_text())
     except (OSError, ValueError):
         return 0.0
-    return float(data.get("cpu_s", 0.0)) if data.get("profile") == profile else 0.0
+    if data.get("profile") != profile:
+        return 0.0
+    if "serial_cpu_s" not in data:
+        return float(data.get("elapsed_s", 0.0))
+    cpu = float(data.get("cpu_s", 0.0))
+    serial = min(cpu, float(data["serial_cpu_s"]))
+    return serial + (cpu - serial) / cores

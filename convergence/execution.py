@@ -64,16 +64,31 @@ def default_scheduler() -> tuple[str, int]:
 _REMOTE_CPU: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("remote_cpu", default=None)
 
 
+@dataclass
+class CpuClock:
+    """CPU seconds used inside a ``cpu_meter`` block, split into this thread's own (serial) work and the blocks
+    dask workers ran for it."""
+
+    _thread_start: float
+    _remote: list[float]
+
+    def serial(self) -> float:
+        """This thread's CPU seconds (in-process blocks included): work no worker can take over."""
+        return time.thread_time() - self._thread_start
+
+    def total(self) -> float:
+        return self.serial() + self._remote[0]
+
+
 @contextlib.contextmanager
-def cpu_meter() -> Iterator[Callable[[], float]]:
-    """Yield a function giving the CPU seconds used so far inside the ``with``: this thread's (in-process blocks
+def cpu_meter() -> Iterator[CpuClock]:
+    """Yield a ``CpuClock`` of the CPU seconds used so far inside the ``with``: this thread's (in-process blocks
     included) plus every block that dask workers ran for it (each measured on its worker). Exact under
     concurrency: two studies run side by side in two threads are each charged only their own work."""
     remote = [0.0]
     token = _REMOTE_CPU.set(remote)
-    start = time.thread_time()
     try:
-        yield lambda: time.thread_time() - start + remote[0]
+        yield CpuClock(time.thread_time(), remote)
     finally:
         _REMOTE_CPU.reset(token)
 

@@ -135,7 +135,7 @@ def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed:
     entries, deltas = [], []
     for block, start in enumerate(range(0, design.samples, SAMPLE_BLOCK)):
         size = min(SAMPLE_BLOCK, design.samples - start)
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, block))))
+        rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(*key, block))))
         drawn = noise.standard(rng, (size, *noise.shape))
         xs = np.broadcast_to(x, (size, *x.shape)).copy()
         deltas.append(np.stack([(layer_map.layer(xs, (noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(size, -1)

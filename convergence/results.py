@@ -94,6 +94,7 @@ class StudyResult:
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     cpu_s: float = 0.0  # CPU seconds of the study: its own thread and the dask blocks run for it
+    serial_cpu_s: float = 0.0  # of which its own thread's (work that no worker takes over)
     versions: dict = field(default_factory=dict)
 
     @property
@@ -115,6 +116,7 @@ class StudyResult:
             "family_wise_false_failure_rate": self.family_wise_rate,
             "elapsed_s": self.elapsed_s,
             "cpu_s": self.cpu_s,
+            "serial_cpu_s": self.serial_cpu_s,
             "params": self.params,
             "versions": self.versions,
             "checks": [check.to_dict() for check in self.checks],

@@ -183,3 +183,24 @@ def test_concurrent_studies_give_the_same_reports_and_each_is_charged_its_own_cp
     with pytest.raises(SystemExit):
         main(["run", "light", "--concurrent-studies", "0"])
     assert "--concurrent-studies" in capsys.readouterr().err
+
+
+def test_studies_start_in_order_of_the_wall_time_their_last_report_allows(tmp_path, monkeypatch):
+    """A study whose last report had more serial CPU starts first even with less CPU in all (its serial part cannot
+    be spread over workers); the run records when each study ran, and each report its serial CPU."""
+    from convergence.studies import STUDIES
+
+    monkeypatch.setitem(STUDIES, "light", _burning_study("light", 2))
+    monkeypatch.setitem(STUDIES, "heavy", _burning_study("heavy", 3))
+    previous = {"light": (100.0, 90.0), "heavy": (150.0, 0.0)}  # shortest walls on 2 cores: 95 s and 75 s
+    for name, (cpu, serial) in previous.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({"profile": "quick", "cpu_s": cpu, "serial_cpu_s": serial}))
+    monkeypatch.setattr("convergence.cli.available_cores", lambda: 2)
+    assert main(["run", "heavy", "light", "--scheduler", "sync", "--concurrent-studies", "1",
+                 "--out", str(tmp_path)]) == 0
+    timeline = json.loads((tmp_path / "run.json").read_text())["timeline"]
+    assert [row["study"] for row in timeline] == ["light", "heavy"]
+    assert timeline[0]["start_s"] <= timeline[0]["end_s"] <= timeline[1]["start_s"] <= timeline[1]["end_s"]
+    for name in previous:
+        data = json.loads((tmp_path / f"{name}.json").read_text())
+        assert 0 < data["serial_cpu_s"] <= data["cpu_s"]

@@ -111,16 +111,18 @@ def _pooled(checks: list[Check], name: str) -> Check | None:
     return next((c for c in checks if c.name == name and c.config.get("state") == "pooled"), None)
 
 
-def _row(kind: str, model: str, label: str, effect, checks: list[Check], target: float) -> Check:
-    """A study check: the mutant must be rejected (its inner verdict ``fail``)."""
+def _row(kind: str, model: str, label: str, effect, checks: list[Check], target: float, unresolved: str = "") -> Check:
+    """A study check: the mutant must be rejected (its inner verdict ``fail``). It is a claim when the mutant is
+    structural or its effect is at least the profile's ``target``, unless ``unresolved`` says why the check cannot see
+    it (then a finding)."""
     inner = _verdict(checks)
     failed = sorted({c.name for c in checks if c.verdict == FAIL})
-    claim = effect is None or abs(effect) >= target - 1e-12
+    claim = (effect is None or abs(effect) >= target - 1e-12) and not unresolved
     verdict = PASS if inner == FAIL else (INCONCLUSIVE if inner == INCONCLUSIVE else FAIL)
     drift = _pooled(checks, "drift_scale")
     resolution = None if drift is None else drift.resolution
     note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
-            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}"))
+            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}") + unresolved)
     return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
                  {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=0.0,
                  resolution=resolution, relative_resolution=resolution)
@@ -205,19 +207,29 @@ MEAN_FIELD_EFFECTS = {"k(1) x 1.05": 0.05, "(d-2)/(d-1) in lambda": None, "atten
 
 def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float) -> list[Check]:
     """The chaos study's mean-field checks (zonal limit, weak form of the SPDE) on wrong mean-field drifts and
-    rates, judged on the same recorded data as the true claim (``studies.chaos.mean_field_section``)."""
+    rates, judged on the same recorded data as the true claim (``studies.chaos.mean_field_section``).
+
+    A mutant's effect on such a check is the difference of its statistic and the true claim's on the same paths
+    (a drift term or a decay computed from the same recording). When that effect is below the check's resolution
+    (the effect it rejects with probability ``DETECTION_POWER``) the profile cannot see the mutant, whatever its
+    eps: the row is a finding that says so (a beta 20% off moves the weak form by only ~6% of its drift term)."""
     from .chaos import mean_field_section
 
-    rows = []
+    rows, truth = [], {}
     for check in mean_field_section(profile, seed, near_misses=True, family_alpha=family_alpha):
         label = check.config.get("claim", check.config.get("drift", "true"))
         model = f"{check.config['model']} ({check.name})"
         if label == "true" and check.claim:
+            truth[model] = check
             rows.append(_true_row("mean-field", model, [check]))
         elif label in MEAN_FIELD_EFFECTS:
             effect = MEAN_FIELD_EFFECTS[label]
+            seen = abs(check.estimate - truth[model].estimate)
+            unresolved = "" if seen >= check.resolution else (
+                f"; its effect on this check, {seen:.3g} on the same paths, is below the check's resolution "
+                f"{check.resolution:.3g}: a finding at this profile")
             rows.append(_row("mean-field", model, label if effect is None else f"{label}, eps = {effect:+g}", effect,
-                             [replace(check, claim=True)], target))
+                             [replace(check, claim=True)], target, unresolved))
     return rows
 
 
