@@ -1,5 +1,6 @@
 """The numerical side: layer maps, limit-SDE integrators, Brownian paths, estimators, studies, reports."""
 
+from .agazzi import AgazziModel, AgazziSDE
 from .api import (
     ClaimedSDE,
     Outcome,
@@ -16,6 +17,7 @@ from .api import (
 from .fedorov import FedorovModel, FedorovSDE
 from .hybrid import HybridModel, HybridSDE
 from .integrators import EulerMaruyama
+from .mlp_field import FreshFeatureField, FrozenFeatureField, GaussianField
 from .model import LayerMap, LimitSDE
 from .noise import CommonNoise, matrix_noise, scalar_noise
 from .quadratic_form import QuadraticFormModel
@@ -52,16 +54,3 @@ __all__ = [
     "per_token_noise",
     "scalar_noise",
 ]
-
-# Model A's modules import verify.kernels, which imports convergence.validation: load them on first use so
-# that ``import verify`` and ``import convergence`` work in either order.
-_LAZY = {"AgazziModel": "agazzi", "AgazziSDE": "agazzi", "FreshFeatureField": "mlp_field",
-         "FrozenFeatureField": "mlp_field", "GaussianField": "mlp_field"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        from importlib import import_module
-
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,11 +25,12 @@ from typing import Protocol
 
 import numpy as np
 
+from verify.common.validation import check_int, check_real
+
 from .attention import attention_average, normalise, tangent_projection
 from .ito_drift import normalised_step_drift
 from .model import Wrapper
 from .noise import CommonNoise
-from .validation import check_int, check_real
 
 MAX_BETA = 1e3
 ATTENTION = {"attractive": 1.0, "none": 0.0, "repulsive": -1.0}

@@ -36,6 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
+from verify.common.files import file_stem
+from verify.common.validation import check_int, check_real, check_tokens
+
 from .brownian import InitialState, uniform_sphere
 from .estimators import (
     FAIL,
@@ -52,7 +55,6 @@ from .estimators import (
     z_confidence,
     z_value,
 )
-from .files import file_stem
 from .local import STATES, LocalDesign, local_checks, states_for
 from .model import LayerMap, LimitSDE
 from .noise import CommonNoise, matrix_noise, scalar_noise
@@ -63,7 +65,6 @@ from .strong import (
     bootstrap_generator,
     coupled_strong_errors,
 )
-from .validation import check_int, check_real, check_tokens
 from .weak import WeakDesign, coupled_observables, order_check, weak_order
 
 Step = Callable[[np.ndarray, np.ndarray, float], np.ndarray]

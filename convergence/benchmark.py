@@ -37,6 +37,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from verify.common.validation import check_int
+
 from .brownian import BrownianBlock, PathStreams
 from .cost import cost_curves
 from .coupling import chunk_length
@@ -47,7 +49,6 @@ from .low_rank import coupled_strong_errors_low_rank
 from .reduced import ReducedFedorov
 from .simulate import simulate
 from .strong import StrongDesign, coupled_strong_errors
-from .validation import check_int
 
 LARGE_DIMS = (64, 128)
 STRONG_DEPTHS, STRONG_REFERENCE_FACTOR = (8, 16, 32, 64, 128), 16  # strong-fedorov's quick ladder

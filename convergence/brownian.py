@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from verify.common.validation import check_int
+
 from .noise import CommonNoise
-from .validation import check_int
 
 SEED_BLOCK = 64
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from verify.common.validation import check_int, check_ladder, check_real
+
 from .brownian import BrownianBlock, PathStreams
 from .coupling import Level, common_noise, run_coupled
 from .design import RateTolerance
@@ -46,7 +48,6 @@ from .estimators import (
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
 from .results import Panel, Series
-from .validation import check_int, check_ladder, check_real
 
 TEST_FUNCTIONS = ("x_0", "x_0 x_1", "x_0^2")
 

@@ -30,6 +30,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from verify.common.validation import check_int
+
 from .execution import (
     available_cores,
     caching,
@@ -39,7 +41,6 @@ from .execution import (
 )
 from .report import write_index, write_performance, write_run, write_study
 from .studies import PROFILES, STUDIES
-from .validation import check_int
 
 
 def _out(text: str) -> Path:

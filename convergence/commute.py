@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_int, check_ladder, check_real
+
 from .attention import normalise
 from .brownian import BrownianBlock, PathStreams
 from .coupling import Level, Subsystems, common_noise, run_coupled
@@ -56,7 +58,6 @@ from .execution import concatenate_blocks, map_blocks
 from .integrators import EulerMaruyama
 from .model import LayerMap
 from .results import Heatmap, Panel, Series
-from .validation import check_int, check_ladder, check_real
 
 TOKEN_DEGREE = 2  # N -> infinity: V_N = U + b/N + c/N^2 (small N are far from the 1/N regime)
 SMOOTH_CROSS_TERMS = ((1, 1), (2, 1), (1, 2))  # h/N, h^2/N, h/N^2: interactions that vanish as N, L grow

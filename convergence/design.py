@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_int, check_real
+
 from .estimators import CONFIDENCE, Check, OrderFit, detectable_effect, order_verdict
-from .validation import check_int, check_real
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from verify.common.files import atomic_write
+from verify.common.validation import check_int
+
 from .brownian import compute_blocks
-from .files import atomic_write
-from .validation import check_int
 
 SCHEDULERS = ("sync", "processes")  # or a scheduler address tcp://host:port
 MMAP_THRESHOLD = 32 * 2**20  # glibc's largest mmap threshold
@@ -105,7 +106,7 @@ def check_scheduler(scheduler: str) -> str:
 @cache
 def package_fingerprint() -> str:
     """SHA-256 of the package version and of every source file of ``convergence`` and ``verify``."""
-    from .results import package_versions
+    from verify.common.versions import package_versions
 
     digest = hashlib.sha256(json.dumps(package_versions(), sort_keys=True).encode())
     root = Path(__file__).resolve().parent.parent

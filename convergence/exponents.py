@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_int, check_real
+
 from .brownian import PathStreams, uniform_sphere
 from .design import RecordGrid
 from .estimators import (
@@ -39,7 +41,6 @@ from .estimators import (
 )
 from .model import LayerMap
 from .simulate import record_at_two_steps
-from .validation import check_int, check_real
 
 
 @dataclass(frozen=True, kw_only=True)

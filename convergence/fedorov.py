@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from verify.common.validation import check_choice, check_int, check_matrix, check_real
+
 from .attention import attention_average, normalise
 from .ito_drift import NormalisedLayerLimit
 from .noise import ENTRY_LAWS, CommonNoise, matrix_noise
-from .validation import check_choice, check_int, check_matrix, check_real
 
 MAX_BETA = 1e3
 

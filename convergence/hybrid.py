@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_choice, check_int, check_real
+
 from .attention import normalise, scaled_unnormalised_attention
 from .fedorov import MAX_BETA
 from .ito_drift import NormalisedLayerLimit
 from .noise import ENTRY_LAWS, CommonNoise, scalar_noise
-from .validation import check_choice, check_int, check_real
 
 # exp(beta) must stay finite in the limit SDE, whose coefficients are not scale-free.
 MAX_SDE_BETA = 700.0

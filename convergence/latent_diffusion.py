@@ -22,9 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_choice, check_int
 from verify.latent_stopping import STARTS
-
-from .validation import check_choice, check_int
 
 METHODS = ("sde", "ode")
 

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_int
+
 from .brownian import BrownianBlock, PathStreams, block_sums
 from .execution import concatenate_blocks, map_blocks
 from .latent_diffusion import LatentSampler
 from .noise import CommonNoise
-from .validation import check_int
 
 CHUNK_STEPS = 64
 

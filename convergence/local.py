@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from verify.common.validation import check_int, check_real
+
 from .estimators import (
     FAIL,
     FAMILY_ALPHA,
@@ -52,7 +54,6 @@ from .estimators import (
     z_value,
 )
 from .model import LayerMap, LimitSDE
-from .validation import check_int, check_real
 
 SAMPLE_BLOCK = 4096
 PROBES = 4  # random probe directions of the covariance, besides each token's radial direction

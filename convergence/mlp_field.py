@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from verify.activations import activation
+from verify.common.validation import check_int
 from verify.kernels import Kernel, KernelSpec, kernel
 
 from .noise import CommonNoise
-from .validation import check_int
 
 
 def symmetric_sqrt(k: np.ndarray) -> np.ndarray:

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_int
+
 from .attention import normalise
 from .noise import CommonNoise, matrix_noise
-from .validation import check_int
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from verify.common.files import atomic_write
+
 from .estimators import confidence_label, json_safe
-from .files import atomic_write
 from .results import Heatmap, Panel, Plot, StudyResult
 
 

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import platform
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 
 from .estimators import Check, OrderFit, combine_verdicts
-
-PACKAGES = ("depth-limits", "numpy", "scipy", "sympy", "mpmath", "matplotlib")
 
 
 @dataclass(frozen=True)
@@ -124,14 +120,3 @@ class StudyResult:
             "plots": {name: [asdict(plot) for plot in plots] for name, plots in self.plots.items()},
             "notes": self.notes,
         }
-
-
-def package_versions() -> dict:
-    """Versions of Python and of the packages that produced a result."""
-    versions = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions

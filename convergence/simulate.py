@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from verify.common.validation import check_int, check_real
+
 from .brownian import (
     BrownianBlock,
     InitialState,
@@ -21,7 +23,6 @@ from .coupling import Level, run_coupled, run_recorded
 from .design import RecordGrid
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
-from .validation import check_int, check_real
 
 
 def simulate(

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_int
+
 from .brownian import (
     BrownianBlock,
     InitialState,
@@ -58,7 +60,6 @@ from .execution import concatenate_blocks, map_blocks
 from .integrators import EulerMaruyama
 from .model import LayerMap, LimitSDE
 from .results import Panel, Series
-from .validation import check_int
 
 REFERENCE_LEVELS = (1, 2, 4, 8)
 BOOTSTRAP_STREAM = 0

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_ladder
+
 from .brownian import BrownianBlock, InitialState, PathStreams
 from .coupling import Level, run_coupled
 from .design import DepthLadder
@@ -39,7 +41,6 @@ from .estimators import (
 from .execution import concatenate_blocks, map_blocks
 from .model import LayerMap
 from .results import Series
-from .validation import check_ladder
 
 Observable = Callable[[np.ndarray], np.ndarray]
 

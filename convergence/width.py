@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.activations import activation
+from verify.common.validation import check_int, check_ladder, check_real
 from verify.kernels import KernelSpec, kernel
 
 from .agazzi import attention_half_step
@@ -50,7 +51,6 @@ from .execution import concatenate_blocks, map_blocks
 from .mlp_field import half_squared_distances, preactivations, symmetric_sqrt
 from .noise import CommonNoise
 from .results import Panel, Series
-from .validation import check_int, check_ladder, check_real
 
 
 @dataclass(frozen=True, kw_only=True)

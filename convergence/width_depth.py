@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.common.validation import check_int, check_ladder, check_real
 from verify.kernels import KernelSpec
 
 from .agazzi import AgazziModel
@@ -45,7 +46,6 @@ from .estimators import (
 from .execution import concatenate_blocks, map_blocks
 from .mlp_field import FreshFeatureField, GaussianField
 from .results import Heatmap
-from .validation import check_int, check_ladder, check_real
 
 FieldFactory = Callable[[KernelSpec, int], FreshFeatureField]
 

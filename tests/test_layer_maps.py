@@ -154,3 +154,20 @@ def test_attention_average_is_the_shifted_softmax_and_does_not_depend_on_the_bat
     assert_allclose(batch, reference, rtol=1e-13, atol=1e-15)
     for p in range(3):
         np.testing.assert_array_equal(attention_average(x[p:p + 1], beta)[0], batch[p])
+
+
+@pytest.mark.parametrize("name", ["fedorov", "hybrid"])
+def test_layer_maps_equal_the_independent_ones_verify_cross_checks(name):
+    """``verify.crosscheck`` writes models F and H from MATH.md without this package; both must agree on the same
+    noise (at random token pairs, not only the check's configuration)."""
+    from verify import crosscheck
+
+    dim, h, params = 4, 0.01, crosscheck.PARAMS
+    ours = {"fedorov": FedorovModel(2, dim, params["beta"], sigma=params["sigma"], mean_value=params["m"] * np.eye(dim)),
+            "hybrid": HybridModel(dim, params["beta"], params["eps"], law="gaussian")}[name]
+    draw, theirs = crosscheck.samplers(dim)[name]
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((500, 2, dim))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    noise = draw(rng, 500, h)
+    np.testing.assert_allclose(ours.layer(x, noise, h), theirs(x, noise, h), rtol=0, atol=1e-14)

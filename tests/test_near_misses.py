@@ -21,10 +21,10 @@ from convergence.estimators import (
     limit_verdict,
     order_verdict,
 )
-from convergence.files import file_stem
 from convergence.mutants import catalogue
 from convergence.report import to_json
 from convergence.results import StudyResult
+from verify.common.files import file_stem
 
 EPS = 0.01  # the local check must see a 1% coefficient error
 

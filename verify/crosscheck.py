@@ -8,8 +8,9 @@ are fitted by weighted least squares as ``D(h) = L + c h``; the check passes whe
 within 4 standard errors (false-failure rate about 6e-5 under the normal approximation) plus a bias
 allowance ``|c| h_min`` (the size of the next-order term) of the derived value.
 
-The layer maps are the numerical side's own (``convergence``) where they exist; model A's two
-half-steps and the quadratic form's Euler step are written here with numpy.
+The layer maps are written here with numpy from MATH.md's statements, independently of the numerical side
+(``convergence``, which ``verify`` never imports); ``convergence``'s own layer maps are checked against these
+derived generators by its conformance tests.
 """
 
 from __future__ import annotations
@@ -80,12 +81,28 @@ def _normalise(y: np.ndarray) -> np.ndarray:
     return y / np.linalg.norm(y, axis=-1, keepdims=True)
 
 
-def _agazzi_layer(x, g_noise, h):
-    """Model A: Y = N(X + h v a(X)), beta-softmax attention; X' = N(Y + G(Y)) with G ~ sqrt(h) field."""
+def _softmax_average(x: np.ndarray) -> np.ndarray:
+    """a_i = sum_j softmax_j(beta <x_i, x_j>) x_j (row maximum subtracted)."""
     scores = PARAMS["beta"] * x @ np.swapaxes(x, -1, -2)
     w = np.exp(scores - scores.max(-1, keepdims=True))
-    a = (w / w.sum(-1, keepdims=True)) @ x
-    y = _normalise(x + h * PARAMS["v"] * a)
+    return (w / w.sum(-1, keepdims=True)) @ x
+
+
+def _fedorov_layer(x, dw, h):
+    """Model F with mean value M = m I: N(x_i + h M a_i + dW a_i), dW = sqrt(h) Z with entries N(0, sigma^2)."""
+    a = _softmax_average(x)
+    return _normalise(x + a @ np.swapaxes(dw, -1, -2) + h * PARAMS["m"] * a)
+
+
+def _hybrid_layer(x, xi, h):
+    """The hybrid model: N(x_i + (h + eps sqrt(h) xi) u_i), u_i = (1/n) sum_j exp(beta <x_i, x_j>) x_j."""
+    u = np.exp(PARAMS["beta"] * x @ np.swapaxes(x, -1, -2)) @ x / x.shape[-2]
+    return _normalise(x + (h + PARAMS["eps"] * xi)[:, None, None] * u)
+
+
+def _agazzi_layer(x, g_noise, h):
+    """Model A: Y = N(X + h v a(X)), beta-softmax attention; X' = N(Y + G(Y)) with G ~ sqrt(h) field."""
+    y = _normalise(x + h * PARAMS["v"] * _softmax_average(x))
     c0, c1, c2 = PARAMS["kernel"]
     u = np.sum(y[:, 0] * y[:, 1], axis=-1)
     k11 = c0 + c1 + c2
@@ -98,27 +115,25 @@ def _agazzi_layer(x, g_noise, h):
     return _normalise(y + field)
 
 
-def _samplers(dim: int) -> dict[str, tuple[Callable, Callable]]:
-    """model -> (draw(rng, pairs, h) -> noise, layer(x, noise, h))."""
-    from convergence.fedorov import FedorovModel
-    from convergence.hybrid import HybridModel
+def _quadratic_form_layer(x, dq, h):
+    return _normalise(x - x @ dq)  # dq symmetric: (dQ x_i)^T = x_i^T dQ
 
-    fedorov = FedorovModel(tokens=2, dim=dim, beta=PARAMS["beta"], sigma=PARAMS["sigma"],
-                           mean_value=PARAMS["m"] * np.eye(dim))
-    hybrid = HybridModel(dim=dim, beta=PARAMS["beta"], eps=PARAMS["eps"], law="gaussian")
 
-    def quadratic_form_layer(x, dq, h):
-        return _normalise(x - x @ dq)  # dq symmetric: (dQ x_i)^T = x_i^T dQ
+def samplers(dim: int) -> dict[str, tuple[Callable, Callable]]:
+    """model -> (draw(rng, pairs, h) -> noise, layer(x, noise, h)); every noise is symmetric in law."""
+
+    def value_matrices(rng, pairs, h):
+        return PARAMS["sigma"] * np.sqrt(h) * rng.standard_normal((pairs, dim, dim))
 
     def symmetric(rng, pairs, h):
         b = rng.standard_normal((pairs, dim, dim))
         return np.sqrt(h) * (b + np.swapaxes(b, -1, -2)) / np.sqrt(2)
 
     return {
-        "fedorov": (lambda rng, pairs, h: fedorov.noise.increments(rng, pairs, h), fedorov.layer),
-        "hybrid": (lambda rng, pairs, h: hybrid.noise.increments(rng, pairs, h), hybrid.layer),
+        "fedorov": (value_matrices, _fedorov_layer),
+        "hybrid": (lambda rng, pairs, h: np.sqrt(h) * rng.standard_normal(pairs), _hybrid_layer),
         "agazzi": (lambda rng, pairs, h: rng.standard_normal((pairs, 2, dim)), _agazzi_layer),
-        "quadratic_form": (symmetric, quadratic_form_layer),
+        "quadratic_form": (symmetric, _quadratic_form_layer),
     }
 
 
@@ -139,7 +154,7 @@ def one_step_check(model: str, observable: str, dim: int = 4, rho: float = 0.3, 
                    seed: int = 0, steps=STEPS) -> OneStepCheck:
     """Estimate D(h) at ``steps`` and compare its extrapolation with the derived generator."""
     f_sym, f_num = TEST_FUNCTIONS[observable]
-    draw, layer = _samplers(dim)[model]
+    draw, layer = samplers(dim)[model]
     x = configuration(dim, rho)
     f0 = f_num(rho)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(dim, list(TEST_FUNCTIONS).index(observable))))

@@ -31,9 +31,8 @@ import numpy as np
 from numpy.polynomial import Chebyshev
 from numpy.polynomial.hermite import hermgauss
 
-from convergence.validation import check_int, check_real
-
 from .activations import activation
+from .common.validation import check_int, check_real
 
 GAUSS_HERMITE_NODES = 96
 CHEBYSHEV_DEGREE = 64

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import sympy as sp
 
-from convergence.files import atomic_write
-from convergence.results import package_versions
-
+from .common.files import atomic_write
+from .common.versions import package_versions
 from .derivations import Derivation
 
 

@@ -37,9 +37,8 @@ import flint
 import mpmath
 import numpy as np
 
-from convergence.validation import check_real
-
 from .certified import precision, to_mpf
+from .common.validation import check_real
 from .kernels import (
     GAUSS_HERMITE_NODES,
     KernelSpec,

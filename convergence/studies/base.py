@@ -6,9 +6,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from verify.common.validation import check_choice, check_int
+from verify.common.versions import package_versions
+
 from ..execution import cpu_meter
-from ..results import StudyResult, package_versions
-from ..validation import check_choice, check_int
+from ..results import StudyResult
 
 PROFILES = ("quick", "full")
 
