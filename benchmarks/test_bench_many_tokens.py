@@ -6,9 +6,9 @@
 import numpy as np
 import pytest
 
-from convergence.agazzi import AgazziModel
-from convergence.fedorov import FedorovModel
-from convergence.mlp_field import FreshFeatureField
+from convergence.models.agazzi import AgazziModel
+from convergence.models.fedorov import FedorovModel
+from convergence.models.mlp_field import FreshFeatureField
 from verify.kernels import KernelSpec
 
 TOKENS, DIM = 4096, 16

@@ -1,6 +1,6 @@
 """Benchmarks (not part of the default test run): ``python -m pytest benchmarks``.
 
-The workloads of ``convergence.benchmark`` (model F, n = 2, d = 16, 4096 paths, 64 steps) under
+The workloads of ``convergence.performance.benchmark`` (model F, n = 2, d = 16, 4096 paths, 64 steps) under
 pytest-benchmark; ``extra_info`` holds path-steps per second. ``python -m convergence bench`` runs the
 same measurements side by side (with the process cluster and the peers) and writes the ratios.
 """
@@ -8,17 +8,17 @@ same measurements side by side (with the process cluster and the peers) and writ
 import numpy as np
 import pytest
 
-from convergence.benchmark import (
+from convergence.models.fedorov import FedorovModel
+from convergence.models.fedorov_reduced import ReducedFedorov
+from convergence.paths.integrators import EulerMaruyama
+from convergence.paths.simulate import simulate
+from convergence.performance.benchmark import (
     BenchConfig,
     diffrax_euler,
     draw_only,
     per_path_loop,
     torchsde_euler,
 )
-from convergence.fedorov import FedorovModel
-from convergence.integrators import EulerMaruyama
-from convergence.reduced import ReducedFedorov
-from convergence.simulate import simulate
 
 CONFIG = BenchConfig()
 H = 1.0 / CONFIG.steps

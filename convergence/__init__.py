@@ -1,6 +1,5 @@
 """The numerical side: layer maps, limit-SDE integrators, Brownian paths, estimators, studies, reports."""
 
-from .agazzi import AgazziModel, AgazziSDE
 from .api import (
     ClaimedSDE,
     Outcome,
@@ -14,14 +13,15 @@ from .api import (
     limit_sde,
     per_token_noise,
 )
-from .fedorov import FedorovModel, FedorovSDE
-from .hybrid import HybridModel, HybridSDE
-from .integrators import EulerMaruyama
-from .mlp_field import FreshFeatureField, FrozenFeatureField, GaussianField
-from .model import LayerMap, LimitSDE
-from .noise import CommonNoise, matrix_noise, scalar_noise
-from .quadratic_form import QuadraticFormModel
-from .reduced import ReducedFedorov, ReducedFedorovSDE
+from .models.agazzi import AgazziModel, AgazziSDE
+from .models.fedorov import FedorovModel, FedorovSDE
+from .models.fedorov_reduced import ReducedFedorov, ReducedFedorovSDE
+from .models.hybrid import HybridModel, HybridSDE
+from .models.mlp_field import FreshFeatureField, FrozenFeatureField, GaussianField
+from .models.noise import CommonNoise, matrix_noise, scalar_noise
+from .models.protocols import LayerMap, LimitSDE
+from .models.quadratic_form import QuadraticFormModel
+from .paths.integrators import EulerMaruyama
 
 __all__ = [
     "AgazziModel",

@@ -17,7 +17,7 @@ and runs
   (the mean-square error's plateau is 0: a wrong SDE fails it). Needs a Gaussian noise.
 * ``check_local_consistency``: at fixed states (uniform, merged, antipodal, near-merged tokens), one step's
   conditional mean and covariance against the claimed drift and diffusion, with the claimed diffusion on the
-  same noise as a control variate and Richardson over h, h/2, h/4 (``convergence.local``): sees a 1% drift
+  same noise as a control variate and Richardson over h, h/2, h/4 (``convergence.experiments.local``): sees a 1% drift
   coefficient error in seconds. Works for any noise law.
 * ``check_weak_order``: coupled differences E f(X^L) - E f(X^{2L}) of a user observable f, order 1.
 * ``check_same_weak_limit``: two layer maps with the same noise law, driven by the same noise, have the
@@ -39,8 +39,20 @@ import numpy as np
 from verify.common.files import file_stem
 from verify.common.validation import check_int, check_real, check_tokens
 
-from .brownian import InitialState, uniform_sphere
-from .estimators import (
+from .experiments.local import STATES, LocalDesign, local_checks, states_for
+from .experiments.strong import (
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors,
+)
+from .experiments.weak import WeakDesign, coupled_observables, order_check, weak_order
+from .models.noise import CommonNoise, matrix_noise, scalar_noise
+from .models.protocols import LayerMap, LimitSDE
+from .output.report import write_study
+from .output.results import Panel, StudyResult
+from .paths.brownian import InitialState, uniform_sphere
+from .statistics.estimators import (
     FAIL,
     INCONCLUSIVE,
     PASS,
@@ -55,17 +67,6 @@ from .estimators import (
     z_confidence,
     z_value,
 )
-from .local import STATES, LocalDesign, local_checks, states_for
-from .model import LayerMap, LimitSDE
-from .noise import CommonNoise, matrix_noise, scalar_noise
-from .results import Panel, StudyResult
-from .strong import (
-    StrongDesign,
-    analyse_strong,
-    bootstrap_generator,
-    coupled_strong_errors,
-)
-from .weak import WeakDesign, coupled_observables, order_check, weak_order
 
 Step = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 Observable = Callable[[np.ndarray], np.ndarray]
@@ -239,8 +240,6 @@ class Outcome:
     def write(self, out: str | Path) -> dict[str, Path]:
         """Write ``<out>/<stem>.{json,md,png}`` like the suite's studies (stem: the title with every character
         other than letters, digits, '.', '_' and '-' replaced by '-', so a title never names a folder)."""
-        from .report import write_study
-
         result = StudyResult(study=file_stem(self.title), profile="user", seed=self.seed, params=self.params,
                              checks=self.checks, panels=self.panels)
         return write_study(result, Path(out))
@@ -374,9 +373,9 @@ def check_local_consistency(
     seed: int = 0,
     title: str = "local consistency",
 ) -> Outcome:
-    """One layer step's conditional moments against the claim (``convergence.local``) at each state.
+    """One layer step's conditional moments against the claim (``convergence.experiments.local``) at each state.
 
-    ``states``: names of ``convergence.local.STATES`` or a mapping name -> array (tokens, d); ``target``: the
+    ``states``: names of ``convergence.experiments.local.STATES`` or a mapping name -> array (tokens, d); ``target``: the
     pooled checks' largest resolution (relative coefficient error) that still decides (a single state's is
     twice that). Each check's resolution is reported; the family-wise false-failure rate over all of them is 1%.
     """

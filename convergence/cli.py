@@ -8,7 +8,7 @@
 ``run`` and ``report`` write ``DIR/<study>.{json,md,png}`` and refresh ``DIR/index.md`` (default
 ``reports/``). A progress bar is shown when standard error is a terminal.
 
-Execution options (``convergence.execution``): ``--scheduler sync|processes|tcp://host:port`` (in process,
+Execution options (``convergence.runtime.execution``): ``--scheduler sync|processes|tcp://host:port`` (in process,
 a local dask cluster of ``--workers`` processes, or an existing dask scheduler; default: processes, one per
 available core, or sync on one core; every number is the same on any scheduler); ``--block-paths N`` (the
 size of the blocks of paths; no number depends on it); every finished block is cached under ``--cache DIR``
@@ -32,14 +32,17 @@ from pathlib import Path
 
 from verify.common.validation import check_int
 
-from .execution import (
+from .output.report import write_index, write_run, write_study
+from .performance.benchmark import BenchConfig, run_benchmarks
+from .performance.breakdown import study_breakdowns
+from .performance.report import write_performance
+from .runtime.execution import (
     available_cores,
     caching,
     check_scheduler,
     default_scheduler,
     scheduler,
 )
-from .report import write_index, write_performance, write_run, write_study
 from .studies import PROFILES, STUDIES
 
 
@@ -139,15 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{study.name:20s} {study.summary}")
         return 0
     if args.command == "bench":
-        from .benchmark import BenchConfig, run_benchmarks
-
         def say(name: str) -> None:
             print(f"measuring {name}", file=sys.stderr, flush=True)
 
         result = run_benchmarks(BenchConfig(paths=args.paths, repeats=args.repeats), progress=say)
         if args.breakdown:
-            from .breakdown import study_breakdowns
-
             result["breakdown"] = study_breakdowns(list(STUDIES), progress=say)
         print(f"performance: {write_performance(result, args.out)['md']}")
         return 0

@@ -8,24 +8,24 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import verify
-from convergence.agazzi import AgazziModel
-from convergence.brownian import BrownianBlock, PathStreams
-from convergence.coupling import Level, run_coupled
-from convergence.energy import interaction_energy
-from convergence.exponents import (
+from convergence.experiments.energy import interaction_energy
+from convergence.experiments.exponents import (
     ExponentDesign,
     mean_square_exponent,
     median_exponent,
     record_log_distances,
 )
-from convergence.mlp_field import (
+from convergence.experiments.width import KernelMatrixNetwork, WidthDesign
+from convergence.models.agazzi import AgazziModel
+from convergence.models.mlp_field import (
     FreshFeatureField,
     FrozenFeatureField,
     GaussianField,
     symmetric_sqrt,
 )
-from convergence.quadratic_form import QuadraticFormModel
-from convergence.width import KernelMatrixNetwork, WidthDesign
+from convergence.models.quadratic_form import QuadraticFormModel
+from convergence.paths.brownian import BrownianBlock, PathStreams
+from convergence.paths.coupling import Level, run_coupled
 from tests.helpers import random_tokens
 from verify.kernels import KernelSpec, kernel
 from verify.synchronisation import attention_energy_rate, certified_infimum

@@ -5,23 +5,27 @@ import json
 import numpy as np
 import pytest
 
-from convergence.agazzi import AgazziModel, AgazziSDE
 from convergence.cli import main
-from convergence.exponents import (
+from convergence.experiments.exponents import (
     ExponentDesign,
     exponent_check,
     mean_square_exponent,
     median_exponent,
     record_log_distances,
 )
-from convergence.mlp_field import GaussianField
-from convergence.strong import (
+from convergence.experiments.strong import (
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
     coupled_strong_errors,
 )
-from convergence.width import WidthDesign, analyse_width, coupled_width_errors
+from convergence.experiments.width import (
+    WidthDesign,
+    analyse_width,
+    coupled_width_errors,
+)
+from convergence.models.agazzi import AgazziModel, AgazziSDE
+from convergence.models.mlp_field import GaussianField
 from verify.kernels import KernelSpec, activation_constants, exponents
 
 

@@ -1,4 +1,4 @@
-"""Schedulers, block sizes and the resumable block cache (``convergence.execution``)."""
+"""Schedulers, block sizes and the resumable block cache (``convergence.runtime.execution``)."""
 
 import json
 import math
@@ -15,9 +15,9 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from convergence.cli import main
-from convergence.execution import BlockCache, caching, map_blocks, scheduler
-from convergence.fedorov import FedorovModel
-from convergence.strong import StrongDesign, coupled_strong_errors
+from convergence.experiments.strong import StrongDesign, coupled_strong_errors
+from convergence.models.fedorov import FedorovModel
+from convergence.runtime.execution import BlockCache, caching, map_blocks, scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,7 +125,7 @@ def test_the_torchsde_peer_integrates_model_f_limit_sde():
     # (dW = sigma v), and g_prod equals its full matrix g applied to v. Skipped (not passed) without the extra.
     torch = pytest.importorskip("torch")
     pytest.importorskip("torchsde")
-    from convergence.benchmark import BenchConfig, torchsde_limit
+    from convergence.performance.benchmark import BenchConfig, torchsde_limit
 
     config, sigma = BenchConfig(paths=8), 0.25
     peer = torchsde_limit(config, sigma)
@@ -143,9 +143,9 @@ def test_the_torchsde_peer_integrates_model_f_limit_sde():
 
 def _burning_study(name: str, cycles: int):
     """A study whose blocks and own thread burn CPU: its estimate is the mean of seeded draws over 4 blocks."""
-    from convergence.estimators import PASS, Check
-    from convergence.execution import map_blocks
-    from convergence.results import StudyResult
+    from convergence.output.results import StudyResult
+    from convergence.runtime.execution import map_blocks
+    from convergence.statistics.estimators import PASS, Check
     from convergence.studies.base import Study
 
     def block(start, stop, progress):

@@ -11,14 +11,14 @@ from numpy.testing import assert_allclose
 
 import verify
 from convergence.cli import main
-from convergence.estimators import bootstrap_counts
-from convergence.frechet import frechet_estimate
-from convergence.latent_diffusion import (
+from convergence.experiments.latent_sampling import LatentDesign, backward_samples
+from convergence.models.latent_diffusion import (
     LatentSampler,
     discrete_variances,
     plugin_variances,
 )
-from convergence.latent_sampling import LatentDesign, backward_samples
+from convergence.statistics.estimators import bootstrap_counts
+from convergence.statistics.frechet import frechet_estimate
 from verify.derivations import latent_diffusion
 from verify.latent_stopping import (
     LatentSetting,
@@ -181,7 +181,7 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
 def test_a_closed_form_with_a_wrong_exponent_fails_along_the_run():
     """Near miss: the closed form with e^{-t} off by 2% (t -> 1.02 t) everywhere but at t = T (where the exact score
     makes both vanish) fails the exact-algebra convergence check along the run; the true closed form passes."""
-    from convergence.latent_diffusion import LatentSampler
+    from convergence.models.latent_diffusion import LatentSampler
     from convergence.studies.ldm_stopping import (
         HORIZON,
         SPECTRA,

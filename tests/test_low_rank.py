@@ -5,22 +5,22 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from convergence.coupling import Level, run_coupled
-from convergence.fedorov import FedorovModel
-from convergence.integrators import EulerMaruyama
-from convergence.low_rank import (
+from convergence.experiments.strong import (
+    REFERENCE_LEVELS,
+    StrongDesign,
+    coupled_strong_errors,
+    strong_ladder,
+)
+from convergence.experiments.strong_low_rank import (
     FedorovAction,
     FedorovEulerAction,
     coupled_strong_errors_low_rank,
     frame,
     run_low_rank_coupled,
 )
-from convergence.strong import (
-    REFERENCE_LEVELS,
-    StrongDesign,
-    coupled_strong_errors,
-    strong_ladder,
-)
+from convergence.models.fedorov import FedorovModel
+from convergence.paths.coupling import Level, run_coupled
+from convergence.paths.integrators import EulerMaruyama
 
 from .helpers import random_tokens
 

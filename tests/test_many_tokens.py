@@ -9,9 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from convergence import attention
-from convergence.agazzi import AgazziModel
-from convergence.chaos import (
+from convergence.cli import main
+from convergence.experiments.chaos import (
     ChaosData,
     ChaosDesign,
     analyse_chaos,
@@ -21,17 +20,22 @@ from convergence.chaos import (
     sliced_w2_squared,
     w2_squared,
 )
-from convergence.cli import main
-from convergence.commute import CommuteDesign, commute_estimates
-from convergence.coupling import Subsystems
-from convergence.fedorov import FedorovModel
-from convergence.mlp_field import FreshFeatureField, FrozenFeatureField, GaussianField
-from convergence.width_depth import (
+from convergence.experiments.commute import CommuteDesign, commute_estimates
+from convergence.experiments.width_depth import (
     WidthDepthDesign,
     WidthGroups,
     analyse_width_depth,
     width_depth_energies,
 )
+from convergence.models import attention
+from convergence.models.agazzi import AgazziModel
+from convergence.models.fedorov import FedorovModel
+from convergence.models.mlp_field import (
+    FreshFeatureField,
+    FrozenFeatureField,
+    GaussianField,
+)
+from convergence.paths.coupling import Subsystems
 from tests.helpers import random_tokens
 from verify.kernels import KernelSpec
 

@@ -6,15 +6,15 @@ import pytest
 from scipy import stats
 
 import convergence as cv
-from convergence.attention import normalise
-from convergence.configurations import fixed_overlap, overlap
-from convergence.overlap_chain import (
+from convergence.models.attention import normalise
+from convergence.models.fedorov_overlap_chain import (
     FrameNoise,
     TwoTokenOverlapChain,
     plane_coordinates,
 )
-from convergence.reduced import two_token_step
-from convergence.simulate import simulate
+from convergence.models.fedorov_reduced import two_token_step
+from convergence.paths.configurations import fixed_overlap, overlap
+from convergence.paths.simulate import simulate
 
 from .helpers import random_tokens
 
@@ -99,7 +99,7 @@ def test_the_chain_refuses_models_it_does_not_reduce():
 
 def test_the_chain_does_not_depend_on_the_block_size_or_the_chunk_length(monkeypatch):
     """The frame numbers are drawn step by step: any compute block size (hence chunk length) gives the same runs."""
-    import convergence.coupling as coupling
+    import convergence.paths.coupling as coupling
 
     model = cv.FedorovModel(2, 6, beta=1.0, sigma=1.0)
     runs = [simulate(TwoTokenOverlapChain(model), 50, 1.0, 192, 0, (3,), fixed_overlap(0.2), block_paths=b)

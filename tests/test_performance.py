@@ -5,9 +5,14 @@ import json
 import numpy as np
 import pytest
 
-from convergence.cost import CostAxis, cost_curves
-from convergence.report import write_index, write_performance, write_study
-from convergence.results import StudyResult
+from convergence.models.attention import attention_average
+from convergence.models.noise import CommonNoise
+from convergence.output.report import write_index, write_study
+from convergence.output.results import StudyResult
+from convergence.paths.brownian import PathStreams
+from convergence.performance.breakdown import categorise, sampled_breakdown
+from convergence.performance.cost import CostAxis, cost_curves
+from convergence.performance.report import write_performance
 
 
 def test_cost_curve_exponent_is_the_log_log_slope_of_the_upper_sizes():
@@ -38,15 +43,9 @@ def test_index_reports_wall_and_cpu_time(tmp_path):
 
 
 def test_breakdown_charges_numpy_kernels_to_the_suites_function_that_called_them():
-    from convergence.attention import attention_average
-    from convergence.breakdown import categorise, sampled_breakdown
-
-    assert categorise("/x/convergence/brownian.py:increments") == "sampling"
+    assert categorise("/x/convergence/paths/brownian.py:increments") == "sampling"
     assert categorise("/x/sympy/core/add.py:__new__") == "symbolic"
     assert categorise("/x/numpy/lib/_function_base_impl.py:median") == "statistics"
-    from convergence.brownian import PathStreams
-    from convergence.noise import CommonNoise
-
     def work():
         x = PathStreams(0, 0, 64).increments(CommonNoise((256, 5)), 40, 1.0)[:, 0]  # ~30 ms of draws
         for _ in range(10):

@@ -7,14 +7,14 @@ import pytest
 from scipy import special
 
 from convergence.cli import main
-from convergence.fedorov import FedorovModel, FedorovSDE
-from convergence.simulate import simulate
-from convergence.strong import (
+from convergence.experiments.strong import (
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
     coupled_strong_errors,
 )
+from convergence.models.fedorov import FedorovModel, FedorovSDE
+from convergence.paths.simulate import simulate
 
 
 @pytest.fixture(scope="module")

@@ -129,8 +129,8 @@ def test_python_m_verify_writes_reports(tmp_path, capsys):
 
 @pytest.mark.parametrize("model_name", ["fedorov", "hybrid"])
 def test_numerical_limit_sde_drift_equals_the_symbolic_one(model_name, rng):
-    from convergence.fedorov import FedorovModel
-    from convergence.hybrid import HybridModel
+    from convergence.models.fedorov import FedorovModel
+    from convergence.models.hybrid import HybridModel
     from verify.algebra import gram_symbol
     from verify.coordinates import vec_coordinates
     from verify.models import eps, hybrid_system, m

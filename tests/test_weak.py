@@ -12,18 +12,22 @@ from scipy import stats
 
 import verify
 from convergence.cli import main
-from convergence.configurations import classify, fixed_overlap, overlap
-from convergence.estimators import wilson, z_value
-from convergence.fedorov import FedorovModel
-from convergence.kolmogorov import expectation, lambdify_overlap
-from convergence.reduced import ReducedFedorov, gram_factor, two_token_factor
-from convergence.studies.weak_fedorov import OBSERVABLES
-from convergence.weak import (
+from convergence.experiments.weak import (
     WeakDesign,
     coupled_observables,
     limit_check,
     weak_order,
 )
+from convergence.models.fedorov import FedorovModel
+from convergence.models.fedorov_reduced import (
+    ReducedFedorov,
+    gram_factor,
+    two_token_factor,
+)
+from convergence.paths.configurations import classify, fixed_overlap, overlap
+from convergence.references.kolmogorov import expectation, lambdify_overlap
+from convergence.statistics.estimators import wilson, z_value
+from convergence.studies.weak_fedorov import OBSERVABLES
 from verify.algebra import d
 from verify.hitting import p_antipodal_double
 from verify.models import beta

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from verify.common.validation import check_choice, check_int
 from verify.common.versions import package_versions
 
-from ..execution import cpu_meter
-from ..results import StudyResult
+from ..output.results import StudyResult
+from ..runtime.execution import cpu_meter
 
 PROFILES = ("quick", "full")
 

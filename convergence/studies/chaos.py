@@ -2,7 +2,7 @@
 
 For each model, systems of N tokens (a ladder of N) driven by the same common noise (model F: the value
 matrices; model A: the paper's MLP block with fresh features, width m) with independent i.i.d.
-uniform initial tokens (``convergence.chaos``). Checks per model: ``chaos_rate`` for three smooth test
+uniform initial tokens (``convergence.experiments.chaos``). Checks per model: ``chaos_rate`` for three smooth test
 functions (mean-square order 1 in 1/N), ``chaos_limit`` (the difference vanishes), ``chaos_baseline``
 (time 0: exact variances of the uniform law), ``w2_rate`` (W_2^2 between the two empirical measures
 decays at least as fast as the theorem's bound r_d(N); the time-0 sampling rate is reported beside
@@ -19,17 +19,17 @@ import numpy as np
 
 from verify.kernels import KernelSpec
 
-from ..agazzi import AgazziModel
-from ..attention import tangent_projection
-from ..chaos import CHECKS, ChaosDesign, analyse_chaos, coupled_chaos
-from ..design import RecordGrid
-from ..estimators import FAMILY_ALPHA, family_confidence
-from ..execution import block_count
-from ..fedorov import FedorovModel
-from ..mean_field import MeanFieldDesign, weak_form, zonal_limit
-from ..mlp_field import FreshFeatureField, GaussianField
-from ..results import StudyResult
-from ..strong import bootstrap_generator
+from ..experiments.chaos import CHECKS, ChaosDesign, analyse_chaos, coupled_chaos
+from ..experiments.mean_field import MeanFieldDesign, weak_form, zonal_limit
+from ..experiments.strong import bootstrap_generator
+from ..models.agazzi import AgazziModel
+from ..models.attention import tangent_projection
+from ..models.fedorov import FedorovModel
+from ..models.mlp_field import FreshFeatureField, GaussianField
+from ..output.results import StudyResult
+from ..paths.design import RecordGrid
+from ..runtime.execution import block_count
+from ..statistics.estimators import FAMILY_ALPHA, family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "chaos"
@@ -78,7 +78,7 @@ def fedorov_drift(model: FedorovModel, ito: float = (DIM - 1) / 2):
 
 
 def mean_field_section(profile: str, seed: int, near_misses: bool = False, family_alpha: float | None = None) -> list:
-    """The empirical measure against the SPDE (``convergence.mean_field``): zonal limit without attention (model A),
+    """The empirical measure against the SPDE (``convergence.experiments.mean_field``): zonal limit without attention (model A),
     weak form with attention (models A and F). ``near_misses`` adds wrong mean-field drifts and rates judged on the
     same data (for the power study); their checks are findings."""
     zonal_design, weak_design = MEAN_FIELD[profile]

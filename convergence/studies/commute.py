@@ -1,12 +1,12 @@
-"""Study ``commute``: the depth and token limits commute, for models F and A (``convergence.commute``).
+"""Study ``commute``: the depth and token limits commute, for models F and A (``convergence.experiments.commute``).
 
 Observable: E[E_beta(mu^{N,L}_T)] on a grid of depths L and token counts N, all driven by one Brownian
 path with nested tokens. Checks per model: ``depth_rate`` and ``token_rate`` (weak order 1 in h and in
 1/N), ``iterated_limits`` (the limit SDE's N -> infinity extrapolation against the large-N discrete
 map's L -> infinity extrapolation) and ``ratio_even``/``ratio_odd`` (no ratio-dependent L/N term in the residuals
 of an additive fit). Model A uses a frozen-feature MLP field (the refinable field of
-``convergence.mlp_field``; one draw of the features, width ``WIDTH``). The width axis is a separate
-grid (``convergence.width_depth``): the paper's fresh-feature block at widths m and depths L against
+``convergence.models.mlp_field``; one draw of the features, width ``WIDTH``). The width axis is a separate
+grid (``convergence.experiments.width_depth``): the paper's fresh-feature block at widths m and depths L against
 the infinite-width map (check ``width_effect``).
 """
 
@@ -18,16 +18,20 @@ import numpy as np
 
 from verify.kernels import KernelSpec
 
-from ..agazzi import AgazziModel
-from ..brownian import seed_block_sequence
-from ..commute import CommuteDesign, analyse_commute, coupled_energies
-from ..estimators import confidence_label, family_confidence
-from ..execution import block_count
-from ..fedorov import FedorovModel
-from ..mlp_field import FrozenFeatureField
-from ..results import StudyResult
-from ..strong import bootstrap_generator
-from ..width_depth import WidthDepthDesign, analyse_width_depth, width_depth_energies
+from ..experiments.commute import CommuteDesign, analyse_commute, coupled_energies
+from ..experiments.strong import bootstrap_generator
+from ..experiments.width_depth import (
+    WidthDepthDesign,
+    analyse_width_depth,
+    width_depth_energies,
+)
+from ..models.agazzi import AgazziModel
+from ..models.fedorov import FedorovModel
+from ..models.mlp_field import FrozenFeatureField
+from ..output.results import StudyResult
+from ..runtime.blocks import seed_block_sequence
+from ..runtime.execution import block_count
+from ..statistics.estimators import confidence_label, family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "commute"

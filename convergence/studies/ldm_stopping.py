@@ -40,7 +40,14 @@ from verify.latent_stopping import (
     plugin_criterion,
 )
 
-from ..estimators import (
+from ..experiments.latent_sampling import LatentDesign, backward_samples
+from ..models.latent_diffusion import (
+    LatentSampler,
+    discrete_variances,
+    plugin_variances,
+)
+from ..output.results import Curve, Plot, StudyResult
+from ..statistics.estimators import (
     Check,
     bootstrap_counts,
     bootstrap_interval,
@@ -49,10 +56,7 @@ from ..estimators import (
     wilson,
     z_value,
 )
-from ..frechet import frechet_estimate
-from ..latent_diffusion import LatentSampler, discrete_variances, plugin_variances
-from ..latent_sampling import LatentDesign, backward_samples
-from ..results import Curve, Plot, StudyResult
+from ..statistics.frechet import frechet_estimate
 from .base import ProgressFactory, Study
 
 NAME = "ldm-stopping"

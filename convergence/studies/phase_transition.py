@@ -1,7 +1,7 @@
 """Study ``phase-transition``: where two tokens of the discrete model F end, against the scale function.
 
 For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian values, the layer map kept in
-the tokens' plane by ``convergence.overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal is compared with P(antipodal) from the derived
+the tokens' plane by ``convergence.models.fedorov_overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal is compared with P(antipodal) from the derived
 overlap diffusion's scale function (``verify.hitting``). The horizon comes from the boundary
 exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay rare; a run is
 decided when rho_T is within ``DELTA`` of an end. Allowance: the undecided fraction plus, for each
@@ -26,8 +26,13 @@ from verify.hitting import p_antipodal_double
 from verify.models import beta as beta_symbol
 from verify.models import eps as eps_symbol
 
-from ..configurations import CLASSES, class_fractions, fixed_overlap, overlap
-from ..estimators import (
+from ..models.fedorov import FedorovModel
+from ..models.fedorov_overlap_chain import TwoTokenOverlapChain
+from ..models.hybrid import HybridModel
+from ..output.results import Curve, Plot, StudyResult
+from ..paths.configurations import CLASSES, class_fractions, fixed_overlap, overlap
+from ..paths.simulate import simulate
+from ..statistics.estimators import (
     FAIL,
     PASS,
     Check,
@@ -37,11 +42,6 @@ from ..estimators import (
     family_confidence,
     wilson,
 )
-from ..fedorov import FedorovModel
-from ..hybrid import HybridModel
-from ..overlap_chain import TwoTokenOverlapChain
-from ..results import Curve, Plot, StudyResult
-from ..simulate import simulate
 from .base import ProgressFactory, Study
 
 NAME = "phase-transition"
@@ -187,7 +187,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "dims": list(design.dims), "beta_factors_of_beta_c": list(design.beta_factors), "betas_d3": list(design.betas_d3),
         "rho0s": list(design.rho0s), "paths": design.paths, "sigma": 1.0, "sigma2_h": design.step, "delta": DELTA,
         "horizon": f"min({design.max_horizon}, {HORIZON_FACTOR} / min(|lambda_+|, |lambda_-|))",
-        "sampler": "two tokens: the layer map kept in the tokens' plane (convergence.overlap_chain, exact in law, "
+        "sampler": "two tokens: the layer map kept in the tokens' plane (convergence.models.fedorov_overlap_chain, exact in law, "
                    "7 numbers per layer); n tokens: the layer map itself (full value matrices)",
         "z": z, "grid": rows,
         "many_tokens": many_rows, "hybrid": hybrid_rows,

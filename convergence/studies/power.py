@@ -1,16 +1,16 @@
-"""Study ``power``: the suite's checks against a catalogue of plausible wrong claims (``convergence.mutants``).
+"""Study ``power``: the suite's checks against a catalogue of plausible wrong claims (``convergence.experiments.mutants``).
 
 A pass is worth the power to tell a right claim from a nearly right one. For each model the true claim and its
 mutants (drift x (1 +- eps), sigma^2 x (1 + eps), beta x (1 + eps), the Ito factor (d-2)/2, the Stratonovich
 drift, no tangent projection; model A: its Ito term's kernel constant k(1) x (1 + eps)) go through the *same*
 checks that judge the true claims:
 
-  local    ``convergence.local`` at the uniform, merged, antipodal and near-merged states (every mutant, every
+  local    ``convergence.experiments.local`` at the uniform, merged, antipodal and near-merged states (every mutant, every
            eps of the profile); model F (n = 2 and 8, d = 16) and model A (frozen tanh features, repulsive
            attention, d = 8; infinite-width ReLU field, attractive, d = 5).
-  strong   ``convergence.strong`` (layer map against an Euler-Maruyama run of the claim on one Brownian path,
+  strong   ``convergence.experiments.strong`` (layer map against an Euler-Maruyama run of the claim on one Brownian path,
            plateau at the claimed rate) for model F, n = 2, d = 16, the issue's near miss (d-2)/2 included.
-  mean-field  the chaos study's SPDE checks (``convergence.mean_field``): zonal limit with a wrong rate (k(1) 5%
+  mean-field  the chaos study's SPDE checks (``convergence.experiments.mean_field``): zonal limit with a wrong rate (k(1) 5%
            off, (d-2) for (d-1)), weak form with a wrong mean-field drift (attention 5% and 20% off, beta 20% off,
            the Ito factor (d-2)/2), judged on the same recorded data as the true claim.
   weak     weak-fedorov's weak_limit (the discrete overlap of model F, d = 4, against the backward Kolmogorov
@@ -40,10 +40,26 @@ from verify.kernels import KernelSpec
 from verify.models import beta as beta_symbol
 from verify.noise_laws import sigma as sigma_symbol
 
-from ..agazzi import AgazziModel
-from ..brownian import seed_block_sequence
-from ..configurations import fixed_overlap, overlap
-from ..estimators import (
+from ..experiments.local import LocalDesign, local_checks_for_claims, states_for
+from ..experiments.mutants import catalogue
+from ..experiments.strong import (
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors_for_claims,
+)
+from ..experiments.weak import WeakDesign, coupled_observables, limit_check, weak_order
+from ..models.agazzi import AgazziModel
+from ..models.fedorov import FedorovModel
+from ..models.fedorov_overlap_chain import TwoTokenOverlapChain
+from ..models.latent_diffusion import LatentSampler
+from ..models.mlp_field import FrozenFeatureField, GaussianField
+from ..output.results import Curve, Plot, StudyResult
+from ..paths.configurations import fixed_overlap, overlap
+from ..paths.simulate import simulate
+from ..references.kolmogorov import expectation, lambdify_overlap
+from ..runtime.blocks import seed_block_sequence
+from ..statistics.estimators import (
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,
@@ -52,22 +68,11 @@ from ..estimators import (
     combine_verdicts,
     z_value,
 )
-from ..fedorov import FedorovModel
-from ..kolmogorov import expectation, lambdify_overlap
-from ..local import LocalDesign, local_checks_for_claims, states_for
-from ..mlp_field import FrozenFeatureField, GaussianField
-from ..mutants import catalogue
-from ..overlap_chain import TwoTokenOverlapChain
-from ..results import Curve, Plot, StudyResult
-from ..simulate import simulate
-from ..strong import (
-    StrongDesign,
-    analyse_strong,
-    bootstrap_generator,
-    coupled_strong_errors_for_claims,
-)
-from ..weak import WeakDesign, coupled_observables, limit_check, weak_order
+from . import ldm_stopping, phase_transition, weak_fedorov
 from .base import ProgressFactory, Study
+from .chaos import mean_field_section
+from .ldm_stopping import exact_discrete_convergence
+from .phase_transition import decided_ends, probability_check
 
 NAME = "power"
 STUDY_KEY = 13
@@ -213,8 +218,6 @@ def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float)
     (a drift term or a decay computed from the same recording). When that effect is below the check's resolution
     (the effect it rejects with probability ``DETECTION_POWER``) the profile cannot see the mutant, whatever its
     eps: the row is a finding that says so (a beta 20% off moves the weak form by only ~6% of its drift term)."""
-    from .chaos import mean_field_section
-
     rows, truth = [], {}
     for check in mean_field_section(profile, seed, near_misses=True, family_alpha=family_alpha):
         label = check.config.get("claim", check.config.get("drift", "true"))
@@ -254,16 +257,14 @@ def overlap_claims(eps: float) -> dict[str, tuple[float | None, sp.Expr, sp.Expr
 def weak_rows(profile: str, seed: int, target: float, family_alpha: float, eps_values: tuple[float, ...]) -> list[Check]:
     """weak-fedorov's weak_limit check (finest depth against the backward Kolmogorov equation) for the true overlap
     SDE and its near misses, judged on the same simulated overlaps of model F (d = 4, beta above beta_c)."""
-    from .weak_fedorov import OBSERVABLES, betas
-
     design = WEAK_DESIGNS[profile]
-    beta = betas(WEAK_DIM)[1]
+    beta = weak_fedorov.betas(WEAK_DIM)[1]
     model = FedorovModel(tokens=2, dim=WEAK_DIM, beta=beta)
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OBSERVABLES.items()}
+    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in weak_fedorov.OBSERVABLES.items()}
     values = coupled_observables(model, design, observables, seed, (STUDY_KEY, 60), fixed_overlap(WEAK_RHO0))
     fits = weak_order(values, design.steps(), bootstrap_generator(seed, (STUDY_KEY, 60)), design.replicates,
-                      z_value(len(OBSERVABLES), family_alpha))
-    z = z_value(len(OBSERVABLES), family_alpha)
+                      z_value(len(weak_fedorov.OBSERVABLES), family_alpha))
+    z = z_value(len(weak_fedorov.OBSERVABLES), family_alpha)
     claims = {}
     for eps in eps_values:
         claims |= {name if effect in (0.0, None) else f"{name}, eps = {effect:+g}": (effect, b, a)
@@ -273,7 +274,7 @@ def weak_rows(profile: str, seed: int, target: float, family_alpha: float, eps_v
     for label, (effect, drift, diffusion) in claims.items():
         b, a = lambdify_overlap(drift, diffusion, substitutions)
         inner = []
-        for name, f in OBSERVABLES.items():
+        for name, f in weak_fedorov.OBSERVABLES.items():
             ref = expectation(b, a, f, design.horizon, WEAK_RHO0)
             fit = fits[name]
             inner.append(limit_check(values[name], fit.differences[-1], fit.standard_errors[-1], float(ref.value[0]),
@@ -294,11 +295,9 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
     """phase-transition's p_antipodal check (two tokens of model F in the plane of the pair, d = 4, beta = 1.25
     beta_c, rho0 = -0.9) against the scale function of the true overlap diffusion and of its near misses: the
     diffusion coefficient x (1 +- eps), beta x (1 +- eps), d - 1 for d; all judged on the same runs."""
-    from .phase_transition import DESIGNS, decided_ends, horizon, probability_check
-
     beta = PHASE_BETA_FACTOR * float(verify.critical_beta(PHASE_DIM)[1])
-    design = DESIGNS[profile]
-    T = horizon(PHASE_DIM, beta, design)
+    design = phase_transition.DESIGNS[profile]
+    T = phase_transition.horizon(PHASE_DIM, beta, design)
     paths = PHASE_PATHS[profile]
     layer = TwoTokenOverlapChain(FedorovModel(2, PHASE_DIM, beta, sigma=1.0))
     rho = overlap(simulate(layer, round(T / design.step), T, paths, seed, (STUDY_KEY, 70),
@@ -326,16 +325,14 @@ def latent_rows(target: float) -> list[Check]:
     T/2, 3T/4, T; exact algebra) for the closed form with e^{-t} off by eps (t -> (1 + eps) t before T)."""
     from verify.latent_stopping import LatentSetting, distance
 
-    from ..latent_diffusion import LatentSampler
-    from .ldm_stopping import HORIZON, SPECTRA, exact_discrete_convergence
-
-    variances = SPECTRA["geometric"]
-    sampler, setting = LatentSampler(variances, HORIZON, method="sde"), LatentSetting(variances, HORIZON)
+    variances = ldm_stopping.SPECTRA["geometric"]
+    horizon = ldm_stopping.HORIZON
+    sampler, setting = LatentSampler(variances, horizon, method="sde"), LatentSetting(variances, horizon)
     rows = [_true_row("latent", "geometric spectrum, exact score, Euler SDE",
                       [exact_discrete_convergence(sampler, variances, setting, {})])]
     for eps in (0.01, 0.02, 0.05):
         def warped(ctx, claim, t, d, eps=eps):
-            return distance(ctx, claim, t * (1 + eps) if t < HORIZON else t, d)
+            return distance(ctx, claim, t * (1 + eps) if t < horizon else t, d)
 
         inner = [exact_discrete_convergence(sampler, variances, setting, {}, closed_form=warped)]
         rows.append(_row("latent", "geometric spectrum, exact score, Euler SDE", f"exponent e^-t x (1 + {eps:g})",

@@ -2,14 +2,14 @@
 
 Depth, at fixed width and n = 4 tokens: the layer map with a frozen-feature MLP field (hidden
 features U, b drawn once per configuration from the seed; output weights and bias driven by a matrix
-Brownian motion, ``convergence.mlp_field``) against an Ito Euler-Maruyama reference of its limit SDE
-on the same Brownian path (``convergence.strong``); one configuration uses the infinite-width
+Brownian motion, ``convergence.models.mlp_field``) against an Ito Euler-Maruyama reference of its limit SDE
+on the same Brownian path (``convergence.experiments.strong``); one configuration uses the infinite-width
 Gaussian field sampled at the token positions. Checks: strong_order, strong_order_sup,
 reference_order, same_limit. The rate is conditional on the frozen features.
 
 Width, at fixed depth: the paper's block (fresh features at every layer) at widths m against the
 infinite-width network, coupled through the same Gaussian matrix at the token positions
-(``convergence.width``). Checks: width_order (mean-square order in 1/m, expected 1: the theorem's
+(``convergence.experiments.width``). Checks: width_order (mean-square order in 1/m, expected 1: the theorem's
 1/m) and width_limit (the plateau of the mean-square distance is 0).
 """
 
@@ -19,19 +19,19 @@ import numpy as np
 
 from verify.kernels import KernelSpec
 
-from ..agazzi import ATTENTION, AgazziModel
-from ..brownian import seed_block_sequence
-from ..estimators import family_confidence
-from ..execution import block_count
-from ..mlp_field import FrozenFeatureField, GaussianField
-from ..results import StudyResult
-from ..strong import (
+from ..experiments.strong import (
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
     coupled_strong_errors,
 )
-from ..width import WidthDesign, analyse_width, coupled_width_errors
+from ..experiments.width import WidthDesign, analyse_width, coupled_width_errors
+from ..models.agazzi import ATTENTION, AgazziModel
+from ..models.mlp_field import FrozenFeatureField, GaussianField
+from ..output.results import StudyResult
+from ..runtime.blocks import seed_block_sequence
+from ..runtime.execution import block_count
+from ..statistics.estimators import family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "strong-agazzi"

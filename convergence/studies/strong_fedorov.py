@@ -2,7 +2,7 @@
 
 Model F with Gaussian value entries (sigma^2 = 1/d), Q^T K = I, beta = 1, uniform initial tokens,
 n in {2, 8} and d in {4, 16}. Each configuration runs the coupled experiment of
-``convergence.strong`` (layer map at dyadic depths against an Ito Euler-Maruyama reference at a
+``convergence.experiments.strong`` (layer map at dyadic depths against an Ito Euler-Maruyama reference at a
 step R times finer, on the same Brownian path) and checks the rate (``strong_order``,
 ``strong_order_sup``), the reference's own convergence (``reference_order``) and the limit
 (``same_limit``).
@@ -10,16 +10,16 @@ step R times finer, on the same Brownian path) and checks the rate (``strong_ord
 
 from __future__ import annotations
 
-from ..estimators import family_confidence
-from ..execution import block_count
-from ..fedorov import FedorovModel
-from ..results import StudyResult
-from ..strong import (
+from ..experiments.strong import (
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
     coupled_strong_errors,
 )
+from ..models.fedorov import FedorovModel
+from ..output.results import StudyResult
+from ..runtime.execution import block_count
+from ..statistics.estimators import family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "strong-fedorov"

@@ -4,11 +4,11 @@
    slope of the median of log|X - Y| against lambda_1 and the slope of log E|X - Y|^2 against
    lambda_bar, both from ``verify.activation_constants`` (quadrature of k(1), k'(1) and the derived
    two-point SDE), for ReLU and sigmoid, d in {5, 16}, sigma_U = sigma_W in {0, 0.1}
-   (``convergence.exponents``).
+   (``convergence.experiments.exponents``).
 2. Energy bound (n tokens, attention attractive or repulsive): E[E_beta(mu_t)] against
    e^{(eps + lambda_bar') t} E[E_beta(mu_0)] with lambda_bar' certified (``verify.synchronisation``)
    and eps = 0 (attractive) or 4 (repulsive, derived there); the report states whether the theorem's
-   hypotheses (lambda_bar < 0, field not a.s. odd) hold (``convergence.energy``).
+   hypotheses (lambda_bar < 0, field not a.s. odd) hold (``convergence.experiments.energy``).
 3. Random quadratic form (calibration, d = 3): exponents of 1 - rho and 1 + rho, the martingale
    invariant and the merge probability, all derived in ``verify.quadratic_form``.
 4. The paper's figure: d = 4, n = 64, no attention, no biases, paper's block (fresh features, width m),
@@ -29,23 +29,36 @@ from verify.overlap import rho as rho_symbol
 from verify.quadratic_form import quadratic_form_results
 from verify.synchronisation import attention_energy_rate, lambda_bar_prime
 
-from ..agazzi import ATTENTION, AgazziModel
-from ..configurations import fixed_overlap, overlap
-from ..energy import EnergyDesign, compare_with_bound, energy_bound_check, record_energy
-from ..estimators import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, wilson, z_value
-from ..execution import block_count
-from ..exponents import (
+from ..experiments.energy import (
+    EnergyDesign,
+    compare_with_bound,
+    energy_bound_check,
+    record_energy,
+)
+from ..experiments.exponents import (
     ExponentDesign,
     exponent_check,
     mean_square_exponent,
     median_exponent,
     record_log_distances,
 )
-from ..mlp_field import FreshFeatureField, GaussianField
-from ..quadratic_form import QuadraticFormModel
-from ..results import Curve, Plot, StudyResult
-from ..simulate import simulate
-from ..strong import bootstrap_generator
+from ..experiments.strong import bootstrap_generator
+from ..models.agazzi import ATTENTION, AgazziModel
+from ..models.mlp_field import FreshFeatureField, GaussianField
+from ..models.quadratic_form import QuadraticFormModel
+from ..output.results import Curve, Plot, StudyResult
+from ..paths.configurations import fixed_overlap, overlap
+from ..paths.simulate import simulate
+from ..runtime.execution import block_count
+from ..statistics.estimators import (
+    FAIL,
+    FAMILY_ALPHA,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    wilson,
+    z_value,
+)
 from .base import ProgressFactory, Study
 
 NAME = "sync-agazzi"

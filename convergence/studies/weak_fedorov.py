@@ -2,7 +2,7 @@
 
 Two tokens start at a fixed overlap rho_0; the observables are smooth functions of rho_T. The
 reference E[f(rho_T) | rho_0] solves the backward Kolmogorov equation of ``verify.overlap_sde``
-(``convergence.kolmogorov``): if the derivation were wrong, the transformer's statistics would
+(``convergence.references.kolmogorov``): if the derivation were wrong, the transformer's statistics would
 converge to something else and ``weak_limit`` would fail. ``weak_order`` measures the rate from
 coupled differences between consecutive depths (Gaussian entries, one Brownian path). Universality:
 Rademacher and uniform entries (no pathwise coupling) are checked against the same limit, with the
@@ -19,21 +19,21 @@ from verify.algebra import d as d_symbol
 from verify.models import beta as beta_symbol
 from verify.noise_laws import sigma as sigma_symbol
 
-from ..configurations import fixed_overlap, overlap
-from ..estimators import z_value
-from ..execution import block_count
-from ..fedorov import FedorovModel
-from ..kolmogorov import expectation, lambdify_overlap
-from ..results import Panel, StudyResult
-from ..simulate import simulate
-from ..strong import bootstrap_generator
-from ..weak import (
+from ..experiments.strong import bootstrap_generator
+from ..experiments.weak import (
     WeakDesign,
     coupled_observables,
     limit_check,
     order_check,
     weak_order,
 )
+from ..models.fedorov import FedorovModel
+from ..output.results import Panel, StudyResult
+from ..paths.configurations import fixed_overlap, overlap
+from ..paths.simulate import simulate
+from ..references.kolmogorov import expectation, lambdify_overlap
+from ..runtime.execution import block_count
+from ..statistics.estimators import z_value
 from .base import ProgressFactory, Study
 
 NAME = "weak-fedorov"

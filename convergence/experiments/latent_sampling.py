@@ -1,0 +1,81 @@
+"""Seeded Monte Carlo runs of the latent diffusion sampler at several step sizes on one Brownian path.
+
+Level f uses step ``f h`` with the block sums of f fine increments (nested grids, MATH.md section 6), every level
+starts from the same initial draw, and paths are seeded by their absolute index (``convergence.paths.brownian``), so no
+number depends on the block size or on the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from verify.common.validation import check_int
+
+from ..models.latent_diffusion import LatentSampler
+from ..models.noise import CommonNoise
+from ..paths.brownian import BrownianBlock, PathStreams, block_sums
+from ..runtime.execution import concatenate_blocks, map_blocks
+
+CHUNK_STEPS = 64
+
+
+@dataclass(frozen=True)
+class LatentDesign:
+    """``steps`` fine steps; ``factors`` the coarser levels (each dividing ``steps`` and ``CHUNK_STEPS``);
+    ``records`` the fine-step indices where the finest level is recorded (0..steps)."""
+
+    steps: int
+    factors: tuple[int, ...]
+    records: tuple[int, ...]
+    paths: int
+    block_paths: int = 4096
+
+    def __post_init__(self) -> None:
+        check_int("steps", self.steps, minimum=CHUNK_STEPS)
+        if self.steps % CHUNK_STEPS:
+            raise ValueError(f"steps must be a multiple of {CHUNK_STEPS}, got {self.steps}")
+        for f in self.factors:
+            if check_int("factor", f, minimum=1) > CHUNK_STEPS or CHUNK_STEPS % f:
+                raise ValueError(f"factors must divide {CHUNK_STEPS}, got {f}")
+        for r in self.records:
+            if not 0 <= r <= self.steps:
+                raise ValueError(f"records must lie in [0, {self.steps}], got {r}")
+        check_int("paths", self.paths, minimum=2)
+        check_int("block_paths", self.block_paths, minimum=1)
+
+
+def backward_samples(sampler: LatentSampler, design: LatentDesign, seed: int,
+                     key: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``(finals, recorded)``: the end state of every level, (levels, paths, D) with level 0 the finest and
+    then ``design.factors``; and the finest level at ``design.records``, (records, paths, D)."""
+    h = sampler.horizon / design.steps
+    noise = CommonNoise(shape=(sampler.dim,), scale=1.0)
+    factors = (1, *design.factors)
+    records = sorted(set(design.records))
+
+    def run_block(start: int, stop: int, advance) -> np.ndarray:
+        streams = PathStreams(seed, start, stop, key)
+        y0 = streams.initial(lambda rng, m: rng.standard_normal((m, sampler.dim))) * np.sqrt(sampler.start_variance())
+        states = [y0.copy() for _ in factors]
+        recorded = [y0.copy()] if 0 in records else []
+        block = BrownianBlock(noise, streams, h)
+        for chunk_start in range(0, design.steps, CHUNK_STEPS):
+            fine = block.next(CHUNK_STEPS) if sampler.method == "sde" else None
+            for level, f in enumerate(factors):
+                coarse = None if fine is None else block_sums(fine, f)
+                for i in range(CHUNK_STEPS // f):
+                    k = chunk_start // f + i
+                    db = None if coarse is None else coarse[:, i]
+                    states[level] = sampler.step(states[level], k, f * h, db)
+                    if level == 0 and k + 1 in records:
+                        recorded.append(states[0].copy())
+            if advance is not None:
+                advance(CHUNK_STEPS)
+        return np.stack(states, axis=1), np.stack(recorded, axis=1)  # paths first, as blocks concatenate
+
+    label = f"latent:{tuple(key)}:{sampler!r}:{design!r}"
+    finals, recorded = concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label))
+    return np.swapaxes(finals, 0, 1), np.swapaxes(recorded, 0, 1)

@@ -1,0 +1,316 @@
+"""Local consistency: one layer step's conditional moments against the claimed drift and diffusion.
+
+At a fixed state x (n tokens in R^d) and step h, one layer increment dW of the noise law gives
+
+    Delta_h = layer(x, dW, h) - x,      G_h = sde.diffusion(x, dW)   (the claimed martingale part, same dW)
+    m(h)    = E[Delta_h - G_h] / h       = b(x) + O(h)               (drift; E G_h = 0 since G is linear in dW)
+    D(h)    = E[Delta_h Delta_h^T - G_h G_h^T] / h = (layer covariance - claimed covariance) + O(h).
+
+Subtracting G_h on the *same* dW (a control variate) removes the O(h^-1/2) noise of the martingale part from
+m(h): what remains is the O(1) spread of the second-order terms, so a few ten thousand samples resolve the
+drift to a fraction of a percent. D(h) compares laws, not paths: a claim equal in law but driven differently
+(e.g. the noise entering transposed) passes it, with more noise.
+
+The O(h) bias is removed by Richardson extrapolation over the steps h, h/2, h/4, all driven by the same
+standard entries E (dW_h = scale sqrt(h) E): R_1 = 2 m(h/2) - m(h) and R_2 = 2 m(h/4) - m(h/2) estimate b(x)
+to O(h^2); R_2 is the estimate and |R_1 - R_2| / 3 (its O(h^2) remainder's size) the bias allowance.
+
+Checks at each state (``config["state"]``):
+  drift_scale      gamma = <b - R_2, m> / |m|^2 with m = mean R_2 (the layer's measured drift): the claim's
+                   relative drift error along the true drift (a claim (1 + eps) b_true gives gamma = eps).
+                   Expected 0; left out where the layer's drift is not resolved (|m| < 10 z its se).
+  drift            the largest |z| over the components of R_2 - b (any direction, e.g. a missing term).
+  diffusion_scale  <D, C> / |C|^2 with C = E[G G^T] / h the claimed covariance: the relative error of the
+                   noise variance (a claim with sigma^2 x (1 + eps) gives -eps / (1 + eps)). Expected 0.
+  diffusion        the largest |z| of u^T D u over probe directions u (each token's radial direction, which
+                   a missing tangent projection changes, and fixed random directions), relative to the mean
+                   claimed variance per direction tr(C) / (n d).
+and, pooled over the states (equal weights), drift_scale and diffusion_scale again (``config["state"] ==
+"pooled"``): the sharpest test of a coefficient error that is the same everywhere.
+Every interval is a normal interval at the Bonferroni level of all the checks of the run (family-wise
+false-failure rate ``FAMILY_ALPHA``); a check is ``inconclusive`` when its resolution (the smallest relative
+error it rejects with probability 90%) exceeds ``state_target`` (one state) or ``target`` (pooled). Random numbers: one SeedSequence per
+(state, sample block of ``SAMPLE_BLOCK``), so results do not depend on how samples are chunked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from verify.common.validation import check_int, check_real
+
+from ..models.protocols import LayerMap, LimitSDE
+from ..statistics.estimators import (
+    FAIL,
+    FAMILY_ALPHA,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    detectable_effect,
+    effect_verdict,
+    first_nonfinite,
+    z_value,
+)
+
+SAMPLE_BLOCK = 4096
+PROBES = 4  # random probe directions of the covariance, besides each token's radial direction
+CHECKS_PER_STATE = 4
+State = Callable[[np.random.Generator, int, int], np.ndarray]
+
+
+def uniform_state(rng: np.random.Generator, tokens: int, dim: int) -> np.ndarray:
+    """I.i.d. uniform tokens on the sphere: (tokens, d)."""
+    x = rng.standard_normal((tokens, dim))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def merged_state(rng: np.random.Generator, tokens: int, dim: int) -> np.ndarray:
+    """Every token at one uniform point (the collapsed state)."""
+    return np.repeat(uniform_state(rng, 1, dim), tokens, axis=0)
+
+
+def antipodal_state(rng: np.random.Generator, tokens: int, dim: int) -> np.ndarray:
+    """Tokens alternately at a uniform point e and at -e (the antipodal state)."""
+    e = uniform_state(rng, 1, dim)[0]
+    return np.where((np.arange(tokens) % 2 == 0)[:, None], e, -e)
+
+
+def near_merged_state(rng: np.random.Generator, tokens: int, dim: int) -> np.ndarray:
+    """Tokens within about 1e-3 of one point (the Gram matrix is nearly singular)."""
+    x = merged_state(rng, tokens, dim) + 1e-3 * rng.standard_normal((tokens, dim))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+STATES: dict[str, State] = {"uniform": uniform_state, "merged": merged_state, "antipodal": antipodal_state,
+                            "near merged": near_merged_state}
+
+
+@dataclass(frozen=True)
+class LocalDesign:
+    """Steps h, h/2, h/4 at each state; ``samples`` draws of the noise per state; ``target`` the largest
+    resolution (relative error) that still decides a pooled check, ``state_target`` a single state's."""
+
+    step: float = 1.0 / 64
+    samples: int = 65536
+    target: float = 0.01
+    state_target: float = 0.02
+
+    def __post_init__(self) -> None:
+        check_real("step", self.step, minimum=0.0, maximum=1.0, strict_minimum=True)
+        check_int("samples", self.samples, minimum=64)
+        check_real("target", self.target, minimum=0.0, strict_minimum=True)
+        check_real("state_target", self.state_target, minimum=0.0, strict_minimum=True)
+
+    @property
+    def steps(self) -> tuple[float, float, float]:
+        return self.step, self.step / 2, self.step / 4
+
+
+@dataclass(frozen=True)
+class LocalSamples:
+    """Per-sample drift estimates at each step, flattened to (samples, 3, n d), and the covariance statistics."""
+
+    drift: np.ndarray           # (Delta - G) / h per step
+    scale_terms: np.ndarray     # (samples, 3): [Delta^T C Delta - G^T C G] / h
+    probe_terms: np.ndarray     # (samples, 3, probes): [(u.Delta)^2 - (u.G)^2] / h
+    claimed_cov: np.ndarray     # C = E[G G^T] / h at the finest step, (n d, n d)
+    probe_variance: np.ndarray  # u^T C u per probe
+
+
+@dataclass(frozen=True)
+class LayerSamples:
+    """One state's standard draws (per sample block) and the layer map's increments Delta at each step:
+    everything a claim is compared with, drawn once for any number of claims."""
+
+    entries: list[np.ndarray]  # per sample block: (size, *noise.shape)
+    deltas: np.ndarray         # (samples, 3, n d)
+
+
+def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed: int,
+                  key: Sequence[int]) -> LayerSamples:
+    """Draw ``design.samples`` one-step increments of ``layer_map`` at state ``x`` (tokens, d), block by block."""
+    noise = layer_map.noise
+    entries, deltas = [], []
+    for block, start in enumerate(range(0, design.samples, SAMPLE_BLOCK)):
+        size = min(SAMPLE_BLOCK, design.samples - start)
+        rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(*key, block))))
+        drawn = noise.standard(rng, (size, *noise.shape))
+        xs = np.broadcast_to(x, (size, *x.shape)).copy()
+        deltas.append(np.stack([(layer_map.layer(xs, (noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(size, -1)
+                                for h in design.steps], axis=1))
+        entries.append(drawn)
+    return LayerSamples(entries, np.concatenate(deltas))
+
+
+def local_samples(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray, design: LocalDesign,
+                  probes: np.ndarray) -> LocalSamples:
+    """The claim's diffusion G on the layer's own draws (the control variate), and the per-sample statistics."""
+    steps = np.asarray(design.steps)
+    g = np.concatenate([
+        np.stack([sde.diffusion(np.broadcast_to(x, (drawn.shape[0], *x.shape)).copy(),
+                                (noise.scale * np.sqrt(h)) * drawn).reshape(drawn.shape[0], -1) for h in steps], axis=1)
+        for drawn in layer.entries])
+    delta = layer.deltas
+    h = steps[None, :, None]
+    claimed_cov = np.einsum("si,sj->ij", g[:, -1], g[:, -1]) / (g.shape[0] * steps[-1])
+    quad = lambda v: np.sum((v @ claimed_cov) * v, axis=-1)  # noqa: E731  (BLAS, not einsum)
+    along = lambda v: v @ probes.T  # noqa: E731
+    return LocalSamples(
+        drift=(delta - g) / h,
+        scale_terms=(quad(delta) - quad(g)) / steps[None, :],
+        probe_terms=(along(delta) ** 2 - along(g) ** 2) / h,
+        claimed_cov=claimed_cov,
+        probe_variance=np.einsum("pi,ij,pj->p", probes, claimed_cov, probes),
+    )
+
+
+def richardson(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample extrapolations (R_1, R_2) from values at h, h/2, h/4 on axis 1."""
+    return 2 * values[:, 1] - values[:, 0], 2 * values[:, 2] - values[:, 1]
+
+
+def probe_directions(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Each token's radial direction (embedded in R^{n d}) and ``PROBES`` fixed random unit directions."""
+    n, d = x.shape
+    radial = np.zeros((n, n * d))
+    for i in range(n):
+        radial[i, i * d:(i + 1) * d] = x[i]
+    random = rng.standard_normal((PROBES, n * d))
+    return np.vstack([radial, random / np.linalg.norm(random, axis=1, keepdims=True)])
+
+
+def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, target: float, config: dict,
+                    note: str, confidence: float) -> Check:
+    """Mean of ``per_sample`` (expected 0) with a z interval, the bias allowance and the resolution rule."""
+    mean = float(per_sample.mean())
+    se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
+    ci = (mean - z * se, mean + z * se)
+    resolution = detectable_effect(ci, bias, confidence)
+    verdict = effect_verdict(ci, 0.0, bias, resolution, target)
+    if verdict == INCONCLUSIVE:
+        note += (f"; resolution {resolution:.3g} > target {target:g}: about "
+                 f"{int(np.ceil(per_sample.size * ((resolution - bias) / max(target - bias, 1e-300)) ** 2))} "
+                 "samples would decide" if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step")
+    return Check(name, 0.0, mean, ci, verdict, config, bias, confidence, note=note,
+                 resolution=resolution, relative_resolution=resolution)
+
+
+def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, config: dict, note: str,
+                 confidence: float) -> Check:
+    """``fail`` when any column's mean is more than z_k standard errors beyond its bias allowance, z_k the
+    Bonferroni quantile over the k columns within this check's level (the maximum over k components)."""
+    z = z_value(per_sample.shape[1], 1.0 - confidence)
+    mean = per_sample.mean(axis=0)
+    se = per_sample.std(axis=0, ddof=1) / np.sqrt(per_sample.shape[0])
+    excess = np.where(se > 0, (np.abs(mean) - bias) / np.where(se > 0, se, 1.0), np.where(np.abs(mean) > bias, np.inf, 0))
+    worst = int(np.argmax(excess))
+    score = float(np.max(excess))
+    verdict = FAIL if not np.all(np.isfinite(mean)) or score > z else PASS
+    return Check(name, 0.0, score, (score, score), verdict, config, z, confidence, 1 - confidence,
+                 f"{note}; largest excess over the bias allowance, in standard errors: {score:.3g} "
+                 f"(component {worst}), fails above z = {z:.3g}")
+
+
+def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarray], design: LocalDesign,
+                 seed: int, key: Sequence[int], config: dict | None = None,
+                 family_alpha: float = FAMILY_ALPHA) -> list[Check]:
+    """The four checks of the module docstring at every state and the pooled ones, Bonferroni over all of them
+    (their family-wise false-failure rate is ``family_alpha``)."""
+    return local_checks_for_claims(layer_map, [sde], states, design, seed, key, config, family_alpha)[0]
+
+
+def local_checks_for_claims(layer_map: LayerMap, sdes: Sequence[LimitSDE], states: dict[str, np.ndarray],
+                            design: LocalDesign, seed: int, key: Sequence[int], config: dict | None = None,
+                            family_alpha: float = FAMILY_ALPHA) -> list[list[Check]]:
+    """``local_checks`` for several claims on the same layer samples (drawn once per state; each claim's checks
+    are those ``local_checks`` gives it alone, number for number)."""
+    tests = CHECKS_PER_STATE * len(states) + 2
+    z = z_value(tests, family_alpha)
+    confidence = 1 - family_alpha / tests
+    results = [_ClaimChecks() for _ in sdes]
+    for index, (state_name, x) in enumerate(states.items()):
+        cfg = {**(config or {}), "state": state_name}
+        probe_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 1))))
+        probes = probe_directions(x, probe_rng)
+        layer = layer_samples(layer_map, x, design, seed, (*key, index, 0))
+        for sde, result in zip(sdes, results):
+            result.add_state(local_samples(layer, layer_map.noise, sde, x, design, probes), sde, x, design, z, cfg,
+                             confidence)
+    return [result.finish(design, z, config, confidence) for result in results]
+
+
+@dataclass
+class _ClaimChecks:
+    """One claim's checks, state by state, and what its pooled checks need."""
+
+    checks: list[Check] = field(default_factory=list)
+    pooled: dict[str, list] = field(default_factory=lambda: {"drift_scale": [], "diffusion_scale": []})
+    pooled_bias: dict[str, list] = field(default_factory=lambda: {"drift_scale": [], "diffusion_scale": []})
+
+    def add_state(self, data: LocalSamples, sde: LimitSDE, x: np.ndarray, design: LocalDesign, z: float, cfg: dict,
+                  confidence: float) -> None:
+        checks = self.checks
+        bad = first_nonfinite({"layer map - claimed diffusion": np.moveaxis(data.drift, 1, -1),
+                               "covariance terms": data.scale_terms}, [f"h={h:g}" for h in design.steps])
+        if bad:
+            nan = float("nan")
+            checks += [Check(name, 0.0, nan, (nan, nan), FAIL, cfg, note=bad)
+                       for name in ("drift_scale", "drift", "diffusion_scale", "diffusion")]
+            return
+        claimed = sde.drift(x[None])[0].reshape(-1)
+        r1, r2 = richardson(data.drift)
+        bias = np.abs(r1.mean(axis=0) - r2.mean(axis=0)) / 3
+        measured = r2.mean(axis=0)
+        norm2 = float(measured @ measured)
+        # the layer's drift must be resolved to define a relative error along it (not for a drift-free map)
+        resolved = norm2 > (10 * z) ** 2 * float(np.sum(r2.var(axis=0, ddof=1))) / r2.shape[0]
+        if resolved:
+            gamma = (claimed - r2) @ measured / norm2
+            checks.append(_interval_check(
+                "drift_scale", gamma, float(bias @ np.abs(measured) / norm2), z, design.state_target, cfg,
+                f"relative drift error of the claim along the measured drift (|b| = {np.sqrt(norm2):.3g}), "
+                f"Richardson over h = {design.step:g}, /2, /4, {design.samples} samples", confidence))
+        checks.append(_max_z_check("drift", r2 - claimed, bias, z, cfg,
+                                   f"{claimed.size} drift components", confidence))
+        c_norm2 = float(np.sum(data.claimed_cov**2))
+        s1, s2 = richardson(data.scale_terms[..., None])
+        checks.append(_interval_check(
+            "diffusion_scale", s2[:, 0] / c_norm2, float(abs(s1.mean() - s2.mean())) / 3 / c_norm2, z,
+            design.state_target, cfg, "relative covariance error along the claimed covariance C", confidence))
+        # relative to the mean variance per direction (a radial probe has claimed variance 0 on the sphere)
+        scale = float(np.trace(data.claimed_cov)) / data.claimed_cov.shape[0]
+        p1, p2 = richardson(data.probe_terms)
+        checks.append(_max_z_check("diffusion", p2 / scale, np.abs(p1.mean(0) - p2.mean(0)) / 3 / scale,
+                                   z, cfg, f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "
+                                   "relative to the mean claimed variance per direction", confidence))
+        self.pooled["drift_scale"].append(gamma if resolved else None)
+        self.pooled["diffusion_scale"].append(s2[:, 0] / c_norm2)
+        self.pooled_bias["drift_scale"].append(checks[-4].allowance if resolved else None)
+        self.pooled_bias["diffusion_scale"].append(checks[-2].allowance)
+
+    def finish(self, design: LocalDesign, z: float, config: dict | None, confidence: float) -> list[Check]:
+        checks = self.checks
+        for name in ("drift_scale", "diffusion_scale"):
+            parts = [v for v in self.pooled[name] if v is not None]
+            if len(parts) < 2 or any(c.verdict == FAIL and not np.isfinite(c.estimate) for c in checks):
+                continue
+            # equal-weight mean over states (samples are independent across states)
+            combined = np.mean(np.stack(parts), axis=0)
+            bias = float(np.mean([b for b in self.pooled_bias[name] if b is not None]))
+            checks.append(_interval_check(name, combined, bias, z, design.target, {**(config or {}), "state": "pooled"},
+                                          f"mean over the {len(parts)} states", confidence))
+        return checks
+
+
+def states_for(tokens: int, dim: int, names: Sequence[str], seed: int, key: Sequence[int]) -> dict[str, np.ndarray]:
+    """The named states of ``STATES`` for a map with ``tokens`` tokens in dimension ``dim`` (seeded)."""
+    out = {}
+    for index, name in enumerate(names):
+        if name not in STATES:
+            raise ValueError(f"states must be names in {sorted(STATES)}, got {name!r}")
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 2))))
+        out[name] = STATES[name](rng, tokens, dim)
+    return out

@@ -1,0 +1,184 @@
+"""The empirical measure against its limit computed another way (not a second system of the same code).
+
+Two systems built by the same code on the same noise agree whatever the code does (``convergence.experiments.chaos`` compares
+such pairs for the *rate*). The limit itself is checked here against the mathematics of the stochastic PDE:
+
+``zonal_limit``  (no attention, v = 0). Given the noise the tokens are conditionally i.i.d.; averaged over the
+    noise each one is a Brownian motion on S^{d-1} at rate k(1) (the field's variance at a point, ``verify``'s
+    kernel constant), so for the zonal harmonics phi_1 = <x, e> and phi_2 = <x, e>^2 - 1/d
+        E[phi_l(x_T) | x_0] = exp(-lambda_l T) phi_l(x_0),   lambda_l = k(1) l (l + d - 2) / 2.
+    Per path: r = <mu_T, phi_l> - exp(-lambda_l T) <mu_0, phi_l> (the initial value is a control variate).
+``weak_form``  (with attention). The weak form of the SPDE for f(x) = <x, e>, in expectation (the martingale
+    part has mean 0, and f is linear in R^d so the Ito term of the generator is the drift's):
+        E<mu_T, f> - <mu_0, f> = int_0^T E<mu_t, <e, b(x; mu_t)>> dt,
+    b the claimed mean-field drift (model A: v P_x a_mu(x) - ((d-1)/2) k(1) x; model F:
+    -((d-1)/2) sigma^2 |a_mu(x)|^2 x). Per path: r = <mu_T, f> - <mu_0, f> - trapezoid of <mu_t, <e, b>> over the
+    recorded times.
+
+Both run the layer map at steps h and 2h on one Brownian path; the estimate is the Richardson combination
+2 r_h - r_2h (O(h) bias removed; the trapezoid's O(dt^2) and the remaining O(h^2) are below the resolution, which
+every check states). Initial tokens are i.i.d. on a cap around e (uniform tokens would make E<mu, phi> = 0 by
+symmetry and the check blind). The claimed drift is a parameter, so a wrong mean-field drift is judged on the same
+recorded data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models.protocols import LayerMap
+from ..paths.brownian import PathStreams
+from ..paths.design import RecordGrid
+from ..paths.simulate import record_at_two_steps
+from ..statistics.estimators import (
+    FAIL,
+    FAMILY_ALPHA,
+    INCONCLUSIVE,
+    Check,
+    detectable_effect,
+    effect_verdict,
+    first_nonfinite,
+    z_confidence,
+    z_value,
+)
+
+CAP_SPREAD = 0.7  # initial tokens normalise(e + CAP_SPREAD z): E<x_0, e> about 0.8 at d = 5
+
+Drift = Callable[[np.ndarray], np.ndarray]  # the claimed mean-field drift b(x; mu) for tokens (paths, n, d)
+
+
+def cap_initial(streams: PathStreams, tokens: int, dim: int) -> np.ndarray:
+    """I.i.d. tokens normalise(e + CAP_SPREAD z), e the first basis vector, z standard normal: (paths, n, d)."""
+    e = np.eye(dim)[0]
+    x = streams.initial(lambda rng, m: e + CAP_SPREAD * rng.standard_normal((m, tokens, dim)))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def zonal_rates(k1: float, dim: int) -> np.ndarray:
+    """lambda_1, lambda_2 = k(1) l (l + d - 2) / 2: the decay rates of the zonal harmonics."""
+    return np.array([k1 * l * (l + dim - 2) / 2 for l in (1, 2)])
+
+
+def zonal_means(x: np.ndarray) -> np.ndarray:
+    """<mu, phi_1>, <mu, phi_2> per path: (paths, 2)."""
+    u = x[..., 0]
+    return np.stack([u.mean(-1), (u * u - 1.0 / x.shape[-1]).mean(-1)], axis=-1)
+
+
+@dataclass(frozen=True)
+class MeanFieldDesign:
+    """Steps h = T / steps and 2h on one Brownian path, observed every ``steps // records`` steps."""
+
+    grid: RecordGrid
+    target: float = 0.05  # the largest relative resolution that still decides
+
+    @property
+    def times(self) -> np.ndarray:
+        return self.grid.times
+
+
+def _richardson(values: np.ndarray) -> np.ndarray:
+    """2 r_h - r_2h per path from values shaped (paths, 2, ...)."""
+    return 2 * values[:, 0] - values[:, 1]
+
+
+def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: float, config: dict, note: str) -> Check:
+    """Mean of ``per_path`` (expected 0) with a z interval; resolution relative to ``scale`` (the size of the
+    effect a relative error of the claim moves it by)."""
+    mean = float(per_path.mean())
+    se = float(per_path.std(ddof=1) / np.sqrt(per_path.size))
+    ci = (mean - z * se, mean + z * se)
+    confidence = z_confidence(z)
+    resolution = detectable_effect(ci, 0.0, confidence)
+    relative = resolution / abs(scale) if scale else None
+    verdict = effect_verdict(ci, 0.0, 0.0, math.inf if relative is None else relative, target)
+    if verdict == INCONCLUSIVE:
+        note += f"; relative resolution {relative} above the target {target:g}: more paths needed"
+    return Check(name, 0.0, mean, ci, verdict, config, 0.0, confidence, note=note,
+                 resolution=resolution, relative_resolution=relative)
+
+
+def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: int, key: Sequence[int], config: dict,
+                checks_in_family: int, rates: dict[str, np.ndarray] | None = None,
+                family_alpha: float = FAMILY_ALPHA) -> list[Check]:
+    """``zonal_limit`` for phi_1 and phi_2 (module docstring), each at level family_alpha / checks_in_family, for the
+    true rates lambda_l and then for each claim of ``rates`` (name -> claimed (lambda_1, lambda_2): near misses),
+    all judged on one recording of the paths."""
+    claims = {"true": zonal_rates(k1, layer_map.dim)}
+    claims |= {name: np.asarray(r, dtype=np.float64) for name, r in (rates or {}).items()}
+    recorded = record_at_two_steps(layer_map, design.grid, seed, key, cap_initial, zonal_means)  # (paths, 2, R+1, 2)
+    bad = first_nonfinite({"zonal means": recorded}, ["phi_1", "phi_2"])
+    z = z_value(checks_in_family, family_alpha)
+    checks = []
+    horizon = design.grid.horizon
+    for claim, claimed in claims.items():
+        claim_config = config if claim == "true" else {**config, "claim": claim}
+        for index, rate in enumerate(claimed):
+            name = f"zonal_limit_phi{index + 1}"
+            if bad:
+                nan = float("nan")
+                checks.append(Check(name, 0.0, nan, (nan, nan), FAIL, claim_config, note=bad))
+                continue
+            decay = np.exp(-rate * horizon)
+            residual = recorded[:, :, -1, index] - decay * recorded[:, :, 0, index]
+            start = float(recorded[:, 0, 0, index].mean())
+            # a relative error delta in lambda moves the target by lambda T delta e^{-lambda T} E phi(x_0)
+            scale = rate * horizon * decay * start
+            checks.append(_check(name, _richardson(residual), scale, z, design.target, claim_config,
+                                 f"<mu_T, phi_{index + 1}> - exp(-lambda T) <mu_0, phi_{index + 1}>, lambda = {rate:.5g}, "
+                                 f"T = {horizon:g}; Richardson over h = T/{design.grid.steps} and 2h; relative resolution "
+                                 "in units of lambda"))
+    return checks
+
+
+def weak_form_observer(drift: Drift) -> Callable[[np.ndarray], np.ndarray]:
+    """observe(x) = (<mu, f>, <mu, <e, b(x; mu)>>) per path, f = <x, e>, e the first basis vector."""
+
+    def observe(x: np.ndarray) -> np.ndarray:
+        return np.stack([x[..., 0].mean(-1), drift(x)[..., 0].mean(-1)], axis=-1)
+
+    return observe
+
+
+def drift_integral(recorded: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Trapezoid of <mu_t, <e, b>> over the record times per path and level: (paths, 2)."""
+    g = recorded[..., 1]
+    return np.sum(0.5 * (g[..., 1:] + g[..., :-1]) * np.diff(times), axis=-1)
+
+
+def weak_form_residual(recorded: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """r = <mu_T, f> - <mu_0, f> - trapezoid of <mu_t, <e, b>> per path and level: (paths, 2)."""
+    f = recorded[..., 0]
+    return f[..., -1] - f[..., 0] - drift_integral(recorded, times)
+
+
+def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDesign, seed: int, key: Sequence[int],
+              config: dict, checks_in_family: int, family_alpha: float = FAMILY_ALPHA) -> list[Check]:
+    """``weak_form`` for each claimed drift on the same recorded paths: each drift is observed along the run of
+    the layer map (the first is the true claim; others are near misses judged on the same data)."""
+    names = list(drifts)
+
+    def observe(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([weak_form_observer(drifts[name])(x) for name in names], axis=-1)
+
+    recorded = record_at_two_steps(layer_map, design.grid, seed, key, cap_initial, observe)  # (paths, 2, R+1, 2k)
+    z = z_value(checks_in_family, family_alpha)
+    checks = []
+    for index, name in enumerate(names):
+        part = recorded[..., 2 * index:2 * index + 2]
+        bad = first_nonfinite({f"weak form ({name})": part})
+        if bad:
+            nan = float("nan")
+            checks.append(Check("weak_form", 0.0, nan, (nan, nan), FAIL, {**config, "drift": name}, note=bad))
+            continue
+        residual = weak_form_residual(part, design.times)
+        integral = float(drift_integral(part, design.times)[:, 0].mean())
+        checks.append(_check("weak_form", _richardson(residual), integral, z, design.target, {**config, "drift": name},
+                             f"E<mu_T, f> - <mu_0, f> - int E<mu_t, <e, b>> dt, f = <x, e> (the drift term integrates to "
+                             f"{integral:.4g}; relative resolution in its units); Richardson over h = T/{design.grid.steps}"
+                             f" and 2h; trapezoid on {design.grid.records} intervals"))
+    return checks

@@ -1,0 +1,206 @@
+"""Plausible wrong claims ("mutants") of a limit SDE, each with its effect size, for the power study and tests.
+
+A check is only as good as the smallest error it can see. Every mutant here is a claim a careful author could
+make by mistake, built from the true claim of a model:
+
+  drift x (1 + eps)        every drift coefficient off by eps (generic: any ``LimitSDE``)
+  sigma^2 x (1 + eps)      the claim's noise variance off by eps, consistently: the diffusion scaled by
+                           sqrt(1 + eps) and the Ito drift computed with the wrong variance
+  beta x (1 + eps)         the claim's attention temperature off by eps
+  Ito factor (d-2)/2       the radial Ito correction with d - 2 for d - 1
+  Stratonovich drift       the drift of the Stratonovich form used as an Ito drift:
+                           b_S = b - (1/2) sum_r (D sigma_r) sigma_r over a basis of the noise (generic)
+  no tangent projection    the diffusion without P_x
+  Ito term x (1 + eps)     model A: the kernel constant k(x, x) = k(1) of the Ito term off by eps (the
+                           diffusion unchanged)
+
+``catalogue(sde)`` lists the mutants that apply to a model's true claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..models.agazzi import AgazziSDE
+from ..models.attention import normalise
+from ..models.fedorov import FedorovSDE
+from ..models.protocols import LimitSDE
+from ..paths.integrators import drift_and_diffusion
+
+FD_STEP = 1e-6  # central differences of the diffusion along its own directions (error O(FD_STEP^2))
+
+
+@dataclass(frozen=True, eq=False)
+class Mutant:
+    """A wrong claim: a name, its size (relative, or None for a structural error) and the claim itself."""
+
+    name: str
+    effect: float | None
+    sde: LimitSDE
+
+    @property
+    def label(self) -> str:
+        return self.name if self.effect is None else f"{self.name}, eps = {self.effect:+g}"
+
+
+@dataclass(frozen=True, eq=False)
+class _Wrapped:
+    """Base of generic mutants: a claim built around the true one (same tokens, dimension and noise)."""
+
+    true: LimitSDE
+
+    @property
+    def tokens(self) -> int:
+        return self.true.tokens
+
+    @property
+    def dim(self) -> int:
+        return self.true.dim
+
+    @property
+    def noise(self):
+        return self.true.noise
+
+
+@dataclass(frozen=True, eq=False)
+class DriftScaled(_Wrapped):
+    """``dx = factor b(x) dt + g(x) dW``."""
+
+    factor: float = 1.0
+
+    def drift(self, x: np.ndarray) -> np.ndarray:
+        return self.factor * self.true.drift(x)
+
+    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self.true.diffusion(x, dw)
+
+    def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        drift, noise = drift_and_diffusion(self.true, x, dw)
+        return self.factor * drift, noise
+
+
+def stratonovich_correction(sde: LimitSDE, x: np.ndarray) -> np.ndarray:
+    """``(1/2) sum_r (D sigma_r) sigma_r`` at ``x`` (paths, n, d), sigma_r(x) = diffusion(x, scale e_r) over the
+    unit basis e_r of the noise array (one unit of time), by central differences along sigma_r."""
+    noise = sde.noise
+    size = int(np.prod(noise.shape, dtype=int))
+    total = np.zeros_like(x)
+    for r in range(size):
+        e = np.zeros(size)
+        e[r] = noise.scale
+        dw = np.broadcast_to(e.reshape(noise.shape), (x.shape[0], *noise.shape))
+        direction = sde.diffusion(x, dw)
+        plus, minus = sde.diffusion(x + FD_STEP * direction, dw), sde.diffusion(x - FD_STEP * direction, dw)
+        total += (plus - minus) / (2 * FD_STEP)
+    return total / 2
+
+
+@dataclass(frozen=True, eq=False)
+class StratonovichAsIto(_Wrapped):
+    """The Stratonovich drift b - (1/2) sum_r (D sigma_r) sigma_r claimed as the Ito drift (costs 2 x noise size
+    diffusion evaluations per drift: for local checks and small noises)."""
+
+    def drift(self, x: np.ndarray) -> np.ndarray:
+        return self.true.drift(x) - stratonovich_correction(self.true, x)
+
+    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self.true.diffusion(x, dw)
+
+
+class _FedorovVariance(FedorovSDE):
+    """Model F's claim computed with sigma^2 x factor: Ito drift with the wrong variance, diffusion x sqrt(factor)."""
+
+    def __repr__(self) -> str:
+        return f"_FedorovVariance(model={self.model!r}, scale={self._scale!r})"
+
+    def __init__(self, model, factor: float):
+        object.__setattr__(self, "model", replace(model, sigma=model.sigma * np.sqrt(factor)))
+        object.__setattr__(self, "_scale", np.sqrt(factor))
+        object.__setattr__(self, "_noise_law", FedorovSDE(model).noise)
+
+    @property
+    def noise(self):
+        return self._noise_law
+
+    def _noise(self, a: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self._scale * super()._noise(a, dw)
+
+
+class _FedorovItoFactor(FedorovSDE):
+    """Model F's claim with the radial Ito term -((d-2)/2) sigma^2 |a|^2 x instead of (d-1)/2."""
+
+    def _drift(self, x: np.ndarray, a: np.ndarray) -> np.ndarray:
+        return super()._drift(x, a) + 0.5 * self.model.sigma**2 * np.sum(a * a, axis=-1, keepdims=True) * normalise(x)
+
+
+class _FedorovUnprojected(FedorovSDE):
+    """Model F's claim with the diffusion dW a (no tangent projection)."""
+
+    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self._noise(self._attention(x), dw)
+
+    def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        att = self._attention(x)
+        return self._drift(x, att), self._noise(att, dw)
+
+
+class _AgazziIto(AgazziSDE):
+    """Model A's claim with the Ito term's kernel constant k(x, x) x ``factor`` (diffusion unchanged)."""
+
+    def __init__(self, model, factor: float):
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "_factor", factor)
+
+    def __repr__(self) -> str:  # the factor is part of the claim's identity (cache keys)
+        return f"_AgazziIto(model={self.model!r}, factor={self._factor!r})"
+
+    def _drift(self, x_hat: np.ndarray, k: np.ndarray) -> np.ndarray:
+        attention = super()._drift(x_hat, np.zeros_like(k))
+        return attention + self._factor * (super()._drift(x_hat, k) - attention)
+
+
+class _AgazziItoFactor(AgazziSDE):
+    """Model A's claim with -((d-2)/2) k x for -((d-1)/2) k x."""
+
+    def _drift(self, x_hat: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return super()._drift(x_hat, k) + 0.5 * k * x_hat
+
+
+class _AgazziUnprojected(AgazziSDE):
+    """Model A's claim with the field increment unprojected."""
+
+    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self.model.field.increment(normalise(x), dw, 0.0)
+
+    def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        drift, _ = super().drift_and_diffusion(x, dw)
+        return drift, self.diffusion(x, dw)
+
+
+def catalogue(sde: LimitSDE, eps: float = 0.05, stratonovich: bool = True) -> list[Mutant]:
+    """The mutants of ``sde`` (a model F or model A claim, or any claim for the generic ones) at size ``eps``."""
+    mutants = [Mutant("drift x (1 + eps)", eps, DriftScaled(sde, 1 + eps)),
+               Mutant("drift x (1 + eps)", -eps, DriftScaled(sde, 1 - eps))]
+    if isinstance(sde, FedorovSDE):
+        model = sde.model
+        mutants += [Mutant("sigma^2 x (1 + eps)", eps, _FedorovVariance(model, 1 + eps)),
+                    Mutant("Ito factor (d-2)/2", None, _FedorovItoFactor(model)),
+                    Mutant("no tangent projection", None, _FedorovUnprojected(model))]
+        if model.tokens > 1 and model.beta != 0:
+            mutants.append(Mutant("beta x (1 + eps)", eps, FedorovSDE(replace(model, beta=model.beta * (1 + eps)))))
+    elif isinstance(sde, AgazziSDE):
+        model = sde.model
+        mutants += [Mutant("Ito term k(1) x (1 + eps)", eps, _AgazziIto(model, 1 + eps)),
+                    Mutant("Ito factor (d-2)/2", None, _AgazziItoFactor(model)),
+                    Mutant("no tangent projection", None, _AgazziUnprojected(model))]
+        if model.tokens > 1 and model.v != 0 and model.beta != 0:
+            mutants.append(Mutant("beta x (1 + eps)", eps, AgazziSDE(replace(model, beta=model.beta * (1 + eps)))))
+    if stratonovich:
+        mutants.append(Mutant("Stratonovich drift", None, StratonovichAsIto(sde)))
+    return mutants
+
+
+MutantFactory = Callable[[LimitSDE, float], list[Mutant]]

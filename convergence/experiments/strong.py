@@ -1,0 +1,274 @@
+"""Strong (pathwise) convergence of a layer map to its limit SDE, for any model with Brownian noise.
+
+Experiment: for each path, one Brownian path at the finest step ``h_ref = T / (R L_max)`` drives
+  - the layer map at every depth L (step T/L, increments = block sums),
+  - the reference: Ito Euler-Maruyama for the limit SDE in R^d at steps h_ref, 2 h_ref, 4 h_ref, 8 h_ref.
+Measured per path: the token-mean squared distance between each depth and the finest reference at
+the final time and its maximum over the depth's grid times, and the distances between consecutive
+reference levels (the reference's own convergence).
+
+Claims checked (``analyse_strong``):
+  strong_order       RMS error at T ~ C h^p, p = 1/2 (rate).
+  strong_order_sup   RMS of the max over grid times ~ C h^p, p = 1/2 (rate).
+  reference_order    consecutive reference differences ~ C h^p, p = 1/2 (the reference converges).
+  same_limit         mean-square plateau B in ms(h) = A h^{2p} + B, p = the *claimed* order, is 0 up to
+                     the reference's own mean-square error (the layer map and the reference have the same
+                     limit). The rate is the claim's, never the fitted one: a plateau pulls a fitted slope
+                     down and A h^{2 p_fitted} then absorbs it (B comes out near 0, even below 0). The
+                     fitted-rate plateau is printed beside it as a diagnostic only.
+
+Each check states its resolution (``Check.resolution``): the smallest order deviation, or the smallest
+plateau, it rejects with probability 90% at this sample size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from verify.common.validation import check_int
+
+from ..models.protocols import LayerMap, LimitSDE
+from ..output.results import Panel, Series
+from ..paths.brownian import (
+    BrownianBlock,
+    InitialState,
+    PathStreams,
+    uniform_sphere,
+)
+from ..paths.coupling import Level, run_coupled
+from ..paths.design import DepthLadder
+from ..paths.integrators import EulerMaruyama
+from ..runtime.execution import concatenate_blocks, map_blocks
+from ..statistics.estimators import (
+    CONFIDENCE,
+    FAIL,
+    INCONCLUSIVE,
+    Check,
+    asymptotic_start,
+    bootstrap_counts,
+    bootstrap_interval,
+    detectable_effect,
+    first_nonfinite,
+    fit_order,
+    limit_plateau,
+    limit_verdict,
+    noise_floor_flags,
+    order_verdict,
+    paths_to_resolve,
+    pre_asymptotic_flags,
+)
+
+REFERENCE_LEVELS = (1, 2, 4, 8)
+BOOTSTRAP_STREAM = 0
+
+
+
+@dataclass(frozen=True)
+class StrongDesign(DepthLadder):
+    """A depth ladder with the reference refinement R (the reference steps at T / (R L_max))."""
+
+    reference_factor: int = 16
+    order: float = 0.5
+    order_allowance: float = 0.05
+    max_ci_width: float = 0.1  # an interval wider than the band expected +- allowance cannot place the order in it
+    # The reference's order is a calibration (same_limit's allowance uses its measured error, not its order): it
+    # need only tell convergence from stagnation.
+    reference_max_ci_width: float = 0.3
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        factor = check_int("reference_factor", self.reference_factor, minimum=8)
+        if factor % max(REFERENCE_LEVELS):
+            raise ValueError(f"reference_factor must be a multiple of {max(REFERENCE_LEVELS)}, got {factor}")
+
+    @property
+    def fine_steps(self) -> int:
+        return self.depths[-1] * self.reference_factor
+
+    @property
+    def h_fine(self) -> float:
+        return self.horizon / self.fine_steps
+
+
+
+@dataclass(frozen=True)
+class StrongData:
+    """Per-path squared distances: ``final_sq``/``sup_sq`` (paths, depths) against the finest
+    reference; ``reference_sq`` (paths, 3): |Y_{2h}-Y_h|^2, |Y_{4h}-Y_{2h}|^2, |Y_{8h}-Y_{4h}|^2 at T."""
+
+    final_sq: np.ndarray
+    sup_sq: np.ndarray
+    reference_sq: np.ndarray
+
+    @classmethod
+    def from_blocks(cls, blocks: list[tuple[np.ndarray, np.ndarray]], design: StrongDesign,
+                    claim: int = 0) -> StrongData:
+        """From the blocks' (final_sq, sup_sq) over every comparison of ``strong_ladder``, in block order: those of
+        reference number ``claim``."""
+        final_sq, sup_sq = concatenate_blocks(blocks)
+        n = len(design.depths)
+        first = claim * (n + len(REFERENCE_LEVELS) - 1)
+        return cls(final_sq=final_sq[:, first:first + n], sup_sq=sup_sq[:, first:first + n],
+                   reference_sq=final_sq[:, first + n:first + n + len(REFERENCE_LEVELS) - 1])
+
+
+def coupled_strong_errors(
+    layer_map: LayerMap,
+    sde: LimitSDE,
+    design: StrongDesign,
+    seed: int,
+    key: Sequence[int],
+    initial: InitialState = uniform_sphere,
+    progress: Callable[[int], None] | None = None,
+) -> StrongData:
+    """Run the coupled experiment over all paths, block by block (blocks do not change any number)."""
+    return coupled_strong_errors_for_claims(layer_map, {"claim": sde}, design, seed, key, initial, progress)["claim"]
+
+
+def coupled_strong_errors_for_claims(
+    layer_map: LayerMap,
+    sdes: Mapping[str, LimitSDE],
+    design: StrongDesign,
+    seed: int,
+    key: Sequence[int],
+    initial: InitialState = uniform_sphere,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, StrongData]:
+    """The coupled experiment against several claimed limits at once: one Brownian path per path and the layer map
+    at every depth are computed once, and each claim adds its reference levels (its numbers equal those of
+    ``coupled_strong_errors`` with that claim alone, bit for bit)."""
+    if not layer_map.noise.brownian:
+        raise ValueError(f"strong convergence needs Gaussian (Brownian) noise, got law {layer_map.noise.law!r}")
+    fine = design.fine_steps
+    levels, comparisons = strong_ladder(design, layer_map, *(EulerMaruyama(sde) for sde in sdes.values()))
+
+    def run_block(start: int, stop: int, advance) -> tuple[np.ndarray, np.ndarray]:
+        streams = PathStreams(seed, start, stop, key)
+        x0 = initial(streams, layer_map.tokens, layer_map.dim)
+        run = run_coupled(levels, comparisons, x0, BrownianBlock(layer_map.noise, streams, design.h_fine), fine, advance)
+        return run.final_sq, run.sup_sq
+
+    label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}:" + "+".join(map(repr, sdes.values()))
+    blocks = map_blocks(run_block, design.paths, design.block_paths, label, progress)
+    return {name: StrongData.from_blocks(blocks, design, claim) for claim, name in enumerate(sdes)}
+
+
+def strong_ladder(design: StrongDesign, layer, *references) -> tuple[list[Level], list[tuple[int, int]]]:
+    """The strong experiment's levels (the layer at every depth of the design, then each reference at the factors
+    ``REFERENCE_LEVELS`` of the fine step) and its comparisons, reference by reference (each depth against that
+    reference's finest level, each of its levels against the next finer one)."""
+    fine = design.fine_steps
+    levels = [Level(f"L={depth}", layer, fine // depth) for depth in design.depths]
+    comparisons = []
+    for reference in references:
+        ref = len(levels)
+        levels += [Level(f"EM x{f}", reference, f) for f in REFERENCE_LEVELS]
+        comparisons += [(i, ref) for i in range(len(design.depths))]
+        comparisons += [(ref + j + 1, ref + j) for j in range(len(REFERENCE_LEVELS) - 1)]
+    return levels, comparisons
+
+
+def bootstrap_generator(seed: int, key: Sequence[int]) -> np.random.Generator:
+    """The bootstrap's own stream, disjoint from every path stream (those never start with 0)."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(BOOTSTRAP_STREAM, *key))))
+
+
+def _series(label: str, fit, flags_pre: np.ndarray, flags_floor: np.ndarray) -> Series:
+    flags = [
+        [name for name, on in (("pre-asymptotic", pre), ("noise floor", floor)) if on]
+        for pre, floor in zip(flags_pre, flags_floor)
+    ]
+    return Series.from_fit(label, fit, flags)
+
+
+def _paths_hint(ci: tuple[float, float], max_width: float, paths: int, verdict: str) -> str:
+    """For an interval too wide to decide: the paths that would narrow it to ``max_width`` (width ~ 1/sqrt(paths))."""
+    width = ci[1] - ci[0]
+    if verdict != INCONCLUSIVE or not width > max_width:
+        return ""
+    return (f"; interval width {width:.3g} > {max_width:g}: about {paths_to_resolve(width, max_width, paths)} "
+            "paths in all would decide")
+
+
+def analyse_strong(
+    data: StrongData, design: StrongDesign, config: dict, rng: np.random.Generator, confidence: float = CONFIDENCE
+) -> tuple[list[Check], Panel]:
+    """Checks and a convergence panel for one configuration (see the module docstring).
+
+    Every interval is at ``confidence`` (a study passes ``family_confidence`` of its number of checks, so that
+    its family-wise false-failure rate stays at 1%). A run in which any distance is not finite (a scheme blew
+    up) fails every check at once.
+    """
+    depth_labels = [f"L={L}" for L in design.depths]
+    bad = first_nonfinite({"layer map (distance at T)": data.final_sq, "layer map (max over grid times)": data.sup_sq},
+                          depth_labels) or first_nonfinite(
+        {"Euler-Maruyama reference": data.reference_sq}, [f"EM x{f}" for f in REFERENCE_LEVELS[1:]])
+    if bad:
+        nan = float("nan")
+        note = bad
+        checks = [Check(name, expected, nan, (nan, nan), FAIL, config, note=note)
+                  for name, expected in (("strong_order", design.order), ("strong_order_sup", design.order),
+                                         ("reference_order", design.order), ("same_limit", 0.0))]
+        return checks, Panel(title=str(config), xlabel="step h", ylabel="RMS error", series=[],
+                             reference_order=design.order)
+    paths = data.final_sq.shape[0]
+    counts = bootstrap_counts(rng, paths, design.replicates)
+    steps = design.steps()
+    ref_steps = design.h_fine * np.asarray(REFERENCE_LEVELS[:-1], dtype=np.float64)
+    reference = fit_order(ref_steps[::-1], data.reference_sq[:, ::-1], counts, confidence)
+    # The finest reference's own mean-square error is about that of its first consecutive difference.
+    reference_ms = float(reference.ms_replicates[:, -1].mean())
+    reference_ms_hi = float(bootstrap_interval(reference_ms, reference.ms_replicates[:, -1], confidence)[1])
+    floor = np.sqrt(reference_ms_hi)
+    label = ", ".join(f"{k}={v}" for k, v in config.items())
+
+    checks, series = [], []
+    for name, sq in (("strong_order", data.final_sq), ("strong_order_sup", data.sup_sq)):
+        fit = fit_order(steps, sq, counts, confidence)
+        pre = pre_asymptotic_flags(fit, design.order, design.order_allowance)
+        at_floor = noise_floor_flags(fit, floor)
+        verdict = order_verdict(fit.order_ci, design.order, design.order_allowance, design.max_ci_width,
+                                usable_levels=int(np.sum(~at_floor)))
+        checks.append(Check(
+            name=name, expected=design.order, estimate=fit.order, ci=fit.order_ci, verdict=verdict,
+            config=config, allowance=design.order_allowance,
+            note=(f"{int(pre.sum())} pre-asymptotic and {int(at_floor.sum())} noise-floor levels of {steps.size}"
+                  + _paths_hint(fit.order_ci, design.max_ci_width, paths, verdict)),
+            resolution=detectable_effect(fit.order_ci, design.order_allowance, confidence), confidence=confidence,
+        ))
+        series.append(_series("RMS error at T" if name == "strong_order" else "RMS of max over grid times",
+                              fit, pre, at_floor))
+        if name == "strong_order":
+            ms_fit, ms_pre = fit, pre
+    checks.append(Check(
+        name="reference_order", expected=design.order, estimate=reference.order, ci=reference.order_ci,
+        verdict=(reference_verdict := order_verdict(reference.order_ci, design.order, design.order_allowance,
+                                                    design.reference_max_ci_width, usable_levels=3)),
+        config=config, allowance=design.order_allowance,
+        note="consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref"
+             + _paths_hint(reference.order_ci, design.reference_max_ci_width, paths, reference_verdict),
+        resolution=detectable_effect(reference.order_ci, design.order_allowance, confidence), confidence=confidence,
+    ))
+    finest_ms = float(ms_fit.error[-1] ** 2)
+    point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre), confidence)
+    fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
+    checks.append(Check(
+        name="same_limit", expected=0.0, estimate=float(point), ci=ci,
+        verdict=limit_verdict(ci, reference_ms_hi, finest_ms), config=config, allowance=reference_ms_hi,
+        note=(f"{how} (steps h); allowance = reference mean-square error "
+              f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
+              f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
+              f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]"),
+        resolution=detectable_effect(ci, reference_ms_hi, confidence), confidence=confidence,
+    ))
+    series.append(_series("reference: consecutive EM differences", reference,
+                          np.zeros(ref_steps.size, bool), np.zeros(ref_steps.size, bool)))
+    panel = Panel(title=label, xlabel="step h", ylabel="RMS error", series=series, reference_order=design.order)
+    return checks, panel
+
+
+__all__ = ["CONFIDENCE", "StrongData", "StrongDesign", "analyse_strong", "coupled_strong_errors",
+           "coupled_strong_errors_for_claims"]

@@ -1,0 +1,211 @@
+"""Weak convergence of a layer map: rate from coupled depth differences, limit against a reference.
+
+Experiment: each path drives the layer map at every depth of a dyadic ladder with one Brownian path
+(block sums), and an observable f of the final tokens is recorded per path and depth.
+
+  weak_order  Delta_l = E[f(X^{L_l}) - f(X^{2 L_l})] ~ C h_l^p with p = 1. The coupled differences have
+              small variance (their paths are close), which is what makes an O(h) difference visible.
+              p is the least-squares slope of log|Delta_l| against log h_l over the levels whose
+              Delta_l is significantly non-zero (the others are flagged at the noise floor).
+  weak_limit  the finest-depth mean E f(X^L) against a reference value computed another way
+              (the backward Kolmogorov equation of the derived SDE), allowing the remaining O(h)
+              bias |Delta_last| (for an order-1 method the error at L is about the difference
+              between L/2 and L) plus the reference's own error.
+
+Intervals are normal intervals with Bonferroni-corrected levels (``z_value``), so that across all the
+checks of a study the probability of a false ``fail`` is at most ``FAMILY_ALPHA``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from verify.common.validation import check_ladder
+
+from ..models.protocols import LayerMap
+from ..output.results import Series
+from ..paths.brownian import BrownianBlock, InitialState, PathStreams
+from ..paths.coupling import Level, run_coupled
+from ..paths.design import DepthLadder
+from ..runtime.execution import concatenate_blocks, map_blocks
+from ..statistics.estimators import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    bootstrap_counts,
+    detectable_effect,
+    paths_to_resolve,
+    z_confidence,
+)
+
+Observable = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class WeakDesign(DepthLadder):
+    """A doubling depth ladder of at least three levels, with the weak checks' tolerances."""
+
+    order: float = 1.0
+    order_allowance: float = 0.15
+    max_ci_width: float = 0.5
+    resolution: float = 0.1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_ladder("depths", self.depths, doubling=True)
+
+
+def coupled_observables(
+    layer_map: LayerMap,
+    design: WeakDesign,
+    observables: dict[str, Observable],
+    seed: int,
+    key: Sequence[int],
+    initial: InitialState,
+    depths: Sequence[int] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """Per-path observables at every depth, (paths, levels) each; all depths on one noise path."""
+    depths = list(design.depths if depths is None else depths)
+    fine = depths[-1]
+    levels = [Level(f"L={L}", layer_map, fine // L) for L in depths]
+
+    def run_block(start: int, stop: int, advance) -> dict[str, np.ndarray]:
+        streams = PathStreams(seed, start, stop, key)
+        x0 = initial(streams, layer_map.tokens, layer_map.dim)
+        block = BrownianBlock(layer_map.noise, streams, design.horizon / fine)
+        finals = run_coupled(levels, [], x0, block, fine, advance).final
+        return {name: np.stack([f(x) for x in finals], axis=1) for name, f in observables.items()}
+
+    label = f"coupled_observables:{tuple(key)}:{design!r}:{depths}:{sorted(observables)}:{layer_map!r}"
+    return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
+
+
+BATCHES = 400
+
+
+def batch_means(values: np.ndarray, batches: int) -> np.ndarray:
+    """Means of ``batches`` contiguous, equal groups of rows (the remainder rows are dropped)."""
+    size = values.shape[0] // batches
+    if size < 1:
+        return values
+    return values[: size * batches].reshape(batches, size, *values.shape[1:]).mean(axis=1)
+
+
+@dataclass(frozen=True)
+class WeakOrderFit:
+    steps: np.ndarray
+    differences: np.ndarray
+    standard_errors: np.ndarray
+    significant: np.ndarray
+    order: float
+    order_se: float
+
+    def series(self, label: str, z: float) -> Series:
+        """The curve |E f_l - E f_{l+1}| with z-SE intervals (clipped at 0) and the pooled fitted line; levels
+        at the noise floor are flagged. No line (order 0) when no order was fitted."""
+        values = np.abs(self.differences)
+        order = self.order if np.isfinite(self.order) else 0.0
+        return Series(
+            label=label, steps=self.steps.tolist(), values=values.tolist(),
+            ci_lo=np.maximum(values - z * self.standard_errors, 0).tolist(),
+            ci_hi=(values + z * self.standard_errors).tolist(),
+            order=order,
+            intercept=float(np.mean(np.log(values + 1e-300)) - order * np.mean(np.log(self.steps))),
+            flags=[[] if s else ["noise floor"] for s in self.significant],
+        )
+
+
+def _pooled_slope(log_h: np.ndarray, log_d: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """Least-squares slope common to several observables (each with its own intercept) over the masked
+    levels; ``log_d`` is (..., observables, levels), ``masks`` (observables, levels)."""
+    num = np.zeros(log_d.shape[:-2])
+    den = 0.0
+    for k, mask in enumerate(masks):
+        if mask.sum() < 2:
+            continue
+        x = log_h[mask] - log_h[mask].mean()
+        y = log_d[..., k, :][..., mask]
+        num = num + (y - y.mean(axis=-1, keepdims=True)) @ x
+        den += x @ x
+    return num / den if den > 0 else np.full(log_d.shape[:-2], np.nan)
+
+
+def weak_order(values: dict[str, np.ndarray], steps: np.ndarray, rng: np.random.Generator, replicates: int,
+               z: float) -> dict[str, WeakOrderFit]:
+    """Fit |E f_l - E f_{l+1}| ~ C_f h_l^p with one order p common to all observables f (each with its
+    own constant), over the differences significantly non-zero at level z; bootstrap SE of p over batch
+    means of paths. Returns one fit per observable (sharing ``order`` and ``order_se``)."""
+    names = list(values)
+    diffs = np.stack([values[n][:, :-1] - values[n][:, 1:] for n in names], axis=1)  # (paths, obs, levels)
+    mean = diffs.mean(axis=0)
+    se = diffs.std(axis=0, ddof=1) / np.sqrt(diffs.shape[0])
+    significant = np.abs(mean) > z * se
+    h = steps[:-1]
+    log_h = np.log(h)
+    order = float(_pooled_slope(log_h, np.log(np.abs(mean) + 1e-300)[None], significant)[0])
+    # Bootstrap over batch means of contiguous groups of paths (paths are i.i.d., so batches are too):
+    # the same law for the means at a fraction of the memory of resampling every path.
+    batches = batch_means(diffs, BATCHES)
+    counts = bootstrap_counts(rng, batches.shape[0], replicates)
+    boot = np.einsum("bp,pol->bol", counts, batches, optimize=True) / batches.shape[0]
+    boot_order = _pooled_slope(log_h, np.log(np.abs(boot) + 1e-300), significant)
+    order_se = float(np.std(boot_order, ddof=1)) if np.isfinite(order) else float("nan")
+    return {n: WeakOrderFit(h, mean[k], se[k], significant[k], order, order_se) for k, n in enumerate(names)}
+
+
+def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, config: dict) -> Check:
+    """``weak_order``: the claim is an error O(h) (one-sided), so the check fails when the interval lies below
+    ``order - allowance`` and passes when it lies above it (an interval above ``order + allowance`` gets a note:
+    this observable's leading error coefficient is small); an interval across ``order - allowance`` passes only
+    when it is at most ``max_ci_width`` wide, else inconclusive (as when fewer than three differences are
+    significant)."""
+    fit = next(iter(fits.values()))  # the order is common to all observables
+    lo, hi = fit.order - z * fit.order_se, fit.order + z * fit.order_se
+    usable = sum(int(f.significant.sum()) for f in fits.values())
+    total = sum(f.significant.size for f in fits.values())
+    note = f"{usable} of {total} coupled differences significant (order pooled over {len(fits)} observables)"
+    floor = design.order - design.order_allowance
+    if usable < 3 or not np.isfinite(fit.order):
+        verdict = INCONCLUSIVE
+    elif hi < floor:
+        verdict = FAIL
+    elif lo < floor and hi - lo > design.max_ci_width:
+        verdict = INCONCLUSIVE
+    else:
+        verdict = PASS
+        if lo > design.order + design.order_allowance:
+            note += "; decays faster than order 1 (small leading coefficient: the O(h) bound holds)"
+    confidence = z_confidence(z)
+    if verdict == INCONCLUSIVE and usable >= 3 and np.isfinite(fit.order):
+        note += f"; about {paths_to_resolve(hi - lo, design.max_ci_width, design.paths)} paths would decide"
+    return Check("weak_order", design.order, fit.order, (lo, hi), verdict, config, design.order_allowance,
+                 confidence, note=note, resolution=detectable_effect((lo, hi), design.order_allowance, confidence))
+
+
+def limit_check(values: np.ndarray, last_difference: float, last_se: float, reference: float,
+                reference_error: float, design: WeakDesign, z: float, config: dict, name: str = "weak_limit") -> Check:
+    """``weak_limit``: the finest mean minus the reference, within z SE plus the bias allowance
+    |Delta_last| + z SE(Delta_last) + reference error; inconclusive when that half-width exceeds
+    ``resolution`` times the observable's standard deviation (no power to see a wrong limit)."""
+    finest = values[:, -1] if values.ndim == 2 else values
+    estimate = float(finest.mean() - reference)
+    se = float(finest.std(ddof=1) / np.sqrt(finest.size))
+    allowance = abs(last_difference) + z * last_se + reference_error
+    lo, hi = estimate - z * se, estimate + z * se
+    if hi < -allowance or lo > allowance:
+        verdict = FAIL
+    elif z * se + allowance > design.resolution * float(finest.std(ddof=1)):
+        verdict = INCONCLUSIVE
+    else:
+        verdict = PASS
+    confidence = z_confidence(z)
+    resolution = detectable_effect((lo, hi), allowance, confidence)
+    sd = float(finest.std(ddof=1))
+    return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence,
+                 note=f"finest mean {finest.mean():.6f} vs reference {reference:.6f}", resolution=resolution,
+                 relative_resolution=resolution / sd if sd > 0 else None)

@@ -1,0 +1,276 @@
+"""Reports a reader can open without running anything: JSON, Markdown and a log-log plot per study,
+and ``index.md`` listing every study's verdict.
+
+Files are written atomically (to a temporary name, then renamed), so an interrupted run never leaves
+a half-written report behind.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from verify.common.files import atomic_write
+
+from ..statistics.estimators import confidence_label, json_safe
+from .results import Heatmap, Panel, Plot, StudyResult
+
+
+def _number(value: float, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return f"{value:.{digits}g}"
+
+
+def json_default(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def to_json(result: StudyResult) -> str:
+    """The study as strict JSON: non-finite numbers are written as null."""
+    return json.dumps(json_safe(result.to_dict()), indent=2, default=json_default, allow_nan=False) + "\n"
+
+
+def _resolution(check) -> str:
+    if check.resolution is None:
+        return "-"
+    relative = "" if check.relative_resolution is None else f" ({_number(100 * check.relative_resolution, 2)}% rel.)"
+    return _number(check.resolution, 3) + relative
+
+
+def to_markdown(result: StudyResult, image: str | None = None, extra_images: list[str] = ()) -> str:
+    """The study's report: verdict, parameters, checks, per-level tables and notes."""
+    lines = [
+        f"# {result.study}",
+        "",
+        f"**Verdict: {result.verdict}**  (profile `{result.profile}`, seed {result.seed}, "
+        f"{result.elapsed_s:.1f} s wall, {result.cpu_s:.1f} s CPU)",
+        "",
+        f"Family-wise false-failure rate when every claim holds: at most {result.family_wise_rate:.3g} "
+        f"(Bonferroni sum over {sum(c.claim for c in result.checks)} claim checks).",
+        "",
+    ]
+    for name in ([image] if image else []) + list(extra_images):
+        lines += [f"![{name}]({name})", ""]
+    lines += ["## Checks", "", *(["Checks marked (finding) test conjectures the sources do not make; they are reported "
+                                  "with their verdicts and do not enter the study's verdict.", ""]
+                                 if any(not c.claim for c in result.checks) else []),
+              *(["Resolution: the smallest departure from the expected value that the check rejects with probability "
+                 "90% at this run's sample size, in the check's units (as a relative coefficient error in "
+                 "parentheses where the check has one).", ""] if any(c.resolution is not None for c in result.checks)
+                else []),
+              "| check | configuration | expected | estimate | interval | allowance | resolution | verdict | note |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for check in result.checks:
+        config = ", ".join(f"{k}={v}" for k, v in check.config.items())
+        lo, hi = check.ci
+        kind = "" if check.claim else " (finding)"
+        lines.append(
+            f"| `{check.name}`{kind} | {config} | {_number(check.expected)} | {_number(check.estimate)} | "
+            f"[{_number(lo)}, {_number(hi)}] ({confidence_label(check.confidence)}) | {_number(check.allowance, 3)} | "
+            f"{_resolution(check)} | **{check.verdict}** | {check.note} |"
+        )
+    for panel in result.panels:
+        lines += ["", f"## {panel.title}", ""]
+        for series in panel.series:
+            lines += [f"{series.label}: fitted order {_number(series.order)}", "",
+                      "| step h | error | interval | flags |", "|---|---|---|---|"]
+            for h, value, lo, hi, flags in zip(series.steps, series.values, series.ci_lo, series.ci_hi, series.flags):
+                lines.append(f"| {_number(h)} | {_number(value)} | [{_number(lo)}, {_number(hi)}] | "
+                             f"{', '.join(flags) or '-'} |")
+            lines.append("")
+    lines += ["## Parameters", "", "```json", json.dumps(result.params, indent=2, default=json_default), "```", ""]
+    if result.notes:
+        lines += ["## Notes", ""] + [f"- {note}" for note in result.notes] + [""]
+    versions = ", ".join(f"{k} {v}" for k, v in result.versions.items())
+    lines += [f"Versions: {versions}.", ""]
+    return "\n".join(lines)
+
+
+def _draw_panel(ax, panel: Panel) -> None:
+    for series in panel.series:
+        steps = series.steps
+        line = ax.loglog(steps, series.values, "o", label=f"{series.label} (order {series.order:.3f})")[0]
+        ax.fill_between(steps, series.ci_lo, series.ci_hi, color=line.get_color(), alpha=0.2)
+        fitted = [math.exp(series.intercept) * h**series.order for h in steps]
+        ax.loglog(steps, fitted, "-", color=line.get_color(), lw=1)
+    if panel.series:
+        # Reference slope triangle below the first series.
+        steps, values = panel.series[0].steps, panel.series[0].values
+        h0, h1 = steps[-1], steps[-3] if len(steps) >= 3 else steps[0]
+        y0 = values[-1] * 0.5
+        y1 = y0 * (h1 / h0) ** panel.reference_order
+        ax.plot([h0, h1, h1, h0], [y0, y0, y1, y0], "k-", lw=0.8)
+        ax.text(h1 * 1.05, (y0 * y1) ** 0.5, f"{panel.reference_order:g}", fontsize=8, va="center")
+    ax.set_title(panel.title, fontsize=9)
+    ax.set_xlabel(panel.xlabel)
+    ax.set_ylabel(panel.ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, loc="upper left")
+
+
+def _draw_plot(ax, plot: Plot) -> None:
+    bottoms: dict[float, float] = {}
+    for curve in plot.curves:
+        if curve.style == "stacked":
+            base = [bottoms.get(x, 0.0) for x in curve.x]
+            width = 0.8 * (min(b - a for a, b in zip(curve.x, curve.x[1:])) if len(curve.x) > 1 else 1.0)
+            ax.bar(curve.x, curve.y, width=width, bottom=base, label=curve.label)
+            for x, y in zip(curve.x, curve.y):
+                bottoms[x] = bottoms.get(x, 0.0) + y
+        elif curve.style == "points":
+            err = None
+            if curve.y_lo is not None:
+                # A percentile interval need not contain the point estimate (e.g. a median): bars start at it.
+                err = [[max(y - lo, 0.0) for y, lo in zip(curve.y, curve.y_lo)],
+                       [max(hi - y, 0.0) for y, hi in zip(curve.y, curve.y_hi)]]
+            ax.errorbar(curve.x, curve.y, yerr=err, fmt="o", ms=4, capsize=2, label=curve.label, color=curve.color)
+        else:
+            ax.plot(curve.x, curve.y, "-", lw=1.2, label=curve.label, color=curve.color)
+    for x, label in plot.markers:
+        ax.axvline(x, color="k", ls="--", lw=0.8)
+        ax.text(x, ax.get_ylim()[1], f" {label}", fontsize=7, va="top")
+    ax.set_xscale("log" if plot.logx else "linear")
+    ax.set_yscale("log" if plot.logy else "linear")
+    ax.set_title(plot.title, fontsize=9)
+    ax.set_xlabel(plot.xlabel)
+    ax.set_ylabel(plot.ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6)
+
+
+def _draw_heatmap(ax, heatmap: Heatmap) -> None:
+    values = np.asarray(heatmap.values, dtype=np.float64)
+    limit = float(np.nanmax(np.abs(values))) or 1.0
+    image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, origin="lower", aspect="auto")
+    ax.set_xticks(range(len(heatmap.columns)), [f"{c:g}" for c in heatmap.columns])
+    ax.set_yticks(range(len(heatmap.rows)), [f"{r:g}" for r in heatmap.rows])
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            ax.text(j, i, f"{values[i, j]:.2g}", ha="center", va="center", fontsize=6)
+    ax.set_xlabel(heatmap.column_label)
+    ax.set_ylabel(heatmap.row_label)
+    ax.set_title(heatmap.title, fontsize=8)
+    plt.colorbar(image, ax=ax, fraction=0.046)
+
+
+def plot_figure(items: list, title: str, path: Path) -> None:
+    """A grid of panels (``Panel``, ``Plot`` or ``Heatmap``, two per row) written to ``path`` as PNG."""
+    cols = min(2, max(1, len(items)))
+    rows = max(1, math.ceil(len(items) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
+    for ax, item in zip(axes.flat, items):
+        draw = _draw_panel if isinstance(item, Panel) else _draw_heatmap if isinstance(item, Heatmap) else _draw_plot
+        draw(ax, item)
+    for ax in list(axes.flat)[len(items):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format="png", dpi=110)
+    finally:
+        plt.close(fig)
+    atomic_write(path, buffer.getvalue())
+
+
+def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
+    """A grid of panels: log-log convergence panels (error against step, interval band, fitted line,
+    slope triangle) for the main figure, then the study's other plots under ``key``."""
+    items = (list(result.panels) if key == "" else []) + list(result.plots.get(key, []))
+    plot_figure(items, f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else ""), path)
+
+
+def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
+    """Write ``<study>.json``, ``<study>.md`` and ``<study>.png`` into ``out``; return their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {kind: out / f"{result.study}.{kind}" for kind in ("json", "md", "png")}
+    plot_panels(result, paths["png"])
+    for key in result.plots:
+        if key:
+            paths[key] = out / f"{result.study}-{key}.png"
+            plot_panels(result, paths[key], key)
+    atomic_write(paths["json"], to_json(result).encode())
+    extra = [paths[key].name for key in result.plots if key]
+    atomic_write(paths["md"], to_markdown(result, image=paths["png"].name, extra_images=extra).encode())
+    return paths
+
+
+RUN_FILE = "run.json"
+
+
+def write_run(out: Path, run: dict) -> Path:
+    """``run.json``: how the last ``run`` / ``report`` in ``out`` ran (studies, wall time, workers, concurrency)."""
+    path = Path(out) / RUN_FILE
+    atomic_write(path, (json.dumps(run, indent=2) + "\n").encode())
+    return path
+
+
+def _run_line(out: Path) -> list[str]:
+    try:
+        run = json.loads((out / RUN_FILE).read_text())
+        return [f"Last run (`{run['command']}`, profile {run['profile']}, {len(run['studies'])} studies, "
+                f"{run['concurrent_studies']} at a time on {run['workers']} {run['scheduler']} worker(s) of "
+                f"{run['cores']} cores): **{run['wall_s']:.0f} s wall** from start to the last report.", ""]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def write_index(out: Path) -> Path:
+    """``index.md``: every study whose JSON is in ``out``, with its verdict, profile and time."""
+    out = Path(out)
+    rows, wall_total, cpu_total = [], 0.0, 0.0
+    for path in sorted(out.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if not {"study", "verdict", "checks"} <= set(data):
+            continue
+        counts, findings = {}, {}
+        for check in data["checks"]:
+            tally = counts if check.get("claim", True) else findings
+            tally[check["verdict"]] = tally.get(check["verdict"], 0) + 1
+        summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        if findings:
+            summary += "; findings: " + ", ".join(f"{n} {v}" for v, n in sorted(findings.items()))
+        rate = data.get("family_wise_false_failure_rate")
+        rate_text = "not stated (older report)" if rate is None else f"{rate:.3g}"
+        cpu = data.get("cpu_s")
+        cpu_text = "-" if cpu is None else f"{cpu:.1f}"
+        wall_total += data.get("elapsed_s", 0.0)
+        cpu_total += cpu or 0.0
+        rows.append(f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
+                    f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {rate_text} | {summary} |")
+    lines = ["# Verification reports", "",
+             "Family-wise rate: the Bonferroni bound on the probability that the study fails when every claim holds.", "",
+             "Time: wall seconds of the study, from its start to its result (studies run side by side share the "
+             "workers, so a study's time includes waiting for them); CPU: seconds of CPU charged to the study (its "
+             "own thread and every block the dask workers ran for it).", "",
+             *_run_line(out),
+             "| study | verdict | profile | seed | time (s) | CPU (s) | family-wise rate | checks |",
+             "|---|---|---|---|---|---|---|---|", *rows, "",
+             f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.", ""]
+    symbolic = out / "symbolic.json"
+    if symbolic.exists():
+        try:
+            data = json.loads(symbolic.read_text())
+            lines += [f"Symbolic derivations (`python -m verify`): [**{data['status']}**](symbolic.md), "
+                      f"{len(data['derivations'])} derivations, {data['elapsed_s']:.0f} s.", ""]
+        except (OSError, json.JSONDecodeError, KeyError):
+            lines += ["Symbolic derivations: `symbolic.json` is unreadable.", ""]
+    text = "\n".join(lines)
+    index = out / "index.md"
+    atomic_write(index, text.encode())
+    return index

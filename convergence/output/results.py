@@ -1,0 +1,122 @@
+"""Plain-data results of a study: what the report writer needs, JSON-serialisable, model-free."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..statistics.estimators import Check, OrderFit, combine_verdicts
+
+
+@dataclass(frozen=True)
+class Series:
+    """One error curve against the step: per-level values with interval and flags, and its fitted line
+    ``log error = intercept + order log h``."""
+
+    label: str
+    steps: list[float]
+    values: list[float]
+    ci_lo: list[float]
+    ci_hi: list[float]
+    order: float
+    intercept: float
+    flags: list[list[str]]
+
+    @classmethod
+    def from_fit(cls, label: str, fit: OrderFit, flags: list[list[str]] | None = None) -> Series:
+        """The curve of an ``OrderFit``: RMS error per level with its interval and fitted line."""
+        return cls(label=label, steps=fit.steps.tolist(), values=fit.error.tolist(),
+                   ci_lo=fit.error_ci[:, 0].tolist(), ci_hi=fit.error_ci[:, 1].tolist(), order=fit.order,
+                   intercept=fit.intercept, flags=flags if flags is not None else [[] for _ in fit.steps])
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A log-log convergence plot: several series and the slope the theory expects."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    series: list[Series]
+    reference_order: float
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A line (``style="line"``) or points with error bars (``style="points"``)."""
+
+    label: str
+    x: list[float]
+    y: list[float]
+    y_lo: list[float] | None = None
+    y_hi: list[float] | None = None
+    style: str = "line"
+    color: str | None = None  # curves that share a colour belong together (e.g. theory and simulation)
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A linear-axes plot of curves, with labelled vertical markers (e.g. a critical value)."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    curves: list[Curve]
+    markers: list[tuple[float, str]] = field(default_factory=list)
+    logx: bool = False
+    logy: bool = False
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """Values on a grid: ``values[i][j]`` at row ``rows[i]`` and column ``columns[j]`` (e.g. N x L)."""
+
+    title: str
+    row_label: str
+    column_label: str
+    rows: list[float]
+    columns: list[float]
+    values: list[list[float]]
+
+
+@dataclass
+class StudyResult:
+    study: str
+    profile: str
+    seed: int
+    params: dict
+    checks: list[Check]
+    panels: list[Panel] = field(default_factory=list)
+    plots: dict[str, list[Plot | Heatmap]] = field(default_factory=dict)  # "" -> <study>.png, key -> <study>-<key>.png
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    cpu_s: float = 0.0  # CPU seconds of the study: its own thread and the dask blocks run for it
+    serial_cpu_s: float = 0.0  # of which its own thread's (work that no worker takes over)
+    versions: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return combine_verdicts([check.verdict for check in self.checks if check.claim])
+
+    @property
+    def family_wise_rate(self) -> float:
+        """Bonferroni bound on the probability that the study fails when every claim holds: the sum of its claim
+        checks' false-failure rates (checks whose verdict is exact or certified should declare 0)."""
+        return float(sum(check.false_failure_rate for check in self.checks if check.claim))
+
+    def to_dict(self) -> dict:
+        return {
+            "study": self.study,
+            "profile": self.profile,
+            "seed": self.seed,
+            "verdict": self.verdict,
+            "family_wise_false_failure_rate": self.family_wise_rate,
+            "elapsed_s": self.elapsed_s,
+            "cpu_s": self.cpu_s,
+            "serial_cpu_s": self.serial_cpu_s,
+            "params": self.params,
+            "versions": self.versions,
+            "checks": [check.to_dict() for check in self.checks],
+            "panels": [asdict(panel) for panel in self.panels],
+            "plots": {name: [asdict(plot) for plot in plots] for name, plots in self.plots.items()},
+            "notes": self.notes,
+        }

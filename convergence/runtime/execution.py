@@ -1,0 +1,353 @@
+"""Where blocks of paths are computed, and the cache that makes long runs resumable.
+
+Every study splits its paths into compute blocks (``blocks.compute_blocks``) whose random numbers depend
+only on the seed and the absolute index of the block, and calls ``map_blocks``, which runs a block task
+
+* in process (scheduler ``"sync"``, the default),
+* on a local ``dask.distributed`` cluster of worker processes (``"processes"``), or
+* on an existing dask scheduler (an address ``"tcp://host:port"``),
+
+and returns the block results in block order. The estimators concatenate them in that order, so every
+number is bit-identical whatever the scheduler, the number of workers or the block size.
+
+Resumable runs: inside ``caching(directory, scope, resume)`` each finished block is written atomically to
+``directory`` as an ``.npz`` holding its arrays, the full key they were computed for (scope, block label,
+block range, package fingerprint) and a SHA-256 checksum. With ``resume`` a block whose entry is intact and
+carries the same key is read instead of recomputed; a corrupted, truncated or foreign entry is recomputed and
+overwritten (never used). The package fingerprint hashes the package's source, so a cache never outlives a
+code change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import io
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verify.common.files import atomic_write
+from verify.common.validation import check_int
+
+from .blocks import compute_blocks
+
+SCHEDULERS = ("sync", "processes")  # or a scheduler address tcp://host:port
+MMAP_THRESHOLD = 32 * 2**20  # glibc's largest mmap threshold
+TRIM_THRESHOLD = 2**30  # freed heap memory a worker keeps instead of returning it to the system (dask's: 64 KiB)
+BlockTask = Callable[[int, int, Callable[[int], None] | None], Any]
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform reports it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_scheduler() -> tuple[str, int]:
+    """The command line's default: a local cluster of one worker process per available core, or in process
+    on a single core (results are bit-identical either way)."""
+    cores = available_cores()
+    return ("processes", cores) if cores > 1 else ("sync", 1)
+
+
+_REMOTE_CPU: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("remote_cpu", default=None)
+
+
+@dataclass
+class CpuClock:
+    """CPU seconds used inside a ``cpu_meter`` block, split into this thread's own (serial) work and the blocks
+    dask workers ran for it."""
+
+    _thread_start: float
+    _remote: list[float]
+
+    def serial(self) -> float:
+        """This thread's CPU seconds (in-process blocks included): work no worker can take over."""
+        return time.thread_time() - self._thread_start
+
+    def total(self) -> float:
+        return self.serial() + self._remote[0]
+
+
+@contextlib.contextmanager
+def cpu_meter() -> Iterator[CpuClock]:
+    """Yield a ``CpuClock`` of the CPU seconds used so far inside the ``with``: this thread's (in-process blocks
+    included) plus every block that dask workers ran for it (each measured on its worker). Exact under
+    concurrency: two studies run side by side in two threads are each charged only their own work."""
+    remote = [0.0]
+    token = _REMOTE_CPU.set(remote)
+    try:
+        yield CpuClock(time.thread_time(), remote)
+    finally:
+        _REMOTE_CPU.reset(token)
+
+
+def check_scheduler(scheduler: str) -> str:
+    """``sync``, ``processes`` or a dask scheduler address (``tcp://``, ``tls://``, ``inproc://``)."""
+    if not isinstance(scheduler, str) or not (
+            scheduler in SCHEDULERS or scheduler.partition("://")[0] in ("tcp", "tls", "inproc", "ucx")):
+        raise ValueError(f"scheduler must be 'sync', 'processes' or a scheduler address like tcp://host:8786, "
+                         f"got {scheduler!r}")
+    return scheduler
+
+
+@cache
+def package_fingerprint() -> str:
+    """SHA-256 of the package version and of every source file of ``convergence`` and ``verify``."""
+    from verify.common.versions import package_versions
+
+    digest = hashlib.sha256(json.dumps(package_versions(), sort_keys=True).encode())
+    root = Path(__file__).resolve().parent.parent
+    for package in ("convergence", "verify"):
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class BlockCache:
+    """Finished blocks on disk (module docstring). ``scope`` names the run (study, profile, seed)."""
+
+    directory: Path
+    scope: dict
+    resume: bool = False
+    reused: int = 0
+    computed: int = 0
+    rejected: list[str] = field(default_factory=list)
+
+    def key(self, label: str, start: int, stop: int) -> str:
+        return json.dumps({"scope": self.scope, "label": label, "block": [start, stop],
+                           "package": package_fingerprint()}, sort_keys=True)
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.npz"
+
+    def load(self, key: str) -> Any | None:
+        """The stored result for ``key``, or None when absent, unreadable, corrupted or foreign."""
+        path = self.path(key)
+        if not self.resume or not path.exists():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                stored_key = str(data["__key__"])
+                structure = json.loads(str(data["__structure__"]))
+                leaves = [data[f"leaf_{i}"] for i in range(_count_leaves(structure))]
+                checksum = str(data["__checksum__"])
+        except Exception as error:  # noqa: BLE001 (any unreadable entry is recomputed, never used)
+            self.rejected.append(f"{path.name}: unreadable ({type(error).__name__})")
+            return None
+        if stored_key != key:
+            self.rejected.append(f"{path.name}: computed for another configuration")
+            return None
+        if checksum != _checksum(leaves):
+            self.rejected.append(f"{path.name}: checksum mismatch")
+            return None
+        self.reused += 1
+        return _unflatten(structure, iter(leaves))
+
+    def store(self, key: str, result: Any) -> None:
+        structure, leaves = _flatten(result)
+        arrays = {f"leaf_{i}": leaf for i, leaf in enumerate(leaves)}
+        buffer = io.BytesIO()
+        np.savez(buffer, __key__=np.array(key), __structure__=np.array(json.dumps(structure)),
+                 __checksum__=np.array(_checksum(leaves)), **arrays)
+        atomic_write(self.path(key), buffer.getvalue())
+        self.computed += 1
+
+
+def _checksum(leaves: Sequence[np.ndarray]) -> str:
+    digest = hashlib.sha256()
+    for leaf in leaves:
+        leaf = np.ascontiguousarray(leaf)
+        digest.update(f"{leaf.dtype.str}{leaf.shape}".encode())
+        digest.update(leaf.tobytes())
+    return digest.hexdigest()
+
+
+def _flatten(result: Any) -> tuple[Any, list[np.ndarray]]:
+    """A JSON structure (dict keys, tuple arity) and the arrays of a result made of dicts, tuples, lists, arrays."""
+    if isinstance(result, dict):
+        leaves, structure = [], {}
+        for name, value in result.items():
+            structure[name], sub = _flatten(value)
+            leaves += sub
+        return {"dict": structure}, leaves
+    if isinstance(result, (tuple, list)):
+        leaves, items = [], []
+        for value in result:
+            item, sub = _flatten(value)
+            items.append(item)
+            leaves += sub
+        return {"tuple" if isinstance(result, tuple) else "list": items}, leaves
+    return "array", [np.asarray(result)]
+
+
+def _unflatten(structure: Any, leaves: Iterator[np.ndarray]) -> Any:
+    if structure == "array":
+        return next(leaves)
+    (kind, body), = structure.items()
+    if kind == "dict":
+        return {name: _unflatten(sub, leaves) for name, sub in body.items()}
+    items = [_unflatten(sub, leaves) for sub in body]
+    return tuple(items) if kind == "tuple" else items
+
+
+def _count_leaves(structure: Any) -> int:
+    if structure == "array":
+        return 1
+    (_, body), = structure.items()
+    return sum(_count_leaves(sub) for sub in (body.values() if isinstance(body, dict) else body))
+
+
+@dataclass
+class Execution:
+    """Where blocks run (a dask client, or in process when None), the optional block cache and block size."""
+
+    cache: BlockCache | None = None
+    client: Any = None
+    block_paths: int | None = None  # overrides every design's block size (results do not depend on it)
+
+
+_CURRENT: contextvars.ContextVar[Execution | None] = contextvars.ContextVar("execution", default=None)
+
+
+def current_execution() -> Execution:
+    """The execution set by the innermost ``scheduler`` / ``caching`` block (in process, no cache by default)."""
+    return _CURRENT.get() or Execution()
+
+
+@contextlib.contextmanager
+def scheduler(name: str = "sync", workers: int = 2, block_paths: int | None = None) -> Iterator[Execution]:
+    """Run the blocks of every study inside the ``with`` on ``name`` (module docstring), with ``workers``
+    local processes for ``"processes"``; ``block_paths`` overrides every design's block size."""
+    name = check_scheduler(name)
+    check_int("workers", workers, minimum=1, maximum=1024)
+    if block_paths is not None:
+        check_int("block_paths", block_paths, minimum=1)
+    previous = current_execution()
+    execution = Execution(previous.cache, block_paths=block_paths)
+    with contextlib.ExitStack() as stack:
+        if name != "sync":
+            from distributed import Client, LocalCluster
+
+            if name == "processes":
+                import dask
+
+                # dask starts workers with MALLOC_TRIM_THRESHOLD_ set, which switches off glibc's dynamic mmap
+                # threshold: every numpy temporary above 128 KiB is then mmap'd and unmapped (1.7x slower blocks).
+                # A fixed mmap threshold of 32 MiB (read at process start, so it must be a pre-spawn variable)
+                # restores in-process speed. dask's trim threshold of 64 KiB also hands every freed block back to the
+                # system, so the next block page-faults it in again (sync-agazzi quick: 13% of its time, mostly
+                # system time): workers keep up to 1 GiB of freed heap instead.
+                stack.enter_context(dask.config.set(
+                    {"distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
+                     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD)}))
+                cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                           dashboard_address=None))
+                execution.client = stack.enter_context(Client(cluster))
+            else:
+                execution.client = stack.enter_context(Client(name))
+        token = _CURRENT.set(execution)
+        try:
+            yield execution
+        finally:
+            _CURRENT.reset(token)
+
+
+@contextlib.contextmanager
+def caching(directory: str | os.PathLike, scope: dict, resume: bool = False) -> Iterator[BlockCache]:
+    """Write every finished block under ``directory`` (keyed by ``scope``); with ``resume``, reuse intact ones."""
+    block_cache = BlockCache(Path(directory), dict(scope), bool(resume))
+    previous = current_execution()
+    token = _CURRENT.set(replace(previous, cache=block_cache))
+    try:
+        yield block_cache
+    finally:
+        _CURRENT.reset(token)
+        for reason in block_cache.rejected:
+            warnings.warn(f"cache entry recomputed: {reason}", stacklevel=2)
+
+
+def _run_counting(task: BlockTask, start: int, stop: int) -> tuple[Any, int, float]:
+    """Run a block on a worker, counting the progress units it reports and its CPU seconds (sent back with the
+    result)."""
+    units = [0]
+
+    def count(n: int) -> None:
+        units[0] += n
+
+    cpu = time.thread_time()
+    result = task(start, stop, count)
+    return result, units[0], time.thread_time() - cpu
+
+
+def _blocks(paths: int, block_paths: int) -> list[tuple[int, int]]:
+    """The compute blocks of ``paths`` under the current execution (its block size overrides the design's)."""
+    return list(compute_blocks(paths, current_execution().block_paths or block_paths))
+
+
+def block_count(paths: int, block_paths: int) -> int:
+    """How many blocks ``map_blocks`` splits ``paths`` into under the current execution."""
+    return len(_blocks(paths, block_paths))
+
+
+def map_blocks(
+    task: BlockTask,
+    paths: int,
+    block_paths: int,
+    label: str,
+    progress: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """``task(start, stop, progress)`` for every compute block of ``paths``, in block order.
+
+    ``label`` names the task within the current cache scope (e.g. the function and its stream key); results are
+    numpy arrays or dicts / tuples / lists of them.
+    """
+    execution = current_execution()
+    blocks = _blocks(paths, block_paths)
+    block_cache = execution.cache
+    keys = [block_cache.key(label, start, stop) if block_cache else "" for start, stop in blocks]
+    results: list[Any] = [block_cache.load(key) if block_cache else None for key in keys]
+    missing = [i for i, result in enumerate(results) if result is None]
+    if execution.client is None:
+        for i in missing:
+            results[i] = task(*blocks[i], progress)
+            if block_cache:
+                block_cache.store(keys[i], results[i])
+        return results
+    from distributed import as_completed
+
+    futures = {execution.client.submit(_run_counting, task, *blocks[i], pure=False): i for i in missing}
+    for future in as_completed(futures):
+        i = futures[future]
+        results[i], units, cpu = future.result()
+        if (remote := _REMOTE_CPU.get()) is not None:
+            remote[0] += cpu
+        if block_cache:
+            block_cache.store(keys[i], results[i])
+        if progress is not None:
+            progress(units)
+    return results
+
+
+def concatenate_blocks(results: Sequence[Any]) -> Any:
+    """Concatenate block results (arrays, or dicts / tuples of arrays) along the paths axis."""
+    first = results[0]
+    if isinstance(first, dict):
+        return {name: concatenate_blocks([r[name] for r in results]) for name in first}
+    if isinstance(first, (tuple, list)):
+        return type(first)(concatenate_blocks([r[i] for r in results]) for i in range(len(first)))
+    return np.concatenate(results)
