@@ -9,7 +9,7 @@ import pytest
 from convergence.models.agazzi import AgazziModel
 from convergence.models.fedorov import FedorovModel
 from convergence.models.mlp_field import FreshFeatureField
-from verify.kernels import KernelSpec
+from verify.analysis.kernels import KernelSpec
 
 TOKENS, DIM = 4096, 16
 

@@ -1,3 +1,5 @@
+"""``python -m convergence``: the command line (``convergence.cli``)."""
+
 import sys
 
 from .cli import main

@@ -1,4 +1,4 @@
-"""Command line: ``python -m convergence {list, run, report}``.
+"""Command line: ``python -m convergence {list, run, report, bench}``.
 
     python -m convergence list
     python -m convergence run STUDY [STUDY ...] [--profile quick|full] [--seed N] [--out DIR] [execution options]

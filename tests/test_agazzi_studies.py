@@ -26,7 +26,7 @@ from convergence.experiments.width import (
 )
 from convergence.models.agazzi import AgazziModel, AgazziSDE
 from convergence.models.mlp_field import GaussianField
-from verify.kernels import KernelSpec, activation_constants, exponents
+from verify.analysis.kernels import KernelSpec, activation_constants, exponents
 
 
 @pytest.fixture(scope="module")

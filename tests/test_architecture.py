@@ -44,13 +44,13 @@ def test_no_package_loads_names_lazily(path):
     assert not any(isinstance(node, ast.FunctionDef) and node.name == "__getattr__" for node in tree.body)
 
 
-def test_the_import_scanner_sees_relative_and_nested_imports(tmp_path, monkeypatch):
-    """The check above can fail: a function-level relative import of convergence from verify is found."""
-    fake = ROOT / "verify" / "_scanner_probe.py"
-    text = "def f():\n    from convergence.models.fedorov import FedorovModel\n    from . import algebra\n"
+def test_the_import_scanner_sees_relative_and_nested_imports(monkeypatch):
+    """The checks here can fail: a function-level absolute import and a relative one are both found."""
+    fake = ROOT / "verify" / "calculus" / "_scanner_probe.py"
+    text = "def f():\n    from convergence.paths import brownian\n    from ..common import files\n"
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text if self == fake else Path.read_bytes(self).decode())
     found = imported_modules(fake)
-    assert "convergence.models.fedorov" in found and "verify.algebra" in found
+    assert {"convergence.paths.brownian", "verify.common.files"} <= found
 
 
 # convergence's subpackages, lowest first: a module imports only from its own subpackage and the ones before it;
@@ -77,3 +77,76 @@ def test_convergence_imports_only_downward(path):
     own = layer_of(module)
     upward = sorted(m for m in imported_modules(path) if layer_of(m) > own)
     assert not upward, f"{module} (layer {own}) imports higher layers: {upward}"
+
+
+VERIFY_LAYERS = ("common", "calculus", "models", "analysis", "rigorous", "derivations")
+
+
+def verify_layer_of(module: str) -> int:
+    parts = module.split(".")
+    return VERIFY_LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in VERIFY_LAYERS else len(VERIFY_LAYERS)
+
+
+def test_every_verify_module_lives_in_a_layer_or_is_an_entry_point():
+    assert {p.name for p in (ROOT / "verify").glob("*.py")} == {"__init__.py", "__main__.py"}
+    assert {p.name for p in (ROOT / "verify").iterdir() if p.is_dir() and p.name != "__pycache__"} == set(VERIFY_LAYERS)
+
+
+@pytest.mark.parametrize("path", sources("verify"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_verify_imports_only_downward(path):
+    module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    own = verify_layer_of(module)
+    upward = sorted(m for m in imported_modules(path) if m.startswith("verify.") and verify_layer_of(m) > own)
+    assert not upward, f"{module} (layer {own}) imports higher layers: {upward}"
+
+
+def test_no_module_name_is_shared_by_the_two_packages():
+    """A name like ``report.py`` in both packages, with different roles, misleads a reader."""
+    names = {pkg: {p.stem for p in sources(pkg) if p.stem not in ("__init__", "__main__")} for pkg in ("convergence",
+                                                                                                      "verify")}
+    assert not names["convergence"] & names["verify"]
+
+
+LAYOUT_START, LAYOUT_END = "<!-- layout: generated from the tree by `python -m tests.test_architecture` -->", "<!-- end of layout -->"
+
+
+def _docstring(path: Path) -> str:
+    return " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split())
+
+
+def layout_markdown() -> str:
+    """The README's description of both packages: each subpackage's docstring, lowest layer first, then the entry
+    points with the first sentence of theirs."""
+    lines = [LAYOUT_START]
+    for package, layers, role in (("convergence", LAYERS, "the numerical side"), ("verify", VERIFY_LAYERS,
+                                                                                 "the symbolic and rigorous side")):
+        lines.append(f"- `{package}/`: {role}; subpackages from the lowest layer up (a module imports only from its "
+                     "own subpackage and the ones listed before it):")
+        lines += [f"  - `{package}/{layer}/`: {_docstring(ROOT / package / layer / '__init__.py')}" for layer in layers]
+        entry = sorted(p for p in (ROOT / package).glob("*.py") if p.name != "__init__.py")
+        described = "; ".join(f"`{p.name}` ({_docstring(p).split('. ')[0].rstrip('.')})" for p in entry)
+        lines.append(f"  - entry points: {described}; `__init__.py` re-exports the public names.")
+    lines.append(LAYOUT_END)
+    return "\n".join(lines)
+
+
+def test_the_readme_layout_is_the_tree():
+    readme = (ROOT / "README.md").read_text()
+    start, end = readme.index(LAYOUT_START), readme.index(LAYOUT_END) + len(LAYOUT_END)
+    assert readme[start:end] == layout_markdown(), "README layout is stale: run python -m tests.test_architecture"
+
+
+def test_every_module_is_named_in_its_subpackage_docstring():
+    """A subpackage's docstring is its table of contents (the README's layout is made of them)."""
+    for package in ("convergence", "verify"):
+        for init in (ROOT / package).glob("*/__init__.py"):
+            doc = _docstring(init)
+            missing = [p.stem for p in init.parent.glob("*.py") if p.stem != "__init__" and f"``{p.stem}``" not in doc]
+            assert not missing, f"{init.parent.relative_to(ROOT)}'s docstring does not name {missing}"
+
+
+if __name__ == "__main__":  # rewrite the README's layout from the tree
+    readme_path = ROOT / "README.md"
+    readme = readme_path.read_text()
+    start, end = readme.index(LAYOUT_START), readme.index(LAYOUT_END) + len(LAYOUT_END)
+    readme_path.write_text(readme[:start] + layout_markdown() + readme[end:])

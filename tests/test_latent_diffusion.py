@@ -19,8 +19,8 @@ from convergence.models.latent_diffusion import (
 )
 from convergence.statistics.estimators import bootstrap_counts
 from convergence.statistics.frechet import frechet_estimate
-from verify.derivations import latent_diffusion
-from verify.latent_stopping import (
+from verify.derivations.catalogue import latent_diffusion
+from verify.rigorous.latent_stopping import (
     LatentSetting,
     certify_sign,
     distance,
@@ -141,7 +141,7 @@ def test_quick_ldm_stopping_study_passes(tmp_path):
 def test_float64_joint_optimum_agrees_with_the_30_digit_search():
     # The study decides d* and t* < T on a float64 grid; the mpmath search (roots of the derivative) must agree.
     from convergence.studies.ldm_stopping import SPECTRA, joint_optimum
-    from verify.latent_stopping import optimal_stopping_time
+    from verify.rigorous.latent_stopping import optimal_stopping_time
 
     variances = SPECTRA["low-rank"]
     for i in range(6):
@@ -158,8 +158,12 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
     import sympy as sp
 
     from convergence.studies.ldm_stopping import _iff_check, criterion_sign
-    from verify import latent_diffusion as ld
-    from verify.latent_stopping import LatentSetting, certify_sign, distance_derivative
+    from verify.models import latent_variances as ld
+    from verify.rigorous.latent_stopping import (
+        LatentSetting,
+        certify_sign,
+        distance_derivative,
+    )
 
     x, term = ld.plugin_remaining_term()
     derivative = sp.diff(term, x).subs(x, 0)
@@ -187,7 +191,7 @@ def test_a_closed_form_with_a_wrong_exponent_fails_along_the_run():
         SPECTRA,
         exact_discrete_convergence,
     )
-    from verify.latent_stopping import LatentSetting, distance
+    from verify.rigorous.latent_stopping import LatentSetting, distance
 
     variances = SPECTRA["geometric"]
     sampler = LatentSampler(variances, HORIZON, method="sde")

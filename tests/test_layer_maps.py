@@ -158,9 +158,9 @@ def test_attention_average_is_the_shifted_softmax_and_does_not_depend_on_the_bat
 
 @pytest.mark.parametrize("name", ["fedorov", "hybrid"])
 def test_layer_maps_equal_the_independent_ones_verify_cross_checks(name):
-    """``verify.crosscheck`` writes models F and H from MATH.md without this package; both must agree on the same
+    """``verify.derivations.crosscheck`` writes models F and H from MATH.md without this package; both must agree on the same
     noise (at random token pairs, not only the check's configuration)."""
-    from verify import crosscheck
+    from verify.derivations import crosscheck
 
     dim, h, params = 4, 0.01, crosscheck.PARAMS
     ours = {"fedorov": FedorovModel(2, dim, params["beta"], sigma=params["sigma"], mean_value=params["m"] * np.eye(dim)),

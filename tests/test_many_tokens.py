@@ -37,7 +37,7 @@ from convergence.models.mlp_field import (
 )
 from convergence.paths.coupling import Subsystems
 from tests.helpers import random_tokens
-from verify.kernels import KernelSpec
+from verify.analysis.kernels import KernelSpec
 
 
 def test_blocked_attention_equals_the_full_softmax(rng, monkeypatch):

@@ -280,7 +280,7 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
         horizon,
         probability_check,
     )
-    from verify.hitting import p_antipodal_double
+    from verify.analysis.hitting import p_antipodal_double
 
     dim, rho0, paths = 4, -0.9, 2000
     beta = 1.25 * float(verify.critical_beta(dim)[1])

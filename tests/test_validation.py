@@ -108,7 +108,7 @@ def test_extreme_but_valid_inputs_stay_finite():
         GaussianField,
     )
     from convergence.paths.integrators import EulerMaruyama
-    from verify.kernels import KernelSpec
+    from verify.analysis.kernels import KernelSpec
 
     spec = KernelSpec("tanh", 2, 0.1, 0.1)
     frozen = FrozenFeatureField.draw(spec, 8, np.random.default_rng(0))

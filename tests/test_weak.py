@@ -28,12 +28,12 @@ from convergence.paths.configurations import classify, fixed_overlap, overlap
 from convergence.references.kolmogorov import expectation, lambdify_overlap
 from convergence.statistics.estimators import wilson, z_value
 from convergence.studies.weak_fedorov import OBSERVABLES
-from verify.algebra import d
-from verify.hitting import p_antipodal_double
-from verify.models import beta
-from verify.noise_laws import sigma
-from verify.overlap import change_variable
-from verify.quadratic_form import quadratic_form_results
+from verify.analysis.hitting import p_antipodal_double
+from verify.analysis.overlap import change_variable
+from verify.analysis.quadratic_form_overlap import quadratic_form_results
+from verify.calculus.algebra import d
+from verify.calculus.noise_laws import sigma
+from verify.models.layer_steps import beta
 
 from .helpers import random_tokens
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 import mpmath
 import sympy as sp
 
-from .boundary import boundary_exponents, critical_eps2_closed_form
-from .certified import critical_beta
-from .hitting import p_antipodal
-from .kernels import KernelSpec, activation_constants
-from .latent_stopping import ldm_distance, ldm_switching_times
-from .models import beta as _beta
-from .overlap import overlap_sde
-from .synchronisation import lambda_bar_prime
-from .user_maps import check_limit, one_step_limit
+from .analysis.boundary import boundary_exponents, critical_eps2_closed_form
+from .analysis.hitting import p_antipodal
+from .analysis.kernels import KernelSpec, activation_constants
+from .analysis.overlap import overlap_sde
+from .models.layer_steps import beta as _beta
+from .models.user_maps import check_limit, one_step_limit
+from .rigorous.certified import critical_beta
+from .rigorous.latent_stopping import ldm_distance, ldm_switching_times
+from .rigorous.synchronisation import lambda_bar_prime
 
 
 def critical_eps2(beta_value, dps: int = 30):

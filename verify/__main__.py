@@ -13,9 +13,9 @@ from pathlib import Path
 
 import sympy as sp
 
-from .derivations import ALL
-from .kernels import activation_table, format_activation_table
-from .report import write
+from .analysis.kernels import activation_table, format_activation_table
+from .derivations.catalogue import ALL
+from .derivations.symbolic_report import write
 
 
 def main(argv=None) -> int:

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.activations import activation
+from verify.analysis.kernels import KernelSpec, kernel
 from verify.common.validation import check_int, check_ladder, check_real
-from verify.kernels import KernelSpec, kernel
+from verify.models.activations import activation
 
 from ..models.agazzi import attention_half_step
 from ..models.attention import normalise

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.analysis.kernels import KernelSpec
 from verify.common.validation import check_int, check_ladder, check_real
-from verify.kernels import KernelSpec
 
 from ..models.agazzi import AgazziModel
 from ..models.mlp_field import FreshFeatureField, GaussianField

@@ -7,7 +7,7 @@ Layer map (MATH.md section 2), step h = T / L, tokens (paths, n, d), two normali
 
 v = +1 attractive, 0 no attention, -1 repulsive; G_k the layer's MLP field (``convergence.models.mlp_field``).
 
-Limit SDE (Ito), from ``verify.expansion``'s drift of a normalised step applied to each half-step
+Limit SDE (Ito), from ``verify.calculus.expansion``'s drift of a normalised step applied to each half-step
 (first: mu = v a, S = 0; second: mu = 0, S = E[xi xi^T]/h = k(X, X) I); the second half-step is
 evaluated at Y = X + O(h), which changes nothing at order h:
 

@@ -110,7 +110,7 @@ class FedorovSDE(NormalisedLayerLimit):
 
     ``dx_i = P_{x_i} dW a_i + [P_{x_i} M a_i - ((d-1)/2) sigma^2 |a_i|^2 x_i] dt``.
 
-    The drift is the one ``verify.expansion`` derives for a normalised step (``convergence.models.normalised_step``)
+    The drift is the one ``verify.calculus.expansion`` derives for a normalised step (``convergence.models.normalised_step``)
     with S = E[xi xi^T] = sigma^2 |a|^2 I and mu = M a. Its coefficients are defined on all of R^d
     (evaluated at x/|x|; ``P_x`` the orthogonal projection), so an integrator that does not project
     back to the sphere sees whether the radial drift is right.

@@ -12,7 +12,7 @@ one run serves every d). Backward time ``t_k = k h``, ``h = T / N``; the score o
 Both are linear, so the law of the discrete sampler is exact algebra: ``discrete_variances`` runs
 ``v <- (1 + h (1 - 2m))^2 v + 2h`` (SDE) or ``v <- (1 + h (1 - m))^2 v`` (ODE) from the start variance; the Monte
 Carlo samples are checked against it, and it is checked against the continuous closed form of
-``verify.latent_stopping`` as h -> 0.
+``verify.rigorous.latent_stopping`` as h -> 0.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.common.validation import check_choice, check_int
-from verify.latent_stopping import STARTS
+from verify.rigorous.latent_stopping import STARTS
 
 METHODS = ("sde", "ode")
 

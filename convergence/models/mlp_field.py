@@ -2,7 +2,7 @@
 
 The MLP block of layer k is G_k(y) = m^{-1/2} W_k act(U_k y / sqrt(d) + b_k) + c_k (MATH.md section 2),
 one draw per layer shared by every token; the layer adds sqrt(h) G_k(Y_i) to each token. Its covariance
-is E[G(x) G(y)^T] = k(<x, y>) I_d (``verify.kernels``). Each field below gives ``increment(y, dw, h)``,
+is E[G(x) G(y)^T] = k(<x, y>) I_d (``verify.analysis.kernels``). Each field below gives ``increment(y, dw, h)``,
 the common noise term added to tokens y shaped (paths, n, d), from one layer's noise array ``dw``.
 
 ``FreshFeatureField``  The paper's block exactly: U, b, W, c fresh at every layer (finite width m).
@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.activations import activation
+from verify.analysis.kernels import Kernel, KernelSpec, kernel
 from verify.common.validation import check_int
-from verify.kernels import Kernel, KernelSpec, kernel
+from verify.models.activations import activation
 
 from .noise import CommonNoise
 

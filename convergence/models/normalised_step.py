@@ -1,6 +1,6 @@
 """The Ito drift of a normalised layer step ``N(x + s xi + s^2 mu)``, evaluated on arrays.
 
-The formula is not written here: ``verify.expansion.step_drift_coefficients`` derives it with sympy
+The formula is not written here: ``verify.calculus.expansion.step_drift_coefficients`` derives it with sympy
 (drift = c_mu mu + c_Sx S x + c_x x, coefficients in x^T S x, tr S and <x, mu>, with S = E[xi xi^T]),
 and this module only compiles it for numpy. Off the sphere the drift is evaluated at x / |x|
 (a 0-homogeneous extension), which makes the sphere attracting for an unprojected integrator.
@@ -19,7 +19,7 @@ from .protocols import Wrapper
 
 @cache
 def _compiled():
-    from verify.expansion import TRS, XMU, XSX, step_drift_coefficients
+    from verify.calculus.expansion import TRS, XMU, XSX, step_drift_coefficients
 
     return {name: sp.lambdify((XSX, TRS, XMU), expr, "numpy") for name, expr in step_drift_coefficients().items()}
 
@@ -39,7 +39,7 @@ def normalised_step_drift(
 class NormalisedLayerLimit(Wrapper):
     """The Ito limit of a layer made of normalised steps ``N(x + s xi + s^2 mu)``, per token:
 
-        dx = [drift derived in verify.expansion] dt + P_x (noise term),
+        dx = [drift derived in verify.calculus.expansion] dt + P_x (noise term),
 
     Subclasses hold ``model`` and give the attention vector, the step's moments (mu, S x, x^T S x,
     tr S at a unit x) and the noise term before projection; drift and diffusion follow here.

@@ -3,7 +3,7 @@
     dX = -P_X o dQ X on S^{d-1},   Q = (B + B^T) / sqrt(2),  B a d x d matrix of standard Brownian motions.
 
 Layer map: the normalised Euler step x' = N(x - dQ x) with dQ = (dB + dB^T) / sqrt(2) over the step
-(``verify.models.quadratic_form_layer``; ``verify`` shows its Ito drift on the sphere equals that of the
+(``verify.models.layer_steps.quadratic_form_layer``; ``verify`` shows its Ito drift on the sphere equals that of the
 Stratonovich SDE). Tokens are rows, so dQ x_i is the row x_i dQ (dQ is symmetric).
 """
 

@@ -249,7 +249,7 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
     loop_work = config.loop_paths * config.steps
     measure("per_path_loop", lambda: per_path_loop(model, x0, config.steps, h), loop_work)
     measure("per_path_draws", lambda: per_path_draws(config.dim, config.loop_paths, config.steps), loop_work)
-    from verify.kernels import KernelSpec
+    from verify.analysis.kernels import KernelSpec
 
     field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, np.random.default_rng(2))
     model_a = AgazziModel(config.model_a_tokens, field, 1.0, 1.0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.kernels import KernelSpec
+from verify.analysis.kernels import KernelSpec
 
 from ..models.agazzi import AgazziModel
 from ..models.fedorov import FedorovModel

@@ -1,3 +1,3 @@
 """Statistics: strong errors, fitted orders and slopes, bootstrap intervals, resolutions, verdicts (``estimators``),
-and the Frechet distance of samples (``frechet``). Imports only ``runtime``.
+and the Frechet distance of samples (``frechet``).
 """

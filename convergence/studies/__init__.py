@@ -1,4 +1,6 @@
-"""The registry of studies: each module defines one study and its quick and full profiles."""
+"""The registry of studies: each module defines one study, its configurations and its quick and full profiles, and
+calls the experiments (``base``: what a study is). Studies: ``strong_fedorov``, ``weak_fedorov``,
+``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from verify.kernels import KernelSpec
+from verify.analysis.kernels import KernelSpec
 
 from ..experiments.chaos import CHECKS, ChaosDesign, analyse_chaos, coupled_chaos
 from ..experiments.mean_field import MeanFieldDesign, weak_form, zonal_limit

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from verify.kernels import KernelSpec
+from verify.analysis.kernels import KernelSpec
 
 from ..experiments.commute import CommuteDesign, analyse_commute, coupled_energies
 from ..experiments.strong import bootstrap_generator

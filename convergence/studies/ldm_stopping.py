@@ -2,7 +2,7 @@
 
 The paper's synthetic settings: a geometric spectrum diag(1, 0.6, ..., 0.6^6, 1e-10, 1e-10) (D = 9) and the
 low-rank diag(10, 0.2, 0.2, 0.2, 0, 0) (D = 6, d_0 = 4); T = 2; plug-in variances from 1000 data samples.
-Conventions (``verify.latent_stopping``): backward time t in [0, T], the run starts from the score model's
+Conventions (``verify.rigorous.latent_stopping``): backward time t in [0, T], the run starts from the score model's
 Gaussian at time T, latent dimension d keeps the d largest variances. 1024 backward steps (the paper's 1000
 rounded to a power of two so that the coarser levels 2h, 4h, 8h nest).
 
@@ -27,7 +27,7 @@ import numpy as np
 import sympy as sp
 from scipy import stats
 
-from verify.latent_stopping import (
+from verify.rigorous.latent_stopping import (
     LatentSetting,
     certify_sign,
     coordinate_gain,
@@ -229,7 +229,7 @@ def _decoded(samples: np.ndarray, d: int) -> np.ndarray:
 
 def distance_table(v: np.ndarray, variances: tuple[float, ...]) -> np.ndarray:
     """W2^2 for d = 1..D along the last axis, from decoded variances ``v`` (..., D) in float64:
-    ``sum_{j<=d} (sqrt(v_j) - s_j)^2 + sum_{j>d} s_j^2`` (the closed form of ``verify.latent_stopping.distance``)."""
+    ``sum_{j<=d} (sqrt(v_j) - s_j)^2 + sum_{j>d} s_j^2`` (the closed form of ``verify.rigorous.latent_stopping.distance``)."""
     root = np.sqrt(np.asarray(variances))
     return np.cumsum((np.sqrt(v) - root) ** 2, axis=-1) + (np.sum(root**2) - np.cumsum(root**2))
 
@@ -308,7 +308,7 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, pr
     relative = resolution / abs(removed) if removed else None
     checks.append(Check("closed_form_limit", closed, richardson, interval, verdict, config, remainder, **level,
                         note=f"Monte Carlo Richardson 2 FD(h) - FD(2h) = {richardson:.6g} vs closed form {closed:.6g} "
-                             f"(verify.latent_stopping); O(h^2) remainder allowance {remainder:.2g} from R(2h) = "
+                             f"(verify.rigorous.latent_stopping); O(h^2) remainder allowance {remainder:.2g} from R(2h) = "
                              f"{coarser:.6g}; relative resolution: a fraction of the distance the run removes ({removed:.4g}), "
                              f"inconclusive above {LIMIT_RESOLUTION:g}", resolution=resolution, relative_resolution=relative))
     # 4. early stopping on the discrete sampler: FD(t*) - FD(T) on the same paths against its exact algebra
@@ -355,7 +355,7 @@ def exact_discrete_convergence(sampler: LatentSampler, variances, setting: Laten
                  EXACT_ORDER_TOLERANCE, false_failure_rate=0.0,
                  note=f"discrete-law error at t = T, h = T/1024 .. T/65536: {', '.join(f'{e:.3g}' for e in errors[:, -1])}; "
                       f"Richardson residuals 2 e(h) - e(2h) along the run ({path}) must be below "
-                      f"{EXACT_ORDER_TOLERANCE:g} |e(h)| (limit = the closed form of verify.latent_stopping)")
+                      f"{EXACT_ORDER_TOLERANCE:g} |e(h)| (limit = the closed form of verify.rigorous.latent_stopping)")
 
 
 def _slope(steps: np.ndarray, values: np.ndarray) -> float:
@@ -387,8 +387,8 @@ JOINT_GRID = np.unique(np.concatenate([np.linspace(0.0, HORIZON, 2001), HORIZON 
 
 @cache
 def _decoded_variance_numpy():
-    """The derived SDE variance closed form (``verify.latent_diffusion``) compiled for numpy: v(t, T, q, v0)."""
-    from verify import latent_diffusion as ld
+    """The derived SDE variance closed form (``verify.models.latent_variances``) compiled for numpy: v(t, T, q, v0)."""
+    from verify.models import latent_variances as ld
 
     return sp.lambdify((ld.t, ld.T, ld.q, ld.v0), ld.backward_variance(), "numpy")
 
@@ -492,7 +492,7 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         "draws per spectrum (plugin_criterion_if, plugin_criterion_only_if; any certified disagreement fails). The "
         "per-coordinate criterion (sigma_hat_j between s_j and 1) is a finding beside it (coordinate_criterion).",
         "closed_form_limit: the Monte Carlo Richardson extrapolation 2 FD(h) - FD(2h) against the closed form of "
-        "verify.latent_stopping, with the O(h^2) remainder bounded by the Monte Carlo itself (|R(h) - R(2h)| / 3); "
+        "verify.rigorous.latent_stopping, with the O(h^2) remainder bounded by the Monte Carlo itself (|R(h) - R(2h)| / 3); "
         "no exact discrete law enters it (discrete_law is the separate check of the sampler's law).",
     ]
     return StudyResult(study=NAME, profile=profile_name, seed=seed, params=params, checks=checks,

@@ -2,7 +2,7 @@
 
 For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian values, the layer map kept in
 the tokens' plane by ``convergence.models.fedorov_overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal is compared with P(antipodal) from the derived
-overlap diffusion's scale function (``verify.hitting``). The horizon comes from the boundary
+overlap diffusion's scale function (``verify.analysis.hitting``). The horizon comes from the boundary
 exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay rare; a run is
 decided when rho_T is within ``DELTA`` of an end. Allowance: the undecided fraction plus, for each
 decided run, the probability that it would still switch ends, bounded from the scale function at the
@@ -21,10 +21,10 @@ from functools import cache
 import numpy as np
 
 import verify
-from verify.boundary import hybrid_ends
-from verify.hitting import p_antipodal_double
-from verify.models import beta as beta_symbol
-from verify.models import eps as eps_symbol
+from verify.analysis.boundary import hybrid_ends
+from verify.analysis.hitting import p_antipodal_double
+from verify.models.layer_steps import beta as beta_symbol
+from verify.models.layer_steps import eps as eps_symbol
 
 from ..models.fedorov import FedorovModel
 from ..models.fedorov_overlap_chain import TwoTokenOverlapChain

@@ -34,11 +34,11 @@ import numpy as np
 import sympy as sp
 
 import verify
-from verify.algebra import d as d_symbol
-from verify.hitting import p_antipodal_double
-from verify.kernels import KernelSpec
-from verify.models import beta as beta_symbol
-from verify.noise_laws import sigma as sigma_symbol
+from verify.analysis.hitting import p_antipodal_double
+from verify.analysis.kernels import KernelSpec
+from verify.calculus.algebra import d as d_symbol
+from verify.calculus.noise_laws import sigma as sigma_symbol
+from verify.models.layer_steps import beta as beta_symbol
 
 from ..experiments.local import LocalDesign, local_checks_for_claims, states_for
 from ..experiments.mutants import catalogue
@@ -323,7 +323,7 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
 def latent_rows(target: float) -> list[Check]:
     """ldm-stopping's exact_discrete_convergence (the discrete sampler's law against the closed form at t = T/4,
     T/2, 3T/4, T; exact algebra) for the closed form with e^{-t} off by eps (t -> (1 + eps) t before T)."""
-    from verify.latent_stopping import LatentSetting, distance
+    from verify.rigorous.latent_stopping import LatentSetting, distance
 
     variances = ldm_stopping.SPECTRA["geometric"]
     horizon = ldm_stopping.HORIZON

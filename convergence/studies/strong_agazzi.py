@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.kernels import KernelSpec
+from verify.analysis.kernels import KernelSpec
 
 from ..experiments.strong import (
     StrongDesign,

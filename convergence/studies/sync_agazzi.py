@@ -6,11 +6,11 @@
    two-point SDE), for ReLU and sigmoid, d in {5, 16}, sigma_U = sigma_W in {0, 0.1}
    (``convergence.experiments.exponents``).
 2. Energy bound (n tokens, attention attractive or repulsive): E[E_beta(mu_t)] against
-   e^{(eps + lambda_bar') t} E[E_beta(mu_0)] with lambda_bar' certified (``verify.synchronisation``)
+   e^{(eps + lambda_bar') t} E[E_beta(mu_0)] with lambda_bar' certified (``verify.rigorous.synchronisation``)
    and eps = 0 (attractive) or 4 (repulsive, derived there); the report states whether the theorem's
    hypotheses (lambda_bar < 0, field not a.s. odd) hold (``convergence.experiments.energy``).
 3. Random quadratic form (calibration, d = 3): exponents of 1 - rho and 1 + rho, the martingale
-   invariant and the merge probability, all derived in ``verify.quadratic_form``.
+   invariant and the merge probability, all derived in ``verify.analysis.quadratic_form_overlap``.
 4. The paper's figure: d = 4, n = 64, no attention, no biases, paper's block (fresh features, width m),
    ReLU against tanh: histograms of the final pairwise cosines (tanh: antipodal pair; ReLU: one cluster).
 """
@@ -23,11 +23,11 @@ import numpy as np
 import sympy as sp
 from scipy import stats
 
-from verify.algebra import d as d_symbol
-from verify.kernels import KernelSpec, activation_constants
-from verify.overlap import rho as rho_symbol
-from verify.quadratic_form import quadratic_form_results
-from verify.synchronisation import attention_energy_rate, lambda_bar_prime
+from verify.analysis.kernels import KernelSpec, activation_constants
+from verify.analysis.overlap import rho as rho_symbol
+from verify.analysis.quadratic_form_overlap import quadratic_form_results
+from verify.calculus.algebra import d as d_symbol
+from verify.rigorous.synchronisation import attention_energy_rate, lambda_bar_prime
 
 from ..experiments.energy import (
     EnergyDesign,

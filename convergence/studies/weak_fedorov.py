@@ -15,9 +15,9 @@ import numpy as np
 import sympy as sp
 
 import verify
-from verify.algebra import d as d_symbol
-from verify.models import beta as beta_symbol
-from verify.noise_laws import sigma as sigma_symbol
+from verify.calculus.algebra import d as d_symbol
+from verify.calculus.noise_laws import sigma as sigma_symbol
+from verify.models.layer_steps import beta as beta_symbol
 
 from ..experiments.strong import bootstrap_generator
 from ..experiments.weak import (

@@ -18,10 +18,10 @@ import flint
 import mpmath
 import sympy as sp
 
-from .algebra import d
-from .boundary import critical_beta_closed_form, fedorov_ends
-from .models import beta
-from .noise_laws import sigma
+from ..analysis.boundary import critical_beta_closed_form, fedorov_ends
+from ..calculus.algebra import d
+from ..calculus.noise_laws import sigma
+from ..models.layer_steps import beta
 
 ENCLOSURE_BITS = 53  # endpoints are then exact double-precision (and mpmath default) numbers
 CHECK_BITS = 256

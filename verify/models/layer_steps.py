@@ -1,17 +1,17 @@
 """The models of MATH.md written as normalised layer steps in the tokens' span, and their limit SDEs.
 
 Each ``*_layer`` function states a discrete layer map exactly as the numerical side implements it;
-``limit_system`` (``verify.expansion``) turns it into the Ito SDE that the studies test.
+``limit_system`` (``verify.calculus.expansion``) turns it into the Ito SDE that the studies test.
 """
 
 from __future__ import annotations
 
 import sympy as sp
 
-from .algebra import Span, Vec
-from .expansion import NormalisedStep, limit_system
-from .generator import ParticleSystem
-from .noise_laws import (
+from ..calculus.algebra import Span, Vec
+from ..calculus.expansion import NormalisedStep, limit_system
+from ..calculus.generator import ParticleSystem
+from ..calculus.noise_laws import (
     BrownianField,
     MatrixBrownian,
     ScalarBrownian,

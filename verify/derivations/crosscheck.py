@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import sympy as sp
 
-from .algebra import d, gram_symbol
-from .coordinates import polynomial_kernel
-from .models import (
+from ..calculus.algebra import d, gram_symbol
+from ..calculus.coordinates import polynomial_kernel
+from ..calculus.noise_laws import sigma
+from ..models.layer_steps import (
     agazzi_system,
     beta,
     eps,
@@ -33,7 +34,6 @@ from .models import (
     quadratic_form_system,
     v_sign,
 )
-from .noise_laws import sigma
 
 STEPS = (0.04, 0.02, 0.01)
 K_SE = 4.0

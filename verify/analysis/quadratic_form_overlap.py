@@ -1,6 +1,6 @@
 """The random quadratic form dX = -P_X o dQ X (Engel-Shalova): overlap process, invariant, merge probability.
 
-The overlap SDE is derived from the normalised Euler step N(x - dQ x) (``verify.models``). Its scale
+The overlap SDE is derived from the normalised Euler step N(x - dQ x) (``verify.models.layer_steps``). Its scale
 function S solves L S = 0, so S(rho_t) is a martingale: the invariant. sympy integrates the scale
 density in closed form; the merge probability is P(rho -> 1 | rho_0) = (S(rho_0) - S(-1)) / (S(1) - S(-1)).
 """

@@ -2,7 +2,7 @@
 
 For ``dX = b dt + sum_r sigma_r(X) dW^r`` (Ito) the Stratonovich drift is
 ``b_S = b - 1/2 sum_r (D sigma_r) sigma_r``, and back ``b = b_S + 1/2 sum_r (D sigma_r) sigma_r``.
-The noise components come from ``verify.coordinates`` (the same brute-force representation that
+The noise components come from ``verify.calculus.coordinates`` (the same brute-force representation that
 checks the generator), with the tokens' coordinates flattened into one vector.
 """
 

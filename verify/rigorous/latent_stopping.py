@@ -1,4 +1,4 @@
-"""Rigorous evaluation of the latent diffusion stopping problem (formulas derived in ``verify.latent_diffusion``).
+"""Rigorous evaluation of the latent diffusion stopping problem (formulas derived in ``verify.models.latent_variances``).
 
 Conventions (MATH.md section 4 leaves them open; these are ours, stated in every report):
 

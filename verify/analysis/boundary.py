@@ -20,9 +20,9 @@ from functools import cache
 
 import sympy as sp
 
-from .algebra import d
-from .models import beta, eps
-from .noise_laws import sigma
+from ..calculus.algebra import d
+from ..calculus.noise_laws import sigma
+from ..models.layer_steps import beta, eps
 from .overlap import overlap_sde, rho
 
 ENDS = (1, -1)

@@ -3,7 +3,7 @@
 Energy (MATH.md section 2): E_beta(mu) = (1/2) iint (e^beta - e^{beta <x,y>}) mu(dx) mu(dy).
 
 Noise. For each pair, the generator of the pure-noise two-point motion gives
-L e^{beta u} = beta e^{beta u} G(u) (``verify.agazzi``), hence d E[E_beta]/dt = -E <F(u), pair weights>
+L e^{beta u} = beta e^{beta u} G(u) (``verify.analysis.two_point``), hence d E[E_beta]/dt = -E <F(u), pair weights>
 with F(u) = beta e^{beta u} G(u) / (e^beta - e^{beta u}), and Gronwall gives the rate lambda_bar' = -inf F.
 Writing z = 1 - u, k(u) = k(1) - z kappa(u) (kappa the secant slope of k between u and 1):
 
@@ -37,15 +37,15 @@ import flint
 import mpmath
 import numpy as np
 
-from .certified import precision, to_mpf
-from .common.validation import check_real
-from .kernels import (
+from ..analysis.kernels import (
     GAUSS_HERMITE_NODES,
     KernelSpec,
     deficit_quadrature,
     k_one,
     k_one_prime,
 )
+from ..common.validation import check_real
+from .certified import precision, to_mpf
 
 BITS = 128
 

@@ -5,7 +5,7 @@ Tokens are d-vectors of symbols; the common noise is written out component by co
 
     L F = sum_{i,a} b_{ia} dF/dx_{ia} + 1/2 sum_r sum_{ia,jb} sigma^r_{ia} sigma^r_{jb} d2F/dx_{ia} dx_{jb}.
 
-Nothing here reduces expectations to inner products, so agreement with ``verify.generator`` (which
+Nothing here reduces expectations to inner products, so agreement with ``verify.calculus.generator`` (which
 works with d as a symbol) checks that reduction. A Brownian field is represented exactly by finitely
 many components when its kernel is a polynomial, k(u) = c0 + c1 u + c2 u^2:
 B(x) = sqrt(c0) sum_p e_p b_p + sqrt(c1) sum_pq e_p x_q b_pq + sqrt(c2) sum_pqr e_p x_q x_r b_pqr.
@@ -123,7 +123,7 @@ def polynomial_kernel(coeffs) -> sp.Lambda:
 
 def gram_generator_at(system: ParticleSystem, f: sp.Expr, dim: int, point, kernel_coeffs=(0, 0, 0),
                       values: dict | None = None, digits: int = 30) -> sp.Float:
-    """``L f`` from ``verify.generator`` (d symbolic), evaluated at the same point with d = dim."""
+    """``L f`` from ``verify.calculus.generator`` (d symbolic), evaluated at the same point with d = dim."""
     n = system.span.n
     gram = {gram_symbol(i, j): sp.nsimplify(sum(sp.nsimplify(point[i][a]) * sp.nsimplify(point[j][a])
                                                for a in range(dim)))

@@ -1,7 +1,7 @@
 """Reduced one-dimensional SDEs for the overlap rho = <x_1, x_2> of two tokens.
 
 For two unit tokens the generator of any f(rho) only involves the drift of G_01 and its quadratic
-variation (``verify.generator``), so rho is an autonomous diffusion ``d rho = b(rho) dt + sqrt(a(rho)) dB``
+variation (``verify.calculus.generator``), so rho is an autonomous diffusion ``d rho = b(rho) dt + sqrt(a(rho)) dB``
 whenever b and a depend on rho alone, which holds for the models here (Q^T K = I or beta I).
 
 ``closed_form`` rewrites expressions in which beta enters only through exp(beta), exp(beta rho) in
@@ -16,9 +16,10 @@ from functools import cache
 
 import sympy as sp
 
-from .algebra import d, gram_symbol
-from .generator import ParticleSystem
-from .models import (
+from ..calculus.algebra import d, gram_symbol
+from ..calculus.generator import ParticleSystem
+from ..calculus.noise_laws import sigma
+from ..models.layer_steps import (
     agazzi_system,
     beta,
     fedorov_system,
@@ -26,7 +27,6 @@ from .models import (
     one_token_system,
     quadratic_form_system,
 )
-from .noise_laws import sigma
 
 rho = sp.Symbol("rho", real=True)
 t = sp.Symbol("t", positive=True)

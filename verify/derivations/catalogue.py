@@ -13,20 +13,14 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .agazzi import agazzi_two_point, k1, k1p
-from .algebra import d, gram_symbol
-from .boundary import (
+from ..analysis.boundary import (
     critical_beta_closed_form,
     critical_eps2_closed_form,
     fedorov_ends,
     hybrid_ends,
 )
-from .certified import certify_critical_beta
-from .coordinates import coordinate_generator_at, gram_generator_at
-from .crosscheck import TEST_FUNCTIONS, one_step_check
-from .expansion import expand_step, step_drift_coefficients
-from .hitting import p_antipodal, p_antipodal_gauss, scale_decomposition
-from .kernels import (
+from ..analysis.hitting import p_antipodal, p_antipodal_gauss, scale_decomposition
+from ..analysis.kernels import (
     GAUSS_HERMITE_NODES,
     KernelSpec,
     activation_constants,
@@ -37,7 +31,19 @@ from .kernels import (
     kernel,
     kernel_derivative_quadrature,
 )
-from .models import (
+from ..analysis.overlap import overlap_sde, pair_overlap_sde, rho
+from ..analysis.quadratic_form_overlap import quadratic_form_results
+from ..analysis.two_point import agazzi_two_point, k1, k1p
+from ..calculus.algebra import d, gram_symbol
+from ..calculus.coordinates import coordinate_generator_at, gram_generator_at
+from ..calculus.expansion import expand_step, step_drift_coefficients
+from ..calculus.noise_laws import sigma
+from ..calculus.stratonovich import (
+    coordinate_form,
+    ito_to_stratonovich,
+    stratonovich_to_ito,
+)
+from ..models.layer_steps import (
     agazzi_layer,
     agazzi_system,
     beta,
@@ -51,11 +57,9 @@ from .models import (
     quadratic_form_system,
     v_sign,
 )
-from .noise_laws import sigma
-from .overlap import overlap_sde, pair_overlap_sde, rho
-from .quadratic_form import quadratic_form_results
-from .stratonovich import coordinate_form, ito_to_stratonovich, stratonovich_to_ito
-from .synchronisation import lambda_bar_prime
+from ..rigorous.certified import certify_critical_beta
+from ..rigorous.synchronisation import lambda_bar_prime
+from .crosscheck import TEST_FUNCTIONS, one_step_check
 
 VERIFIED, FAILED = "verified", "failed"
 
@@ -382,7 +386,7 @@ def energy_rate(configs=(("relu", 5, 0.0), ("relu", 5, 0.1), ("sigmoid", 5, 0.0)
 
 def latent_diffusion() -> Derivation:
     """Section 4: variance ODEs, closed forms, capped minimiser, Frechet formula, monotonicity, switching times."""
-    from . import latent_diffusion as ld
+    from ..models import latent_variances as ld
 
     der = Derivation("latent_diffusion", "Gaussian latent diffusion: decoded variance, W2 distance, its sign in t, "
                      "switching times and the capped score (MATH.md section 4)")

@@ -1,6 +1,6 @@
 """Model A (attention + random MLP blocks): the two-point motion and its exponents.
 
-From model A's layer map (``verify.models.agazzi_layer``) with no attention (v = 0), the overlap
+From model A's layer map (``verify.models.layer_steps.agazzi_layer``) with no attention (v = 0), the overlap
 u = <x, y> of two points is a diffusion whose coefficients involve the kernel k only through k(u)
 and k(1). Linearising at u = 1 (z = 1 - u; the distance |x - y| = sqrt(2 z)):
 
@@ -18,9 +18,9 @@ from functools import cache
 
 import sympy as sp
 
+from ..calculus.noise_laws import k
+from ..models.layer_steps import beta, v_sign
 from .boundary import end_behaviour
-from .models import beta, v_sign
-from .noise_laws import k
 from .overlap import overlap_sde, rho
 
 u = sp.Symbol("u", real=True)

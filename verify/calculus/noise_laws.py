@@ -3,7 +3,7 @@
 A token's martingale part is ``M dN[v]``: ``dN[v]`` is the noise evaluated on ``v`` (a vector for a
 matrix or scalar noise, ``dN v``; a token index for a Brownian field, ``dB(x_i)``). Everything the
 Ito calculus needs is the second moment per unit time ``E[dN[v] dN[v']^T] / dt`` as a matrix in
-the tokens' span (``verify.algebra.Mat``):
+the tokens' span (``verify.calculus.algebra.Mat``):
 
     matrix Brownian motion W (entries variance sigma^2):  sigma^2 <v, v'> I
     symmetric Q = (B + B^T)/sqrt(2) (random quadratic form): <v, v'> I + v' v^T

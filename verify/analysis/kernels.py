@@ -8,7 +8,7 @@ Model A's MLP block G(y) = m^{-1/2} W act(U y / sqrt(d) + b) + c has E[G(x) G(y)
 
 so on the sphere K(x, y) = k(u), u = <x, y>, with correlation r(u) = (u/d + sigma_U^2) / s^2.
 
-Facts used here and by the certified bounds (``verify.synchronisation``):
+Facts used here and by the certified bounds (``verify.rigorous.synchronisation``):
   Price's theorem      k'(u) = (1/d) E[act'(Z_1) act'(Z_2)];  k(1) = E act(Z)^2 + sigma_W^2,
                        k'(1) = (1/d) E act'(Z)^2.
   Mehler's expansion   E[f(Z_1) f(Z_2)] = sum_n c_n^2 r^n, so every derivative of k is >= 0 where
@@ -31,8 +31,8 @@ import numpy as np
 from numpy.polynomial import Chebyshev
 from numpy.polynomial.hermite import hermgauss
 
-from .activations import activation
-from .common.validation import check_int, check_real
+from ..common.validation import check_int, check_real
+from ..models.activations import activation
 
 GAUSS_HERMITE_NODES = 96
 CHEBYSHEV_DEGREE = 64
@@ -92,10 +92,10 @@ def k_one_prime(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
 
 
 def exponents(d, k1, k1_prime) -> dict[str, float]:
-    """lambda_1 and lambda_bar from the symbolic two-point analysis (``verify.agazzi``) at numbers."""
-    from .agazzi import agazzi_two_point, k1p
-    from .agazzi import k1 as k1_symbol
-    from .algebra import d as d_symbol
+    """lambda_1 and lambda_bar from the symbolic two-point analysis (``verify.analysis.two_point``) at numbers."""
+    from ..calculus.algebra import d as d_symbol
+    from .two_point import agazzi_two_point, k1p
+    from .two_point import k1 as k1_symbol
 
     two_point = agazzi_two_point()
     values = {d_symbol: d, k1_symbol: k1, k1p: k1_prime}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import sympy as sp
 
-from .common.files import atomic_write
-from .common.versions import package_versions
-from .derivations import Derivation
+from ..common.files import atomic_write
+from ..common.versions import package_versions
+from .catalogue import Derivation
 
 
 def _plain(value):
