@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verify.common.validation import check_int
+from verify.common.verdicts import Verdict
 
 from .output.report import write_index, write_run, write_study
 from .performance.benchmark import BenchConfig, run_benchmarks
@@ -176,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             paths = write_study(result, args.out)  # written here: plotting stays in the main thread
             print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
                   f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}")
-            worst = max(worst, {"pass": 0, "inconclusive": 0, "fail": 1}[result.verdict])
+            worst = max(worst, int(result.verdict == Verdict.FAIL))
     wall = time.perf_counter() - start
     workers = 1 if args.scheduler == "sync" else args.workers
     write_run(args.out, {"command": args.command, "profile": args.profile, "seed": args.seed, "studies": names,

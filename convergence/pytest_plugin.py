@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from verify.common.verdicts import Verdict
+
 from .api import (
     Outcome,
     check_local_consistency,
@@ -36,9 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def judge(outcome: Outcome, inconclusive: str = "skip") -> Outcome:
     """Return a passing outcome; fail the test on ``fail``; skip or fail it on ``inconclusive``."""
-    if outcome.verdict == "fail":
+    if outcome.verdict == Verdict.FAIL:
         pytest.fail(outcome.table(), pytrace=False)
-    if outcome.verdict == "inconclusive":
+    if outcome.verdict == Verdict.INCONCLUSIVE:
         message = "INCONCLUSIVE (noise too large to decide; not a pass)\n" + outcome.table()
         if inconclusive == "fail":
             pytest.fail(message, pytrace=False)

@@ -21,8 +21,8 @@ from convergence.models.mlp_field import (
     FreshFeatureField,
     FrozenFeatureField,
     GaussianField,
-    symmetric_sqrt,
 )
+from convergence.models.noise import psd_factor
 from convergence.models.quadratic_form import QuadraticFormModel
 from convergence.paths.brownian import BrownianBlock, PathStreams
 from convergence.paths.coupling import Level, run_coupled
@@ -222,7 +222,7 @@ def test_infinite_width_network_uses_the_kernel_matrix(rng):
     y = random_tokens(rng, 4, 3, 5)
     assert_allclose(net.covariance(y, None, 0.1), kernel(spec)(y @ np.swapaxes(y, -1, -2)), atol=1e-14)
     k = net.covariance(y, None, 0.1)
-    assert_allclose(symmetric_sqrt(k) @ symmetric_sqrt(k), k, atol=1e-12)
+    assert_allclose(psd_factor(k, symmetric=True) @ psd_factor(k, symmetric=True), k, atol=1e-12)
     with pytest.raises(ValueError, match="widths"):
         WidthDesign(widths=(8, 4, 16))
 

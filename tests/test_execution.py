@@ -204,3 +204,34 @@ def test_studies_start_in_order_of_the_wall_time_their_last_report_allows(tmp_pa
     for name in previous:
         data = json.loads((tmp_path / f"{name}.json").read_text())
         assert 0 < data["serial_cpu_s"] <= data["cpu_s"]
+
+
+def test_models_that_differ_only_in_an_array_get_different_cache_keys(tmp_path):
+    """repr prints arrays to 8 digits, so it cannot key a cache; the explicit identity does (the simulate label here):
+    the second model's blocks are computed, not read from the first's entries."""
+    from convergence.models.fedorov import FedorovModel
+    from convergence.paths.simulate import simulate
+    from convergence.runtime.execution import caching
+    from convergence.runtime.identity import identity
+
+    interaction = np.eye(3)
+    nudged = interaction.copy()
+    nudged[0, 1] = 1e-12
+    first, second = FedorovModel(2, 3, 1.0, interaction=interaction), FedorovModel(2, 3, 1.0, interaction=nudged)
+    assert repr(first) == repr(second)  # what the cache labels were made of
+    assert identity(first) != identity(second)
+    assert identity(first) == identity(FedorovModel(2, 3, 1.0, interaction=interaction.copy()))
+    with caching(tmp_path, {"study": "t"}, resume=True) as block_cache:
+        simulate(first, 4, 1.0, 64, 0, (1,))
+        simulate(second, 4, 1.0, 64, 0, (1,))
+        simulate(FedorovModel(2, 3, 1.0, interaction=interaction.copy()), 4, 1.0, 64, 0, (1,))
+    assert (block_cache.computed, block_cache.reused) == (2, 1)
+
+
+def test_identity_refuses_what_it_cannot_spell_out():
+    from convergence.runtime.identity import identity
+
+    with pytest.raises(TypeError, match="cannot identify a Generator"):
+        identity(np.random.default_rng(0))
+    scale = 2.0
+    assert identity(lambda x: scale * x) != identity(lambda x: 3.0 * x)

@@ -34,7 +34,8 @@ from ..output.results import Panel, Series
 from ..paths.brownian import BrownianBlock, PathStreams
 from ..paths.coupling import Level, common_noise, run_coupled
 from ..paths.design import RateTolerance
-from ..runtime.execution import concatenate_blocks, map_blocks
+from ..paths.runner import run_seeded
+from ..runtime.execution import concatenate_blocks
 from ..statistics.estimators import (
     CONFIDENCE,
     FAIL,
@@ -140,8 +141,7 @@ def coupled_chaos(
     directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
     exact = [n <= design.assignment_max for n in sizes]
 
-    def run_block(start: int, stop: int, advance) -> dict[str, np.ndarray]:
-        streams = PathStreams(seed, start, stop, key)
+    def compute(streams: PathStreams, advance) -> dict[str, np.ndarray]:
         big = streams.initial(lambda rng, k: rng.standard_normal((k, design.large, dim)))
         other = streams.initial(lambda rng, k: rng.standard_normal((k, sizes[-1], dim)))
         big /= np.linalg.norm(big, axis=-1, keepdims=True)
@@ -163,8 +163,9 @@ def coupled_chaos(
             "sznitman": np.stack([np.mean(np.sum(dd * dd, axis=-1), axis=-1) for dd in diff], axis=1),
         }
 
-    label = f"coupled_chaos:{tuple(key)}:{design!r}:{[repr(m) for m in models]}"
-    return ChaosData(**concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress)))
+    return ChaosData(**concatenate_blocks(run_seeded(compute, name="coupled_chaos", configuration=(design, models),
+                                                     seed=seed, key=key, paths=design.paths,
+                                                     block_paths=design.block_paths, progress=progress)))
 
 
 def theorem_rate(dim: int) -> float:

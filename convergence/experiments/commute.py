@@ -45,7 +45,8 @@ from ..paths.brownian import BrownianBlock, PathStreams
 from ..paths.coupling import Level, Subsystems, common_noise, run_coupled
 from ..paths.design import RateTolerance
 from ..paths.integrators import EulerMaruyama
-from ..runtime.execution import concatenate_blocks, map_blocks
+from ..paths.runner import run_seeded
+from ..runtime.execution import concatenate_blocks
 from ..statistics.estimators import (
     CONFIDENCE,
     Check,
@@ -54,6 +55,8 @@ from ..statistics.estimators import (
     bootstrap_means,
     detectable_effect,
     effect_verdict,
+    least_squares_line,
+    least_squares_slope,
     order_verdict,
     percentile_interval,
 )
@@ -139,10 +142,10 @@ def coupled_energies(
         add(reference, f"EM N={n} 2h", 2, design.pool, n)
     noise, dim = common_noise(levels), model_for(1).dim
 
-    def run_block(start: int, stop: int, advance) -> np.ndarray:
+    def compute(block_streams: PathStreams, advance) -> np.ndarray:
         pair = []
         for sign in (1.0, -1.0):  # antithetic: the same path with the noise reversed (the noise law is symmetric)
-            streams = PathStreams(seed, start, stop, key)
+            streams = block_streams.fresh()
             x = streams.initial(lambda rng, k: rng.standard_normal((k, design.large, dim)))
             x /= np.linalg.norm(x, axis=-1, keepdims=True)
             block = SignedBlock(BrownianBlock(noise, streams, design.horizon / fine), sign)
@@ -152,8 +155,10 @@ def coupled_energies(
                                   for state, (_, size) in zip(final, sizes)], axis=1))
         return 0.5 * (pair[0] + pair[1])
 
-    label = f"coupled_energies:{tuple(key)}:{design!r}:{[level.name for level in levels]}:{model_for(1)!r}"
-    return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
+    return concatenate_blocks(run_seeded(compute, name="coupled_energies",
+                                         configuration=(design, [level.name for level in levels], model_for(1)),
+                                         seed=seed, key=key, paths=design.paths, block_paths=design.block_paths,
+                                         progress=progress))
 
 
 class SignedBlock:
@@ -185,12 +190,6 @@ def _intercept(x: np.ndarray, y: np.ndarray, degree: int = 1) -> np.ndarray:
 def _double_centre(table: np.ndarray) -> np.ndarray:
     """Remove row and column means: the part of a (tokens, depths) table that is not additive."""
     return table - table.mean(axis=1, keepdims=True) - table.mean(axis=0, keepdims=True) + table.mean()
-
-
-def _slope(log_x: np.ndarray, log_y: np.ndarray) -> np.ndarray:
-    """Least-squares slope of log_y against log_x over the last axis, vectorised over leading axes."""
-    xc = log_x - log_x.mean()
-    return (log_y - log_y.mean(axis=-1, keepdims=True)) @ xc / np.sum(xc * xc)
 
 
 def ratio_fit(grid: np.ndarray, tokens: Sequence[int], depths: Sequence[int], horizon: float):
@@ -236,8 +235,8 @@ def commute_estimates(means: np.ndarray, design: CommuteDesign) -> dict[str, np.
     # rates from the differences averaged over the other axis (the bias has one sign along it; averaging
     # keeps the logarithm away from the noise floor that single rows reach at large N or L)
     k = RATE_DIFFERENCES
-    depth_rate = _slope(np.log(h[:-1][-k:]), np.log(np.abs(depth_diff.mean(axis=-2)[..., -k:]) + tiny))
-    token_rate = _slope(np.log(inv_n[:-1][-k:]), np.log(np.abs(token_diff.mean(axis=-1)[..., -k:]) + tiny))
+    depth_rate = least_squares_slope(np.log(h[:-1][-k:]), np.log(np.abs(depth_diff.mean(axis=-2)[..., -k:]) + tiny))
+    token_rate = least_squares_slope(np.log(inv_n[:-1][-k:]), np.log(np.abs(token_diff.mean(axis=-1)[..., -k:]) + tiny))
     depth_diff, token_diff = np.abs(depth_diff), np.abs(token_diff)
     return {"grid": grid, "depth_first": depth_first, "token_first": token_first, "u_depth_first": u_depth,
             "u_token_first": u_token, "difference": u_depth - u_token,
@@ -304,9 +303,9 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
         series = []
         for r, row in enumerate(rows):
             lo, hi = percentile_interval(boot_diffs[:, r])
-            slope = np.polyfit(np.log(axis_values), np.log(diffs[r]), 1)
+            intercept, slope = least_squares_line(np.log(axis_values), np.log(diffs[r]))
             series.append(Series(f"{'N' if name == 'depth_diff' else 'L'} = {row}", axis_values.tolist(),
-                                 diffs[r].tolist(), lo.tolist(), hi.tolist(), float(slope[0]), float(slope[1]),
+                                 diffs[r].tolist(), lo.tolist(), hi.tolist(), float(slope), float(intercept),
                                  [[] for _ in axis_values]))
         panels.append(Panel(f"{'depth' if name == 'depth_diff' else 'token'} convergence ({label})", xlabel,
                             "|consecutive difference|", series, design.order))

@@ -39,6 +39,7 @@ from ..statistics.estimators import (
     bootstrap_means,
     bootstrap_medians,
     detectable_effect,
+    least_squares_slope,
     percentile_interval,
 )
 
@@ -86,12 +87,6 @@ def record_log_distances(model: LayerMap, design: ExponentDesign, seed: int, key
                                log_distance(antipodal), progress)
 
 
-def _slope(times: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Least-squares slope of values (..., records+1) against times."""
-    tc = times - times.mean()
-    return (values - values.mean(axis=-1, keepdims=True)) @ tc / (tc @ tc)
-
-
 @dataclass(frozen=True)
 class ExponentEstimate:
     """Slopes at h and 2h, the Richardson estimate and its interval, and the curve at level h."""
@@ -109,9 +104,9 @@ def median_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Gen
     """Slope of the median over paths of log r (both levels), Richardson-extrapolated; interval at ``confidence``."""
     times = design.times
     med = np.median(logs, axis=0)  # (2, records+1)
-    slopes = _slope(times, med)
+    slopes = least_squares_slope(times, med)
     samples = bootstrap_medians(logs, rng, design.replicates)  # (replicates, 2, records+1)
-    boot, curves = _slope(times, samples), samples[:, 0]
+    boot, curves = least_squares_slope(times, samples), samples[:, 0]
     rich = 2 * boot[:, 0] - boot[:, 1]
     estimate = float(2 * slopes[0] - slopes[1])
     return ExponentEstimate(float(slopes[0]), float(slopes[1]), estimate,
@@ -127,9 +122,9 @@ def mean_square_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.rando
     paths = logs.shape[0]
     sq = np.exp(2 * (logs - np.log(design.delta0))).reshape(paths, -1)
     log_ms = np.log(sq.mean(axis=0)).reshape(2, -1)
-    slopes = _slope(times, log_ms)
+    slopes = least_squares_slope(times, log_ms)
     boot_ms = np.log(bootstrap_means(sq, bootstrap_counts(rng, paths, design.replicates))).reshape(design.replicates, 2, -1)
-    boot = _slope(times, boot_ms)
+    boot = least_squares_slope(times, boot_ms)
     rich = 2 * boot[:, 0] - boot[:, 1]
     estimate = float(2 * slopes[0] - slopes[1])
     return ExponentEstimate(float(slopes[0]), float(slopes[1]), estimate,

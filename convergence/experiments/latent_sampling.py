@@ -17,7 +17,8 @@ from verify.common.validation import check_int
 from ..models.latent_diffusion import LatentSampler
 from ..models.noise import CommonNoise
 from ..paths.brownian import BrownianBlock, PathStreams, block_sums
-from ..runtime.execution import concatenate_blocks, map_blocks
+from ..paths.runner import run_seeded
+from ..runtime.execution import concatenate_blocks
 
 CHUNK_STEPS = 64
 
@@ -56,8 +57,7 @@ def backward_samples(sampler: LatentSampler, design: LatentDesign, seed: int,
     factors = (1, *design.factors)
     records = sorted(set(design.records))
 
-    def run_block(start: int, stop: int, advance) -> np.ndarray:
-        streams = PathStreams(seed, start, stop, key)
+    def compute(streams: PathStreams, advance) -> np.ndarray:
         y0 = streams.initial(lambda rng, m: rng.standard_normal((m, sampler.dim))) * np.sqrt(sampler.start_variance())
         states = [y0.copy() for _ in factors]
         recorded = [y0.copy()] if 0 in records else []
@@ -76,6 +76,6 @@ def backward_samples(sampler: LatentSampler, design: LatentDesign, seed: int,
                 advance(CHUNK_STEPS)
         return np.stack(states, axis=1), np.stack(recorded, axis=1)  # paths first, as blocks concatenate
 
-    label = f"latent:{tuple(key)}:{sampler!r}:{design!r}"
-    finals, recorded = concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label))
+    finals, recorded = concatenate_blocks(run_seeded(compute, name="latent", configuration=(sampler, design), seed=seed,
+                                                     key=key, paths=design.paths, block_paths=design.block_paths))
     return np.swapaxes(finals, 0, 1), np.swapaxes(recorded, 0, 1)

@@ -41,7 +41,8 @@ from ..paths.brownian import (
 from ..paths.coupling import Level, run_coupled
 from ..paths.design import DepthLadder
 from ..paths.integrators import EulerMaruyama
-from ..runtime.execution import concatenate_blocks, map_blocks
+from ..paths.runner import run_seeded
+from ..runtime.execution import concatenate_blocks
 from ..statistics.estimators import (
     CONFIDENCE,
     FAIL,
@@ -145,14 +146,13 @@ def coupled_strong_errors_for_claims(
     fine = design.fine_steps
     levels, comparisons = strong_ladder(design, layer_map, *(EulerMaruyama(sde) for sde in sdes.values()))
 
-    def run_block(start: int, stop: int, advance) -> tuple[np.ndarray, np.ndarray]:
-        streams = PathStreams(seed, start, stop, key)
+    def compute(streams: PathStreams, advance) -> tuple[np.ndarray, np.ndarray]:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         run = run_coupled(levels, comparisons, x0, BrownianBlock(layer_map.noise, streams, design.h_fine), fine, advance)
         return run.final_sq, run.sup_sq
 
-    label = f"coupled_strong:{tuple(key)}:{design!r}:{layer_map!r}:" + "+".join(map(repr, sdes.values()))
-    blocks = map_blocks(run_block, design.paths, design.block_paths, label, progress)
+    blocks = run_seeded(compute, name="coupled_strong", configuration=(design, layer_map, initial, list(sdes.values())),
+                        seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress)
     return {name: StrongData.from_blocks(blocks, design, claim) for claim, name in enumerate(sdes)}
 
 

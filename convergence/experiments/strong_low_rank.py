@@ -29,7 +29,7 @@ from ..models.fedorov import FedorovModel, FedorovSDE
 from ..models.noise import CommonNoise
 from ..paths.brownian import PathStreams, uniform_sphere
 from ..paths.coupling import CoupledRun, Level, token_mean_sq_distance
-from ..runtime.execution import map_blocks
+from ..paths.runner import run_seeded
 from .strong import StrongData, StrongDesign, strong_ladder
 
 CHUNK_NORMALS = 8 * 2**20  # normals drawn per chunk of fine steps (64 MiB)
@@ -141,12 +141,12 @@ def coupled_strong_errors_low_rank(model: FedorovModel, design: StrongDesign, se
     levels, comparisons = strong_ladder(design, FedorovAction(model), FedorovEulerAction(model.limit_sde()))
     width = min(model.dim, model.tokens * len(levels))
 
-    def run_block(start: int, stop: int, advance) -> tuple[np.ndarray, np.ndarray]:
-        streams = PathStreams(seed, start, stop, key)
+    def compute(streams: PathStreams, advance) -> tuple[np.ndarray, np.ndarray]:
         x0 = uniform_sphere(streams, model.tokens, model.dim)
         draw = stream_draw(streams, model.dim, width, float(model.sigma), design.h_fine, design.fine_steps)
         run = run_low_rank_coupled(levels, comparisons, x0, draw, design.fine_steps, design.h_fine, advance)
         return run.final_sq, run.sup_sq
 
-    label = f"coupled_strong_low_rank:{tuple(key)}:{design!r}:{model!r}"
-    return StrongData.from_blocks(map_blocks(run_block, design.paths, design.block_paths, label), design)
+    return StrongData.from_blocks(run_seeded(compute, name="coupled_strong_low_rank", configuration=(design, model),
+                                             seed=seed, key=key, paths=design.paths, block_paths=design.block_paths),
+                                  design)

@@ -30,7 +30,8 @@ from ..output.results import Series
 from ..paths.brownian import BrownianBlock, InitialState, PathStreams
 from ..paths.coupling import Level, run_coupled
 from ..paths.design import DepthLadder
-from ..runtime.execution import concatenate_blocks, map_blocks
+from ..paths.runner import run_seeded
+from ..runtime.execution import concatenate_blocks
 from ..statistics.estimators import (
     FAIL,
     INCONCLUSIVE,
@@ -74,15 +75,15 @@ def coupled_observables(
     fine = depths[-1]
     levels = [Level(f"L={L}", layer_map, fine // L) for L in depths]
 
-    def run_block(start: int, stop: int, advance) -> dict[str, np.ndarray]:
-        streams = PathStreams(seed, start, stop, key)
+    def compute(streams: PathStreams, advance) -> dict[str, np.ndarray]:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         block = BrownianBlock(layer_map.noise, streams, design.horizon / fine)
         finals = run_coupled(levels, [], x0, block, fine, advance).final
         return {name: np.stack([f(x) for x in finals], axis=1) for name, f in observables.items()}
 
-    label = f"coupled_observables:{tuple(key)}:{design!r}:{depths}:{sorted(observables)}:{layer_map!r}"
-    return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
+    return concatenate_blocks(run_seeded(compute, name="coupled_observables",
+                                         configuration=(design, depths, observables, layer_map, initial), seed=seed,
+                                         key=key, paths=design.paths, block_paths=design.block_paths, progress=progress))
 
 
 BATCHES = 400

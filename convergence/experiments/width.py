@@ -29,8 +29,8 @@ from verify.models.activations import activation
 
 from ..models.agazzi import attention_half_step
 from ..models.attention import normalise
-from ..models.mlp_field import half_squared_distances, preactivations, symmetric_sqrt
-from ..models.noise import CommonNoise
+from ..models.mlp_field import half_squared_distances, preactivations
+from ..models.noise import CommonNoise, psd_factor
 from ..output.results import Panel, Series
 from ..paths.brownian import (
     BrownianBlock,
@@ -40,7 +40,8 @@ from ..paths.brownian import (
 )
 from ..paths.coupling import Level, run_coupled
 from ..paths.design import RateTolerance
-from ..runtime.execution import concatenate_blocks, map_blocks
+from ..paths.runner import run_seeded
+from ..runtime.execution import concatenate_blocks
 from ..statistics.estimators import (
     CONFIDENCE,
     FAIL,
@@ -110,7 +111,7 @@ class KernelMatrixNetwork:
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         y = attention_half_step(x, h, self.beta, self.v)
         dz = dw[:, : self.tokens, : self.dim]
-        return normalise(y + symmetric_sqrt(self.covariance(y, dw, h)) @ dz)
+        return normalise(y + psd_factor(self.covariance(y, dw, h), symmetric=True) @ dz)
 
 
 def coupled_width_errors(
@@ -135,14 +136,14 @@ def coupled_width_errors(
     comparisons = [(i + 1, 0) for i in range(len(design.widths))]
     h = design.horizon / design.depth
 
-    def run_block(start: int, stop: int, advance) -> np.ndarray:
-        streams = PathStreams(seed, start, stop, key)
+    def compute(streams: PathStreams, advance) -> np.ndarray:
         x0 = initial(streams, design.tokens, spec.dim)
         block = BrownianBlock(networks[0].noise, streams, h)
         return run_coupled(levels, comparisons, x0, block, design.depth, advance).final_sq
 
-    label = f"coupled_width_errors:{tuple(key)}:{design!r}:{spec!r}:{limit_spec!r}:{beta!r}:{v!r}"
-    return concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
+    return concatenate_blocks(run_seeded(compute, name="coupled_width_errors",
+                                         configuration=(design, spec, limit_spec, beta, v, initial), seed=seed, key=key,
+                                         paths=design.paths, block_paths=design.block_paths, progress=progress))
 
 
 def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.random.Generator,

@@ -35,7 +35,8 @@ from ..output.results import Heatmap
 from ..paths.brownian import BrownianBlock, PathStreams, uniform_sphere
 from ..paths.coupling import Level, run_coupled
 from ..paths.design import RateTolerance
-from ..runtime.execution import concatenate_blocks, map_blocks
+from ..paths.runner import run_seeded
+from ..runtime.execution import concatenate_blocks
 from ..statistics.estimators import (
     CONFIDENCE,
     Check,
@@ -44,6 +45,7 @@ from ..statistics.estimators import (
     bootstrap_means,
     detectable_effect,
     effect_verdict,
+    least_squares_line,
 )
 from .energy import interaction_energy, mean_system_energy
 
@@ -120,29 +122,23 @@ def width_depth_energies(
         levels = [Level(f"m={m}", s, 1) for m, s in zip(design.widths, steppers)]
         gaussian = AgazziModel(n, GaussianField(spec, n), design.beta, 1.0)
 
-        def run_block(start: int, stop: int, advance, d_index=d_index, h=h, depth=depth, steppers=steppers,
-                      levels=levels, gaussian=gaussian) -> np.ndarray:
-            streams = PathStreams(seed, start, stop, (*key, d_index, 0))
+        def compute(streams: PathStreams, advance, d_index=d_index, h=h, depth=depth, steppers=steppers,
+                    levels=levels, gaussian=gaussian) -> np.ndarray:
             x = uniform_sphere(streams, n, spec.dim)
             block = BrownianBlock(steppers[0].noise, streams, h)
             final = run_coupled(levels, [], [np.tile(x, (1, s.groups, 1)) for s in steppers], block, depth, advance).final
             energies = [mean_system_energy(state, n, design.beta) for state in final]
             # the same initial tokens, the Gaussian field's own noise (common random numbers for the comparison)
-            noise_streams = PathStreams(seed, start, stop, (*key, d_index, 1))
+            noise_streams = streams.with_key((*key, d_index, 1))
             state = run_coupled([Level("inf", gaussian, 1)], [], x, BrownianBlock(gaussian.noise, noise_streams, h),
                                 depth, advance).final[0]
             return np.stack([*energies, interaction_energy(state, design.beta)], axis=1)
 
-        label = f"width_depth_energies:{tuple(key)}:{d_index}:{design!r}:{spec!r}:{field_for.__qualname__}"
-        out[:, d_index] = concatenate_blocks(map_blocks(run_block, design.paths, design.block_paths, label, progress))
+        out[:, d_index] = concatenate_blocks(run_seeded(compute, name="width_depth_energies",
+                                                        configuration=(design, spec, field_for), seed=seed,
+                                                        key=(*key, d_index, 0), paths=design.paths,
+                                                        block_paths=design.block_paths, progress=progress))
     return out
-
-
-def _line_fit(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares (intercept, slope) of values = a + b h over the last axis, vectorised over leading axes."""
-    basis = np.vander(steps, 2, increasing=True)
-    coefficients = values @ np.linalg.pinv(basis).T
-    return coefficients[..., 0], coefficients[..., 1]
 
 
 def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: dict, rng: np.random.Generator,
@@ -155,8 +151,8 @@ def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: 
     point = energies.mean(axis=0)
     effect = point[:, :-1] - point[:, -1:]
     steps = design.horizon / np.asarray(design.depths, dtype=np.float64)
-    limit, slope = _line_fit(steps, effect[:, 0])
-    boot_limit, boot_slope = _line_fit(steps, boot[:, :, 0] - boot[:, :, -1])
+    limit, slope = least_squares_line(steps, effect[:, 0])
+    boot_limit, boot_slope = least_squares_line(steps, boot[:, :, 0] - boot[:, :, -1])
     lo, hi = (float(v) for v in bootstrap_interval(limit, boot_limit, confidence))
     slope_lo, slope_hi = (float(v) for v in bootstrap_interval(slope, boot_slope, confidence))
     limit = float(limit)

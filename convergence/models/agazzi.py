@@ -30,7 +30,7 @@ from verify.common.validation import check_int, check_real
 from .attention import attention_average, normalise, tangent_projection
 from .noise import CommonNoise
 from .normalised_step import normalised_step_drift
-from .protocols import Wrapper
+from .protocols import Claims, Wrapper
 
 MAX_BETA = 1e3
 ATTENTION = {"attractive": 1.0, "none": 0.0, "repulsive": -1.0}
@@ -77,6 +77,15 @@ class AgazziModel:
     @property
     def noise(self) -> CommonNoise:
         return self.field.noise
+
+    @property
+    def claims(self) -> Claims:
+        return Claims(limit="dX_i = P_{X_i} dB(X_i, t) + [v P_{X_i} a_i - ((d-1)/2) k(X_i, X_i) X_i] dt, B the field's "
+                            "Brownian version (covariance t k(<x, y>) I)",
+                      noise_law=f"the MLP field's noise ({type(self.field).__name__})",
+                      strong_order=0.5 if self.noise.brownian else None, weak_order=1.0,
+                      # verify's model A has an isotropic field, k(<x, y>): the Gaussian field's, not frozen features'
+                      symbolic="agazzi" if getattr(self.field, "isotropic", False) else None)
 
     def attention(self, x: np.ndarray) -> np.ndarray:
         return attention_average(x, self.beta)

@@ -37,6 +37,7 @@ from verify.common.validation import check_choice, check_int, check_matrix, chec
 from .attention import attention_average, normalise
 from .noise import ENTRY_LAWS, CommonNoise, matrix_noise
 from .normalised_step import NormalisedLayerLimit
+from .protocols import Claims
 
 MAX_BETA = 1e3
 
@@ -82,6 +83,14 @@ class FedorovModel:
     @property
     def noise(self) -> CommonNoise:
         return matrix_noise(self.dim, self.sigma, self.law)
+
+    @property
+    def claims(self) -> Claims:
+        return Claims(
+            limit="dx_i = P_{x_i} dW a_i + [P_{x_i} M a_i - ((d-1)/2) sigma^2 |a_i|^2 x_i] dt, W a d x d matrix "
+                  "Brownian motion with entry variance sigma^2",
+            noise_law=f"i.i.d. {self.law} value-matrix entries of variance sigma^2 h",
+            strong_order=0.5 if self.law == "gaussian" else None, weak_order=1.0, symbolic="fedorov")
 
     def attention(self, x: np.ndarray) -> np.ndarray:
         """The attention averages ``a_i(X)``, shaped like ``x``."""

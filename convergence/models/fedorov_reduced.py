@@ -18,7 +18,7 @@ import numpy as np
 
 from .attention import normalise
 from .fedorov import FedorovModel, FedorovSDE
-from .noise import CommonNoise
+from .noise import CommonNoise, psd_factor
 from .protocols import Wrapper
 
 
@@ -30,9 +30,7 @@ def gram_factor(a: np.ndarray) -> np.ndarray:
     """
     if a.shape[-2] == 2:
         return _factor_two(a)
-    gram = a @ np.swapaxes(a, -1, -2)
-    values, vectors = np.linalg.eigh(gram)
-    return vectors * np.sqrt(np.clip(values, 0.0, None))[..., None, :]
+    return psd_factor(a @ np.swapaxes(a, -1, -2))
 
 
 def _factor_two(a: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from .attention import normalise, scaled_unnormalised_attention
 from .fedorov import MAX_BETA
 from .noise import ENTRY_LAWS, CommonNoise, scalar_noise
 from .normalised_step import NormalisedLayerLimit
+from .protocols import Claims
 
 # exp(beta) must stay finite in the limit SDE, whose coefficients are not scale-free.
 MAX_SDE_BETA = 700.0
@@ -55,6 +56,13 @@ class HybridModel:
     @property
     def noise(self) -> CommonNoise:
         return scalar_noise(1.0, self.law)
+
+    @property
+    def claims(self) -> Claims:
+        return Claims(limit="dx_i = eps P_{x_i} u_i dB + [P_{x_i} u_i + eps^2 (-<x_i,u_i> u_i - |u_i|^2 x_i / 2 "
+                            "+ (3/2) <x_i,u_i>^2 x_i)] dt, B a scalar Brownian motion",
+                      noise_law=f"one {self.law} scalar xi_k of variance 1 per layer (dB = sqrt(h) xi_k)",
+                      strong_order=0.5 if self.law == "gaussian" else None, weak_order=1.0, symbolic="hybrid")
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         """One layer ``N(x_i + (h + eps dB) u_i)``; ``dw`` = dB_k shaped (paths,)."""

@@ -31,6 +31,7 @@ the common noise term added to tokens y shaped (paths, n, d), from one layer's n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -38,13 +39,7 @@ from verify.analysis.kernels import Kernel, KernelSpec, kernel
 from verify.common.validation import check_int
 from verify.models.activations import activation
 
-from .noise import CommonNoise
-
-
-def symmetric_sqrt(k: np.ndarray) -> np.ndarray:
-    """The symmetric positive square root of a batch of symmetric PSD matrices (negative eigenvalues clipped)."""
-    values, vectors = np.linalg.eigh(k)
-    return (vectors * np.sqrt(np.clip(values, 0.0, None))[..., None, :]) @ np.swapaxes(vectors, -1, -2)
+from .noise import CommonNoise, psd_factor
 
 
 def half_squared_distances(y: np.ndarray) -> np.ndarray:
@@ -64,6 +59,7 @@ class GaussianField:
 
     spec: KernelSpec
     tokens: int
+    isotropic: ClassVar[bool] = True  # covariance k(<x, y>) I: the field verify's model A assumes
 
     def __post_init__(self) -> None:
         check_int("tokens", self.tokens, minimum=1)
@@ -91,7 +87,7 @@ class GaussianField:
             f[:, 1, 0] = root - gap / root  # k(u) / sqrt(k1)
             f[:, 1, 1] = np.sqrt(np.clip(gap * (2.0 - gap / k.k1), 0.0, None))  # k1 - k(u)^2/k1
             return f
-        return symmetric_sqrt(k.k1 - k.deficit(half_squared_distances(y)))
+        return psd_factor(k.k1 - k.deficit(half_squared_distances(y)), symmetric=True)
 
     def increment(self, y: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         return self.factor(y) @ dw

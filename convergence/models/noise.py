@@ -18,6 +18,16 @@ from verify.common.validation import check_choice, check_int, check_real
 ENTRY_LAWS = ("gaussian", "rademacher", "uniform")
 
 
+def psd_factor(covariance: np.ndarray, symmetric: bool = False) -> np.ndarray:
+    """F with F F^T = ``covariance`` for a batch of symmetric PSD matrices (..., n, n), from the symmetric eigen-
+    decomposition V diag(lambda) V^T with negative rounding eigenvalues clipped to 0: F = V diag(sqrt(lambda)), or the
+    symmetric root V diag(sqrt(lambda)) V^T when ``symmetric``. Valid for singular matrices (merged tokens), where
+    plain Cholesky fails. The suite's one factor of a covariance."""
+    values, vectors = np.linalg.eigh(covariance)
+    factor = vectors * np.sqrt(np.clip(values, 0.0, None))[..., None, :]
+    return factor @ np.swapaxes(vectors, -1, -2) if symmetric else factor
+
+
 def standard_entries(rng: np.random.Generator, shape: tuple[int, ...], law: str,
                      out: np.ndarray | None = None) -> np.ndarray:
     """I.i.d. entries with mean 0 and variance 1 of the given law, as float64 (into ``out`` when given:

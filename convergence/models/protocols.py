@@ -7,6 +7,7 @@ increment shaped (paths, *noise.shape), e.g. ``sqrt(h) V_k`` for model F.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -43,6 +44,33 @@ class LimitSDE(Protocol):
     def drift(self, x: np.ndarray) -> np.ndarray: ...
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Claims:
+    """What a model's source claims about it, which the suite checks (each model's docstring states the mathematics).
+
+    ``limit``: the limit SDE in words (the model's ``limit_sde()`` builds it); ``noise_law``: the common noise of one
+    layer; ``strong_order``: the RMS pathwise order in h of the layer map against its limit on one Brownian path
+    (None: the claim is in law only); ``weak_order``: the order in h of smooth statistics; ``symbolic``: the model of
+    ``verify.models.layer_steps.MODELS`` whose derived drift the limit's drift equals (None: no symbolic counterpart).
+    """
+
+    limit: str
+    noise_law: str
+    strong_order: float | None
+    weak_order: float | None
+    symbolic: str | None
+
+
+@runtime_checkable
+class ClaimingModel(LayerMap, Protocol):
+    """A layer map that declares its claims and builds its limit SDE."""
+
+    @property
+    def claims(self) -> Claims: ...
+
+    def limit_sde(self) -> LimitSDE: ...
 
 
 class Wrapper:

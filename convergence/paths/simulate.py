@@ -14,7 +14,7 @@ import numpy as np
 from verify.common.validation import check_int, check_real
 
 from ..models.protocols import LayerMap
-from ..runtime.execution import concatenate_blocks, map_blocks
+from ..runtime.execution import concatenate_blocks
 from .brownian import (
     BrownianBlock,
     InitialState,
@@ -23,6 +23,7 @@ from .brownian import (
 )
 from .coupling import Level, run_coupled, run_recorded
 from .design import RecordGrid
+from .runner import run_seeded
 
 
 def simulate(
@@ -43,13 +44,12 @@ def simulate(
     h = horizon / depth
     levels = [Level("layer", layer_map, 1)]
 
-    def run_block(start: int, stop: int, advance) -> np.ndarray:
-        streams = PathStreams(seed, start, stop, key)
+    def compute(streams: PathStreams, advance) -> np.ndarray:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         return run_coupled(levels, [], x0, BrownianBlock(layer_map.noise, streams, h), depth, advance).final[0]
 
-    label = f"simulate:{tuple(key)}:{layer_map!r}:{depth}:{horizon!r}"
-    return concatenate_blocks(map_blocks(run_block, paths, block_paths, label))
+    return concatenate_blocks(run_seeded(compute, name="simulate", configuration=(layer_map, initial, depth, horizon),
+                                         seed=seed, key=key, paths=paths, block_paths=block_paths))
 
 
 def record_at_two_steps(
@@ -67,11 +67,11 @@ def record_at_two_steps(
     """
     levels = [Level("h", layer_map, 1), Level("2h", layer_map, 2)]
 
-    def run_block(start: int, stop: int, advance) -> np.ndarray:
-        streams = PathStreams(seed, start, stop, key)
+    def compute(streams: PathStreams, advance) -> np.ndarray:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         block = BrownianBlock(layer_map.noise, streams, grid.horizon / grid.steps)
         return run_recorded(levels, x0, block, grid.steps, grid.records, observe, advance)
 
-    label = f"record_at_two_steps:{tuple(key)}:{grid!r}:{layer_map!r}"
-    return concatenate_blocks(map_blocks(run_block, grid.paths, grid.block_paths, label, progress))
+    return concatenate_blocks(run_seeded(compute, name="record_at_two_steps",
+                                         configuration=(grid, layer_map, initial, observe), seed=seed, key=key,
+                                         paths=grid.paths, block_paths=grid.block_paths, progress=progress))

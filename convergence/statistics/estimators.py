@@ -18,12 +18,13 @@ import numpy as np
 from scipy import stats
 
 from verify.common.validation import check_int, check_real
+from verify.common.verdicts import Verdict
 
 CONFIDENCE = 0.99
 FAMILY_ALPHA = 1.0 - CONFIDENCE  # the false-failure rate allowed to a whole study (or public check) when its claims hold
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+PASS, FAIL, INCONCLUSIVE = Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE
 MIN_TAIL_REPLICATES = 5  # a percentile interval needs this many bootstrap replicates beyond each end
-VERDICTS = (PASS, FAIL, INCONCLUSIVE)
+VERDICTS = tuple(Verdict)
 DETECTION_POWER = 0.9  # a check's resolution is the effect it rejects with this probability
 
 
@@ -117,7 +118,7 @@ class Check:
     expected: float
     estimate: float
     ci: tuple[float, float]
-    verdict: str
+    verdict: Verdict
     config: dict = field(default_factory=dict)
     allowance: float = 0.0
     confidence: float = CONFIDENCE
@@ -131,7 +132,8 @@ class Check:
         if self.false_failure_rate is None:
             object.__setattr__(self, "false_failure_rate", 1.0 - self.confidence)
         if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+            raise ValueError(f"verdict must be one of {tuple(map(str, VERDICTS))}, got {self.verdict!r}")
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
         if self.verdict == PASS and not all_finite(self.estimate, *self.ci):
             object.__setattr__(self, "verdict", FAIL)
             object.__setattr__(self, "note", f"non-finite estimate or interval: cannot pass. {self.note}".strip())
@@ -199,12 +201,25 @@ def bootstrap_means(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return (counts @ values) / counts.shape[1]
 
 
+def least_squares_line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Intercept a and slope b of the least-squares line y = a + b x over the last axis, vectorised over the
+    leading axes of ``y``: b = sum (y - ybar)(x - xbar) / sum (x - xbar)^2, a = ybar - b xbar. The suite's one
+    line fit (orders, exponents, extrapolations)."""
+    x = np.asarray(x, dtype=np.float64)
+    xc = x - x.mean()
+    y_mean = np.mean(y, axis=-1, keepdims=True)
+    slope = ((y - y_mean) @ xc) / (xc @ xc)
+    return y_mean[..., 0] - slope * x.mean(), slope
+
+
+def least_squares_slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The slope of ``least_squares_line``."""
+    return least_squares_line(x, y)[1]
+
+
 def log_log_slope(steps: np.ndarray, errors: np.ndarray) -> np.ndarray:
     """Least-squares slope of log(error) against log(step) over the last axis (vectorised over rows)."""
-    x = np.log(np.asarray(steps, dtype=np.float64))
-    y = np.log(errors)
-    xc = x - x.mean()
-    return ((y - y.mean(axis=-1, keepdims=True)) @ xc) / (xc @ xc)
+    return least_squares_slope(np.log(np.asarray(steps, dtype=np.float64)), np.log(errors))
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
@@ -382,15 +397,9 @@ def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, r
     return INCONCLUSIVE if resolution > target else PASS
 
 
-def combine_verdicts(verdicts: list[str]) -> str:
+def combine_verdicts(verdicts: list[str]) -> Verdict:
     """A study fails if any check fails, is inconclusive if any is, and passes otherwise."""
-    if not verdicts:
-        return INCONCLUSIVE
-    if FAIL in verdicts:
-        return FAIL
-    if INCONCLUSIVE in verdicts:
-        return INCONCLUSIVE
-    return PASS
+    return Verdict.combine(verdicts)
 
 
 def wilson(successes: int, n: int, z: float) -> tuple[float, float]:

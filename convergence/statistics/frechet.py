@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .estimators import CONFIDENCE
+
 
 def frechet_from_moments(mean: np.ndarray, second: np.ndarray, target_variances: np.ndarray) -> np.ndarray:
     """FD from means (..., d) and uncentred second moments (..., d, d) of the first d coordinates."""
@@ -41,7 +43,7 @@ class FrechetEstimate:
 
 
 def frechet_estimate(samples: np.ndarray, target_variances: np.ndarray, counts: np.ndarray,
-                     confidence: float = 0.99) -> FrechetEstimate:
+                     confidence: float = CONFIDENCE) -> FrechetEstimate:
     """FD of ``samples`` (paths, d) with bootstrap replicates from ``counts`` (replicates, paths)."""
     paths = samples.shape[0]
     target_variances = np.asarray(target_variances, dtype=float)

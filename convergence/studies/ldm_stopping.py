@@ -48,11 +48,20 @@ from ..models.latent_diffusion import (
 )
 from ..output.results import Curve, Plot, StudyResult
 from ..statistics.estimators import (
+    CONFIDENCE,
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
     Check,
+    Verdict,
     bootstrap_counts,
     bootstrap_interval,
+    confidence_label,
+    confidence_z,
     detectable_effect,
     effect_verdict,
+    least_squares_slope,
+    log_log_slope,
     wilson,
     z_value,
 )
@@ -114,7 +123,7 @@ def switching_checks(variances: tuple[float, ...]) -> tuple[list[Check], list[fl
         certified += ok
         notes.append(f"t_{j + 1} = {tj:.15g}")
     check = Check("switching_times", len(variances), certified, (certified, certified),
-                  "pass" if certified == len(variances) else "fail", {"spectrum": _spectrum_name(variances)},
+                  Verdict.of(certified == len(variances)), {"spectrum": _spectrum_name(variances)},
                   false_failure_rate=0.0, note="coordinates whose gain sign is certified: positive before t_j, negative after (interval "
                        "arithmetic, margins 1e-3 of the distance to the ends); " + ", ".join(notes)
                        + f", t_D+1 = T = {HORIZON}")
@@ -142,7 +151,7 @@ def monotone_checks(variances: tuple[float, ...], hat: tuple[float, ...] | None,
         if hat is None:
             ok = certify_sign(slope, 0, HORIZON - END_MARGIN, -1, budget=4000, strict=False)
             checks.append(Check("exact_monotone", 1, float(ok is True), (float(ok is True),) * 2,
-                                "pass" if ok is True else ("fail" if ok is False else "inconclusive"), config,
+                                Verdict.of(ok), config,
                                 false_failure_rate=0.0, note=f"d/dt W2^2 <= 0 certified on [0, T - {END_MARGIN}] (and up to T by the "
                                      "symbolic identity in symbolic.md)"))
             continue
@@ -156,7 +165,7 @@ def monotone_checks(variances: tuple[float, ...], hat: tuple[float, ...] | None,
         checks.append(_iff_check("plugin_criterion", paper, monotone, config, detail))
         # the per-coordinate criterion (sigma_hat_j between s_j and 1 for every j <= d): sufficient, not necessary
         per_coordinate = all(coordinates)
-        verdict = "inconclusive" if monotone is None else ("pass" if per_coordinate == monotone else "fail")
+        verdict = Verdict.of(None if monotone is None else per_coordinate == monotone)
         checks.append(Check("coordinate_criterion", float(per_coordinate), float(monotone is True), (0.0, 1.0), verdict,
                             config, note=f"per coordinate {''.join('+' if c else '-' for c in coordinates)} against "
                             "certified monotonicity (a finding: the paper's criterion is the sum)", claim=False,
@@ -177,9 +186,9 @@ def _iff_check(name: str, criterion: bool | None, monotone: bool | None, config:
     """Criterion >= 0 iff the distance is certified non-increasing: both are certified, so a disagreement is a
     certified counterexample (``fail``); undecided on either side: ``inconclusive``."""
     if criterion is None or monotone is None:
-        verdict = "inconclusive"
+        verdict = INCONCLUSIVE
     else:
-        verdict = "pass" if criterion == monotone else "fail"
+        verdict = Verdict.of(criterion == monotone)
     return Check(name, float(criterion is True), float(monotone is True), (0.0, 1.0), verdict, config,
                  note=detail, false_failure_rate=0.0)
 
@@ -213,7 +222,7 @@ def criterion_search(seed: int, draws: int) -> list[Check]:
     checks = []
     for direction, (agree, counter, undecided) in tally.items():
         total = agree + counter + undecided
-        verdict = "fail" if counter else ("pass" if agree and undecided <= 0.05 * total else "inconclusive")
+        verdict = FAIL if counter else (PASS if agree and undecided <= 0.05 * total else INCONCLUSIVE)
         claim = "criterion >= 0 => non-increasing" if direction == "if" else "non-increasing => criterion >= 0"
         checks.append(Check(f"plugin_criterion_{direction}", 0.0, float(counter), (float(counter), float(counter)),
                             verdict, {"spectra": "both", "draws": draws}, false_failure_rate=0.0,
@@ -268,7 +277,7 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, pr
     alpha = 2 * float(stats.norm.sf(z))
     level = {"confidence": 1 - alpha, "false_failure_rate": alpha}
     checks.append(Check("discrete_law", exact_discrete[0], corrected, (corrected - half, corrected + half),
-                        "pass" if abs(corrected - exact_discrete[0]) <= half else "fail", config, **level,
+                        Verdict.of(abs(corrected - exact_discrete[0]) <= half), config, **level,
                         note=f"bootstrap bias {est.bias:.3g} removed; exact discrete FD from the variance recursion"))
     # 2. weak order in the number of steps from coupled level differences (same paths, same resamples)
     steps = HORIZON / profile.steps * np.array(levels[:-1], dtype=float)
@@ -286,9 +295,9 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, pr
     reason = (f"exact discrete law gives {exact_order:.4f}" if asymptotic else
               f"pre-asymptotic at these steps: compared with the exact discrete law's slope {exact_order:.4f}")
     if not np.all(np.abs(diffs) > 3 * np.std(reps, axis=0, ddof=1)):
-        verdict, reason = "inconclusive", reason + "; level differences within 3 standard errors of 0"
+        verdict, reason = INCONCLUSIVE, reason + "; level differences within 3 standard errors of 0"
     else:
-        verdict = "pass" if lo - allowance <= expected <= hi + allowance else "fail"
+        verdict = Verdict.of(lo - allowance <= expected <= hi + allowance)
     checks.append(Check("weak_order", expected, order, (float(lo), float(hi)), verdict, config, allowance, **level,
                         note=f"slope of |FD(2h) - FD(h)| over h = T/{profile.steps // 4}..T/{profile.steps}; {reason}"))
     checks.append(exact_discrete_convergence(sampler, variances, setting, config))
@@ -324,7 +333,7 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, pr
                      - _discrete_distance(every_step[-1], variances, d))
         continuous = float(distance(mpmath.mp, setting, times[index], d) - distance(mpmath.mp, setting, HORIZON, d))
         checks.append(Check("early_stop_discrete", exact_gap, value, (value - half_gap, value + half_gap),
-                            "pass" if abs(value - exact_gap) <= half_gap else "fail", {**config, "d": d}, **level,
+                            Verdict.of(abs(value - exact_gap) <= half_gap), {**config, "d": d}, **level,
                             note=f"FD(t) - FD(T) at t = {times[index]:.5g} (t* = {t_star:.6g}) against the discrete law's "
                                  f"exact gap; the continuous gap is {continuous:.3g} (the last Euler steps add "
                                  f"{exact_gap - continuous:.3g})"))
@@ -351,7 +360,7 @@ def exact_discrete_convergence(sampler: LatentSampler, variances, setting: Laten
     ok = (abs(order - 1.0) <= EXACT_ORDER_TOLERANCE
           and bool(np.all(np.abs(residuals) <= EXACT_ORDER_TOLERANCE * scale + 1e-14)))
     path = ", ".join(f"t = {HORIZON * f:g}: {r:.2g}" for f, r in zip(fractions, residuals))
-    return Check("exact_discrete_convergence", 1.0, order, (order, order), "pass" if ok else "fail", config,
+    return Check("exact_discrete_convergence", 1.0, order, (order, order), Verdict.of(bool(ok)), config,
                  EXACT_ORDER_TOLERANCE, false_failure_rate=0.0,
                  note=f"discrete-law error at t = T, h = T/1024 .. T/65536: {', '.join(f'{e:.3g}' for e in errors[:, -1])}; "
                       f"Richardson residuals 2 e(h) - e(2h) along the run ({path}) must be below "
@@ -361,17 +370,17 @@ def exact_discrete_convergence(sampler: LatentSampler, variances, setting: Laten
 def _slope(steps: np.ndarray, values: np.ndarray) -> float:
     if np.any(values <= 0):
         return float("nan")
-    return float(np.polyfit(np.log(steps), np.log(values), 1)[0])
+    return float(log_log_slope(steps, values))
 
 
 def capped_growth() -> tuple[Check, Plot]:
     """Optimal dimension at t = T with the score capped at C, geometric spectrum r^(j-1), D = 40."""
     variances = tuple(CAP_RATIO**k for k in range(CAP_DIM))
     dims = [optimal_dimension(LatentSetting(variances, HORIZON, cap=c), HORIZON) for c in CAPS]
-    slope = float(np.polyfit(np.log(CAPS), dims, 1)[0])
+    slope = float(least_squares_slope(np.log(CAPS), dims))
     expected = 1 / math.log(1 / CAP_RATIO)
     check = Check("capped_dimension_growth", expected, slope, (slope, slope),
-                  "pass" if abs(slope - expected) <= 0.15 * expected else "fail",
+                  Verdict.of(abs(slope - expected) <= 0.15 * expected),
                   {"ratio": CAP_RATIO, "D": CAP_DIM}, 0.15 * expected, false_failure_rate=0.0,
                   note=f"d*(C) = {dims} for C = 1e1..1e8 (closed form); slope of d* against log C, expected "
                        "1/log(1/r) (allowance 15% for the integer steps)")
@@ -416,9 +425,9 @@ def low_rank_optimum(seed: int, draws: int, start: str = "forward") -> Check:
         d_star, t_star = joint_optimum(variances, hat, start)
         at_rank += d_star == LOW_RANK
         early += t_star < HORIZON
-    return Check("low_rank_joint_optimum", 1.0, at_rank / draws, wilson(at_rank, draws, 2.576),
-                 "pass" if at_rank == draws else "fail", {"spectrum": "low-rank", "draws": draws, "start": start},
-                 false_failure_rate=0.0, note=f"d* = d_0 = {LOW_RANK} in {at_rank}/{draws} plug-in draws (99% Wilson interval); stopping before T "
+    return Check("low_rank_joint_optimum", 1.0, at_rank / draws, wilson(at_rank, draws, confidence_z(CONFIDENCE)),
+                 Verdict.of(at_rank == draws), {"spectrum": "low-rank", "draws": draws, "start": start},
+                 false_failure_rate=0.0, note=f"d* = d_0 = {LOW_RANK} in {at_rank}/{draws} plug-in draws ({confidence_label(CONFIDENCE)} Wilson interval); stopping before T "
                       f"is optimal in {early}/{draws} draws; with the exact score every d >= d_0 ties at t = T "
                       f"({'the claim: our start convention' if start == 'forward' else 'a finding: run started from N(0, I)'})",
                  claim=start == "forward")

@@ -51,6 +51,7 @@ from ..paths.configurations import fixed_overlap, overlap
 from ..paths.simulate import simulate
 from ..runtime.execution import block_count
 from ..statistics.estimators import (
+    DETECTION_POWER,
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,
@@ -246,7 +247,7 @@ def antipodal_share_check(name: str, shares: np.ndarray, above: bool, config: di
     return Check(name, ANTIPODAL_SHARE, share, (lo, hi), verdict, config, 0.0, 1 - alpha, alpha,
                  note=f"mean over {paths} paths of the share of pairs at cos < -{ALIGNED}, claimed {claim}; Student t "
                       f"interval ({paths - 1} df); per-path shares {', '.join(f'{v:.3f}' for v in shares)}",
-                 resolution=float((t + stats.norm.ppf(0.9)) * spread))
+                 resolution=float((t + stats.norm.ppf(DETECTION_POWER)) * spread))
 
 
 def figure_section(design: SyncDesign, seed: int) -> tuple[list[Check], list[Plot], dict]:

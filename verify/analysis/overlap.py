@@ -17,22 +17,18 @@ from functools import cache
 import sympy as sp
 
 from ..calculus.algebra import d, gram_symbol
-from ..calculus.generator import ParticleSystem
 from ..calculus.noise_laws import sigma
 from ..models.layer_steps import (
-    agazzi_system,
+    MODELS,
     beta,
     fedorov_system,
-    hybrid_system,
-    one_token_system,
-    quadratic_form_system,
+    model_system,
 )
 
 rho = sp.Symbol("rho", real=True)
 t = sp.Symbol("t", positive=True)
 _Y, _T = sp.symbols("Y T", positive=True)
 
-MODELS = ("fedorov", "hybrid", "agazzi", "quadratic_form", "one_token")
 
 
 @dataclass(frozen=True)
@@ -48,19 +44,6 @@ class OverlapSDE:
     def scale_log_derivative(self) -> sp.Expr:
         """``-2 b / a``: the logarithmic derivative of the scale density s = exp(-int 2b/a)."""
         return sp.simplify(-2 * self.drift / self.diffusion_squared)
-
-
-def _system(model: str) -> ParticleSystem:
-    builders = {
-        "fedorov": fedorov_system,
-        "hybrid": hybrid_system,
-        "agazzi": agazzi_system,
-        "quadratic_form": quadratic_form_system,
-        "one_token": lambda n: one_token_system(),
-    }
-    if model not in builders:
-        raise ValueError(f"model must be one of {list(builders)}, got {model!r}")
-    return builders[model](2)
 
 
 def _symmetric_laurent_to_cosh(poly: sp.Expr) -> sp.Expr:
@@ -97,7 +80,7 @@ def overlap_sde(model: str = "fedorov", tokens: int = 2) -> tuple[sp.Expr, sp.Ex
     """
     if tokens != 2:
         raise ValueError(f"tokens must be 2 for a one-dimensional overlap SDE, got {tokens}")
-    system = _system(model)
+    system = model_system(model)
     g = gram_symbol(0, 1)
     drift = system.gram_drift(0, 1).subs(g, rho)
     diffusion = system.gram_covariation((0, 1), (0, 1)).subs(g, rho)

@@ -43,17 +43,14 @@ from ..calculus.stratonovich import (
     ito_to_stratonovich,
     stratonovich_to_ito,
 )
+from ..common.verdicts import Verdict
 from ..models.layer_steps import (
-    agazzi_layer,
-    agazzi_system,
+    MODELS,
     beta,
     eps,
-    fedorov_layer,
     fedorov_system,
-    hybrid_layer,
-    hybrid_system,
     m,
-    quadratic_form_layer,
+    model_system,
     quadratic_form_system,
     v_sign,
 )
@@ -79,13 +76,13 @@ class Derivation:
         return VERIFIED if self.checks and all(c["status"] == VERIFIED for c in self.checks) else FAILED
 
 
-SYSTEMS = {
-    "fedorov": lambda n=2, unit=True: fedorov_system(n, unit, mean=m),
-    "hybrid": hybrid_system,
-    "agazzi": agazzi_system,
-    "quadratic_form": quadratic_form_system,
-}
-LAYERS = {"fedorov": fedorov_layer, "hybrid": hybrid_layer, "agazzi": agazzi_layer, "quadratic_form": quadratic_form_layer}
+CHECKED = ("fedorov", "hybrid", "agazzi", "quadratic_form")  # the registered models every derivation covers
+PARAMETERS = {"fedorov": {"mean": m}}  # model F with a mean value part M = m I
+
+
+def checked_system(model: str, n: int = 2, unit: bool = True):
+    """The limit SDE of a checked model, with its parameters."""
+    return model_system(model, n, unit, **PARAMETERS.get(model, {}))
 POINT_VALUES = {beta: sp.Rational(7, 10), sigma: sp.Rational(6, 5), eps: sp.Rational(3, 4), v_sign: 1, m: sp.Rational(1, 2)}
 KERNEL = (sp.Rational(1, 3), sp.Rational(1, 2), sp.Rational(1, 4))
 
@@ -95,8 +92,8 @@ def generator_in_coordinates(dims=(2, 3, 4), seed: int = 0) -> Derivation:
     der = Derivation("generator", "Ito generator on functions of the Gram matrix, d symbolic, common noise")
     rng = np.random.default_rng(seed)
     g01, g00 = gram_symbol(0, 1), gram_symbol(0, 0)
-    for model, build in SYSTEMS.items():
-        system = build(2, False)
+    for model in CHECKED:
+        system = checked_system(model, 2, False)
         for dim in dims:
             point = [list(np.round(rng.standard_normal(dim), 3)) for _ in range(2)]
             worst = max(
@@ -120,15 +117,15 @@ def layer_consistency() -> Derivation:
     """Item 2: the one-step expansion, the limit drift, sphere invariance, o(h) third moment, Stratonovich."""
     der = Derivation("layer_consistency", "one normalised layer expanded in sqrt(h): limit SDE of each model")
     der.results["drift of N(x + s xi + s^2 mu) at order h"] = step_drift_coefficients()
-    for model, build in SYSTEMS.items():
-        system = build(1, False) if model != "agazzi" else build(2, False)
+    for model in CHECKED:
+        system = checked_system(model, 1 if model != "agazzi" else 2, False)
         der.results[f"{model}: drift of x_0"] = sp.factor(sp.simplify(system.drift[0].c[0]))
-        sphere = build(2, False)
+        sphere = checked_system(model, 2, False)
         invariant = [sp.simplify(sphere.span.on_sphere(sphere.gram_drift(i, i))) for i in range(2)]
         der.check(f"{model}: sphere invariant (L |x_i|^2 = 0 on the sphere)", all(v == 0 for v in invariant),
                   f"L G_ii = {invariant}")
         span = sphere.span
-        lowest = min(expand_step(span, 0, st, sphere.noise).lowest_order for st in LAYERS[model](span)[0])
+        lowest = min(expand_step(span, 0, st, sphere.noise).lowest_order for st in MODELS[model].layer(span, **PARAMETERS.get(model, {}))[0])
         der.check(f"{model}: increment starts at order sqrt(h) (third absolute moment O(h^3/2) = o(h))",
                   lowest == 1, f"lowest power of s = {lowest}")
     # Stratonovich: the quadratic form is given in Stratonovich form; its Ito drift must equal the
@@ -141,7 +138,7 @@ def layer_consistency() -> Derivation:
         der.check(f"quadratic form d={dim}: Ito drift of -P_X o dQ X equals the Euler step's", diff == sp.zeros(dim, 1),
                   f"difference on the sphere {list(diff)}")
         for model in ("fedorov", "quadratic_form", "hybrid"):
-            coords, ito, comps = coordinate_form(SYSTEMS[model](1, False), dim, POINT_VALUES)
+            coords, ito, comps = coordinate_form(checked_system(model, 1, False), dim, POINT_VALUES)
             strat = ito_to_stratonovich(ito, comps, coords)
             back = sp.simplify(stratonovich_to_ito(strat, comps, coords) - ito)
             der.check(f"{model} d={dim}: Ito -> Stratonovich -> Ito is the identity", back == sp.zeros(dim, 1))
@@ -279,11 +276,11 @@ def one_step_crosschecks(pairs: int = 200_000) -> Derivation:
     """Item 9: (E f(X_h) - f(x))/h of the discrete layers -> derived generator, O(h) bias, three steps."""
     der = Derivation("one_step", "discrete layer one step vs derived generator (Monte Carlo, antithetic)")
     rows = []
-    for model in SYSTEMS:
+    for model in CHECKED:
         for observable in TEST_FUNCTIONS:
             check = one_step_check(model, observable, pairs=pairs)
             rows.append(check.to_dict())
-            der.check(f"{model}, f = {observable}", check.verdict == "pass",
+            der.check(f"{model}, f = {observable}", check.verdict == Verdict.PASS,
                       f"L f = {check.generator:.5f}; fit {check.intercept:.5f} +- {check.intercept_se:.5f} "
                       f"(slope {check.slope:.3g}) from D(h) at h = {check.steps}")
     der.results["table"] = rows

@@ -24,14 +24,12 @@ import sympy as sp
 from ..calculus.algebra import d, gram_symbol
 from ..calculus.coordinates import polynomial_kernel
 from ..calculus.noise_laws import sigma
+from ..common.verdicts import Verdict
 from ..models.layer_steps import (
-    agazzi_system,
     beta,
     eps,
-    fedorov_system,
-    hybrid_system,
     m,
-    quadratic_form_system,
+    model_system,
     v_sign,
 )
 
@@ -59,7 +57,7 @@ class OneStepCheck:
     intercept_se: float
     slope: float
     allowance: float
-    verdict: str
+    verdict: Verdict
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -139,8 +137,7 @@ def samplers(dim: int) -> dict[str, tuple[Callable, Callable]]:
 
 def derived_generator(model: str, f_sym: sp.Expr, dim: int, rho: float) -> float:
     """``L f`` at the configuration, from the symbolic system (unit tokens, d = dim)."""
-    system = {"fedorov": lambda: fedorov_system(2, mean=m), "hybrid": lambda: hybrid_system(2),
-              "agazzi": lambda: agazzi_system(2), "quadratic_form": lambda: quadratic_form_system(2)}[model]()
+    system = model_system(model, 2, mean=m) if model == "fedorov" else model_system(model, 2)
     expr = system.generator(f_sym)
     if model == "agazzi":
         expr = expr.replace(system.noise.kernel, polynomial_kernel([sp.nsimplify(c) for c in PARAMS["kernel"]]))
@@ -173,6 +170,6 @@ def one_step_check(model: str, observable: str, dim: int = 4, rho: float = 0.3, 
     intercept_se = float(np.sqrt(cov[0, 0]))
     target = derived_generator(model, f_sym(gram_symbol(0, 1)), dim, rho)
     allowance = abs(float(slope)) * min(steps)
-    verdict = "pass" if abs(intercept - target) <= K_SE * intercept_se + allowance else "fail"
+    verdict = Verdict.of(bool(abs(intercept - target) <= K_SE * intercept_se + allowance))
     return OneStepCheck(model, observable, dim, rho, target, list(steps), estimates, errors, float(intercept),
                         intercept_se, float(slope), allowance, verdict)

@@ -6,6 +6,9 @@ Each ``*_layer`` function states a discrete layer map exactly as the numerical s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import sympy as sp
 
 from ..calculus.algebra import Span, Vec
@@ -71,26 +74,52 @@ def one_token_layer(span: Span) -> list[list[NormalisedStep]]:
     return [[NormalisedStep(mu=span.zero(), noise_arg=span.token(0))], [NormalisedStep(mu=span.zero())]]
 
 
+@dataclass(frozen=True)
+class SymbolicModel:
+    """A model of MATH.md: its layer as normalised steps in the tokens' span and the law of its common noise.
+    ``tokens`` fixes the span's size for a model defined only for it (one token beside a fixed vector)."""
+
+    layer: Callable[..., list[list[NormalisedStep]]]
+    noise: Callable[[], object]
+    tokens: int | None = None
+
+    def system(self, n: int = 2, unit: bool = True, **parameters) -> ParticleSystem:
+        """The limit SDE of ``n`` tokens (unit tokens when ``unit``); ``parameters`` go to the layer (model F's mean)."""
+        span = Span(self.tokens or n, unit)
+        return limit_system(span, self.layer(span, **parameters), self.noise())
+
+
+MODELS: dict[str, SymbolicModel] = {  # verify's one registry of models
+    "fedorov": SymbolicModel(fedorov_layer, MatrixBrownian),
+    "hybrid": SymbolicModel(hybrid_layer, ScalarBrownian),
+    "agazzi": SymbolicModel(agazzi_layer, BrownianField),
+    "quadratic_form": SymbolicModel(quadratic_form_layer, SymmetricMatrixBrownian),
+    "one_token": SymbolicModel(one_token_layer, MatrixBrownian, tokens=2),
+}
+
+
+def model_system(model: str, n: int = 2, unit: bool = True, **parameters) -> ParticleSystem:
+    """The limit SDE of registered ``model`` (``MODELS``) for ``n`` tokens."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {list(MODELS)}, got {model!r}")
+    return MODELS[model].system(n, unit, **parameters)
+
+
 def one_token_system(unit: bool = True) -> ParticleSystem:
-    span = Span(2, unit)
-    return limit_system(span, one_token_layer(span), MatrixBrownian())
+    return model_system("one_token", unit=unit)
 
 
 def fedorov_system(n: int = 2, unit: bool = True, mean: sp.Expr = 0) -> ParticleSystem:
-    span = Span(n, unit)
-    return limit_system(span, fedorov_layer(span, mean), MatrixBrownian())
+    return model_system("fedorov", n, unit, mean=mean)
 
 
 def hybrid_system(n: int = 2, unit: bool = True) -> ParticleSystem:
-    span = Span(n, unit)
-    return limit_system(span, hybrid_layer(span), ScalarBrownian())
+    return model_system("hybrid", n, unit)
 
 
 def agazzi_system(n: int = 2, unit: bool = True) -> ParticleSystem:
-    span = Span(n, unit)
-    return limit_system(span, agazzi_layer(span), BrownianField())
+    return model_system("agazzi", n, unit)
 
 
 def quadratic_form_system(n: int = 2, unit: bool = True) -> ParticleSystem:
-    span = Span(n, unit)
-    return limit_system(span, quadratic_form_layer(span), SymmetricMatrixBrownian())
+    return model_system("quadratic_form", n, unit)

@@ -1,0 +1,40 @@
+"""The one runner of seeded blocks: every experiment's Monte Carlo goes through ``run_seeded``.
+
+``run_seeded(compute, ...)`` splits ``paths`` into compute blocks (``runtime.blocks``), gives each block the random
+streams of its own paths (``PathStreams(seed, start, stop, key)``: the numbers depend only on the seed, the stream
+key and the absolute path index), runs ``compute(streams, advance)`` wherever the current execution runs blocks (in
+process or on dask workers) and returns the block results in block order. The cache label is the experiment's
+``name``, its stream ``key`` and the explicit identity of its ``configuration`` (``runtime.identity``): everything
+``compute`` depends on besides the streams must be in ``configuration``, so no two experiments share a cache entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..runtime.execution import map_blocks
+from ..runtime.identity import identity
+from .brownian import PathStreams
+
+Compute = Callable[[PathStreams, Callable[[int], None] | None], Any]
+
+
+def run_seeded(
+    compute: Compute,
+    *,
+    name: str,
+    configuration: object,
+    seed: int,
+    key: Sequence[int],
+    paths: int,
+    block_paths: int,
+    progress: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """``compute(streams, advance)`` for the streams of every compute block of ``paths``, in block order."""
+
+    def run_block(start: int, stop: int, advance) -> Any:
+        return compute(PathStreams(seed, start, stop, key), advance)
+
+    label = f"{name}:{tuple(key)}:{identity(configuration)}"
+    return map_blocks(run_block, paths, block_paths, label, progress)

@@ -1,0 +1,115 @@
+"""Conformance of every registered model (``convergence.models.registry``): one parametrised test per property."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from convergence.experiments.local import LocalDesign, local_checks, states_for
+from convergence.models.protocols import ClaimingModel, LayerMap, LimitSDE
+from convergence.models.registry import MODELS, symbolic_values
+from convergence.paths.brownian import PathStreams
+from convergence.statistics.estimators import combine_verdicts
+from verify.analysis.kernels import kernel
+from verify.calculus.algebra import gram_symbol
+from verify.calculus.coordinates import vec_coordinates
+from verify.common.verdicts import Verdict
+from verify.models.layer_steps import model_system
+
+from .helpers import random_tokens
+
+NAMES = sorted(MODELS)
+H = 0.01
+
+
+@pytest.fixture(params=NAMES)
+def model(request):
+    return MODELS[request.param]()
+
+
+def _tokens(model, paths=6, seed=0):
+    return random_tokens(np.random.default_rng(seed), paths, model.tokens, model.dim)
+
+
+def _noise(model, paths=6, seed=1):
+    return PathStreams(seed, 0, paths).increments(model.noise, 1, H)[:, 0]
+
+
+def test_protocols_and_declared_claims(model):
+    assert isinstance(model, LayerMap) and isinstance(model, ClaimingModel)
+    claims = model.claims
+    assert claims.weak_order == 1.0 and claims.strong_order in (0.5, None)
+    assert (claims.strong_order is not None) == model.noise.brownian
+    if model.noise.brownian:
+        sde = model.limit_sde()
+        assert isinstance(sde, LimitSDE)
+        assert (sde.tokens, sde.dim, sde.noise.shape) == (model.tokens, model.dim, model.noise.shape)
+
+
+def test_noise_and_layer_shapes(model):
+    x, dw = _tokens(model), _noise(model)
+    assert dw.shape == (6, *model.noise.shape)
+    out = model.layer(x, dw, H)
+    assert out.shape == x.shape and out.dtype == np.float64 and np.all(np.isfinite(out))
+    if model.noise.brownian:
+        sde = model.limit_sde()
+        assert sde.drift(x).shape == x.shape and sde.diffusion(x, dw).shape == x.shape
+
+
+def test_layer_keeps_tokens_on_the_sphere(model):
+    out = model.layer(_tokens(model), _noise(model), H)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=-1), 1.0, rtol=0, atol=1e-13)
+
+
+def test_limit_diffusion_is_tangent_and_linear_in_the_noise(model):
+    if not model.noise.brownian:
+        pytest.skip("no limit SDE on a Brownian path for this noise law (claims in law only)")
+    sde, x, dw = model.limit_sde(), _tokens(model), _noise(model)
+    g = sde.diffusion(x, dw)
+    np.testing.assert_allclose(np.sum(g * x, axis=-1), 0.0, atol=1e-13)
+    np.testing.assert_allclose(sde.diffusion(x, 2.5 * dw), 2.5 * g, rtol=1e-12, atol=1e-15)
+
+
+def test_permuting_tokens_permutes_the_layer(model):
+    if model.noise.shape[:1] == (model.tokens,):
+        pytest.skip("the noise is indexed by token (a field at the tokens' positions): permute it too")
+    x, dw = _tokens(model), _noise(model)
+    perm = np.roll(np.arange(model.tokens), 1)
+    np.testing.assert_allclose(model.layer(x[:, perm], dw, H), model.layer(x, dw, H)[:, perm], rtol=0, atol=1e-13)
+
+
+def test_limit_drift_equals_the_drift_verify_derives(model):
+    symbolic = model.claims.symbolic
+    if symbolic is None:
+        pytest.skip("no symbolic counterpart (a frozen-feature field is not isotropic; law-only claims)")
+    n = model.tokens
+    mean = {"mean": sp.Symbol("m", real=True)} if symbolic == "fedorov" else {}
+    system = model_system(symbolic, n, **mean)
+    symbols = {s.name: s for s in set().union(*(c.free_symbols for v in system.drift for c in v.c))}
+    values = {symbols[name]: value for name, value in symbolic_values(model).items() if name in symbols}
+    x = _tokens(model, paths=1, seed=7)
+    xs = [sp.Matrix(x[0, i]) for i in range(n)]
+    gram = {gram_symbol(i, j): float(x[0, i] @ x[0, j]) for i in range(n) for j in range(i + 1, n)}
+    numeric_kernel = None if symbolic != "agazzi" else kernel(model.field.spec)
+    drift = model.limit_sde().drift(x)
+    for i in range(n):
+        expr = vec_coordinates(system.drift[i], xs, gram).subs(values)
+        if numeric_kernel is not None:
+            expr = expr.replace(system.noise.kernel, lambda u: sp.Float(numeric_kernel.k1 - numeric_kernel.deficit(1 - float(u))))
+        expected = np.array(expr, dtype=float).ravel()
+        np.testing.assert_allclose(drift[0, i], expected, rtol=1e-10, atol=1e-12)
+
+
+def test_local_consistency_at_the_canonical_states(model):
+    """One layer step's conditional moments against the declared limit (``experiments.local``), at a fixed seed:
+    every check passes (family-wise false-failure rate 1% per model). At a generic (uniform) state: at a merged or
+    antipodal pair the hybrid model's drift and diffusion vanish (relative checks are undefined there), and near a
+    merged pair they are so small that the step's O(h^2) bias decides (inconclusive at this step)."""
+    if not model.noise.brownian:
+        pytest.skip("local consistency compares with a limit SDE driven by the same Brownian increments")
+    states = states_for(model.tokens, model.dim, ("uniform",), 0, (9,))
+    checks = local_checks(model, model.limit_sde(), states, LocalDesign(samples=32768, target=0.2, state_target=0.2),
+                          0, (9, 1))
+    assert combine_verdicts([c.verdict for c in checks]) == Verdict.PASS, [(c.name, c.config, c.verdict) for c in checks
+                                                                          if c.verdict != Verdict.PASS]
