@@ -6,10 +6,8 @@
 import numpy as np
 import pytest
 
-from convergence.models.agazzi import AgazziModel
-from convergence.models.fedorov import FedorovModel
-from convergence.models.mlp_field import FreshFeatureField
-from verify.analysis.kernels import KernelSpec
+from convergence.models import AgazziModel, FedorovModel, FreshFeatureField
+from verify.analysis import KernelSpec
 
 TOKENS, DIM = 4096, 16
 

@@ -8,10 +8,8 @@ same measurements side by side (with the process cluster and the peers) and writ
 import numpy as np
 import pytest
 
-from convergence.models.fedorov import FedorovModel
-from convergence.models.fedorov_reduced import ReducedFedorov
-from convergence.paths.integrators import EulerMaruyama
-from convergence.paths.simulate import simulate
+from convergence.models import FedorovModel, ReducedFedorov
+from convergence.paths import EulerMaruyama, simulate
 from convergence.performance.benchmark import (
     BenchConfig,
     diffrax_euler,

@@ -13,15 +13,26 @@ from .api import (
     limit_sde,
     per_token_noise,
 )
-from .models.agazzi import AgazziModel, AgazziSDE
-from .models.fedorov import FedorovModel, FedorovSDE
-from .models.fedorov_reduced import ReducedFedorov, ReducedFedorovSDE
-from .models.hybrid import HybridModel, HybridSDE
-from .models.mlp_field import FreshFeatureField, FrozenFeatureField, GaussianField
-from .models.noise import CommonNoise, matrix_noise, scalar_noise
-from .models.protocols import LayerMap, LimitSDE
-from .models.quadratic_form import QuadraticFormModel
-from .paths.integrators import EulerMaruyama
+from .models import (
+    AgazziModel,
+    AgazziSDE,
+    CommonNoise,
+    FedorovModel,
+    FedorovSDE,
+    FreshFeatureField,
+    FrozenFeatureField,
+    GaussianField,
+    HybridModel,
+    HybridSDE,
+    LayerMap,
+    LimitSDE,
+    QuadraticFormModel,
+    ReducedFedorov,
+    ReducedFedorovSDE,
+    matrix_noise,
+    scalar_noise,
+)
+from .paths import EulerMaruyama
 
 __all__ = [
     "AgazziModel",

@@ -36,23 +36,26 @@ from pathlib import Path
 
 import numpy as np
 
-from verify.common.files import file_stem
-from verify.common.validation import check_int, check_real, check_tokens
+from verify.common import check_int, check_real, check_tokens, file_stem
 
-from .experiments.local import STATES, LocalDesign, local_checks, states_for
-from .experiments.strong import (
+from .experiments import (
+    STATES,
+    LocalDesign,
     StrongDesign,
+    WeakDesign,
     analyse_strong,
     bootstrap_generator,
+    coupled_observables,
     coupled_strong_errors,
+    local_checks,
+    order_check,
+    states_for,
+    weak_order,
 )
-from .experiments.weak import WeakDesign, coupled_observables, order_check, weak_order
-from .models.noise import CommonNoise, matrix_noise, scalar_noise
-from .models.protocols import LayerMap, LimitSDE
-from .output.report import write_study
-from .output.results import Panel, StudyResult
-from .paths.brownian import InitialState, uniform_sphere
-from .statistics.estimators import (
+from .models import CommonNoise, LayerMap, LimitSDE, matrix_noise, scalar_noise
+from .output import Panel, StudyResult, write_study
+from .paths import InitialState, uniform_sphere
+from .statistics import (
     FAIL,
     INCONCLUSIVE,
     PASS,

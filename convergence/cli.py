@@ -30,14 +30,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from verify.common.validation import check_int
-from verify.common.verdicts import Verdict
+from verify.common import Verdict, check_int
 
-from .output.report import write_index, write_run, write_study
+from .output import write_index, write_run, write_study
 from .performance.benchmark import BenchConfig, run_benchmarks
 from .performance.breakdown import study_breakdowns
 from .performance.report import write_performance
-from .runtime.execution import (
+from .runtime import (
     available_cores,
     caching,
     check_scheduler,

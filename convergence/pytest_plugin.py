@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from verify.common.verdicts import Verdict
+from verify.common import Verdict
 
 from .api import (
     Outcome,

@@ -8,27 +8,27 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import verify
-from convergence.experiments.energy import interaction_energy
-from convergence.experiments.exponents import (
+from convergence.experiments import (
     ExponentDesign,
+    KernelMatrixNetwork,
+    WidthDesign,
+    interaction_energy,
     mean_square_exponent,
     median_exponent,
     record_log_distances,
 )
-from convergence.experiments.width import KernelMatrixNetwork, WidthDesign
-from convergence.models.agazzi import AgazziModel
-from convergence.models.mlp_field import (
+from convergence.models import (
+    AgazziModel,
     FreshFeatureField,
     FrozenFeatureField,
     GaussianField,
+    QuadraticFormModel,
+    psd_factor,
 )
-from convergence.models.noise import psd_factor
-from convergence.models.quadratic_form import QuadraticFormModel
-from convergence.paths.brownian import BrownianBlock, PathStreams
-from convergence.paths.coupling import Level, run_coupled
+from convergence.paths import BrownianBlock, Level, PathStreams, run_coupled
 from tests.helpers import random_tokens
-from verify.analysis.kernels import KernelSpec, kernel
-from verify.rigorous.synchronisation import attention_energy_rate, certified_infimum
+from verify.analysis import KernelSpec, kernel
+from verify.rigorous import attention_energy_rate, certified_infimum
 
 K_SE = 5.0  # tolerance in standard errors: two-sided false-failure rate 6e-7 per comparison
 

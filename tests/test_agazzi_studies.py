@@ -6,27 +6,22 @@ import numpy as np
 import pytest
 
 from convergence.cli import main
-from convergence.experiments.exponents import (
+from convergence.experiments import (
     ExponentDesign,
+    StrongDesign,
+    WidthDesign,
+    analyse_strong,
+    analyse_width,
+    bootstrap_generator,
+    coupled_strong_errors,
+    coupled_width_errors,
     exponent_check,
     mean_square_exponent,
     median_exponent,
     record_log_distances,
 )
-from convergence.experiments.strong import (
-    StrongDesign,
-    analyse_strong,
-    bootstrap_generator,
-    coupled_strong_errors,
-)
-from convergence.experiments.width import (
-    WidthDesign,
-    analyse_width,
-    coupled_width_errors,
-)
-from convergence.models.agazzi import AgazziModel, AgazziSDE
-from convergence.models.mlp_field import GaussianField
-from verify.analysis.kernels import KernelSpec, activation_constants, exponents
+from convergence.models import AgazziModel, AgazziSDE, GaussianField
+from verify.analysis import KernelSpec, activation_constants, exponents
 
 
 @pytest.fixture(scope="module")

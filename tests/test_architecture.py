@@ -150,3 +150,20 @@ if __name__ == "__main__":  # rewrite the README's layout from the tree
     readme = readme_path.read_text()
     start, end = readme.index(LAYOUT_START), readme.index(LAYOUT_END) + len(LAYOUT_END)
     readme_path.write_text(readme[:start] + layout_markdown() + readme[end:])
+
+
+def _from_modules(path: Path) -> set[str]:
+    """The modules ``path`` takes names from (``from a.b.c import x`` gives a.b.c), at any depth of the file."""
+    return {node.module for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module}
+
+
+@pytest.mark.parametrize("path", [p for d in ("tests", "examples", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_tests_and_examples_use_the_public_names(path):
+    """A subpackage's ``__init__`` is its API: code outside the packages takes names from it, not from its modules
+    (a module object may be imported to monkeypatch it; the studies and the performance tools are applications,
+    imported by module)."""
+    internal = sorted(m for m in _from_modules(path) if len(m.split(".")) >= 3
+                      and m.split(".")[0] in ("convergence", "verify") and m.split(".")[1] not in ("studies", "performance"))
+    assert not internal, f"{path.relative_to(ROOT)} takes names from internal modules {internal}"

@@ -7,17 +7,16 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 
-from convergence.experiments.strong import StrongDesign, coupled_strong_errors
-from convergence.models.fedorov import FedorovModel
-from convergence.models.noise import matrix_noise, standard_entries
-from convergence.paths.brownian import (
+from convergence.experiments import StrongDesign, coupled_strong_errors
+from convergence.models import FedorovModel, matrix_noise, standard_entries
+from convergence.paths import (
     BrownianBlock,
     PathStreams,
     block_sums,
+    simulate,
     uniform_sphere,
 )
-from convergence.paths.simulate import simulate
-from convergence.runtime.blocks import SEED_BLOCK, compute_blocks
+from convergence.runtime import SEED_BLOCK, compute_blocks
 
 
 @given(st.integers(1, 6), st.sampled_from([1, 2, 4, 8]), st.integers(0, 2**31))
@@ -89,8 +88,7 @@ def test_same_seed_bit_identical_across_block_sizes():
 def test_several_claims_in_one_coupled_run_give_each_claims_own_numbers():
     """One run against the true limit and a wrong one (drift x 1.2): each claim's distances equal those of its own
     run bit for bit (shared Brownian paths and layer levels change nothing), and the wrong claim's differ."""
-    from convergence.experiments.mutants import DriftScaled
-    from convergence.experiments.strong import coupled_strong_errors_for_claims
+    from convergence.experiments import DriftScaled, coupled_strong_errors_for_claims
 
     model = FedorovModel(tokens=2, dim=4, beta=1.0)
     design = StrongDesign(depths=(2, 4), reference_factor=8, paths=96, block_paths=64, replicates=100)

@@ -6,16 +6,20 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from convergence.experiments.local import LocalDesign, local_checks, states_for
-from convergence.models.protocols import ClaimingModel, LayerMap, LimitSDE
-from convergence.models.registry import MODELS, symbolic_values
-from convergence.paths.brownian import PathStreams
-from convergence.statistics.estimators import combine_verdicts
-from verify.analysis.kernels import kernel
-from verify.calculus.algebra import gram_symbol
-from verify.calculus.coordinates import vec_coordinates
-from verify.common.verdicts import Verdict
-from verify.models.layer_steps import model_system
+from convergence.experiments import LocalDesign, local_checks, states_for
+from convergence.models import (
+    MODELS,
+    ClaimingModel,
+    LayerMap,
+    LimitSDE,
+    symbolic_values,
+)
+from convergence.paths import PathStreams
+from convergence.statistics import combine_verdicts
+from verify.analysis import kernel
+from verify.calculus import gram_symbol, vec_coordinates
+from verify.common import Verdict
+from verify.models import model_system
 
 from .helpers import random_tokens
 

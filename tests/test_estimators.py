@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from convergence.statistics.estimators import (
+from convergence.statistics import (
     FAIL,
     INCONCLUSIVE,
     PASS,
@@ -103,9 +103,8 @@ def test_limit_verdict_and_combination():
 
 
 def test_findings_are_reported_but_do_not_decide_the_verdict():
-    from convergence.output.report import to_markdown
-    from convergence.output.results import StudyResult
-    from convergence.statistics.estimators import Check
+    from convergence.output import StudyResult, to_markdown
+    from convergence.statistics import Check
 
     claim = Check("rate", 1.0, 1.0, (0.9, 1.1), "pass")
     finding = Check("rate", 1.0, 0.5, (0.4, 0.6), "fail", {"model": "F"}, claim=False)
@@ -137,7 +136,7 @@ def test_confidence_z_is_the_two_sided_normal_quantile(confidence):
 def test_bootstrap_medians_equal_the_medians_of_the_same_resamples(paths):
     """Sorted once and read off cumulative multiplicities, the medians equal np.median of each resample (drawn as
     rng.integers(0, paths, paths) in turn) bit for bit, ties included."""
-    from convergence.statistics.estimators import bootstrap_medians
+    from convergence.statistics import bootstrap_medians
 
     values = np.round(np.random.default_rng(paths).standard_normal((paths, 2, 3)), 1)  # rounding makes ties
     fast = bootstrap_medians(values, np.random.default_rng(5), 30)

@@ -15,9 +15,9 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from convergence.cli import main
-from convergence.experiments.strong import StrongDesign, coupled_strong_errors
-from convergence.models.fedorov import FedorovModel
-from convergence.runtime.execution import BlockCache, caching, map_blocks, scheduler
+from convergence.experiments import StrongDesign, coupled_strong_errors
+from convergence.models import FedorovModel
+from convergence.runtime import BlockCache, caching, map_blocks, scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -143,9 +143,9 @@ def test_the_torchsde_peer_integrates_model_f_limit_sde():
 
 def _burning_study(name: str, cycles: int):
     """A study whose blocks and own thread burn CPU: its estimate is the mean of seeded draws over 4 blocks."""
-    from convergence.output.results import StudyResult
-    from convergence.runtime.execution import map_blocks
-    from convergence.statistics.estimators import PASS, Check
+    from convergence.output import StudyResult
+    from convergence.runtime import map_blocks
+    from convergence.statistics import PASS, Check
     from convergence.studies.base import Study
 
     def block(start, stop, progress):
@@ -209,10 +209,9 @@ def test_studies_start_in_order_of_the_wall_time_their_last_report_allows(tmp_pa
 def test_models_that_differ_only_in_an_array_get_different_cache_keys(tmp_path):
     """repr prints arrays to 8 digits, so it cannot key a cache; the explicit identity does (the simulate label here):
     the second model's blocks are computed, not read from the first's entries."""
-    from convergence.models.fedorov import FedorovModel
-    from convergence.paths.simulate import simulate
-    from convergence.runtime.execution import caching
-    from convergence.runtime.identity import identity
+    from convergence.models import FedorovModel
+    from convergence.paths import simulate
+    from convergence.runtime import caching, identity
 
     interaction = np.eye(3)
     nudged = interaction.copy()
@@ -229,7 +228,7 @@ def test_models_that_differ_only_in_an_array_get_different_cache_keys(tmp_path):
 
 
 def test_identity_refuses_what_it_cannot_spell_out():
-    from convergence.runtime.identity import identity
+    from convergence.runtime import identity
 
     with pytest.raises(TypeError, match="cannot identify a Generator"):
         identity(np.random.default_rng(0))

@@ -11,16 +11,15 @@ from numpy.testing import assert_allclose
 
 import verify
 from convergence.cli import main
-from convergence.experiments.latent_sampling import LatentDesign, backward_samples
-from convergence.models.latent_diffusion import (
+from convergence.experiments import LatentDesign, backward_samples
+from convergence.models import (
     LatentSampler,
     discrete_variances,
     plugin_variances,
 )
-from convergence.statistics.estimators import bootstrap_counts
-from convergence.statistics.frechet import frechet_estimate
-from verify.derivations.catalogue import latent_diffusion
-from verify.rigorous.latent_stopping import (
+from convergence.statistics import bootstrap_counts, frechet_estimate
+from verify.derivations import latent_diffusion
+from verify.rigorous import (
     LatentSetting,
     certify_sign,
     distance,
@@ -141,7 +140,7 @@ def test_quick_ldm_stopping_study_passes(tmp_path):
 def test_float64_joint_optimum_agrees_with_the_30_digit_search():
     # The study decides d* and t* < T on a float64 grid; the mpmath search (roots of the derivative) must agree.
     from convergence.studies.ldm_stopping import SPECTRA, joint_optimum
-    from verify.rigorous.latent_stopping import optimal_stopping_time
+    from verify.rigorous import optimal_stopping_time
 
     variances = SPECTRA["low-rank"]
     for i in range(6):
@@ -159,7 +158,7 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
 
     from convergence.studies.ldm_stopping import _iff_check, criterion_sign
     from verify.models import latent_variances as ld
-    from verify.rigorous.latent_stopping import (
+    from verify.rigorous import (
         LatentSetting,
         certify_sign,
         distance_derivative,
@@ -185,13 +184,13 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
 def test_a_closed_form_with_a_wrong_exponent_fails_along_the_run():
     """Near miss: the closed form with e^{-t} off by 2% (t -> 1.02 t) everywhere but at t = T (where the exact score
     makes both vanish) fails the exact-algebra convergence check along the run; the true closed form passes."""
-    from convergence.models.latent_diffusion import LatentSampler
+    from convergence.models import LatentSampler
     from convergence.studies.ldm_stopping import (
         HORIZON,
         SPECTRA,
         exact_discrete_convergence,
     )
-    from verify.rigorous.latent_stopping import LatentSetting, distance
+    from verify.rigorous import LatentSetting, distance
 
     variances = SPECTRA["geometric"]
     sampler = LatentSampler(variances, HORIZON, method="sde")

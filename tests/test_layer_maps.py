@@ -7,10 +7,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import ortho_group
 
-from convergence.models.attention import attention_average
-from convergence.models.fedorov import FedorovModel
-from convergence.models.hybrid import HybridModel
-from convergence.models.noise import ENTRY_LAWS
+from convergence.models import ENTRY_LAWS, FedorovModel, HybridModel, attention_average
 
 from .helpers import random_tokens
 from .oracle import fedorov_layer_loop, hybrid_layer_loop
@@ -145,7 +142,7 @@ def test_hybrid_finite_and_on_sphere_at_extreme_beta(rng):
 def test_attention_average_is_the_shifted_softmax_and_does_not_depend_on_the_batch(rng, beta):
     """Unshifted (|score| <= 300) or shifted, the average equals the row-max-shifted softmax to rounding, and a
     path's result is the same alone or beside a path that needs the shift (decided per path)."""
-    from convergence.models.attention import attention_scores, softmax_weights
+    from convergence.models import attention_scores, softmax_weights
 
     x = random_tokens(rng, 3, 7, 4)
     x[1] *= 1.05  # off the sphere: its bound is 1.1 |beta|

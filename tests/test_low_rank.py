@@ -5,22 +5,19 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from convergence.experiments.strong import (
+from convergence.experiments import (
     REFERENCE_LEVELS,
-    StrongDesign,
-    coupled_strong_errors,
-    strong_ladder,
-)
-from convergence.experiments.strong_low_rank import (
     FedorovAction,
     FedorovEulerAction,
+    StrongDesign,
+    coupled_strong_errors,
     coupled_strong_errors_low_rank,
     frame,
     run_low_rank_coupled,
+    strong_ladder,
 )
-from convergence.models.fedorov import FedorovModel
-from convergence.paths.coupling import Level, run_coupled
-from convergence.paths.integrators import EulerMaruyama
+from convergence.models import FedorovModel
+from convergence.paths import EulerMaruyama, Level, run_coupled
 
 from .helpers import random_tokens
 

@@ -10,34 +10,33 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from convergence.cli import main
-from convergence.experiments.chaos import (
+from convergence.experiments import (
     ChaosData,
     ChaosDesign,
+    CommuteDesign,
+    WidthDepthDesign,
+    WidthGroups,
     analyse_chaos,
+    analyse_width_depth,
     baseline_variance,
+    commute_estimates,
     coupled_chaos,
     empirical_means,
     sliced_w2_squared,
     w2_squared,
-)
-from convergence.experiments.commute import CommuteDesign, commute_estimates
-from convergence.experiments.width_depth import (
-    WidthDepthDesign,
-    WidthGroups,
-    analyse_width_depth,
     width_depth_energies,
 )
-from convergence.models import attention
-from convergence.models.agazzi import AgazziModel
-from convergence.models.fedorov import FedorovModel
-from convergence.models.mlp_field import (
+from convergence.models import (
+    AgazziModel,
+    FedorovModel,
     FreshFeatureField,
     FrozenFeatureField,
     GaussianField,
+    attention,
 )
-from convergence.paths.coupling import Subsystems
+from convergence.paths import Subsystems
 from tests.helpers import random_tokens
-from verify.analysis.kernels import KernelSpec
+from verify.analysis import KernelSpec
 
 
 def test_blocked_attention_equals_the_full_softmax(rng, monkeypatch):

@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.experiments.mutants import catalogue
-from convergence.output.report import to_json
-from convergence.output.results import StudyResult
-from convergence.statistics.estimators import (
+from convergence.experiments import catalogue
+from convergence.output import StudyResult, to_json
+from convergence.statistics import (
     FAIL,
     PASS,
     Check,
@@ -24,7 +23,7 @@ from convergence.statistics.estimators import (
     limit_verdict,
     order_verdict,
 )
-from verify.common.files import file_stem
+from verify.common import file_stem
 
 EPS = 0.01  # the local check must see a 1% coefficient error
 
@@ -207,13 +206,13 @@ def test_the_power_study_rejects_its_catalogue(tmp_path, profile):
 def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_see():
     """Two systems of the same code agree whatever the drift; the weak form of the SPDE and the zonal targets do
     not: a wrong mean-field drift (attention 20% off, the Ito factor (d-2)/2) and a wrong rate fail."""
-    from convergence.experiments.mean_field import (
+    from convergence.experiments import (
         MeanFieldDesign,
         weak_form,
         zonal_limit,
         zonal_rates,
     )
-    from convergence.paths.design import RecordGrid
+    from convergence.paths import RecordGrid
     from convergence.studies.chaos import DIM, agazzi_drift, model_a_field
 
     field = model_a_field(8)
@@ -235,12 +234,12 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
 def test_the_zonal_limit_rejects_a_rate_5_percent_off_on_the_shared_recording():
     """k(1) x 1.05 in both zonal rates, judged on the recording of the true claim (32768 paths): the true rates pass,
     phi_1 of the near miss fails, and the check states a relative resolution below the 5% it rejects."""
-    from convergence.experiments.mean_field import (
+    from convergence.experiments import (
         MeanFieldDesign,
         zonal_limit,
         zonal_rates,
     )
-    from convergence.paths.design import RecordGrid
+    from convergence.paths import RecordGrid
     from convergence.studies.chaos import DIM, model_a_field
 
     field = model_a_field(8)
@@ -270,17 +269,16 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     Ito factor of the wrong dimension), at beta +- 10% or with the diffusion coefficient +- 5% fails (Bonferroni
     over the six predictions)."""
     import verify
-    from convergence.models.fedorov_overlap_chain import TwoTokenOverlapChain
-    from convergence.paths.configurations import fixed_overlap, overlap
-    from convergence.paths.simulate import simulate
-    from convergence.statistics.estimators import family_confidence
+    from convergence.models import TwoTokenOverlapChain
+    from convergence.paths import fixed_overlap, overlap, simulate
+    from convergence.statistics import family_confidence
     from convergence.studies.phase_transition import (
         DESIGNS,
         decided_ends,
         horizon,
         probability_check,
     )
-    from verify.analysis.hitting import p_antipodal_double
+    from verify.analysis import p_antipodal_double
 
     dim, rho0, paths = 4, -0.9, 2000
     beta = 1.25 * float(verify.critical_beta(dim)[1])

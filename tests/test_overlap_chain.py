@@ -6,15 +6,14 @@ import pytest
 from scipy import stats
 
 import convergence as cv
-from convergence.models.attention import normalise
-from convergence.models.fedorov_overlap_chain import (
+from convergence.models import (
     FrameNoise,
     TwoTokenOverlapChain,
+    normalise,
     plane_coordinates,
+    two_token_step,
 )
-from convergence.models.fedorov_reduced import two_token_step
-from convergence.paths.configurations import fixed_overlap, overlap
-from convergence.paths.simulate import simulate
+from convergence.paths import fixed_overlap, overlap, simulate
 
 from .helpers import random_tokens
 

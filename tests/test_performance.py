@@ -5,11 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from convergence.models.attention import attention_average
-from convergence.models.noise import CommonNoise
-from convergence.output.report import write_index, write_study
-from convergence.output.results import StudyResult
-from convergence.paths.brownian import PathStreams
+from convergence.models import CommonNoise, attention_average
+from convergence.output import StudyResult, write_index, write_study
+from convergence.paths import PathStreams
 from convergence.performance.breakdown import categorise, sampled_breakdown
 from convergence.performance.cost import CostAxis, cost_curves
 from convergence.performance.report import write_performance

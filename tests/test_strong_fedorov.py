@@ -7,14 +7,14 @@ import pytest
 from scipy import special
 
 from convergence.cli import main
-from convergence.experiments.strong import (
+from convergence.experiments import (
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
     coupled_strong_errors,
 )
-from convergence.models.fedorov import FedorovModel, FedorovSDE
-from convergence.paths.simulate import simulate
+from convergence.models import FedorovModel, FedorovSDE
+from convergence.paths import simulate
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 
 from convergence.cli import main
-from convergence.experiments.strong import StrongDesign
-from convergence.models.fedorov import FedorovModel
-from convergence.models.hybrid import HybridModel
-from convergence.paths.simulate import simulate
+from convergence.experiments import StrongDesign
+from convergence.models import FedorovModel, HybridModel
+from convergence.paths import simulate
 from convergence.studies import STUDIES
 
 
@@ -100,15 +99,15 @@ def test_list_names_every_study(capsys):
 
 def test_extreme_but_valid_inputs_stay_finite():
     """beta = 1e3, d = 2, n = 1 and 3: every layer map and limit SDE of models F, A and the hybrid stays finite."""
-    from convergence.models.agazzi import AgazziModel
-    from convergence.models.fedorov_reduced import ReducedFedorov
-    from convergence.models.mlp_field import (
+    from convergence.models import (
+        AgazziModel,
         FreshFeatureField,
         FrozenFeatureField,
         GaussianField,
+        ReducedFedorov,
     )
-    from convergence.paths.integrators import EulerMaruyama
-    from verify.analysis.kernels import KernelSpec
+    from convergence.paths import EulerMaruyama
+    from verify.analysis import KernelSpec
 
     spec = KernelSpec("tanh", 2, 0.1, 0.1)
     frozen = FrozenFeatureField.draw(spec, 8, np.random.default_rng(0))

@@ -7,13 +7,11 @@ import sympy as sp
 
 import verify
 from verify.__main__ import main as verify_main
-from verify.analysis.hitting import p_antipodal_gauss
-from verify.analysis.overlap import rho
-from verify.calculus.algebra import d
-from verify.calculus.noise_laws import sigma
+from verify.analysis import p_antipodal_gauss, rho
+from verify.calculus import d, sigma
 from verify.derivations import catalogue as derivations
 from verify.derivations import crosscheck
-from verify.models.layer_steps import beta
+from verify.models import beta
 
 
 def test_overlap_sde_interface_symbols():
@@ -130,11 +128,9 @@ def test_python_m_verify_writes_reports(tmp_path, capsys):
 
 @pytest.mark.parametrize("model_name", ["fedorov", "hybrid"])
 def test_numerical_limit_sde_drift_equals_the_symbolic_one(model_name, rng):
-    from convergence.models.fedorov import FedorovModel
-    from convergence.models.hybrid import HybridModel
-    from verify.calculus.algebra import gram_symbol
-    from verify.calculus.coordinates import vec_coordinates
-    from verify.models.layer_steps import eps, hybrid_system, m
+    from convergence.models import FedorovModel, HybridModel
+    from verify.calculus import gram_symbol, vec_coordinates
+    from verify.models import eps, hybrid_system, m
 
     from .helpers import random_tokens
 

@@ -12,28 +12,25 @@ from scipy import stats
 
 import verify
 from convergence.cli import main
-from convergence.experiments.weak import (
+from convergence.experiments import (
     WeakDesign,
     coupled_observables,
     limit_check,
     weak_order,
 )
-from convergence.models.fedorov import FedorovModel
-from convergence.models.fedorov_reduced import (
+from convergence.models import (
+    FedorovModel,
     ReducedFedorov,
     gram_factor,
     two_token_factor,
 )
-from convergence.paths.configurations import classify, fixed_overlap, overlap
-from convergence.references.kolmogorov import expectation, lambdify_overlap
-from convergence.statistics.estimators import wilson, z_value
+from convergence.paths import classify, fixed_overlap, overlap
+from convergence.references import expectation, lambdify_overlap
+from convergence.statistics import wilson, z_value
 from convergence.studies.weak_fedorov import OBSERVABLES
-from verify.analysis.hitting import p_antipodal_double
-from verify.analysis.overlap import change_variable
-from verify.analysis.quadratic_form_overlap import quadratic_form_results
-from verify.calculus.algebra import d
-from verify.calculus.noise_laws import sigma
-from verify.models.layer_steps import beta
+from verify.analysis import change_variable, p_antipodal_double, quadratic_form_results
+from verify.calculus import d, sigma
+from verify.models import beta
 
 from .helpers import random_tokens
 

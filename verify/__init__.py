@@ -19,15 +19,17 @@ from __future__ import annotations
 import mpmath
 import sympy as sp
 
-from .analysis.boundary import boundary_exponents, critical_eps2_closed_form
-from .analysis.hitting import p_antipodal
-from .analysis.kernels import KernelSpec, activation_constants
-from .analysis.overlap import overlap_sde
-from .models.layer_steps import beta as _beta
-from .models.user_maps import check_limit, one_step_limit
-from .rigorous.certified import critical_beta
-from .rigorous.latent_stopping import ldm_distance, ldm_switching_times
-from .rigorous.synchronisation import lambda_bar_prime
+from .analysis import (
+    KernelSpec,
+    activation_constants,
+    boundary_exponents,
+    critical_eps2_closed_form,
+    overlap_sde,
+    p_antipodal,
+)
+from .models import beta as _beta
+from .models import check_limit, one_step_limit
+from .rigorous import critical_beta, lambda_bar_prime, ldm_distance, ldm_switching_times
 
 
 def critical_eps2(beta_value, dps: int = 30):

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import sympy as sp
 
-from .analysis.kernels import activation_table, format_activation_table
-from .derivations.catalogue import ALL
-from .derivations.symbolic_report import write
+from .analysis import activation_table, format_activation_table
+from .derivations import ALL, write
 
 
 def main(argv=None) -> int:

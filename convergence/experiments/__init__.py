@@ -4,3 +4,80 @@ exponents (``exponents``), the interaction energy (``energy``), propagation of c
 (``mean_field``), commuting limits (``commute``), width (``width``, ``width_depth``) and the latent diffusion
 sampler's nested runs (``latent_sampling``).
 """
+
+from __future__ import annotations
+
+from .chaos import (
+    CHECKS,
+    ChaosData,
+    ChaosDesign,
+    analyse_chaos,
+    baseline_variance,
+    coupled_chaos,
+    empirical_means,
+    sliced_w2_squared,
+    w2_squared,
+)
+from .commute import CommuteDesign, analyse_commute, commute_estimates, coupled_energies
+from .energy import (
+    EnergyDesign,
+    compare_with_bound,
+    energy_bound_check,
+    interaction_energy,
+    record_energy,
+)
+from .exponents import (
+    ExponentDesign,
+    exponent_check,
+    mean_square_exponent,
+    median_exponent,
+    record_log_distances,
+)
+from .latent_sampling import LatentDesign, backward_samples
+from .local import (
+    STATES,
+    LocalDesign,
+    local_checks,
+    local_checks_for_claims,
+    states_for,
+)
+from .mean_field import MeanFieldDesign, weak_form, zonal_limit, zonal_rates
+from .mutants import DriftScaled, catalogue
+from .strong import (
+    REFERENCE_LEVELS,
+    StrongDesign,
+    analyse_strong,
+    bootstrap_generator,
+    coupled_strong_errors,
+    coupled_strong_errors_for_claims,
+    strong_ladder,
+)
+from .strong_low_rank import (
+    FedorovAction,
+    FedorovEulerAction,
+    coupled_strong_errors_low_rank,
+    frame,
+    run_low_rank_coupled,
+)
+from .weak import WeakDesign, coupled_observables, limit_check, order_check, weak_order
+from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_width_errors
+from .width_depth import (
+    WidthDepthDesign,
+    WidthGroups,
+    analyse_width_depth,
+    width_depth_energies,
+)
+
+__all__ = [
+    "CHECKS", "ChaosData", "ChaosDesign", "CommuteDesign", "DriftScaled", "EnergyDesign", "ExponentDesign",
+    "FedorovAction", "FedorovEulerAction", "KernelMatrixNetwork", "LatentDesign", "LocalDesign", "MeanFieldDesign",
+    "REFERENCE_LEVELS", "STATES", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
+    "analyse_chaos", "analyse_commute", "analyse_strong", "analyse_width", "analyse_width_depth",
+    "backward_samples", "baseline_variance", "bootstrap_generator", "catalogue", "commute_estimates",
+    "compare_with_bound", "coupled_chaos", "coupled_energies", "coupled_observables", "coupled_strong_errors",
+    "coupled_strong_errors_for_claims", "coupled_strong_errors_low_rank", "coupled_width_errors",
+    "empirical_means", "energy_bound_check", "exponent_check", "frame", "interaction_energy", "limit_check",
+    "local_checks", "local_checks_for_claims", "mean_square_exponent", "median_exponent", "order_check",
+    "record_energy", "record_log_distances", "run_low_rank_coupled", "sliced_w2_squared", "states_for",
+    "strong_ladder", "w2_squared", "weak_form", "weak_order", "width_depth_energies", "zonal_limit", "zonal_rates",
+]

@@ -27,16 +27,21 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from verify.common.validation import check_int, check_ladder, check_real
+from verify.common import check_int, check_ladder, check_real
 
-from ..models.protocols import LayerMap
-from ..output.results import Panel, Series
-from ..paths.brownian import BrownianBlock, PathStreams
-from ..paths.coupling import Level, common_noise, run_coupled
-from ..paths.design import RateTolerance
-from ..paths.runner import run_seeded
-from ..runtime.execution import concatenate_blocks
-from ..statistics.estimators import (
+from ..models import LayerMap
+from ..output import Panel, Series
+from ..paths import (
+    BrownianBlock,
+    Level,
+    PathStreams,
+    RateTolerance,
+    common_noise,
+    run_coupled,
+    run_seeded,
+)
+from ..runtime import concatenate_blocks
+from ..statistics import (
     CONFIDENCE,
     FAIL,
     INCONCLUSIVE,

@@ -36,18 +36,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_int, check_ladder, check_real
+from verify.common import check_int, check_ladder, check_real
 
-from ..models.attention import normalise
-from ..models.protocols import LayerMap
-from ..output.results import Heatmap, Panel, Series
-from ..paths.brownian import BrownianBlock, PathStreams
-from ..paths.coupling import Level, Subsystems, common_noise, run_coupled
-from ..paths.design import RateTolerance
-from ..paths.integrators import EulerMaruyama
-from ..paths.runner import run_seeded
-from ..runtime.execution import concatenate_blocks
-from ..statistics.estimators import (
+from ..models import LayerMap, normalise
+from ..output import Heatmap, Panel, Series
+from ..paths import (
+    BrownianBlock,
+    EulerMaruyama,
+    Level,
+    PathStreams,
+    RateTolerance,
+    Subsystems,
+    common_noise,
+    run_coupled,
+    run_seeded,
+)
+from ..runtime import concatenate_blocks
+from ..statistics import (
     CONFIDENCE,
     Check,
     bootstrap_counts,

@@ -19,11 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.protocols import LayerMap
-from ..paths.brownian import uniform_sphere
-from ..paths.design import RecordGrid
-from ..paths.simulate import record_at_two_steps
-from ..statistics.estimators import FAIL, FAMILY_ALPHA, PASS, Check, z_value
+from ..models import LayerMap
+from ..paths import RecordGrid, record_at_two_steps, uniform_sphere
+from ..statistics import FAIL, FAMILY_ALPHA, PASS, Check, z_value
 
 CLOSE_PAIR = 1e-6  # below this z_ij the Gram form's absolute rounding (~1e-16) would be a visible relative error
 

@@ -22,13 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_int, check_real
+from verify.common import check_int, check_real
 
-from ..models.protocols import LayerMap
-from ..paths.brownian import PathStreams, uniform_sphere
-from ..paths.design import RecordGrid
-from ..paths.simulate import record_at_two_steps
-from ..statistics.estimators import (
+from ..models import LayerMap
+from ..paths import PathStreams, RecordGrid, record_at_two_steps, uniform_sphere
+from ..statistics import (
     CONFIDENCE,
     FAIL,
     INCONCLUSIVE,

@@ -12,13 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_int
+from verify.common import check_int
 
-from ..models.latent_diffusion import LatentSampler
-from ..models.noise import CommonNoise
-from ..paths.brownian import BrownianBlock, PathStreams, block_sums
-from ..paths.runner import run_seeded
-from ..runtime.execution import concatenate_blocks
+from ..models import CommonNoise, LatentSampler
+from ..paths import BrownianBlock, PathStreams, block_sums, run_seeded
+from ..runtime import concatenate_blocks
 
 CHUNK_STEPS = 64
 

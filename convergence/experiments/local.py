@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.common.validation import check_int, check_real
+from verify.common import check_int, check_real
 
-from ..models.protocols import LayerMap, LimitSDE
-from ..statistics.estimators import (
+from ..models import LayerMap, LimitSDE
+from ..statistics import (
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,

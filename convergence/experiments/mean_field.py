@@ -30,11 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.protocols import LayerMap
-from ..paths.brownian import PathStreams
-from ..paths.design import RecordGrid
-from ..paths.simulate import record_at_two_steps
-from ..statistics.estimators import (
+from ..models import LayerMap
+from ..paths import PathStreams, RecordGrid, record_at_two_steps
+from ..statistics import (
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,

@@ -24,11 +24,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..models.agazzi import AgazziSDE
-from ..models.attention import normalise
-from ..models.fedorov import FedorovSDE
-from ..models.protocols import LimitSDE
-from ..paths.integrators import drift_and_diffusion
+from ..models import AgazziSDE, FedorovSDE, LimitSDE, normalise
+from ..paths import drift_and_diffusion
 
 FD_STEP = 1e-6  # central differences of the diffusion along its own directions (error O(FD_STEP^2))
 

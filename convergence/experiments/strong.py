@@ -28,22 +28,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_int
+from verify.common import check_int
 
-from ..models.protocols import LayerMap, LimitSDE
-from ..output.results import Panel, Series
-from ..paths.brownian import (
+from ..models import LayerMap, LimitSDE
+from ..output import Panel, Series
+from ..paths import (
     BrownianBlock,
+    DepthLadder,
+    EulerMaruyama,
     InitialState,
+    Level,
     PathStreams,
+    run_coupled,
+    run_seeded,
     uniform_sphere,
 )
-from ..paths.coupling import Level, run_coupled
-from ..paths.design import DepthLadder
-from ..paths.integrators import EulerMaruyama
-from ..paths.runner import run_seeded
-from ..runtime.execution import concatenate_blocks
-from ..statistics.estimators import (
+from ..runtime import concatenate_blocks
+from ..statistics import (
     CONFIDENCE,
     FAIL,
     INCONCLUSIVE,

@@ -25,11 +25,15 @@ from typing import Protocol
 
 import numpy as np
 
-from ..models.fedorov import FedorovModel, FedorovSDE
-from ..models.noise import CommonNoise
-from ..paths.brownian import PathStreams, uniform_sphere
-from ..paths.coupling import CoupledRun, Level, token_mean_sq_distance
-from ..paths.runner import run_seeded
+from ..models import CommonNoise, FedorovModel, FedorovSDE
+from ..paths import (
+    CoupledRun,
+    Level,
+    PathStreams,
+    run_seeded,
+    token_mean_sq_distance,
+    uniform_sphere,
+)
 from .strong import StrongData, StrongDesign, strong_ladder
 
 CHUNK_NORMALS = 8 * 2**20  # normals drawn per chunk of fine steps (64 MiB)

@@ -23,16 +23,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_ladder
+from verify.common import check_ladder
 
-from ..models.protocols import LayerMap
-from ..output.results import Series
-from ..paths.brownian import BrownianBlock, InitialState, PathStreams
-from ..paths.coupling import Level, run_coupled
-from ..paths.design import DepthLadder
-from ..paths.runner import run_seeded
-from ..runtime.execution import concatenate_blocks
-from ..statistics.estimators import (
+from ..models import LayerMap
+from ..output import Series
+from ..paths import (
+    BrownianBlock,
+    DepthLadder,
+    InitialState,
+    Level,
+    PathStreams,
+    run_coupled,
+    run_seeded,
+)
+from ..runtime import concatenate_blocks
+from ..statistics import (
     FAIL,
     INCONCLUSIVE,
     PASS,

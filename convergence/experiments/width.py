@@ -23,26 +23,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.analysis.kernels import KernelSpec, kernel
-from verify.common.validation import check_int, check_ladder, check_real
-from verify.models.activations import activation
+from verify.analysis import KernelSpec, kernel
+from verify.common import check_int, check_ladder, check_real
+from verify.models import activation
 
-from ..models.agazzi import attention_half_step
-from ..models.attention import normalise
-from ..models.mlp_field import half_squared_distances, preactivations
-from ..models.noise import CommonNoise, psd_factor
-from ..output.results import Panel, Series
-from ..paths.brownian import (
+from ..models import (
+    CommonNoise,
+    attention_half_step,
+    half_squared_distances,
+    normalise,
+    preactivations,
+    psd_factor,
+)
+from ..output import Panel, Series
+from ..paths import (
     BrownianBlock,
     InitialState,
+    Level,
     PathStreams,
+    RateTolerance,
+    run_coupled,
+    run_seeded,
     uniform_sphere,
 )
-from ..paths.coupling import Level, run_coupled
-from ..paths.design import RateTolerance
-from ..paths.runner import run_seeded
-from ..runtime.execution import concatenate_blocks
-from ..statistics.estimators import (
+from ..runtime import concatenate_blocks
+from ..statistics import (
     CONFIDENCE,
     FAIL,
     Check,

@@ -26,18 +26,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.analysis.kernels import KernelSpec
-from verify.common.validation import check_int, check_ladder, check_real
+from verify.analysis import KernelSpec
+from verify.common import check_int, check_ladder, check_real
 
-from ..models.agazzi import AgazziModel
-from ..models.mlp_field import FreshFeatureField, GaussianField
-from ..output.results import Heatmap
-from ..paths.brownian import BrownianBlock, PathStreams, uniform_sphere
-from ..paths.coupling import Level, run_coupled
-from ..paths.design import RateTolerance
-from ..paths.runner import run_seeded
-from ..runtime.execution import concatenate_blocks
-from ..statistics.estimators import (
+from ..models import AgazziModel, FreshFeatureField, GaussianField
+from ..output import Heatmap
+from ..paths import (
+    BrownianBlock,
+    Level,
+    PathStreams,
+    RateTolerance,
+    run_coupled,
+    run_seeded,
+    uniform_sphere,
+)
+from ..runtime import concatenate_blocks
+from ..statistics import (
     CONFIDENCE,
     Check,
     bootstrap_counts,

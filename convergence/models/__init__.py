@@ -5,3 +5,53 @@ the interface and the claims a model declares (``protocols``), the laws of the c
 covariance (``noise``), softmax attention (``attention``) and the derived Ito drift of a normalised step
 (``normalised_step``).
 """
+
+from __future__ import annotations
+
+from .agazzi import ATTENTION, AgazziModel, AgazziSDE, attention_half_step
+from .attention import (
+    attention_average,
+    attention_scores,
+    normalise,
+    softmax_weights,
+    tangent_projection,
+)
+from .fedorov import FedorovModel, FedorovSDE
+from .fedorov_overlap_chain import FrameNoise, TwoTokenOverlapChain, plane_coordinates
+from .fedorov_reduced import (
+    ReducedFedorov,
+    ReducedFedorovSDE,
+    gram_factor,
+    two_token_factor,
+    two_token_step,
+)
+from .hybrid import HybridModel, HybridSDE
+from .latent_diffusion import LatentSampler, discrete_variances, plugin_variances
+from .mlp_field import (
+    FreshFeatureField,
+    FrozenFeatureField,
+    GaussianField,
+    half_squared_distances,
+    preactivations,
+)
+from .noise import (
+    ENTRY_LAWS,
+    CommonNoise,
+    matrix_noise,
+    psd_factor,
+    scalar_noise,
+    standard_entries,
+)
+from .protocols import ClaimingModel, LayerMap, LimitSDE
+from .quadratic_form import QuadraticFormModel
+from .registry import MODELS, symbolic_values
+
+__all__ = [
+    "ATTENTION", "AgazziModel", "AgazziSDE", "ClaimingModel", "CommonNoise", "ENTRY_LAWS", "FedorovModel",
+    "FedorovSDE", "FrameNoise", "FreshFeatureField", "FrozenFeatureField", "GaussianField", "HybridModel",
+    "HybridSDE", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "QuadraticFormModel", "ReducedFedorov",
+    "ReducedFedorovSDE", "TwoTokenOverlapChain", "attention_average", "attention_half_step", "attention_scores",
+    "discrete_variances", "gram_factor", "half_squared_distances", "matrix_noise", "normalise",
+    "plane_coordinates", "plugin_variances", "preactivations", "psd_factor", "scalar_noise", "softmax_weights",
+    "standard_entries", "symbolic_values", "tangent_projection", "two_token_factor", "two_token_step",
+]

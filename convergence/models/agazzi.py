@@ -25,7 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
-from verify.common.validation import check_int, check_real
+from verify.common import check_int, check_real
 
 from .attention import attention_average, normalise, tangent_projection
 from .noise import CommonNoise

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.common.validation import check_choice, check_int, check_matrix, check_real
+from verify.common import check_choice, check_int, check_matrix, check_real
 
 from .attention import attention_average, normalise
 from .noise import ENTRY_LAWS, CommonNoise, matrix_noise

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_choice, check_int, check_real
+from verify.common import check_choice, check_int, check_real
 
 from .attention import normalise, scaled_unnormalised_attention
 from .fedorov import MAX_BETA

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_choice, check_int
-from verify.rigorous.latent_stopping import STARTS
+from verify.common import check_choice, check_int
+from verify.rigorous import STARTS
 
 METHODS = ("sde", "ode")
 

@@ -35,9 +35,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from verify.analysis.kernels import Kernel, KernelSpec, kernel
-from verify.common.validation import check_int
-from verify.models.activations import activation
+from verify.analysis import Kernel, KernelSpec, kernel
+from verify.common import check_int
+from verify.models import activation
 
 from .noise import CommonNoise, psd_factor
 

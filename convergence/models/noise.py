@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_choice, check_int, check_real
+from verify.common import check_choice, check_int, check_real
 
 ENTRY_LAWS = ("gaussian", "rademacher", "uniform")
 

@@ -19,7 +19,7 @@ from .protocols import Wrapper
 
 @cache
 def _compiled():
-    from verify.calculus.expansion import TRS, XMU, XSX, step_drift_coefficients
+    from verify.calculus import TRS, XMU, XSX, step_drift_coefficients
 
     return {name: sp.lambdify((XSX, TRS, XMU), expr, "numpy") for name, expr in step_drift_coefficients().items()}
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_int
+from verify.common import check_int
 
 from .attention import normalise
 from .noise import CommonNoise, matrix_noise

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from verify.analysis.kernels import KernelSpec
+from verify.analysis import KernelSpec
 
 from .agazzi import AgazziModel
 from .fedorov import FedorovModel

@@ -18,9 +18,9 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from verify.common.files import atomic_write
+from verify.common import atomic_write
 
-from ..statistics.estimators import confidence_label, json_safe
+from ..statistics import confidence_label, json_safe
 from .results import Heatmap, Panel, Plot, StudyResult
 
 

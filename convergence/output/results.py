@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ..statistics.estimators import Check, OrderFit, combine_verdicts
+from ..statistics import Check, OrderFit, combine_verdicts
 
 
 @dataclass(frozen=True)

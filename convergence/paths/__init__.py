@@ -2,3 +2,34 @@
 ladders (``design``), the Euler-Maruyama reference (``integrators``), the one runner of seeded blocks every
 experiment uses (``runner``), forward runs (``simulate``) and token configurations (``configurations``).
 """
+
+from __future__ import annotations
+
+from .brownian import (
+    BrownianBlock,
+    InitialState,
+    PathStreams,
+    block_sums,
+    uniform_sphere,
+)
+from .configurations import CLASSES, class_fractions, classify, fixed_overlap, overlap
+from .coupling import (
+    CoupledRun,
+    Level,
+    Subsystems,
+    chunk_length,
+    common_noise,
+    run_coupled,
+    token_mean_sq_distance,
+)
+from .design import DepthLadder, RateTolerance, RecordGrid
+from .integrators import EulerMaruyama, drift_and_diffusion
+from .runner import run_seeded
+from .simulate import record_at_two_steps, simulate
+
+__all__ = [
+    "BrownianBlock", "CLASSES", "CoupledRun", "DepthLadder", "EulerMaruyama", "InitialState", "Level",
+    "PathStreams", "RateTolerance", "RecordGrid", "Subsystems", "block_sums", "chunk_length", "class_fractions",
+    "classify", "common_noise", "drift_and_diffusion", "fixed_overlap", "overlap", "record_at_two_steps",
+    "run_coupled", "run_seeded", "simulate", "token_mean_sq_distance", "uniform_sphere",
+]

@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from verify.common.validation import check_int
+from verify.common import check_int
 
-from ..models.noise import CommonNoise
-from ..runtime.blocks import SEED_BLOCK, seed_block_sequence
+from ..models import CommonNoise
+from ..runtime import SEED_BLOCK, seed_block_sequence
 
 
 class PathStreams:

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..models.noise import CommonNoise
+from ..models import CommonNoise
 from .brownian import BrownianBlock, block_sums
 
 CHUNK_BYTES = 16 * 2**20  # below glibc's 32 MiB mmap threshold: a chunk's buffers are reused, not page-faulted

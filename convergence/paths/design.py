@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common.validation import check_int, check_real
+from verify.common import check_int, check_real
 
-from ..statistics.estimators import (
+from ..statistics import (
     CONFIDENCE,
     Check,
     OrderFit,

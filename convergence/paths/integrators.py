@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.protocols import LimitSDE
+from ..models import LimitSDE
 
 
 def drift_and_diffusion(sde: LimitSDE, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

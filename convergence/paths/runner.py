@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..runtime.execution import map_blocks
-from ..runtime.identity import identity
+from ..runtime import identity, map_blocks
 from .brownian import PathStreams
 
 Compute = Callable[[PathStreams, Callable[[int], None] | None], Any]

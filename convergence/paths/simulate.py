@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from verify.common.validation import check_int, check_real
+from verify.common import check_int, check_real
 
-from ..models.protocols import LayerMap
-from ..runtime.execution import concatenate_blocks
+from ..models import LayerMap
+from ..runtime import concatenate_blocks
 from .brownian import (
     BrownianBlock,
     InitialState,

@@ -37,19 +37,16 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from verify.common.validation import check_int
+from verify.common import check_int
 
-from ..experiments.strong import StrongDesign, coupled_strong_errors
-from ..experiments.strong_low_rank import coupled_strong_errors_low_rank
-from ..models.agazzi import AgazziModel
-from ..models.fedorov import FedorovModel
-from ..models.fedorov_reduced import ReducedFedorov
-from ..models.mlp_field import FrozenFeatureField
-from ..paths.brownian import BrownianBlock, PathStreams
-from ..paths.coupling import chunk_length
-from ..paths.integrators import EulerMaruyama
-from ..paths.simulate import simulate
-from ..runtime.execution import scheduler
+from ..experiments import (
+    StrongDesign,
+    coupled_strong_errors,
+    coupled_strong_errors_low_rank,
+)
+from ..models import AgazziModel, FedorovModel, FrozenFeatureField, ReducedFedorov
+from ..paths import BrownianBlock, EulerMaruyama, PathStreams, chunk_length, simulate
+from ..runtime import scheduler
 from .cost import cost_curves
 
 LARGE_DIMS = (64, 128)
@@ -249,7 +246,7 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
     loop_work = config.loop_paths * config.steps
     measure("per_path_loop", lambda: per_path_loop(model, x0, config.steps, h), loop_work)
     measure("per_path_draws", lambda: per_path_draws(config.dim, config.loop_paths, config.steps), loop_work)
-    from verify.analysis.kernels import KernelSpec
+    from verify.analysis import KernelSpec
 
     field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, np.random.default_rng(2))
     model_a = AgazziModel(config.model_a_tokens, field, 1.0, 1.0)

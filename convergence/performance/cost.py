@@ -14,14 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.analysis.kernels import KernelSpec
+from verify.analysis import KernelSpec
 
-from ..models.agazzi import AgazziModel
-from ..models.fedorov import FedorovModel
-from ..models.mlp_field import FreshFeatureField
-from ..output.results import Curve, Plot
-from ..paths.simulate import simulate
-from ..statistics.estimators import log_log_slope
+from ..models import AgazziModel, FedorovModel, FreshFeatureField
+from ..output import Curve, Plot
+from ..paths import simulate
+from ..statistics import log_log_slope
 
 
 @dataclass(frozen=True)

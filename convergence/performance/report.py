@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verify.common.files import atomic_write
+from verify.common import atomic_write
 
-from ..output.report import json_default, plot_figure
+from ..output import json_default, plot_figure
 from . import benchmark, breakdown
 from .benchmark import TARGETS
 from .breakdown import CATEGORIES

@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 from scipy.linalg import expm
 
-from verify.common.validation import check_int, check_real
+from verify.common import check_int, check_real
 
 Function = Callable[[np.ndarray], np.ndarray]
 

@@ -2,3 +2,26 @@
 dask) with the resumable block cache (``execution``), and the explicit identity of a configuration that keys it
 (``identity``). The lowest layer: it imports nothing else from ``convergence``.
 """
+
+from __future__ import annotations
+
+from .blocks import SEED_BLOCK, compute_blocks, seed_block_sequence
+from .execution import (
+    BlockCache,
+    available_cores,
+    block_count,
+    caching,
+    check_scheduler,
+    concatenate_blocks,
+    cpu_meter,
+    default_scheduler,
+    map_blocks,
+    scheduler,
+)
+from .identity import identity
+
+__all__ = [
+    "BlockCache", "SEED_BLOCK", "available_cores", "block_count", "caching", "check_scheduler", "compute_blocks",
+    "concatenate_blocks", "cpu_meter", "default_scheduler", "identity", "map_blocks", "scheduler",
+    "seed_block_sequence",
+]

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from verify.common.validation import check_int
+from verify.common import check_int
 
 SEED_BLOCK = 64
 

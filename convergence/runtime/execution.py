@@ -36,8 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.common.files import atomic_write
-from verify.common.validation import check_int
+from verify.common import atomic_write, check_int
 
 from .blocks import compute_blocks
 
@@ -106,7 +105,7 @@ def check_scheduler(scheduler: str) -> str:
 @cache
 def package_fingerprint() -> str:
     """SHA-256 of the package version and of every source file of ``convergence`` and ``verify``."""
-    from verify.common.versions import package_versions
+    from verify.common import package_versions
 
     digest = hashlib.sha256(json.dumps(package_versions(), sort_keys=True).encode())
     root = Path(__file__).resolve().parent.parent

@@ -17,8 +17,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
-from verify.common.validation import check_int, check_real
-from verify.common.verdicts import Verdict
+from verify.common import Verdict, check_int, check_real
 
 CONFIDENCE = 0.99
 FAMILY_ALPHA = 1.0 - CONFIDENCE  # the false-failure rate allowed to a whole study (or public check) when its claims hold

@@ -18,4 +18,6 @@ from .weak_fedorov import STUDY as WEAK_FEDOROV
 STUDIES: dict[str, Study] = {study.name: study for study in (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION, STRONG_AGAZZI, SYNC_AGAZZI,
                                                   CHAOS, COMMUTE, LDM_STOPPING, POWER)}
 
-__all__ = ["PROFILES", "STUDIES", "Study"]
+__all__ = [
+    "PROFILES", "STUDIES", "Study",
+]

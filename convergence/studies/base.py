@@ -6,11 +6,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from verify.common.validation import check_choice, check_int
-from verify.common.versions import package_versions
+from verify.common import check_choice, check_int, package_versions
 
-from ..output.results import StudyResult
-from ..runtime.execution import cpu_meter
+from ..output import StudyResult
+from ..runtime import cpu_meter
 
 PROFILES = ("quick", "full")
 

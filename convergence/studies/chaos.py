@@ -17,19 +17,29 @@ from dataclasses import replace
 
 import numpy as np
 
-from verify.analysis.kernels import KernelSpec
+from verify.analysis import KernelSpec
 
-from ..experiments.chaos import CHECKS, ChaosDesign, analyse_chaos, coupled_chaos
-from ..experiments.mean_field import MeanFieldDesign, weak_form, zonal_limit
-from ..experiments.strong import bootstrap_generator
-from ..models.agazzi import AgazziModel
-from ..models.attention import tangent_projection
-from ..models.fedorov import FedorovModel
-from ..models.mlp_field import FreshFeatureField, GaussianField
-from ..output.results import StudyResult
-from ..paths.design import RecordGrid
-from ..runtime.execution import block_count
-from ..statistics.estimators import FAMILY_ALPHA, family_confidence
+from ..experiments import (
+    CHECKS,
+    ChaosDesign,
+    MeanFieldDesign,
+    analyse_chaos,
+    bootstrap_generator,
+    coupled_chaos,
+    weak_form,
+    zonal_limit,
+)
+from ..models import (
+    AgazziModel,
+    FedorovModel,
+    FreshFeatureField,
+    GaussianField,
+    tangent_projection,
+)
+from ..output import StudyResult
+from ..paths import RecordGrid
+from ..runtime import block_count
+from ..statistics import FAMILY_ALPHA, family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "chaos"

@@ -16,22 +16,21 @@ from dataclasses import replace
 
 import numpy as np
 
-from verify.analysis.kernels import KernelSpec
+from verify.analysis import KernelSpec
 
-from ..experiments.commute import CommuteDesign, analyse_commute, coupled_energies
-from ..experiments.strong import bootstrap_generator
-from ..experiments.width_depth import (
+from ..experiments import (
+    CommuteDesign,
     WidthDepthDesign,
+    analyse_commute,
     analyse_width_depth,
+    bootstrap_generator,
+    coupled_energies,
     width_depth_energies,
 )
-from ..models.agazzi import AgazziModel
-from ..models.fedorov import FedorovModel
-from ..models.mlp_field import FrozenFeatureField
-from ..output.results import StudyResult
-from ..runtime.blocks import seed_block_sequence
-from ..runtime.execution import block_count
-from ..statistics.estimators import confidence_label, family_confidence
+from ..models import AgazziModel, FedorovModel, FrozenFeatureField
+from ..output import StudyResult
+from ..runtime import block_count, seed_block_sequence
+from ..statistics import confidence_label, family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "commute"

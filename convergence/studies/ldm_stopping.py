@@ -27,7 +27,7 @@ import numpy as np
 import sympy as sp
 from scipy import stats
 
-from verify.rigorous.latent_stopping import (
+from verify.rigorous import (
     LatentSetting,
     certify_sign,
     coordinate_gain,
@@ -40,14 +40,14 @@ from verify.rigorous.latent_stopping import (
     plugin_criterion,
 )
 
-from ..experiments.latent_sampling import LatentDesign, backward_samples
-from ..models.latent_diffusion import (
+from ..experiments import LatentDesign, backward_samples
+from ..models import (
     LatentSampler,
     discrete_variances,
     plugin_variances,
 )
-from ..output.results import Curve, Plot, StudyResult
-from ..statistics.estimators import (
+from ..output import Curve, Plot, StudyResult
+from ..statistics import (
     CONFIDENCE,
     FAIL,
     INCONCLUSIVE,
@@ -60,12 +60,12 @@ from ..statistics.estimators import (
     confidence_z,
     detectable_effect,
     effect_verdict,
+    frechet_estimate,
     least_squares_slope,
     log_log_slope,
     wilson,
     z_value,
 )
-from ..statistics.frechet import frechet_estimate
 from .base import ProgressFactory, Study
 
 NAME = "ldm-stopping"

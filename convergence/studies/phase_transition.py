@@ -21,18 +21,14 @@ from functools import cache
 import numpy as np
 
 import verify
-from verify.analysis.boundary import hybrid_ends
-from verify.analysis.hitting import p_antipodal_double
-from verify.models.layer_steps import beta as beta_symbol
-from verify.models.layer_steps import eps as eps_symbol
+from verify.analysis import hybrid_ends, p_antipodal_double
+from verify.models import beta as beta_symbol
+from verify.models import eps as eps_symbol
 
-from ..models.fedorov import FedorovModel
-from ..models.fedorov_overlap_chain import TwoTokenOverlapChain
-from ..models.hybrid import HybridModel
-from ..output.results import Curve, Plot, StudyResult
-from ..paths.configurations import CLASSES, class_fractions, fixed_overlap, overlap
-from ..paths.simulate import simulate
-from ..statistics.estimators import (
+from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
+from ..output import Curve, Plot, StudyResult
+from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, simulate
+from ..statistics import (
     FAIL,
     PASS,
     Check,

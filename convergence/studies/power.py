@@ -34,32 +34,38 @@ import numpy as np
 import sympy as sp
 
 import verify
-from verify.analysis.hitting import p_antipodal_double
-from verify.analysis.kernels import KernelSpec
-from verify.calculus.algebra import d as d_symbol
-from verify.calculus.noise_laws import sigma as sigma_symbol
-from verify.models.layer_steps import beta as beta_symbol
+from verify.analysis import KernelSpec, p_antipodal_double
+from verify.calculus import d as d_symbol
+from verify.calculus import sigma as sigma_symbol
+from verify.models import beta as beta_symbol
 
-from ..experiments.local import LocalDesign, local_checks_for_claims, states_for
-from ..experiments.mutants import catalogue
-from ..experiments.strong import (
+from ..experiments import (
+    LocalDesign,
     StrongDesign,
+    WeakDesign,
     analyse_strong,
     bootstrap_generator,
+    catalogue,
+    coupled_observables,
     coupled_strong_errors_for_claims,
+    limit_check,
+    local_checks_for_claims,
+    states_for,
+    weak_order,
 )
-from ..experiments.weak import WeakDesign, coupled_observables, limit_check, weak_order
-from ..models.agazzi import AgazziModel
-from ..models.fedorov import FedorovModel
-from ..models.fedorov_overlap_chain import TwoTokenOverlapChain
-from ..models.latent_diffusion import LatentSampler
-from ..models.mlp_field import FrozenFeatureField, GaussianField
-from ..output.results import Curve, Plot, StudyResult
-from ..paths.configurations import fixed_overlap, overlap
-from ..paths.simulate import simulate
-from ..references.kolmogorov import expectation, lambdify_overlap
-from ..runtime.blocks import seed_block_sequence
-from ..statistics.estimators import (
+from ..models import (
+    AgazziModel,
+    FedorovModel,
+    FrozenFeatureField,
+    GaussianField,
+    LatentSampler,
+    TwoTokenOverlapChain,
+)
+from ..output import Curve, Plot, StudyResult
+from ..paths import fixed_overlap, overlap, simulate
+from ..references import expectation, lambdify_overlap
+from ..runtime import seed_block_sequence
+from ..statistics import (
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,
@@ -323,7 +329,7 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
 def latent_rows(target: float) -> list[Check]:
     """ldm-stopping's exact_discrete_convergence (the discrete sampler's law against the closed form at t = T/4,
     T/2, 3T/4, T; exact algebra) for the closed form with e^{-t} off by eps (t -> (1 + eps) t before T)."""
-    from verify.rigorous.latent_stopping import LatentSetting, distance
+    from verify.rigorous import LatentSetting, distance
 
     variances = ldm_stopping.SPECTRA["geometric"]
     horizon = ldm_stopping.HORIZON

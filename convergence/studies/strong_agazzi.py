@@ -17,21 +17,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.analysis.kernels import KernelSpec
+from verify.analysis import KernelSpec
 
-from ..experiments.strong import (
+from ..experiments import (
     StrongDesign,
+    WidthDesign,
     analyse_strong,
+    analyse_width,
     bootstrap_generator,
     coupled_strong_errors,
+    coupled_width_errors,
 )
-from ..experiments.width import WidthDesign, analyse_width, coupled_width_errors
-from ..models.agazzi import ATTENTION, AgazziModel
-from ..models.mlp_field import FrozenFeatureField, GaussianField
-from ..output.results import StudyResult
-from ..runtime.blocks import seed_block_sequence
-from ..runtime.execution import block_count
-from ..statistics.estimators import family_confidence
+from ..models import ATTENTION, AgazziModel, FrozenFeatureField, GaussianField
+from ..output import StudyResult
+from ..runtime import block_count, seed_block_sequence
+from ..statistics import family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "strong-agazzi"

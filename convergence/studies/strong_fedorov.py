@@ -10,16 +10,16 @@ step R times finer, on the same Brownian path) and checks the rate (``strong_ord
 
 from __future__ import annotations
 
-from ..experiments.strong import (
+from ..experiments import (
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
     coupled_strong_errors,
 )
-from ..models.fedorov import FedorovModel
-from ..output.results import StudyResult
-from ..runtime.execution import block_count
-from ..statistics.estimators import family_confidence
+from ..models import FedorovModel
+from ..output import StudyResult
+from ..runtime import block_count
+from ..statistics import family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "strong-fedorov"

@@ -23,34 +23,34 @@ import numpy as np
 import sympy as sp
 from scipy import stats
 
-from verify.analysis.kernels import KernelSpec, activation_constants
-from verify.analysis.overlap import rho as rho_symbol
-from verify.analysis.quadratic_form_overlap import quadratic_form_results
-from verify.calculus.algebra import d as d_symbol
-from verify.rigorous.synchronisation import attention_energy_rate, lambda_bar_prime
+from verify.analysis import KernelSpec, activation_constants, quadratic_form_results
+from verify.analysis import rho as rho_symbol
+from verify.calculus import d as d_symbol
+from verify.rigorous import attention_energy_rate, lambda_bar_prime
 
-from ..experiments.energy import (
+from ..experiments import (
     EnergyDesign,
+    ExponentDesign,
+    bootstrap_generator,
     compare_with_bound,
     energy_bound_check,
-    record_energy,
-)
-from ..experiments.exponents import (
-    ExponentDesign,
     exponent_check,
     mean_square_exponent,
     median_exponent,
+    record_energy,
     record_log_distances,
 )
-from ..experiments.strong import bootstrap_generator
-from ..models.agazzi import ATTENTION, AgazziModel
-from ..models.mlp_field import FreshFeatureField, GaussianField
-from ..models.quadratic_form import QuadraticFormModel
-from ..output.results import Curve, Plot, StudyResult
-from ..paths.configurations import fixed_overlap, overlap
-from ..paths.simulate import simulate
-from ..runtime.execution import block_count
-from ..statistics.estimators import (
+from ..models import (
+    ATTENTION,
+    AgazziModel,
+    FreshFeatureField,
+    GaussianField,
+    QuadraticFormModel,
+)
+from ..output import Curve, Plot, StudyResult
+from ..paths import fixed_overlap, overlap, simulate
+from ..runtime import block_count
+from ..statistics import (
     DETECTION_POWER,
     FAIL,
     FAMILY_ALPHA,

@@ -15,25 +15,24 @@ import numpy as np
 import sympy as sp
 
 import verify
-from verify.calculus.algebra import d as d_symbol
-from verify.calculus.noise_laws import sigma as sigma_symbol
-from verify.models.layer_steps import beta as beta_symbol
+from verify.calculus import d as d_symbol
+from verify.calculus import sigma as sigma_symbol
+from verify.models import beta as beta_symbol
 
-from ..experiments.strong import bootstrap_generator
-from ..experiments.weak import (
+from ..experiments import (
     WeakDesign,
+    bootstrap_generator,
     coupled_observables,
     limit_check,
     order_check,
     weak_order,
 )
-from ..models.fedorov import FedorovModel
-from ..output.results import Panel, StudyResult
-from ..paths.configurations import fixed_overlap, overlap
-from ..paths.simulate import simulate
-from ..references.kolmogorov import expectation, lambdify_overlap
-from ..runtime.execution import block_count
-from ..statistics.estimators import z_value
+from ..models import FedorovModel
+from ..output import Panel, StudyResult
+from ..paths import fixed_overlap, overlap, simulate
+from ..references import expectation, lambdify_overlap
+from ..runtime import block_count
+from ..statistics import z_value
 from .base import ProgressFactory, Study
 
 NAME = "weak-fedorov"

@@ -2,3 +2,46 @@
 parameters (``boundary``), where it ends (``hitting``), model A's kernel constants (``kernels``) and two-point
 motion (``two_point``), and the random quadratic form's overlap (``quadratic_form_overlap``).
 """
+
+from __future__ import annotations
+
+from .boundary import (
+    boundary_exponents,
+    critical_beta_closed_form,
+    critical_eps2_closed_form,
+    fedorov_ends,
+    hybrid_ends,
+)
+from .hitting import (
+    p_antipodal,
+    p_antipodal_double,
+    p_antipodal_gauss,
+    scale_decomposition,
+)
+from .kernels import (
+    GAUSS_HERMITE_NODES,
+    Kernel,
+    KernelSpec,
+    activation_constants,
+    activation_table,
+    deficit_quadrature,
+    exponents,
+    format_activation_table,
+    k_one,
+    k_one_prime,
+    k_one_quadrature,
+    kernel,
+    kernel_derivative_quadrature,
+)
+from .overlap import change_variable, overlap_sde, pair_overlap_sde, rho
+from .quadratic_form_overlap import quadratic_form_results
+from .two_point import agazzi_two_point, k1, k1p
+
+__all__ = [
+    "GAUSS_HERMITE_NODES", "Kernel", "KernelSpec", "activation_constants", "activation_table", "agazzi_two_point",
+    "boundary_exponents", "change_variable", "critical_beta_closed_form", "critical_eps2_closed_form",
+    "deficit_quadrature", "exponents", "fedorov_ends", "format_activation_table", "hybrid_ends", "k1", "k1p",
+    "k_one", "k_one_prime", "k_one_quadrature", "kernel", "kernel_derivative_quadrature", "overlap_sde",
+    "p_antipodal", "p_antipodal_double", "p_antipodal_gauss", "pair_overlap_sde", "quadratic_form_results", "rho",
+    "scale_decomposition",
+]

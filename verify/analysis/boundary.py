@@ -20,9 +20,8 @@ from functools import cache
 
 import sympy as sp
 
-from ..calculus.algebra import d
-from ..calculus.noise_laws import sigma
-from ..models.layer_steps import beta, eps
+from ..calculus import d, sigma
+from ..models import beta, eps
 from .overlap import overlap_sde, rho
 
 ENDS = (1, -1)

@@ -27,8 +27,8 @@ import numpy as np
 import sympy as sp
 from scipy.integrate import IntegrationWarning, quad
 
-from ..calculus.algebra import d
-from ..models.layer_steps import beta
+from ..calculus import d
+from ..models import beta
 from .overlap import overlap_sde, rho
 
 GUARD_DIGITS = 15

@@ -31,8 +31,8 @@ import numpy as np
 from numpy.polynomial import Chebyshev
 from numpy.polynomial.hermite import hermgauss
 
-from ..common.validation import check_int, check_real
-from ..models.activations import activation
+from ..common import check_int, check_real
+from ..models import activation
 
 GAUSS_HERMITE_NODES = 96
 CHEBYSHEV_DEGREE = 64
@@ -93,7 +93,7 @@ def k_one_prime(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
 
 def exponents(d, k1, k1_prime) -> dict[str, float]:
     """lambda_1 and lambda_bar from the symbolic two-point analysis (``verify.analysis.two_point``) at numbers."""
-    from ..calculus.algebra import d as d_symbol
+    from ..calculus import d as d_symbol
     from .two_point import agazzi_two_point, k1p
     from .two_point import k1 as k1_symbol
 

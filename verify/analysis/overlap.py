@@ -16,9 +16,8 @@ from functools import cache
 
 import sympy as sp
 
-from ..calculus.algebra import d, gram_symbol
-from ..calculus.noise_laws import sigma
-from ..models.layer_steps import (
+from ..calculus import d, gram_symbol, sigma
+from ..models import (
     MODELS,
     beta,
     fedorov_system,

@@ -18,8 +18,8 @@ from functools import cache
 
 import sympy as sp
 
-from ..calculus.noise_laws import k
-from ..models.layer_steps import beta, v_sign
+from ..calculus import k
+from ..models import beta, v_sign
 from .boundary import end_behaviour
 from .overlap import overlap_sde, rho
 

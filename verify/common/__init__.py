@@ -1,3 +1,22 @@
 """What both packages use: argument checks (``validation``), the verdict of a check (``verdicts``), atomic file
 writes (``files``) and the versions a result was produced with (``versions``). The lowest layer of the project.
 """
+
+from __future__ import annotations
+
+from .files import atomic_write, file_stem
+from .validation import (
+    check_choice,
+    check_int,
+    check_ladder,
+    check_matrix,
+    check_real,
+    check_tokens,
+)
+from .verdicts import Verdict
+from .versions import package_versions
+
+__all__ = [
+    "Verdict", "atomic_write", "check_choice", "check_int", "check_ladder", "check_matrix", "check_real",
+    "check_tokens", "file_stem", "package_versions",
+]

@@ -13,38 +13,45 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ..analysis.boundary import (
-    critical_beta_closed_form,
-    critical_eps2_closed_form,
-    fedorov_ends,
-    hybrid_ends,
-)
-from ..analysis.hitting import p_antipodal, p_antipodal_gauss, scale_decomposition
-from ..analysis.kernels import (
+from ..analysis import (
     GAUSS_HERMITE_NODES,
     KernelSpec,
     activation_constants,
     activation_table,
+    agazzi_two_point,
+    critical_beta_closed_form,
+    critical_eps2_closed_form,
+    fedorov_ends,
+    hybrid_ends,
+    k1,
+    k1p,
     k_one,
     k_one_prime,
     k_one_quadrature,
     kernel,
     kernel_derivative_quadrature,
+    overlap_sde,
+    p_antipodal,
+    p_antipodal_gauss,
+    pair_overlap_sde,
+    quadratic_form_results,
+    rho,
+    scale_decomposition,
 )
-from ..analysis.overlap import overlap_sde, pair_overlap_sde, rho
-from ..analysis.quadratic_form_overlap import quadratic_form_results
-from ..analysis.two_point import agazzi_two_point, k1, k1p
-from ..calculus.algebra import d, gram_symbol
-from ..calculus.coordinates import coordinate_generator_at, gram_generator_at
-from ..calculus.expansion import expand_step, step_drift_coefficients
-from ..calculus.noise_laws import sigma
-from ..calculus.stratonovich import (
+from ..calculus import (
     coordinate_form,
+    coordinate_generator_at,
+    d,
+    expand_step,
+    gram_generator_at,
+    gram_symbol,
     ito_to_stratonovich,
+    sigma,
+    step_drift_coefficients,
     stratonovich_to_ito,
 )
-from ..common.verdicts import Verdict
-from ..models.layer_steps import (
+from ..common import Verdict
+from ..models import (
     MODELS,
     beta,
     eps,
@@ -54,8 +61,7 @@ from ..models.layer_steps import (
     quadratic_form_system,
     v_sign,
 )
-from ..rigorous.certified import certify_critical_beta
-from ..rigorous.synchronisation import lambda_bar_prime
+from ..rigorous import certify_critical_beta, lambda_bar_prime
 from .crosscheck import TEST_FUNCTIONS, one_step_check
 
 VERIFIED, FAILED = "verified", "failed"

@@ -21,11 +21,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import sympy as sp
 
-from ..calculus.algebra import d, gram_symbol
-from ..calculus.coordinates import polynomial_kernel
-from ..calculus.noise_laws import sigma
-from ..common.verdicts import Verdict
-from ..models.layer_steps import (
+from ..calculus import d, gram_symbol, polynomial_kernel, sigma
+from ..common import Verdict
+from ..models import (
     beta,
     eps,
     m,

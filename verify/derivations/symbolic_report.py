@@ -7,8 +7,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..common.files import atomic_write
-from ..common.versions import package_versions
+from ..common import atomic_write, package_versions
 from .catalogue import Derivation
 
 

@@ -2,3 +2,24 @@
 (``user_maps``), model A's activations (``activations``) and the latent diffusion model's variance ODEs and
 closed forms (``latent_variances``).
 """
+
+from __future__ import annotations
+
+from .activations import activation
+from .layer_steps import (
+    MODELS,
+    beta,
+    eps,
+    fedorov_system,
+    hybrid_system,
+    m,
+    model_system,
+    quadratic_form_system,
+    v_sign,
+)
+from .user_maps import check_limit, one_step_limit
+
+__all__ = [
+    "MODELS", "activation", "beta", "check_limit", "eps", "fedorov_system", "hybrid_system", "m", "model_system",
+    "one_step_limit", "quadratic_form_system", "v_sign",
+]

@@ -14,7 +14,7 @@ import mpmath
 import numpy as np
 from scipy.special import expit
 
-from ..common.validation import check_choice
+from ..common import check_choice
 
 
 @dataclass(frozen=True)

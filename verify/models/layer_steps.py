@@ -11,14 +11,16 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ..calculus.algebra import Span, Vec
-from ..calculus.expansion import NormalisedStep, limit_system
-from ..calculus.generator import ParticleSystem
-from ..calculus.noise_laws import (
+from ..calculus import (
     BrownianField,
     MatrixBrownian,
+    NormalisedStep,
+    ParticleSystem,
     ScalarBrownian,
+    Span,
     SymmetricMatrixBrownian,
+    Vec,
+    limit_system,
 )
 
 beta = sp.Symbol("beta", real=True)

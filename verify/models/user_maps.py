@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import mpmath
 import sympy as sp
 
-from ..calculus.coordinates import token_symbols
+from ..calculus import token_symbols
 
 NOISE_KINDS = ("matrix", "scalar")
 s = sp.Symbol("s", positive=True)

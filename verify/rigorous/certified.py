@@ -18,10 +18,9 @@ import flint
 import mpmath
 import sympy as sp
 
-from ..analysis.boundary import critical_beta_closed_form, fedorov_ends
-from ..calculus.algebra import d
-from ..calculus.noise_laws import sigma
-from ..models.layer_steps import beta
+from ..analysis import critical_beta_closed_form, fedorov_ends
+from ..calculus import d, sigma
+from ..models import beta
 
 ENCLOSURE_BITS = 53  # endpoints are then exact double-precision (and mpmath default) numbers
 CHECK_BITS = 256

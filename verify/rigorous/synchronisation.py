@@ -37,14 +37,14 @@ import flint
 import mpmath
 import numpy as np
 
-from ..analysis.kernels import (
+from ..analysis import (
     GAUSS_HERMITE_NODES,
     KernelSpec,
     deficit_quadrature,
     k_one,
     k_one_prime,
 )
-from ..common.validation import check_real
+from ..common import check_real
 from .certified import precision, to_mpf
 
 BITS = 128
