@@ -9,6 +9,7 @@ import sympy as sp
 from convergence.experiments import LocalDesign, local_checks, states_for
 from convergence.models import (
     MODELS,
+    ROTATE_NOISE,
     ClaimingModel,
     LayerMap,
     LimitSDE,
@@ -30,6 +31,17 @@ H = 0.01
 @pytest.fixture(params=NAMES)
 def model(request):
     return MODELS[request.param]()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rotating_tokens_and_noise_rotates_the_layer(name):
+    if name not in ROTATE_NOISE:
+        pytest.skip("no rotation acts on this model's noise (frozen features fix directions)")
+    model = MODELS[name]()
+    x, dw = _tokens(model), _noise(model)
+    q = np.linalg.qr(np.random.default_rng(3).standard_normal((model.dim, model.dim)))[0]
+    rotated = model.layer(x @ q.T, ROTATE_NOISE[name](dw, q), H)
+    np.testing.assert_allclose(rotated, model.layer(x, dw, H) @ q.T, rtol=0, atol=1e-12)
 
 
 def _tokens(model, paths=6, seed=0):

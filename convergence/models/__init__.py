@@ -44,12 +44,12 @@ from .noise import (
 )
 from .protocols import ClaimingModel, LayerMap, LimitSDE
 from .quadratic_form import QuadraticFormModel
-from .registry import MODELS, symbolic_values
+from .registry import MODELS, ROTATE_NOISE, symbolic_values
 
 __all__ = [
     "ATTENTION", "AgazziModel", "AgazziSDE", "ClaimingModel", "CommonNoise", "ENTRY_LAWS", "FedorovModel",
     "FedorovSDE", "FrameNoise", "FreshFeatureField", "FrozenFeatureField", "GaussianField", "HybridModel",
-    "HybridSDE", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "QuadraticFormModel", "ReducedFedorov",
+    "HybridSDE", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "ROTATE_NOISE", "QuadraticFormModel", "ReducedFedorov",
     "ReducedFedorovSDE", "TwoTokenOverlapChain", "attention_average", "attention_half_step", "attention_scores",
     "discrete_variances", "gram_factor", "half_squared_distances", "matrix_noise", "normalise",
     "plane_coordinates", "plugin_variances", "preactivations", "psd_factor", "scalar_noise", "softmax_weights",

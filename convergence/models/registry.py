@@ -33,6 +33,21 @@ MODELS: dict[str, Callable[[], ClaimingModel]] = {
 }
 
 
+def _conjugate(dw: np.ndarray, q: np.ndarray) -> np.ndarray:
+    return q @ dw @ q.T
+
+
+# How a rotation Q of the tokens (x -> x Q^T, tokens as rows) acts on each model's noise so that the layer is
+# equivariant: layer(x Q^T, R(dw, Q), h) = layer(x, dw, h) Q^T. Frozen features (one fixed U) have no such action.
+ROTATE_NOISE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "fedorov": _conjugate,  # M = m I commutes with Q
+    "fedorov rademacher": _conjugate,
+    "hybrid": lambda dw, q: dw,  # one scalar per layer
+    "agazzi gaussian field": lambda dw, q: dw @ q.T,  # the field's increments are rows in R^d, covariance k(<x, y>) I
+    "quadratic_form": _conjugate,
+}
+
+
 def symbolic_values(model: ClaimingModel) -> dict[str, float]:
     """The values of ``verify``'s symbols (by name) for ``model``: d and the model's own parameters."""
     values = {"d": float(model.dim)}
