@@ -234,3 +234,14 @@ def test_identity_refuses_what_it_cannot_spell_out():
         identity(np.random.default_rng(0))
     scale = 2.0
     assert identity(lambda x: scale * x) != identity(lambda x: 3.0 * x)
+
+
+def test_identity_sees_the_module_level_data_a_function_reads():
+    from convergence.runtime.identity import identity
+
+    namespace = {"np": np, "SCALE": 2.0}
+    exec("def f(x):\n    return SCALE * np.exp(x)\n", namespace)
+    before = identity(namespace["f"])
+    namespace["SCALE"] = 2.0 + 1e-15
+    assert identity(namespace["f"]) != before
+    assert "builtin(numpy.exp)" in identity(np.exp)

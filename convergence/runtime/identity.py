@@ -3,8 +3,9 @@
 ``repr`` is not an identity: numpy prints arrays to 8 digits and elides long ones, so two models that differ in an
 interaction matrix, a mean value or frozen features can print alike. ``identity`` spells out every field of a
 dataclass, every number exactly (``repr`` of a float round-trips), every array by dtype, shape and a SHA-256 of its
-bytes, and every function by its qualified name, a hash of its code and the identities of its defaults and of the
-values it closes over. Anything else is refused (a ``TypeError`` naming the type), never described partly.
+bytes, and every function by its qualified name, a hash of its code and the identities of its defaults, of the
+values it closes over and of the module-level data it reads (numpy ufuncs and builtins by name). Anything else is
+refused (a ``TypeError`` naming the type), never described partly.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def identity(value: object) -> str:
         return "{" + ", ".join(sorted(identity(v) for v in value)) + "}"
     if isinstance(value, types.FunctionType):
         return _function(value)
+    if isinstance(value, (np.ufunc, types.BuiltinFunctionType)):
+        return f"builtin({getattr(value, '__module__', None) or 'numpy'}.{value.__name__})"
     if isinstance(value, types.MethodType):
         return f"method({identity(value.__self__)}.{value.__func__.__name__}, {_function(value.__func__)})"
     if isinstance(value, type):
@@ -56,9 +59,28 @@ def _code(code: types.CodeType) -> str:
     return digest[:32]
 
 
+def _names(code: types.CodeType) -> set[str]:
+    return set(code.co_names).union(*(_names(c) for c in code.co_consts if isinstance(c, types.CodeType)))
+
+
+def _globals(function: types.FunctionType) -> list[str]:
+    """The module-level data a function reads (numbers, arrays, tuples...); functions, classes and modules it calls
+    are named by their code or qualified name elsewhere, not expanded (that would walk whole modules)."""
+    out = []
+    for name in sorted(_names(function.__code__)):
+        if name not in function.__globals__:
+            continue
+        value = function.__globals__[name]
+        if isinstance(value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)) or \
+                callable(value):
+            continue
+        out.append(f"{name}={identity(value)}")
+    return out
+
+
 def _function(function: types.FunctionType) -> str:
     closure = [identity(cell.cell_contents) for cell in function.__closure__ or ()]
     defaults = identity(tuple(function.__defaults__ or ()))
     keyword_defaults = identity(dict(function.__kwdefaults__ or {}))
     return (f"function({function.__module__}.{function.__qualname__}, code {_code(function.__code__)}, defaults "
-            f"{defaults}, {keyword_defaults}, closure [{', '.join(closure)}])")
+            f"{defaults}, {keyword_defaults}, closure [{', '.join(closure)}], globals [{', '.join(_globals(function))}])")
