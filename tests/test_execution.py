@@ -237,7 +237,7 @@ def test_identity_refuses_what_it_cannot_spell_out():
 
 
 def test_identity_sees_the_module_level_data_a_function_reads():
-    from convergence.runtime.identity import identity
+    from convergence.runtime import identity
 
     namespace = {"np": np, "SCALE": 2.0}
     exec("def f(x):\n    return SCALE * np.exp(x)\n", namespace)
