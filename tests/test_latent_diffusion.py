@@ -139,7 +139,8 @@ def test_quick_ldm_stopping_study_passes(tmp_path):
 
 def test_float64_joint_optimum_agrees_with_the_30_digit_search():
     # The study decides d* and t* < T on a float64 grid; the mpmath search (roots of the derivative) must agree.
-    from convergence.studies.ldm_stopping import SPECTRA, joint_optimum
+    from convergence.models import joint_optimum
+    from convergence.studies.ldm_stopping import HORIZON, SPECTRA
     from verify.rigorous import optimal_stopping_time
 
     variances = SPECTRA["low-rank"]
@@ -149,7 +150,7 @@ def test_float64_joint_optimum_agrees_with_the_30_digit_search():
             setting = LatentSetting(variances, 2.0, tuple(hat), start=start)
             (t_star, _), d_star = min(((optimal_stopping_time(setting, d, grid=100), d) for d in range(1, 7)),
                                       key=lambda item: (item[0][1], item[1]))
-            d_grid, t_grid = joint_optimum(variances, hat, start)
+            d_grid, t_grid = joint_optimum(variances, hat, start, HORIZON)
             assert d_grid == d_star and (t_grid < 2.0) == (t_star < 2.0)
 
 

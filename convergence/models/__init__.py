@@ -26,7 +26,13 @@ from .fedorov_reduced import (
     two_token_step,
 )
 from .hybrid import HybridModel, HybridSDE
-from .latent_diffusion import LatentSampler, discrete_variances, plugin_variances
+from .latent_diffusion import (
+    LatentSampler,
+    discrete_variances,
+    distance_table,
+    joint_optimum,
+    plugin_variances,
+)
 from .mlp_field import (
     FreshFeatureField,
     FrozenFeatureField,
@@ -51,7 +57,7 @@ __all__ = [
     "FedorovSDE", "FrameNoise", "FreshFeatureField", "FrozenFeatureField", "GaussianField", "HybridModel",
     "HybridSDE", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "ROTATE_NOISE", "QuadraticFormModel", "ReducedFedorov",
     "ReducedFedorovSDE", "TwoTokenOverlapChain", "attention_average", "attention_half_step", "attention_scores",
-    "discrete_variances", "gram_factor", "half_squared_distances", "matrix_noise", "normalise",
+    "discrete_variances", "distance_table", "joint_optimum", "gram_factor", "half_squared_distances", "matrix_noise", "normalise",
     "plane_coordinates", "plugin_variances", "preactivations", "psd_factor", "scalar_noise", "softmax_weights",
     "standard_entries", "symbolic_values", "tangent_projection", "two_token_factor", "two_token_step",
 ]

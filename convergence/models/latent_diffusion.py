@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
+import sympy as sp
 
 from verify.common import check_choice, check_int
+from verify.models import latent_variances
 from verify.rigorous import STARTS
 
 METHODS = ("sde", "ode")
@@ -100,3 +103,35 @@ def plugin_variances(variances: np.ndarray, samples: int, rng: np.random.Generat
     samples = check_int("samples", samples, minimum=1)
     x = rng.standard_normal((samples, len(variances))) * np.sqrt(np.asarray(variances, dtype=float))
     return np.mean(x * x, axis=0)
+
+
+def distance_table(v: np.ndarray, variances: tuple[float, ...]) -> np.ndarray:
+    """W2^2 for d = 1..D along the last axis, from decoded variances ``v`` (..., D) in float64:
+    ``sum_{j<=d} (sqrt(v_j) - s_j)^2 + sum_{j>d} s_j^2`` (the closed form of ``verify.rigorous.latent_stopping.distance``)."""
+    root = np.sqrt(np.asarray(variances))
+    return np.cumsum((np.sqrt(v) - root) ** 2, axis=-1) + (np.sum(root**2) - np.cumsum(root**2))
+
+
+@cache
+def _continuous_variance():
+    """The derived SDE variance closed form (``verify.models.latent_variances``) compiled for numpy: v(t, T, q, v0)."""
+    return sp.lambdify((latent_variances.t, latent_variances.T, latent_variances.q, latent_variances.v0),
+                       latent_variances.backward_variance(), "numpy")
+
+
+def joint_grid(horizon: float) -> np.ndarray:
+    """Backward times for ``joint_optimum``: 2001 even points on [0, T] and 801 log-spaced ones within 0.1 of T."""
+    return np.unique(np.concatenate([np.linspace(0.0, horizon, 2001), horizon - np.logspace(-9, -1, 801)]))
+
+
+def joint_optimum(variances: tuple[float, ...], hat: np.ndarray, start: str, horizon: float) -> tuple[int, float]:
+    """``(d*, t*)`` minimising W2^2 over d and a grid of t (dense near T) in float64; ties go to the smaller d and
+    the later t. Float64 suffices here: the decisions (d* = d_0, t* < T) are separated by far more than rounding."""
+    grid = joint_grid(horizon)
+    start_variance = LatentSampler(tuple(hat), horizon, start=start).start_variance()[None, :]
+    v = np.maximum(_continuous_variance()(grid[:, None], horizon, np.asarray(hat)[None, :], start_variance), 0.0)
+    table = distance_table(v, variances)  # (grid, D): W2^2 for d = 1..D
+    best_t = table.shape[0] - 1 - np.argmin(table[::-1], axis=0)  # latest minimiser per d
+    values = table[best_t, np.arange(table.shape[1])]
+    d_star = int(np.argmin(values))  # first (smallest) d on ties
+    return d_star + 1, float(grid[best_t[d_star]])

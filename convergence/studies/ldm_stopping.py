@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 
 import mpmath
 import numpy as np
-import sympy as sp
 from scipy import stats
 
 from verify.rigorous import (
@@ -44,6 +42,8 @@ from ..experiments import LatentDesign, backward_samples
 from ..models import (
     LatentSampler,
     discrete_variances,
+    distance_table,
+    joint_optimum,
     plugin_variances,
 )
 from ..output import Curve, Plot, StudyResult
@@ -236,13 +236,6 @@ def _decoded(samples: np.ndarray, d: int) -> np.ndarray:
     return samples[:, :d]
 
 
-def distance_table(v: np.ndarray, variances: tuple[float, ...]) -> np.ndarray:
-    """W2^2 for d = 1..D along the last axis, from decoded variances ``v`` (..., D) in float64:
-    ``sum_{j<=d} (sqrt(v_j) - s_j)^2 + sum_{j>d} s_j^2`` (the closed form of ``verify.rigorous.latent_stopping.distance``)."""
-    root = np.sqrt(np.asarray(variances))
-    return np.cumsum((np.sqrt(v) - root) ** 2, axis=-1) + (np.sum(root**2) - np.cumsum(root**2))
-
-
 def _discrete_distance(v: np.ndarray, variances: tuple[float, ...], d: int) -> float:
     return float(distance_table(v, variances)[d - 1])
 
@@ -391,28 +384,6 @@ def capped_growth() -> tuple[Check, Plot]:
     return check, plot
 
 
-JOINT_GRID = np.unique(np.concatenate([np.linspace(0.0, HORIZON, 2001), HORIZON - np.logspace(-9, -1, 801)]))
-
-
-@cache
-def _decoded_variance_numpy():
-    """The derived SDE variance closed form (``verify.models.latent_variances``) compiled for numpy: v(t, T, q, v0)."""
-    from verify.models import latent_variances as ld
-
-    return sp.lambdify((ld.t, ld.T, ld.q, ld.v0), ld.backward_variance(), "numpy")
-
-
-def joint_optimum(variances: tuple[float, ...], hat: np.ndarray, start: str) -> tuple[int, float]:
-    """``(d*, t*)`` minimising W2^2 over d and a grid of t (dense near T) in float64; ties go to the smaller d and
-    the later t. Float64 suffices here: the decisions (d* = d_0, t* < T) are separated by far more than rounding."""
-    start_variance = LatentSampler(tuple(hat), HORIZON, start=start).start_variance()[None, :]
-    v = np.maximum(_decoded_variance_numpy()(JOINT_GRID[:, None], HORIZON, np.asarray(hat)[None, :], start_variance),
-                   0.0)
-    table = distance_table(v, variances)  # (grid, D): W2^2 for d = 1..D
-    best_t = table.shape[0] - 1 - np.argmin(table[::-1], axis=0)  # latest minimiser per d
-    values = table[best_t, np.arange(table.shape[1])]
-    d_star = int(np.argmin(values))  # first (smallest) d on ties
-    return d_star + 1, float(JOINT_GRID[best_t[d_star]])
 
 
 def low_rank_optimum(seed: int, draws: int, start: str = "forward") -> Check:
@@ -422,7 +393,7 @@ def low_rank_optimum(seed: int, draws: int, start: str = "forward") -> Check:
     at_rank, early = 0, 0
     for i in range(draws):
         hat = plugin_variances(np.array(variances), DATA_SAMPLES, _data_rng(seed, 1000 + i))
-        d_star, t_star = joint_optimum(variances, hat, start)
+        d_star, t_star = joint_optimum(variances, hat, start, HORIZON)
         at_rank += d_star == LOW_RANK
         early += t_star < HORIZON
     return Check("low_rank_joint_optimum", 1.0, at_rank / draws, wilson(at_rank, draws, confidence_z(CONFIDENCE)),
