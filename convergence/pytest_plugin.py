@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from verify import check_limit
 from verify.common import Verdict
 
 from .api import (
@@ -75,8 +76,6 @@ class DepthLimits:
     def assert_expansion_matches(self, step, drift, diffusion, tokens: int, dim: int, **options) -> dict:
         """The one-step expansion of the sympy map ``step`` gives the claimed drift and diffusion covariance
         (``verify.check_limit``: random points of the sphere, 30 digits)."""
-        from verify import check_limit
-
         result = check_limit(step, drift, diffusion, tokens, dim, **options)
         if not result["consistent"]:
             pytest.fail("one-step expansion does not match the claimed SDE: largest differences "

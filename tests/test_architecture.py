@@ -167,3 +167,21 @@ def test_tests_and_examples_use_the_public_names(path):
     internal = sorted(m for m in _from_modules(path) if len(m.split(".")) >= 3
                       and m.split(".")[0] in ("convergence", "verify") and m.split(".")[1] not in ("studies", "performance"))
     assert not internal, f"{path.relative_to(ROOT)} takes names from internal modules {internal}"
+
+
+@pytest.mark.parametrize("path", sources("convergence") + sources("verify"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_suite_imports_its_own_modules_at_the_top(path):
+    """An import of the suite's own modules inside a function is how a cycle is hidden: imports of optional peers
+    (jax, torch, dask) may be deferred, the suite's own may not."""
+    package = path.relative_to(ROOT).parts[0]
+    deferred = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").split(".")[0] in
+                                                          ("convergence", "verify")):
+                    deferred.append(f"line {inner.lineno}: from {'.' * inner.level}{inner.module or ''}")
+                elif isinstance(inner, ast.Import) and any(a.name.split(".")[0] in ("convergence", "verify")
+                                                           for a in inner.names):
+                    deferred.append(f"line {inner.lineno}: import")
+    assert not deferred, f"{package}: deferred imports of the suite's own modules in {path.relative_to(ROOT)}: {deferred}"

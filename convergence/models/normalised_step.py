@@ -13,14 +13,14 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
+from verify.calculus import TRS, XMU, XSX, step_drift_coefficients
+
 from .attention import normalise, tangent_projection
 from .protocols import Wrapper
 
 
 @cache
 def _compiled():
-    from verify.calculus import TRS, XMU, XSX, step_drift_coefficients
-
     return {name: sp.lambdify((XSX, TRS, XMU), expr, "numpy") for name, expr in step_drift_coefficients().items()}
 
 

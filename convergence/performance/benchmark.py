@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from verify.analysis import KernelSpec
 from verify.common import check_int
 
 from ..experiments import (
@@ -246,8 +247,6 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
     loop_work = config.loop_paths * config.steps
     measure("per_path_loop", lambda: per_path_loop(model, x0, config.steps, h), loop_work)
     measure("per_path_draws", lambda: per_path_draws(config.dim, config.loop_paths, config.steps), loop_work)
-    from verify.analysis import KernelSpec
-
     field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, np.random.default_rng(2))
     model_a = AgazziModel(config.model_a_tokens, field, 1.0, 1.0)
     measure("model_a", forward(model_a, config.model_a_paths, config.model_a_steps),

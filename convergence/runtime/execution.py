@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.common import atomic_write, check_int
+from verify.common import atomic_write, check_int, package_versions
 
 from .blocks import compute_blocks
 
@@ -105,8 +105,6 @@ def check_scheduler(scheduler: str) -> str:
 @cache
 def package_fingerprint() -> str:
     """SHA-256 of the package version and of every source file of ``convergence`` and ``verify``."""
-    from verify.common import package_versions
-
     digest = hashlib.sha256(json.dumps(package_versions(), sort_keys=True).encode())
     root = Path(__file__).resolve().parent.parent
     for package in ("convergence", "verify"):

@@ -38,6 +38,7 @@ from verify.analysis import KernelSpec, p_antipodal_double
 from verify.calculus import d as d_symbol
 from verify.calculus import sigma as sigma_symbol
 from verify.models import beta as beta_symbol
+from verify.rigorous import LatentSetting, distance
 
 from ..experiments import (
     LocalDesign,
@@ -329,8 +330,6 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
 def latent_rows(target: float) -> list[Check]:
     """ldm-stopping's exact_discrete_convergence (the discrete sampler's law against the closed form at t = T/4,
     T/2, 3T/4, T; exact algebra) for the closed form with e^{-t} off by eps (t -> (1 + eps) t before T)."""
-    from verify.rigorous import LatentSetting, distance
-
     variances = ldm_stopping.SPECTRA["geometric"]
     horizon = ldm_stopping.HORIZON
     sampler, setting = LatentSampler(variances, horizon, method="sde"), LatentSetting(variances, horizon)

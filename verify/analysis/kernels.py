@@ -31,8 +31,11 @@ import numpy as np
 from numpy.polynomial import Chebyshev
 from numpy.polynomial.hermite import hermgauss
 
+from ..calculus import d as d_symbol
 from ..common import check_int, check_real
 from ..models import activation
+from .two_point import agazzi_two_point, k1p
+from .two_point import k1 as k1_symbol
 
 GAUSS_HERMITE_NODES = 96
 CHEBYSHEV_DEGREE = 64
@@ -93,10 +96,6 @@ def k_one_prime(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
 
 def exponents(d, k1, k1_prime) -> dict[str, float]:
     """lambda_1 and lambda_bar from the symbolic two-point analysis (``verify.analysis.two_point``) at numbers."""
-    from ..calculus import d as d_symbol
-    from .two_point import agazzi_two_point, k1p
-    from .two_point import k1 as k1_symbol
-
     two_point = agazzi_two_point()
     values = {d_symbol: d, k1_symbol: k1, k1p: k1_prime}
     return {"lambda_1": float(two_point.lambda_1.subs(values)), "lambda_bar": float(two_point.lambda_bar.subs(values))}

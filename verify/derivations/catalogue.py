@@ -61,6 +61,7 @@ from ..models import (
     quadratic_form_system,
     v_sign,
 )
+from ..models import latent_variances as ld
 from ..rigorous import certify_critical_beta, lambda_bar_prime
 from .crosscheck import TEST_FUNCTIONS, one_step_check
 
@@ -389,8 +390,6 @@ def energy_rate(configs=(("relu", 5, 0.0), ("relu", 5, 0.1), ("sigmoid", 5, 0.0)
 
 def latent_diffusion() -> Derivation:
     """Section 4: variance ODEs, closed forms, capped minimiser, Frechet formula, monotonicity, switching times."""
-    from ..models import latent_variances as ld
-
     der = Derivation("latent_diffusion", "Gaussian latent diffusion: decoded variance, W2 distance, its sign in t, "
                      "switching times and the capped score (MATH.md section 4)")
     forward = ld.forward_variance()
