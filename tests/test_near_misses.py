@@ -269,15 +269,11 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     Ito factor of the wrong dimension), at beta +- 10% or with the diffusion coefficient +- 5% fails (Bonferroni
     over the six predictions)."""
     import verify
+    from convergence.experiments import decided_ends, probability_check
     from convergence.models import TwoTokenOverlapChain
     from convergence.paths import fixed_overlap, overlap, simulate
     from convergence.statistics import family_confidence
-    from convergence.studies.phase_transition import (
-        DESIGNS,
-        decided_ends,
-        horizon,
-        probability_check,
-    )
+    from convergence.studies.phase_transition import DESIGNS, horizon
     from verify.analysis import p_antipodal_double
 
     dim, rho0, paths = 4, -0.9, 2000

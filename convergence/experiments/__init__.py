@@ -1,5 +1,5 @@
 """Experiments, each for any model that provides what it needs: strong and weak convergence (``strong``,
-``strong_low_rank``, ``weak``), local consistency (``local``), plausible wrong claims (``mutants``), two-point
+``strong_low_rank``, ``weak``), local consistency (``local``), where two tokens end (``overlap_ends``), plausible wrong claims (``mutants``), two-point
 exponents (``exponents``), the interaction energy (``energy``), propagation of chaos (``chaos``), the SPDE
 (``mean_field``), commuting limits (``commute``), width (``width``, ``width_depth``) and the latent diffusion
 sampler's nested runs (``latent_sampling``).
@@ -43,6 +43,7 @@ from .local import (
 )
 from .mean_field import MeanFieldDesign, weak_form, zonal_limit, zonal_rates
 from .mutants import DriftScaled, catalogue
+from .overlap_ends import DELTA, decided_ends, probability_check
 from .strong import (
     REFERENCE_LEVELS,
     StrongDesign,
@@ -69,6 +70,7 @@ from .width_depth import (
 )
 
 __all__ = [
+    "DELTA", "decided_ends", "probability_check",
     "CHECKS", "ChaosData", "ChaosDesign", "CommuteDesign", "DriftScaled", "EnergyDesign", "ExponentDesign",
     "FedorovAction", "FedorovEulerAction", "KernelMatrixNetwork", "LatentDesign", "LocalDesign", "MeanFieldDesign",
     "REFERENCE_LEVELS", "STATES", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",

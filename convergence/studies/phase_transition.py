@@ -4,7 +4,7 @@ For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian va
 the tokens' plane by ``convergence.models.fedorov_overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal is compared with P(antipodal) from the derived
 overlap diffusion's scale function (``verify.analysis.hitting``). The horizon comes from the boundary
 exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay rare; a run is
-decided when rho_T is within ``DELTA`` of an end. Allowance: the undecided fraction plus, for each
+decided when rho_T is within ``DELTA`` of an end (``experiments.overlap_ends``). Allowance: the undecided fraction plus, for each
 decided run, the probability that it would still switch ends, bounded from the scale function at the
 next tabulated distance at least as large as the run's own distance to its end (P(antipodal | rho) is
 monotone). Intervals are Wilson intervals; every statistical check of the study (grid, many tokens, hybrid) is
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
@@ -25,6 +24,7 @@ from verify.analysis import hybrid_ends, p_antipodal_double
 from verify.models import beta as beta_symbol
 from verify.models import eps as eps_symbol
 
+from ..experiments import DELTA, decided_ends, probability_check
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
 from ..output import Curve, Plot, StudyResult
 from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, simulate
@@ -34,7 +34,6 @@ from ..statistics import (
     Check,
     confidence_z,
     detectable_effect,
-    effect_verdict,
     family_confidence,
     wilson,
 )
@@ -42,11 +41,8 @@ from .base import ProgressFactory, Study
 
 NAME = "phase-transition"
 STUDY_KEY = 3
-DELTA = 0.01
 HORIZON_FACTOR = 30.0
-SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated
 MAX_UNDECIDED = 0.02
-PROBABILITY_RESOLUTION = 0.2  # p_antipodal is inconclusive when it cannot see a probability error this large
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
 
 
@@ -97,52 +93,11 @@ def horizon(dim: int, beta: float, design: PhaseDesign) -> float:
     return min(design.max_horizon, HORIZON_FACTOR / max(min(plus, minus), 1e-12))
 
 
-def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
-    """Sum over runs of the tabulated switching probability at the smallest tabulated distance that is
-    at least the run's distance (SWITCH_GRID decreases; runs closer than its last entry use that entry)."""
-    if distances.size == 0:
-        return 0.0
-    # index of the smallest grid distance >= the run's distance
-    index = np.searchsorted(-SWITCH_GRID, -np.maximum(distances, SWITCH_GRID[-1]), side="right") - 1
-    return float(np.sum(table[np.clip(index, 0, SWITCH_GRID.size - 1)]))
-
-
 def family_size(design: PhaseDesign, grid_points: int) -> int:
     """Statistical checks of one run: p_antipodal and undecided per (d, beta, rho0); antipodal_persists and
     noise_off_collapse per token count; hybrid_dichotomy per (beta, eps^2)."""
     return (2 * grid_points * len(design.rho0s) + 2 * len(design.many_tokens)
             + len(design.hybrid_betas) * len(design.hybrid_factors))
-
-
-@cache
-def switch_tables(dim: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
-    """P(switching to the other end) from each distance of ``SWITCH_GRID`` to the antipodal end and to the
-    collapse end (scale function at (d, beta); computed once per grid point, shared by its rho0 runs)."""
-    return 1 - p_antipodal_double(dim, beta, -1 + SWITCH_GRID), p_antipodal_double(dim, beta, 1 - SWITCH_GRID)
-
-
-def decided_ends(rho: np.ndarray, dim: int, beta: float) -> tuple[int, int, float]:
-    """Final overlaps of two-token runs: (runs ending antipodal, undecided runs, allowance). The allowance is the
-    undecided fraction plus the bound on decided runs still switching ends (``switch_bound``, from the scale
-    function of the overlap diffusion at (d, beta))."""
-    switch_from_antipodal, switch_from_collapse = switch_tables(dim, beta)
-    antipodal, collapsed = rho < -1 + DELTA, rho > 1 - DELTA
-    undecided = rho.size - int(antipodal.sum()) - int(collapsed.sum())
-    switching = switch_bound(1 + rho[antipodal], switch_from_antipodal) + switch_bound(1 - rho[collapsed],
-                                                                                       switch_from_collapse)
-    return int(antipodal.sum()), undecided, (undecided + switching) / rho.size
-
-
-def probability_check(antipodal: int, paths: int, predicted: float, allowance: float, confidence: float,
-                      config: dict, note: str = "") -> Check:
-    """``p_antipodal``: the Wilson interval (at ``confidence``) of ``antipodal / paths`` against the predicted
-    probability +- ``allowance``; ``inconclusive`` when the resolution exceeds ``PROBABILITY_RESOLUTION``."""
-    lo, hi = wilson(antipodal, paths, confidence_z(confidence))
-    resolution = detectable_effect((lo, hi), allowance, confidence)
-    verdict = effect_verdict((lo, hi), predicted, allowance, resolution, PROBABILITY_RESOLUTION)
-    return Check("p_antipodal", predicted, antipodal / paths, (lo, hi), verdict, config, allowance, confidence,
-                 note=f"{note}; inconclusive when the resolution exceeds {PROBABILITY_RESOLUTION:g}".lstrip("; "),
-                 resolution=resolution)
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:

@@ -49,8 +49,10 @@ from ..experiments import (
     catalogue,
     coupled_observables,
     coupled_strong_errors_for_claims,
+    decided_ends,
     limit_check,
     local_checks_for_claims,
+    probability_check,
     states_for,
     weak_order,
 )
@@ -79,7 +81,6 @@ from . import ldm_stopping, phase_transition, weak_fedorov
 from .base import ProgressFactory, Study
 from .chaos import mean_field_section
 from .ldm_stopping import exact_discrete_convergence
-from .phase_transition import decided_ends, probability_check
 
 NAME = "power"
 STUDY_KEY = 13
