@@ -20,7 +20,7 @@ from convergence.statistics import combine_verdicts
 from verify.analysis import kernel
 from verify.calculus import gram_symbol, vec_coordinates
 from verify.common import Verdict
-from verify.models import model_system
+from verify.derivations import checked_system
 
 from .helpers import random_tokens
 
@@ -111,8 +111,7 @@ def test_limit_drift_equals_the_drift_verify_derives(name):
     model = MODELS[name]()
     symbolic = model.claims.symbolic
     n = model.tokens
-    mean = {"mean": sp.Symbol("m", real=True)} if symbolic == "fedorov" else {}
-    system = model_system(symbolic, n, **mean)
+    system = checked_system(symbolic, n)
     symbols = {s.name: s for s in set().union(*(c.free_symbols for v in system.drift for c in v.c))}
     values = {symbols[name]: value for name, value in symbolic_values(model).items() if name in symbols}
     x = _tokens(model, paths=1, seed=7)

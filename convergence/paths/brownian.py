@@ -35,22 +35,21 @@ class PathStreams:
         if start % SEED_BLOCK:
             raise ValueError(f"start must be a multiple of SEED_BLOCK = {SEED_BLOCK}, got {start}")
         blocks = range(start // SEED_BLOCK, -(-stop // SEED_BLOCK))
-        self._key = tuple(key)
         pairs = [seed_block_sequence(seed, b, key).spawn(2) for b in blocks]
         self._initial = [np.random.Generator(np.random.PCG64(init)) for init, _ in pairs]
         # the noise is most of a study's random numbers: SFC64 draws normals 25% faster than PCG64
         self._noise = [np.random.Generator(np.random.SFC64(noise)) for _, noise in pairs]
         self._noise_state = [{} for _ in pairs]  # per seed block: what a noise keeps across chunks of steps
         self.paths = stop - start
-        self._where = (seed, start, stop)
+        self._where = (seed, start, stop, tuple(key))
 
     def with_key(self, key: Sequence[int]) -> PathStreams:
         """The streams of the same paths under another stream ``key``, from their start."""
-        return PathStreams(*self._where, key)
+        return PathStreams(*self._where[:3], key)
 
     def fresh(self) -> PathStreams:
         """These streams again from their start (the same numbers once more)."""
-        return self.with_key(self._key)
+        return PathStreams(*self._where)
 
     def initial(self, draw: Callable[[np.random.Generator, int], np.ndarray]) -> np.ndarray:
         """Concatenate ``draw(rng, SEED_BLOCK)`` over the seed blocks and keep this block's paths."""

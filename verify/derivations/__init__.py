@@ -1,12 +1,13 @@
 """Every derivation with its checks (``catalogue``), the Monte Carlo cross-check of each generator against a
-discrete layer written here from MATH.md (``crosscheck``) and ``reports/symbolic.{md,json}`` (``symbolic_report``).
+discrete layer written here from MATH.md, with the models every derivation covers (``crosscheck``) and ``reports/symbolic.{md,json}`` (``symbolic_report``).
 """
 
 from __future__ import annotations
 
 from .catalogue import ALL, latent_diffusion
+from .crosscheck import CHECKED, checked_system
 from .symbolic_report import write
 
 __all__ = [
-    "ALL", "latent_diffusion", "write",
+    "ALL", "CHECKED", "checked_system", "latent_diffusion", "write",
 ]

@@ -57,13 +57,18 @@ from ..models import (
     eps,
     fedorov_system,
     m,
-    model_system,
     quadratic_form_system,
     v_sign,
 )
 from ..models import latent_variances as ld
 from ..rigorous import certify_critical_beta, lambda_bar_prime
-from .crosscheck import TEST_FUNCTIONS, one_step_check
+from .crosscheck import (
+    CHECKED,
+    PARAMETERS,
+    TEST_FUNCTIONS,
+    checked_system,
+    one_step_check,
+)
 
 VERIFIED, FAILED = "verified", "failed"
 
@@ -83,13 +88,6 @@ class Derivation:
         return VERIFIED if self.checks and all(c["status"] == VERIFIED for c in self.checks) else FAILED
 
 
-CHECKED = ("fedorov", "hybrid", "agazzi", "quadratic_form")  # the registered models every derivation covers
-PARAMETERS = {"fedorov": {"mean": m}}  # model F with a mean value part M = m I
-
-
-def checked_system(model: str, n: int = 2, unit: bool = True):
-    """The limit SDE of a checked model, with its parameters."""
-    return model_system(model, n, unit, **PARAMETERS.get(model, {}))
 POINT_VALUES = {beta: sp.Rational(7, 10), sigma: sp.Rational(6, 5), eps: sp.Rational(3, 4), v_sign: 1, m: sp.Rational(1, 2)}
 KERNEL = (sp.Rational(1, 3), sp.Rational(1, 2), sp.Rational(1, 4))
 

@@ -31,6 +31,15 @@ from ..models import (
     v_sign,
 )
 
+CHECKED = ("fedorov", "hybrid", "agazzi", "quadratic_form")  # the registered models every derivation covers
+PARAMETERS = {"fedorov": {"mean": m}}  # model F with a mean value part M = m I
+
+
+def checked_system(model: str, n: int = 2, unit: bool = True):
+    """The limit SDE of a checked model, with its parameters."""
+    return model_system(model, n, unit, **PARAMETERS.get(model, {}))
+
+
 STEPS = (0.04, 0.02, 0.01)
 K_SE = 4.0
 PARAMS = {"beta": 0.7, "sigma": 1.2, "eps": 0.75, "m": 0.5, "v": 1.0, "kernel": (1 / 3, 1 / 2, 1 / 4)}
@@ -135,7 +144,7 @@ def samplers(dim: int) -> dict[str, tuple[Callable, Callable]]:
 
 def derived_generator(model: str, f_sym: sp.Expr, dim: int, rho: float) -> float:
     """``L f`` at the configuration, from the symbolic system (unit tokens, d = dim)."""
-    system = model_system(model, 2, mean=m) if model == "fedorov" else model_system(model, 2)
+    system = checked_system(model, 2)
     expr = system.generator(f_sym)
     if model == "agazzi":
         expr = expr.replace(system.noise.kernel, polynomial_kernel([sp.nsimplify(c) for c in PARAMS["kernel"]]))
