@@ -21,11 +21,8 @@ CPU time, and no number depends on K.
 from __future__ import annotations
 
 import argparse
-import contextvars
 import json
-import queue
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +34,7 @@ from .performance.benchmark import BenchConfig, run_benchmarks
 from .performance.breakdown import study_breakdowns
 from .performance.report import write_performance
 from .runtime import (
+    as_finished,
     available_cores,
     caching,
     check_scheduler,
@@ -188,33 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _concurrently(run_study, names: list[str], threads: int):
-    """Yield ``(name, *run_study(name))`` as studies finish, ``threads`` at a time, each in a daemon thread with a copy
-    of the caller's context (its execution). An error in a study is raised here; on an interrupt the caller leaves
-    at once (daemon threads do not hold the process; finished blocks are in the cache)."""
-    todo, done = queue.SimpleQueue(), queue.SimpleQueue()
-    for name in names:
-        todo.put(name)
-
-    def worker() -> None:
-        while True:
-            try:
-                name = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                done.put((name, run_study(name), None))
-            except BaseException as error:  # handed to the main thread
-                done.put((name, None, error))
-                return
-
-    context = contextvars.copy_context()
-    for _ in range(min(threads, len(names))):
-        threading.Thread(target=context.copy().run, args=(worker,), daemon=True).start()
-    for _ in names:
-        name, outcome, error = done.get()
-        if error is not None:
-            raise error
-        yield (name, *outcome)
+    """Yield ``(name, *run_study(name))`` as studies finish, ``threads`` at a time (``runtime.as_finished``)."""
+    for index, outcome in as_finished(run_study, names, threads):
+        yield (names[index], *outcome)
 
 
 def _previous_wall(out: Path, name: str, profile: str, cores: int) -> float:

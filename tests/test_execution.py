@@ -17,7 +17,16 @@ from numpy.testing import assert_array_equal
 from convergence.cli import main
 from convergence.experiments import StrongDesign, coupled_strong_errors
 from convergence.models import FedorovModel
-from convergence.runtime import BlockCache, caching, map_blocks, scheduler
+from convergence.paths import simulate
+from convergence.runtime import (
+    BlockCache,
+    as_finished,
+    caching,
+    concurrent_map,
+    cpu_meter,
+    map_blocks,
+    scheduler,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,6 +51,36 @@ def test_a_local_cluster_of_two_processes_and_any_block_size_give_identical_numb
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             scheduler(cluster.scheduler_address, block_paths=128):
         assert_array_equal(_strong_data(), reference)
+
+
+def _small_run(key: int) -> np.ndarray:
+    return simulate(FedorovModel(2, 3, 1.0), 4 + key, 1.0, 192, seed=3, key=(key,), block_paths=64)
+
+
+def test_concurrent_runs_on_workers_give_the_in_process_numbers_in_item_order():
+    keys = [3, 0, 2, 1]
+    reference = [_small_run(key) for key in keys]
+    assert_array_equal(np.concatenate(concurrent_map(_small_run, keys)), np.concatenate(reference))
+    with scheduler("processes", workers=2), cpu_meter() as clock:
+        results = concurrent_map(_small_run, keys, threads=3)
+    assert len(results) == len(keys)
+    for result, expected in zip(results, reference):
+        assert_array_equal(result, expected)
+    assert clock.total() > clock.serial()  # the workers' blocks are charged to the caller
+
+
+def test_as_finished_yields_every_item_once_and_raises_a_calls_error():
+    assert sorted(as_finished(lambda x: x * x, [1, 2, 3], threads=2)) == [(0, 1), (1, 4), (2, 9)]
+
+    def failing(x):
+        if x == 2:
+            raise ZeroDivisionError("item 2")
+        return x
+
+    with pytest.raises(ZeroDivisionError, match="item 2"):
+        list(as_finished(failing, [1, 2, 3], threads=1))
+    with pytest.raises(ValueError, match="threads"):
+        list(as_finished(failing, [1], threads=0))
 
 
 def test_cache_reuses_intact_entries_and_recomputes_corrupted_or_foreign_ones(tmp_path):

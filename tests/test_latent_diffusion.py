@@ -17,9 +17,10 @@ from convergence.models import (
     discrete_variances,
     plugin_variances,
 )
-from convergence.statistics import bootstrap_counts, frechet_estimate
+from convergence.statistics import bootstrap_counts, frechet_estimate, frechet_estimates
 from verify.derivations import latent_diffusion
 from verify.rigorous import (
+    DerivativesByDimension,
     LatentSetting,
     certify_sign,
     distance,
@@ -120,6 +121,51 @@ def test_frechet_estimator_is_unbiased_after_correction_on_a_known_gaussian():
     exact = np.sum((np.sqrt(a) - np.sqrt(b)) ** 2)
     assert abs(est.value - est.bias - exact) <= 4 * est.standard_error  # false-failure ~6e-5
     assert est.ci[0] <= est.value <= est.ci[1]
+
+
+def test_frechet_estimates_of_every_leading_dimension_match_a_direct_computation():
+    """One pass over the paths for every d against FD computed another way: the sample mean and biased covariance of
+    the first d coordinates and a matrix square root (scipy's sqrtm), for the estimate and for two replicates."""
+    from scipy.linalg import sqrtm
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3000, 4)) @ rng.standard_normal((4, 4)) * 0.5
+    target = np.array([1.0, 0.5, 0.2, 0.05])
+    counts = bootstrap_counts(rng, 3000, 5)
+
+    def direct(weights: np.ndarray, d: int) -> float:
+        mean = weights @ x[:, :d]
+        cov = (weights * (x[:, :d] - mean).T) @ (x[:, :d] - mean)
+        root = np.sqrt(np.diag(target[:d]))
+        return float(mean @ mean + np.trace(cov) + target.sum() - 2 * np.trace(sqrtm(root @ cov @ root)).real)
+
+    estimates = frechet_estimates(x, target, counts, (0, 1, 2, 3, 4))
+    assert estimates[0].value == target.sum()
+    for d in range(1, 5):
+        assert_allclose(estimates[d].value, direct(np.full(3000, 1 / 3000), d), rtol=1e-10)
+        for r in (0, 3):
+            assert_allclose(estimates[d].replicates[r], direct(counts[r] / 3000, d), rtol=1e-10)
+    assert_allclose(frechet_estimate(x[:, :2], target, counts).replicates, estimates[2].replicates, rtol=1e-14)
+    with pytest.raises(ValueError, match="dims"):
+        frechet_estimates(x, target, counts, (5,))
+
+
+def test_derivatives_by_dimension_give_distance_derivative_enclosure_for_enclosure():
+    setting = LatentSetting((1.0, 0.36, 0.1, 0.0), 2.0, (0.9, 0.4, 0.05, 0.0))
+    derivatives = DerivativesByDimension(setting)
+    mpmath.iv.dps = 40
+    for box in (mpmath.iv.mpf([0.25, 0.5]), mpmath.iv.mpf([1.9, 2.0]), mpmath.iv.mpf(1.5)):
+        for d in (1, 3, 4):
+            assert derivatives.slope(d)(mpmath.iv, box)._mpi_ == distance_derivative(mpmath.iv, setting, box, d)._mpi_
+    assert derivatives.slope(2)(mpmath.mp, mpmath.mpf(0.7)) == distance_derivative(mpmath.mp, setting,
+                                                                                    mpmath.mpf(0.7), 2)
+    for d in range(1, 5):
+        shared = certify_sign(derivatives.slope(d), 0, 2.0, -1, budget=4000, strict=False)
+        alone = certify_sign(lambda ctx, box, d=d: distance_derivative(ctx, setting, box, d), 0, 2.0, -1,
+                             budget=4000, strict=False)
+        assert shared == alone
+    with pytest.raises(ValueError, match="latent dimension"):
+        derivatives.slope(5)
 
 
 def test_plugin_variances_are_seeded_second_moments():

@@ -8,11 +8,13 @@ from __future__ import annotations
 from .blocks import SEED_BLOCK, compute_blocks, seed_block_sequence
 from .execution import (
     BlockCache,
+    as_finished,
     available_cores,
     block_count,
     caching,
     check_scheduler,
     concatenate_blocks,
+    concurrent_map,
     cpu_meter,
     default_scheduler,
     map_blocks,
@@ -21,7 +23,7 @@ from .execution import (
 from .identity import identity
 
 __all__ = [
-    "BlockCache", "SEED_BLOCK", "available_cores", "block_count", "caching", "check_scheduler", "compute_blocks",
-    "concatenate_blocks", "cpu_meter", "default_scheduler", "identity", "map_blocks", "scheduler",
+    "BlockCache", "SEED_BLOCK", "as_finished", "available_cores", "block_count", "caching", "check_scheduler", "compute_blocks",
+    "concatenate_blocks", "concurrent_map", "cpu_meter", "default_scheduler", "identity", "map_blocks", "scheduler",
     "seed_block_sequence",
 ]

@@ -26,6 +26,8 @@ import hashlib
 import io
 import json
 import os
+import queue
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -91,6 +93,58 @@ def cpu_meter() -> Iterator[CpuClock]:
         yield CpuClock(time.thread_time(), remote)
     finally:
         _REMOTE_CPU.reset(token)
+
+
+def as_finished(function: Callable[[Any], Any], items: Sequence[Any], threads: int) -> Iterator[tuple[int, Any]]:
+    """Yield ``(index, function(items[index]))`` as calls finish, ``threads`` at a time, each in a daemon thread with a
+    copy of the caller's context (its execution, cache and CPU meter). An error in a call is raised here; on an
+    interrupt the caller leaves at once (daemon threads do not hold the process; finished blocks are in the cache).
+    A thread's own CPU seconds (not its blocks', which their workers report) are charged to the caller's meter as
+    remote work: they ran beside the caller, not in its thread."""
+    check_int("threads", threads, minimum=1)
+    todo, done = queue.SimpleQueue(), queue.SimpleQueue()
+    for index in range(len(items)):
+        todo.put(index)
+    remote = _REMOTE_CPU.get()
+
+    def worker() -> None:
+        start = time.thread_time()
+        try:
+            while True:
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((index, function(items[index]), None))
+                except BaseException as error:  # handed to the caller's thread
+                    done.put((index, None, error))
+                    return
+        finally:
+            if remote is not None:
+                remote[0] += time.thread_time() - start
+
+    context = contextvars.copy_context()
+    for _ in range(min(threads, len(items))):
+        threading.Thread(target=context.copy().run, args=(worker,), daemon=True).start()
+    for _ in items:
+        index, result, error = done.get()
+        if error is not None:
+            raise error
+        yield index, result
+
+
+def concurrent_map(function: Callable[[Any], Any], items: Sequence[Any], threads: int = 64) -> list[Any]:
+    """``[function(item) for item in items]``. When blocks run on dask workers the calls run in up to ``threads``
+    threads (``as_finished``), so the blocks of many small runs are submitted together instead of one run's blocks
+    waiting behind another's; in process they run one after the other. The results, in item order, are the same
+    either way (a block's numbers depend only on its seed, key and paths)."""
+    if current_execution().client is None:
+        return [function(item) for item in items]
+    results: list[Any] = [None] * len(items)
+    for index, result in as_finished(function, items, threads):
+        results[index] = result
+    return results
 
 
 def check_scheduler(scheduler: str) -> str:

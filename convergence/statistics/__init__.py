@@ -43,13 +43,13 @@ from .estimators import (
     z_confidence,
     z_value,
 )
-from .frechet import frechet_estimate
+from .frechet import frechet_estimate, frechet_estimates
 
 __all__ = [
     "CONFIDENCE", "Check", "DETECTION_POWER", "FAIL", "FAMILY_ALPHA", "INCONCLUSIVE", "OrderFit", "PASS",
     "Verdict", "asymptotic_start", "bootstrap_counts", "bootstrap_interval", "bootstrap_means",
     "bootstrap_medians", "combine_verdicts", "confidence_label", "confidence_z", "detectable_effect",
-    "effect_verdict", "family_confidence", "first_nonfinite", "fit_order", "frechet_estimate", "json_safe",
+    "effect_verdict", "family_confidence", "first_nonfinite", "fit_order", "frechet_estimate", "frechet_estimates", "json_safe",
     "least_squares_line", "least_squares_slope", "limit_plateau", "limit_verdict", "log_log_slope",
     "noise_floor_flags", "order_verdict", "paths_to_resolve", "percentile_interval", "plateau",
     "pre_asymptotic_flags", "wilson", "z_confidence", "z_value",

@@ -45,18 +45,44 @@ class FrechetEstimate:
 def frechet_estimate(samples: np.ndarray, target_variances: np.ndarray, counts: np.ndarray,
                      confidence: float = CONFIDENCE) -> FrechetEstimate:
     """FD of ``samples`` (paths, d) with bootstrap replicates from ``counts`` (replicates, paths)."""
-    paths = samples.shape[0]
+    return frechet_estimates(samples, target_variances, counts, (samples.shape[1],), confidence)[0]
+
+
+def frechet_estimates(samples: np.ndarray, target_variances: np.ndarray, counts: np.ndarray,
+                      dims: tuple[int, ...], confidence: float = CONFIDENCE) -> list[FrechetEstimate]:
+    """``frechet_estimate`` of the first d coordinates of ``samples`` (paths, D), for every d in ``dims``.
+
+    The moments of a leading block are the leading block of the moments, so the bootstrap's weighted sums over the
+    paths run once, over the D means and the D (D + 1) / 2 distinct products, for every d at once."""
+    paths, width = samples.shape
     target_variances = np.asarray(target_variances, dtype=float)
-    if samples.shape[1] == 0:
-        value = float(np.sum(target_variances))
-        return FrechetEstimate(value, 0.0, (value, value), 0.0, np.full(counts.shape[0], value))
-    outer = samples[:, :, None] * samples[:, None, :]
-    value = float(frechet_from_moments(samples.mean(0), outer.mean(0), target_variances))
+    rows, cols = np.triu_indices(width)
+    products = samples[:, rows] * samples[:, cols]
     weights = counts / paths
-    means = weights @ samples
-    seconds = (weights @ outer.reshape(paths, -1)).reshape(-1, *outer.shape[1:])
-    replicates = frechet_from_moments(means, seconds, target_variances)
-    tail = (1 - confidence) / 2
-    lo, hi = np.quantile(replicates, [tail, 1 - tail])
-    return FrechetEstimate(value, float(np.std(replicates, ddof=1)), (float(lo), float(hi)),
-                           float(np.mean(replicates) - value), replicates)
+    means, replicate_means = samples.mean(0), weights @ samples
+    seconds, replicate_seconds = products.mean(0), weights @ products
+    estimates = []
+    for d in dims:
+        if not 0 <= d <= width:
+            raise ValueError(f"dims must lie in [0, {width}] (the samples' coordinates), got {d}")
+        if d == 0:
+            value = float(np.sum(target_variances))
+            estimates.append(FrechetEstimate(value, 0.0, (value, value), 0.0, np.full(counts.shape[0], value)))
+            continue
+        block = _symmetric_block(width, d)
+        value = float(frechet_from_moments(means[:d], seconds[block], target_variances))
+        replicates = frechet_from_moments(replicate_means[:, :d], replicate_seconds[:, block], target_variances)
+        tail = (1 - confidence) / 2
+        lo, hi = np.quantile(replicates, [tail, 1 - tail])
+        estimates.append(FrechetEstimate(value, float(np.std(replicates, ddof=1)), (float(lo), float(hi)),
+                                         float(np.mean(replicates) - value), replicates))
+    return estimates
+
+
+def _symmetric_block(width: int, d: int) -> np.ndarray:
+    """Indices into the upper-triangle products (``np.triu_indices(width)`` order) of the leading d x d block,
+    as a full symmetric (d, d) index array."""
+    index = np.zeros((width, width), dtype=int)
+    index[np.triu_indices(width)] = np.arange(width * (width + 1) // 2)
+    index = np.triu(index) + np.triu(index, 1).T
+    return index[:d, :d]

@@ -26,11 +26,11 @@ import numpy as np
 from scipy import stats
 
 from verify.rigorous import (
+    DerivativesByDimension,
     LatentSetting,
     certify_sign,
     coordinate_gain,
     distance,
-    distance_derivative,
     ldm_switching_times,
     monotone_criterion,
     optimal_dimension,
@@ -61,6 +61,7 @@ from ..statistics import (
     detectable_effect,
     effect_verdict,
     frechet_estimate,
+    frechet_estimates,
     least_squares_slope,
     log_log_slope,
     wilson,
@@ -144,9 +145,10 @@ def monotone_checks(variances: tuple[float, ...], hat: tuple[float, ...] | None,
     """Exact score: certified non-increasing distance for every d. Plug-in (``stops`` from ``plugin_stops``):
     per-coordinate criterion vs certified monotonicity."""
     setting = LatentSetting(variances, HORIZON, hat)
+    derivatives = DerivativesByDimension(setting)
     checks = []
     for d in range(1, len(variances) + 1):
-        slope = lambda ctx, box, d=d: distance_derivative(ctx, setting, box, d)
+        slope = derivatives.slope(d)
         config = {"spectrum": _spectrum_name(variances), "score": "exact" if hat is None else "plug-in", "d": d}
         if hat is None:
             ok = certify_sign(slope, 0, HORIZON - END_MARGIN, -1, budget=4000, strict=False)
@@ -203,10 +205,10 @@ def criterion_search(seed: int, draws: int) -> list[Check]:
         for draw in range(draws):
             hat = tuple(plugin_variances(np.array(variances), DATA_SAMPLES, _data_rng(seed, 2000 + draw)))
             setting = LatentSetting(variances, HORIZON, hat)
+            derivatives = DerivativesByDimension(setting)
             for d in range(1, len(variances) + 1):
                 paper = criterion_sign(setting, d)
-                slope = lambda ctx, box, d=d, setting=setting: distance_derivative(ctx, setting, box, d)
-                monotone = certify_sign(slope, 0, HORIZON, -1, budget=4000, strict=False)
+                monotone = certify_sign(derivatives.slope(d), 0, HORIZON, -1, budget=4000, strict=False)
                 # "if": criterion => monotone; "only if": monotone => criterion (a case tests an implication
                 # unless its premise is certified false)
                 for direction, premise, conclusion in (("if", paper, monotone), ("only_if", monotone, paper)):
@@ -256,7 +258,8 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, pr
               "method": sampler.method, "d": dims}
     checks = []
     levels = (1, *profile.factors)
-    curves = {d: [frechet_estimate(_decoded(r, d), variances, counts) for r in recorded] for d in range(1, dims + 1)}
+    per_record = [frechet_estimates(r, variances, counts, tuple(range(1, dims + 1))) for r in recorded]
+    curves = {d: [estimates[d - 1] for estimates in per_record] for d in range(1, dims + 1)}
     # the finest level's end state is the last record (the same samples): its estimate is not recomputed
     estimates = [curves[dims][-1]] + [frechet_estimate(_decoded(finals[i], dims), variances, counts)
                                       for i in range(1, len(levels))]

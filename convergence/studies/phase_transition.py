@@ -28,6 +28,7 @@ from ..experiments import DELTA, decided_ends, probability_check
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
 from ..output import Curve, Plot, StudyResult
 from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, simulate
+from ..runtime import concurrent_map
 from ..statistics import (
     FAIL,
     PASS,
@@ -106,30 +107,39 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     n_checks = family_size(design, len(grid))
     confidence = family_confidence(n_checks)
     z = confidence_z(confidence)
-    advance = progress(len(grid), NAME)
-    checks, rows = [], []
-    for index, (dim, b) in enumerate(grid):
+    runs = [(index, j) for index in range(len(grid)) for j in range(len(design.rho0s))]
+    advance = progress(len(runs), NAME)
+    predictions = [p_antipodal_double(dim, b, design.rho0s) for dim, b in grid]
+
+    def grid_run(run: tuple[int, int]) -> tuple[list[Check], dict]:
+        index, j = run
+        (dim, b), rho0, predicted = grid[index], design.rho0s[j], float(predictions[index][j])
         T = horizon(dim, b, design)
         depth = max(1, round(T / design.step))
         model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
-        predictions = p_antipodal_double(dim, b, design.rho0s)
-        for j, (rho0, predicted) in enumerate(zip(design.rho0s, predictions)):
-            rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0),
-                                   block_paths=design.block_paths))
-            antipodal, undecided, allowance = decided_ends(rho, dim, b)
-            frac = antipodal / design.paths
-            config = {"d": dim, "beta": b, "rho0": rho0}
-            checks.append(probability_check(antipodal, design.paths, float(predicted), allowance, confidence, config,
-                                            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}"))
-            # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
-            u_lo, u_hi = wilson(undecided, design.paths, z)
-            u_verdict = FAIL if u_lo > MAX_UNDECIDED else PASS
-            checks.append(Check("undecided", 0.0, undecided / design.paths, (u_lo, u_hi), u_verdict, config,
-                                MAX_UNDECIDED, confidence,
-                                note=f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}; fails when significantly above {MAX_UNDECIDED:.0%}"))
-            rows.append({"d": dim, "beta": b, "rho0": rho0, "predicted": float(predicted), "fraction": frac,
-                         "ci": list(checks[-2].ci), "undecided": undecided, "horizon": T, "depth": depth})
+        rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0),
+                               block_paths=design.block_paths))
+        antipodal, undecided, allowance = decided_ends(rho, dim, b)
+        config = {"d": dim, "beta": b, "rho0": rho0}
+        probability = probability_check(antipodal, design.paths, predicted, allowance, confidence, config,
+                                        f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}")
+        # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
+        u_lo, u_hi = wilson(undecided, design.paths, z)
+        undecided_check = Check("undecided", 0.0, undecided / design.paths, (u_lo, u_hi),
+                                FAIL if u_lo > MAX_UNDECIDED else PASS, config, MAX_UNDECIDED, confidence,
+                                note=f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}; fails when significantly above "
+                                     f"{MAX_UNDECIDED:.0%}")
         advance(1)
+        return [probability, undecided_check], {
+            "d": dim, "beta": b, "rho0": rho0, "predicted": predicted, "fraction": antipodal / design.paths,
+            "ci": list(probability.ci), "undecided": undecided, "horizon": T, "depth": depth}
+
+    # the grid's 2 x (points x rho0s) blocks are submitted at once: short runs one after the other would each wait
+    # behind the other study's queue of blocks
+    checks, rows = [], []
+    for run_checks, row in concurrent_map(grid_run, runs):
+        checks += run_checks
+        rows.append(row)
     many_checks, many_plots, many_rows = many_tokens(design, seed, confidence)
     hybrid_checks, hybrid_rows = hybrid_dichotomy(design, seed, confidence)
     checks += many_checks + hybrid_checks

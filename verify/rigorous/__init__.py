@@ -7,6 +7,7 @@ from __future__ import annotations
 from .certified import certify_critical_beta, critical_beta
 from .latent_stopping import (
     STARTS,
+    DerivativesByDimension,
     LatentSetting,
     certify_sign,
     coordinate_gain,
@@ -22,7 +23,7 @@ from .latent_stopping import (
 from .synchronisation import attention_energy_rate, certified_infimum, lambda_bar_prime
 
 __all__ = [
-    "LatentSetting", "STARTS", "attention_energy_rate", "certified_infimum", "certify_critical_beta",
+    "DerivativesByDimension", "LatentSetting", "STARTS", "attention_energy_rate", "certified_infimum", "certify_critical_beta",
     "certify_sign", "coordinate_gain", "critical_beta", "distance", "distance_derivative", "lambda_bar_prime",
     "ldm_distance", "ldm_switching_times", "monotone_criterion", "optimal_dimension", "optimal_stopping_time",
     "plugin_criterion",

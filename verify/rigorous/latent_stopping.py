@@ -144,17 +144,56 @@ def distance(ctx, setting: LatentSetting, t, d: int):
     return total
 
 
-def distance_derivative(ctx, setting: LatentSetting, t, d: int):
-    """``d/dt`` of the squared distance: ``sum_{j<=d} (1 - s_j / sqrt(v_j)) dv_j/dt`` (uncapped scores)."""
+def distance_derivative_terms(ctx, setting: LatentSetting, t, count: int) -> list:
+    """The first ``count`` terms ``(1 - s_j / sqrt(v_j)) dv_j/dt`` of the distance's derivative (uncapped scores; a
+    zero-variance coordinate, s_j = 0, contributes ``dv_j/dt``)."""
     if setting.cap is not None:
         raise ValueError("the derivative is written for uncapped scores")
-    total = ctx.mpf(0)
-    for j in range(d):
+    terms = []
+    for j in range(count):
         v = decoded_variance(ctx, setting, j, t)
         rate = _variance_rate(ctx, setting, j, t)
         s2 = setting.variances[j]
-        total += rate if s2 == 0 else (1 - ctx.sqrt(ctx.mpf(s2)) / ctx.sqrt(v)) * rate  # s = 0: the term is v
+        terms.append(rate if s2 == 0 else (1 - ctx.sqrt(ctx.mpf(s2)) / ctx.sqrt(v)) * rate)
+    return terms
+
+
+def _sum_terms(ctx, terms: Sequence):
+    total = ctx.mpf(0)
+    for term in terms:
+        total += term
     return total
+
+
+def distance_derivative(ctx, setting: LatentSetting, t, d: int):
+    """``d/dt`` of the squared distance: ``sum_{j<=d} (1 - s_j / sqrt(v_j)) dv_j/dt`` (uncapped scores)."""
+    return _sum_terms(ctx, distance_derivative_terms(ctx, setting, t, d))
+
+
+class DerivativesByDimension:
+    """``distance_derivative`` of one setting for every latent dimension, each coordinate's term evaluated once
+    per point or box: ``slope(d)`` is the function ``(ctx, t) -> d/dt W2^2`` of dimension d. The certificates of
+    the dimensions bisect the same dyadic boxes of [0, T], so the terms they share are computed once; the sums
+    are the ones ``distance_derivative`` forms, enclosure for enclosure."""
+
+    def __init__(self, setting: LatentSetting):
+        self.setting = setting
+        self._terms: dict = {}
+
+    def _key(self, ctx, t) -> tuple:
+        point = t._mpi_ if hasattr(t, "_mpi_") else (t._mpf_ if hasattr(t, "_mpf_") else t)
+        return id(ctx), ctx.prec, point
+
+    def slope(self, d: int) -> Callable:
+        self.setting.check_dimension(d)
+
+        def derivative(ctx, t):
+            key = self._key(ctx, t)
+            if key not in self._terms:
+                self._terms[key] = distance_derivative_terms(ctx, self.setting, t, self.setting.dim)
+            return _sum_terms(ctx, self._terms[key][:d])
+
+        return derivative
 
 
 def ldm_distance(variances, t, d, T=2.0, variances_hat=None, cap=None, start="forward", dps: int = 30) -> mpmath.mpf:
