@@ -147,12 +147,14 @@ def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed:
 
 def local_samples(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray, design: LocalDesign,
                   probes: np.ndarray) -> LocalSamples:
-    """The claim's diffusion G on the layer's own draws (the control variate), and the per-sample statistics."""
+    """The claim's diffusion G on the layer's own draws (the control variate), and the per-sample statistics.
+
+    G is linear in dW (``LimitSDE``), so it is evaluated once per draw, on ``scale E``, and scaled by sqrt(h) for
+    every step."""
     steps = np.asarray(design.steps)
-    g = np.concatenate([
-        np.stack([sde.diffusion(np.broadcast_to(x, (drawn.shape[0], *x.shape)).copy(),
-                                (noise.scale * np.sqrt(h)) * drawn).reshape(drawn.shape[0], -1) for h in steps], axis=1)
-        for drawn in layer.entries])
+    unit = np.concatenate([sde.diffusion(np.broadcast_to(x, (drawn.shape[0], *x.shape)).copy(), noise.scale * drawn)
+                           .reshape(drawn.shape[0], -1) for drawn in layer.entries])
+    g = np.sqrt(steps)[None, :, None] * unit[:, None, :]
     delta = layer.deltas
     h = steps[None, :, None]
     claimed_cov = np.einsum("si,sj->ij", g[:, -1], g[:, -1]) / (g.shape[0] * steps[-1])
