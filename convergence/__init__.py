@@ -7,6 +7,7 @@ from .api import (
     check_local_consistency,
     check_same_weak_limit,
     check_strong_order,
+    check_weak_limit,
     check_weak_order,
     field_noise,
     layer_map,
@@ -32,7 +33,13 @@ from .models import (
     matrix_noise,
     scalar_noise,
 )
-from .paths import EulerMaruyama
+from .paths import (
+    EulerMaruyama,
+    fixed_overlap,
+    fixed_state,
+    sampled_state,
+    uniform_sphere,
+)
 
 __all__ = [
     "AgazziModel",
@@ -57,9 +64,14 @@ __all__ = [
     "check_same_weak_limit",
     "check_local_consistency",
     "check_strong_order",
+    "check_weak_limit",
     "check_weak_order",
     "field_noise",
+    "fixed_overlap",
+    "fixed_state",
     "layer_map",
+    "sampled_state",
+    "uniform_sphere",
     "limit_sde",
     "matrix_noise",
     "per_token_noise",

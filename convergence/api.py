@@ -40,15 +40,19 @@ from verify.common import check_int, check_real, check_tokens, file_stem
 
 from .experiments import (
     STATES,
+    DriftScaled,
     LocalDesign,
     StrongDesign,
     WeakDesign,
     analyse_strong,
     bootstrap_generator,
+    claim_limit_check,
+    coupled_layer_and_claims,
     coupled_observables,
     coupled_strong_errors,
     local_checks,
     order_check,
+    rejection_row,
     states_for,
     weak_order,
 )
@@ -103,7 +107,8 @@ class UserLayerMap:
     name: str = "layer map"
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
-        return _checked_array(f"{self.name}: step(x, dw, h)", self.step(x, dw, h), x.shape)
+        return _checked_array(f"{self.name}: step(x, dw, h)", _called(self.name, "step(x, dw, h)", self.step, h, x, dw, h),
+                              x.shape)
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,10 +123,23 @@ class ClaimedSDE:
     name: str = "claimed SDE"
 
     def drift(self, x: np.ndarray) -> np.ndarray:
-        return _checked_array(f"{self.name}: drift(x)", self.drift_fn(x), x.shape)
+        return _checked_array(f"{self.name}: drift(x)", _called(self.name, "drift(x)", self.drift_fn, None, x), x.shape)
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return _checked_array(f"{self.name}: diffusion(x, dw)", self.diffusion_fn(x, dw), x.shape)
+        return _checked_array(f"{self.name}: diffusion(x, dw)",
+                              _called(self.name, "diffusion(x, dw)", self.diffusion_fn, None, x, dw), x.shape)
+
+
+def _called(name: str, what: str, function: Callable, h: float | None, *args: np.ndarray):
+    """``function(*args)``; an exception inside the user's function is re-raised naming the map, the call, the
+    step h (which names the depth: L = T / h) and the shapes it was given."""
+    try:
+        return function(*args)
+    except Exception as error:
+        shapes = ", ".join(str(np.shape(a)) for a in args if isinstance(a, np.ndarray))
+        at = "" if h is None else f" at step h = {h:g}"
+        raise RuntimeError(f"{name}: {what} raised {type(error).__name__}: {error}{at} (arrays shaped {shapes})") \
+            from error
 
 
 def _checked_array(what: str, value: object, shape: tuple[int, ...]) -> np.ndarray:
@@ -216,7 +234,8 @@ class Outcome:
 
     @property
     def verdict(self) -> str:
-        return combine_verdicts([check.verdict for check in self.checks])
+        """The verdict of the claims (findings, e.g. whether a near miss is seen, are reported beside it)."""
+        return combine_verdicts([check.verdict for check in self.checks if check.claim])
 
     @property
     def passed(self) -> bool:
@@ -304,6 +323,71 @@ def check_weak_order(
     check = order_check(fits, design, z, {"map": _name(layer)})
     panel = Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)
     return Outcome(title, [check], [panel], params, seed)
+
+
+def check_weak_limit(
+    layer: UserLayerMap,
+    sde: ClaimedSDE,
+    observable: Observable,
+    *,
+    order: float = 1.0,
+    depths: tuple[int, ...] = (4, 8, 16, 32, 64),
+    horizon: float = 1.0,
+    paths: int = 20_000,
+    reference_factor: int = 4,
+    resolution: float = 0.05,
+    near_misses: tuple[float, ...] = (0.05, 0.2),
+    seed: int = 0,
+    initial: InitialState = uniform_sphere,
+    title: str = "weak limit",
+) -> Outcome:
+    """Does the law of ``layer`` converge to the law of the claimed ``sde``, and at which rate?
+
+    On one Brownian path: the layer at every depth of the ladder (``weak_order``: coupled differences decay like
+    h^order) and the claim integrated by Euler-Maruyama, another scheme, at h_ref = h_finest / ``reference_factor``
+    and 2 h_ref (``claim_limit``: E f(layer) - E f(claim) within its interval plus both discretisation biases;
+    ``convergence.experiments.weak``). Laws, not paths, are compared: a claim equal in law but driven differently
+    passes (the strong check tells them apart). ``near_misses``: for each eps, the claim with its drift x (1 + eps)
+    is judged on the same paths; each row says whether the check rejects it (a finding beside the verdict: the
+    smallest drift error this run can see). Needs Gaussian noise (the claim shares the layer's Brownian path).
+    """
+    _check_protocol("layer", layer, LayerMap)
+    _check_protocol("sde", sde, LimitSDE)
+    _check_pair(layer, sde, "check_weak_limit", same_entry_law=False)
+    if not layer.noise.brownian:
+        raise ValueError(f"check_weak_limit needs Gaussian (Brownian) noise to drive the claim with the layer's own "
+                         f"increments, got law {layer.noise.law!r}; compare laws with check_same_weak_limit")
+    order = check_real("order", order, minimum=0.0, strict_minimum=True)
+    reference_factor = check_int("reference_factor", reference_factor, minimum=2)
+    if reference_factor % 2:
+        raise ValueError(f"reference_factor must be even (the Euler reference runs at h_ref and 2 h_ref), "
+                         f"got {reference_factor}")
+    resolution = check_real("resolution", resolution, minimum=0.0, strict_minimum=True)
+    near_misses = tuple(check_real("near_misses", eps, minimum=-1.0, strict_minimum=True) for eps in near_misses)
+    title = _check_title(title)
+    checked = _checked_observable(observable)
+    design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=paths, block_paths=5000, order=order)
+    key = (USER_KEY, 5)
+    claims = [sde, *(DriftScaled(sde, 1.0 + eps) for eps in near_misses)]
+    layer_values, claim_values = coupled_layer_and_claims(layer, claims, design, {"f": checked}, seed, key, initial,
+                                                          reference_factor)
+    params = {"depths": list(design.depths), "horizon": horizon, "paths": paths, "reference_factor": reference_factor,
+              "near_misses": list(near_misses)}
+    config = {"map": _name(layer), "sde": _name(sde)}
+    bad = first_nonfinite({f"f of {_name(layer)}": layer_values["f"],
+                           "f of the claims (Euler at 2 h_ref, h_ref)": claim_values["f"].reshape(paths, -1)},
+                          [f"L={L}" for L in design.depths])
+    if bad:
+        return _nonfinite_outcome(title, ["weak_order", "claim_limit"], bad, config, params, seed)
+    z = z_value(2)  # the two claims (order and limit) share the 1% family-wise rate
+    fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
+    checks = [order_check(fits, design, z, config),
+              claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config)]
+    for index, eps in enumerate(near_misses, start=1):
+        inner = claim_limit_check(layer_values["f"], claim_values["f"][:, index], z, resolution, config)
+        checks.append(rejection_row("weak", _name(layer), f"drift x (1 + {eps:g})", eps, [inner], float("inf")))
+    panel = Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)
+    return Outcome(title, checks, [panel], params, seed)
 
 
 def check_same_weak_limit(

@@ -21,8 +21,10 @@ CPU time, and no number depends on K.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,11 +46,29 @@ from .runtime import (
 from .studies import PROFILES, STUDIES
 
 
-def _out(text: str) -> Path:
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"--out must be a directory, got the file {text!r}")
-    return path
+def _folder(option: str):
+    """An argparse type: a folder path (``option`` names it in the error when it is an existing file)."""
+
+    def parse(text: str) -> Path:
+        path = Path(text)
+        if path.exists() and not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{option} must be a directory, got the file {text!r}")
+        return path
+
+    return parse
+
+
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _check_writable(parser: argparse.ArgumentParser, option: str, folder: Path) -> None:
+    """Fail before any computing when ``folder`` cannot be created or written (a probe file is written and removed)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-probe-"):
+            pass
+    except OSError as error:
+        parser.error(f"{option} {str(folder)!r}: cannot write there ({error.strerror or error})")
 
 
 def _integer(name: str, minimum: int, maximum: int | None = None):
@@ -102,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--profile", choices=PROFILES, default="quick", help="quick (default) or full")
         sub.add_argument("--seed", type=_integer("--seed", 0, 2**63 - 1), default=0,
                          help="the one seed of every random number (default 0)")
-        sub.add_argument("--out", type=_out, default=Path("reports"), help="report folder (default reports/)")
+        sub.add_argument("--out", type=_folder("--out"), default=Path("reports"), help="report folder (default reports/)")
         sub.add_argument("--scheduler", type=_scheduler, default=default_name,
                          help=f"sync (in process), processes (local dask cluster) or tcp://host:port (default "
                               f"{default_name}: one worker per available core; results do not depend on it)")
@@ -111,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "available cores)")
         sub.add_argument("--block-paths", type=_integer("--block-paths", 1), default=None,
                          help="paths per block (default: each design's own; results do not depend on it)")
-        sub.add_argument("--cache", type=_out, default=None, help="block cache folder (default OUT/.cache)")
+        sub.add_argument("--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)")
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
         sub.add_argument("--concurrent-studies", type=_integer("--concurrent-studies", 1, 64),
                          default=default_concurrency,
@@ -124,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="run every study and write all reports")
     common(report)
     bench = commands.add_parser("bench", help="measure speed side by side; write OUT/performance.{md,json}")
-    bench.add_argument("--out", type=_out, default=Path("reports"), help="report folder (default reports/)")
+    bench.add_argument("--out", type=_folder("--out"), default=Path("reports"), help="report folder (default reports/)")
     bench.add_argument("--repeats", type=_integer("--repeats", 1), default=3, help="timed runs per measurement")
     bench.add_argument("--paths", type=_integer("--paths", 1), default=4096, help="paths of the model F workload")
     bench.add_argument("--breakdown", action="store_true",
@@ -140,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{study.name:20s} {study.summary}")
         return 0
     if args.command == "bench":
+        _check_writable(parser, "--out", args.out)
+
         def say(name: str) -> None:
             print(f"measuring {name}", file=sys.stderr, flush=True)
 
@@ -154,7 +176,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"STUDY must be one of {sorted(STUDIES)}, got {', '.join(map(repr, unknown))}")
     progress = _progress_factory(sys.stderr.isatty())
     cache_dir = args.cache if args.cache is not None else args.out / ".cache"
+    _check_writable(parser, "--out", args.out)
+    _check_writable(parser, "--cache", cache_dir)
+    try:
+        return _run_studies(args, names, progress, cache_dir)
+    except OSError as error:
+        if error.errno not in WRITE_ERRORS:
+            raise
+        print(f"error: cannot write {error.filename or 'a report or cache file'}: {error.strerror} (--out "
+              f"{str(args.out)!r}, --cache {str(cache_dir)!r}); finished blocks stay in the cache, --resume reuses them",
+              file=sys.stderr)
+        return 2
 
+
+def _run_studies(args: argparse.Namespace, names: list[str], progress, cache_dir: Path) -> int:
+    """Run ``names`` (longest first, ``args.concurrent_studies`` at a time) and write their reports and the index."""
     worst, timeline = 0, []
     start = time.perf_counter()
 

@@ -1,19 +1,26 @@
 """pytest plugin (entry point ``pytest11``): check layer maps from your own test suite.
 
 Fixture ``depth_limits`` gives ``assert_local_consistency``, ``assert_strong_order``, ``assert_weak_order`` and
-``assert_same_weak_limit``
-(the checks of ``convergence.api``) and ``assert_expansion_matches`` (``verify.check_limit`` on a sympy map). A ``fail`` fails the test with the table of levels, the fitted order,
-its interval and the verdict; an ``inconclusive`` outcome is never a pass: it is reported as a skip whose
-reason starts with ``INCONCLUSIVE`` (default) or as a failure with ``--depth-limits-inconclusive=fail``.
-Markers: ``depth_limits_quick`` (seconds) and ``depth_limits_slow`` (minutes), to select with ``-m``.
+``assert_same_weak_limit`` (the checks of ``convergence.api``) and ``assert_expansion_matches`` (``verify.check_limit``
+on a sympy map). A ``fail`` fails the test with the table of levels, the fitted order, its interval and the verdict;
+an ``inconclusive`` outcome is never a pass: it is reported as a skip located at the test (its file and line), whose
+reason starts with ``INCONCLUSIVE`` (default), or as a failure with ``--depth-limits-inconclusive=fail``.
+
+Options: ``--depth-limits-paths FACTOR`` multiplies every check's paths (local consistency: samples) by FACTOR
+(e.g. 4 to decide an inconclusive check, 0.25 for a smoke run); ``--depth-limits-report DIR`` writes each check's
+report (JSON, Markdown, figure) to ``DIR/<test name>[-k]``. Markers: ``depth_limits_quick`` (seconds) and
+``depth_limits_slow`` (minutes), to select with ``-m``.
 """
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
+
 import pytest
 
 from verify import check_limit
-from verify.common import Verdict
+from verify.common import Verdict, check_real, file_stem
 
 from .api import (
     Outcome,
@@ -24,12 +31,18 @@ from .api import (
 )
 
 INCONCLUSIVE_MODES = ("skip", "fail")
+SAMPLE_OPTIONS = ("paths", "samples")  # the options ``--depth-limits-paths`` scales
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("depth-limits")
     group.addoption("--depth-limits-inconclusive", choices=INCONCLUSIVE_MODES, default="skip",
                     help="report an inconclusive depth-limit check as a skip (default) or a failure")
+    group.addoption("--depth-limits-paths", type=float, default=1.0, metavar="FACTOR",
+                    help="multiply the paths (local consistency: samples) of every depth-limit check by FACTOR > 0 "
+                         "(default 1)")
+    group.addoption("--depth-limits-report", default=None, metavar="DIR",
+                    help="write each depth-limit check's report (JSON, Markdown, figure) under DIR")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,40 +51,70 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def judge(outcome: Outcome, inconclusive: str = "skip") -> Outcome:
-    """Return a passing outcome; fail the test on ``fail``; skip or fail it on ``inconclusive``."""
+    """Return a passing outcome; fail the test on ``fail``; skip or fail it on ``inconclusive`` (a skip is located at
+    the calling test, not in this plugin)."""
     if outcome.verdict == Verdict.FAIL:
         pytest.fail(outcome.table(), pytrace=False)
     if outcome.verdict == Verdict.INCONCLUSIVE:
         message = "INCONCLUSIVE (noise too large to decide; not a pass)\n" + outcome.table()
         if inconclusive == "fail":
             pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        raise pytest.skip.Exception(message, _use_item_location=True)
     return outcome
 
 
-class DepthLimits:
-    """The ``depth_limits`` fixture: assertion helpers over ``convergence.api``'s checks."""
+def _scaled(check, options: dict, factor: float) -> dict:
+    """``options`` with every sample-size option of ``check`` (given or default) multiplied by ``factor``."""
+    if factor == 1.0:
+        return options
+    parameters = inspect.signature(check).parameters
+    scaled = dict(options)
+    for name in SAMPLE_OPTIONS:
+        if name in parameters:
+            value = options.get(name, parameters[name].default)
+            scaled[name] = max(2, round(value * factor))
+    return scaled
 
-    def __init__(self, inconclusive: str = "skip"):
+
+class DepthLimits:
+    """The ``depth_limits`` fixture: assertion helpers over ``convergence.api``'s checks.
+
+    ``paths_factor`` scales every check's paths (samples); ``report`` is a folder where each check writes its report
+    under ``name`` (the test's name, with ``-2``, ``-3``, ... for a test's later checks)."""
+
+    def __init__(self, inconclusive: str = "skip", paths_factor: float = 1.0, report: str | Path | None = None,
+                 name: str = "check"):
         if inconclusive not in INCONCLUSIVE_MODES:
             raise ValueError(f"inconclusive must be one of {INCONCLUSIVE_MODES}, got {inconclusive!r}")
         self.inconclusive = inconclusive
+        self.paths_factor = check_real("--depth-limits-paths", paths_factor, minimum=0.0, strict_minimum=True)
+        self.report = None if report is None else Path(report)
+        self.name = file_stem(name)
+        self._written = 0
+
+    def _run(self, check, *args, **options) -> Outcome:
+        outcome = check(*args, **_scaled(check, options, self.paths_factor))
+        if self.report is not None:
+            self._written += 1
+            suffix = "" if self._written == 1 else f"-{self._written}"
+            outcome.write(self.report / f"{self.name}{suffix}")
+        return judge(outcome, self.inconclusive)
 
     def assert_local_consistency(self, layer, sde, **options) -> Outcome:
         """One step of ``layer`` has the claimed drift and diffusion at the test states (to about 1%)."""
-        return judge(check_local_consistency(layer, sde, **options), self.inconclusive)
+        return self._run(check_local_consistency, layer, sde, **options)
 
     def assert_strong_order(self, layer, sde, order: float = 0.5, **options) -> Outcome:
         """``layer`` converges pathwise to ``sde`` with RMS order ``order`` (and to the same limit)."""
-        return judge(check_strong_order(layer, sde, order=order, **options), self.inconclusive)
+        return self._run(check_strong_order, layer, sde, order=order, **options)
 
     def assert_weak_order(self, layer, observable, order: float = 1.0, **options) -> Outcome:
         """E observable(X^L) converges with weak order ``order`` in h."""
-        return judge(check_weak_order(layer, observable, order=order, **options), self.inconclusive)
+        return self._run(check_weak_order, layer, observable, order=order, **options)
 
     def assert_same_weak_limit(self, first, second, observable, **options) -> Outcome:
         """``first`` and ``second`` have the same weak limit for ``observable``."""
-        return judge(check_same_weak_limit(first, second, observable, **options), self.inconclusive)
+        return self._run(check_same_weak_limit, first, second, observable, **options)
 
     def assert_expansion_matches(self, step, drift, diffusion, tokens: int, dim: int, **options) -> dict:
         """The one-step expansion of the sympy map ``step`` gives the claimed drift and diffusion covariance
@@ -86,4 +129,10 @@ class DepthLimits:
 
 @pytest.fixture
 def depth_limits(request: pytest.FixtureRequest) -> DepthLimits:
-    return DepthLimits(request.config.getoption("--depth-limits-inconclusive"))
+    """Assertions that a layer map converges to a claimed limit as depth grows (``DepthLimits``): local consistency,
+    strong and weak order, same weak limit, symbolic expansion. A failing check fails the test with its table; an
+    inconclusive one is a skip at the test (``--depth-limits-inconclusive=fail`` makes it a failure).
+    ``--depth-limits-paths FACTOR`` scales the paths, ``--depth-limits-report DIR`` writes each check's report."""
+    config = request.config
+    return DepthLimits(config.getoption("--depth-limits-inconclusive"), config.getoption("--depth-limits-paths"),
+                       config.getoption("--depth-limits-report"), request.node.name)

@@ -106,14 +106,19 @@ def test_width_study_rejects_a_wrong_infinite_width_kernel():
 
 
 def test_the_figure_rule_rejects_swapped_activations_and_tolerates_a_transient_group():
-    from convergence.studies.sync_agazzi import antipodal_share_check
+    from convergence.experiments import antipodal_share_check
+    from convergence.studies.sync_agazzi import ALIGNED, ANTIPODAL_SHARE
 
     # per-path antipodal shares of seed 11's quick run (one ReLU path kept a transient group of tokens)
     tanh = np.array([0.5, 0.442, 0.507, 0.506, 0.503, 0.452, 0.436, 0.496, 0.471, 0.354, 0.486, 0.492, 0.491, 0.491,
                      0.471, 0.508])
     relu = np.zeros(16)
     relu[[4, 5, 10]] = 0.16, 0.006, 0.005
-    assert antipodal_share_check("relu", relu, above=False, config={}).verdict == "pass"
-    assert antipodal_share_check("tanh", tanh, above=True, config={}).verdict == "pass"
-    assert antipodal_share_check("relu", tanh, above=False, config={}).verdict == "fail"  # tanh claimed as ReLU
-    assert antipodal_share_check("tanh", relu, above=True, config={}).verdict == "fail"
+
+    def share(name, shares, above):
+        return antipodal_share_check(name, shares, ANTIPODAL_SHARE, ALIGNED, above, {}, alpha=0.01 / 2)
+
+    assert share("relu", relu, False).verdict == "pass"
+    assert share("tanh", tanh, True).verdict == "pass"
+    assert share("relu", tanh, False).verdict == "fail"  # tanh claimed as ReLU
+    assert share("tanh", relu, True).verdict == "fail"

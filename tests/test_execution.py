@@ -15,7 +15,13 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from convergence.cli import main
-from convergence.experiments import StrongDesign, coupled_strong_errors
+from convergence.experiments import (
+    LocalDesign,
+    StrongDesign,
+    coupled_strong_errors,
+    local_checks,
+    states_for,
+)
 from convergence.models import FedorovModel
 from convergence.paths import simulate
 from convergence.runtime import (
@@ -67,6 +73,19 @@ def test_concurrent_runs_on_workers_give_the_in_process_numbers_in_item_order():
     for result, expected in zip(results, reference):
         assert_array_equal(result, expected)
     assert clock.total() > clock.serial()  # the workers' blocks are charged to the caller
+
+
+def test_local_checks_do_not_depend_on_the_sample_blocks():
+    model = FedorovModel(2, 3, 1.0)
+    states = states_for(2, 3, ("uniform", "merged"), 0, (5,))
+    design = LocalDesign(samples=8192, target=0.5, state_target=0.5)
+
+    def estimates():
+        return [(c.estimate, c.ci) for c in local_checks(model, model.limit_sde(), states, design, 1, (6,))]
+
+    reference = estimates()
+    with scheduler("sync", block_paths=1000):  # rounded to whole seed blocks: 1024-sample blocks
+        assert estimates() == reference
 
 
 def test_as_finished_yields_every_item_once_and_raises_a_calls_error():
@@ -284,3 +303,18 @@ def test_identity_sees_the_module_level_data_a_function_reads():
     namespace["SCALE"] = 2.0 + 1e-15
     assert identity(namespace["f"]) != before
     assert "builtin(numpy.exp)" in identity(np.exp)
+
+
+def test_a_cache_entry_whose_key_was_rewritten_is_rejected_when_it_is_read(tmp_path):
+    scope = {"study": "unit", "profile": "quick", "seed": 0}
+    cache = BlockCache(tmp_path, scope, resume=True)
+    key_a, key_b = cache.key("a", 0, 64), cache.key("b", 0, 64)
+    cache.store(key_b, {"x": np.arange(3.0)})
+    with np.load(cache.path(key_b)) as data:
+        fields = dict(data)
+    fields["__key__"] = np.array(key_a)  # another configuration's entry, relabelled
+    with open(cache.path(key_a), "wb") as handle:
+        np.savez(handle, **fields)
+    with pytest.warns(UserWarning, match=re.escape(str(cache.path(key_a))) + ".*checksum mismatch"):
+        assert cache.load(key_a) is None
+    assert cache.load(key_b)["x"].tolist() == [0.0, 1.0, 2.0]

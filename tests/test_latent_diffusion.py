@@ -203,7 +203,7 @@ def test_float64_joint_optimum_agrees_with_the_30_digit_search():
 def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways():
     import sympy as sp
 
-    from convergence.studies.ldm_stopping import _iff_check, criterion_sign
+    from convergence.experiments import criterion_sign, iff_check
     from verify.models import latent_variances as ld
     from verify.rigorous import (
         LatentSetting,
@@ -224,19 +224,16 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
         monotone = certify_sign(lambda ctx, box: distance_derivative(ctx, setting, box, 2), 0, 2.0, -1, budget=4000,
                                 strict=False)
         assert paper is not None and monotone is not None
-        assert _iff_check("c", paper, monotone, {}, "").verdict == "pass"
-        assert _iff_check("c", not paper, monotone, {}, "").verdict == "fail"
+        assert iff_check("c", paper, monotone, {}, "").verdict == "pass"
+        assert iff_check("c", not paper, monotone, {}, "").verdict == "fail"
 
 
 def test_a_closed_form_with_a_wrong_exponent_fails_along_the_run():
     """Near miss: the closed form with e^{-t} off by 2% (t -> 1.02 t) everywhere but at t = T (where the exact score
     makes both vanish) fails the exact-algebra convergence check along the run; the true closed form passes."""
+    from convergence.experiments import exact_discrete_convergence
     from convergence.models import LatentSampler
-    from convergence.studies.ldm_stopping import (
-        HORIZON,
-        SPECTRA,
-        exact_discrete_convergence,
-    )
+    from convergence.studies.ldm_stopping import HORIZON, SPECTRA
     from verify.rigorous import LatentSetting, distance
 
     variances = SPECTRA["geometric"]

@@ -212,8 +212,9 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
         zonal_limit,
         zonal_rates,
     )
+    from convergence.experiments import agazzi_mean_field_drift as agazzi_drift
     from convergence.paths import RecordGrid
-    from convergence.studies.chaos import DIM, agazzi_drift, model_a_field
+    from convergence.studies.chaos import DIM, model_a_field
 
     field = model_a_field(8)
     k1 = field.kernel.k1

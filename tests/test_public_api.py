@@ -5,6 +5,8 @@ SDE derived for it, and a claimed SDE without the Ito correction of the normalis
 """
 
 import importlib.util
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -147,3 +149,109 @@ def test_the_suites_own_models_go_through_the_same_interface(depth_limits, name)
         claim = _quadratic_form_claim(3, 4)
         options = {"paths": 1024, "horizon": 0.25}  # unit-variance noise: T = 1 is far from the asymptotic regime
     depth_limits.assert_strong_order(model, claim, order=0.5, **options)
+
+
+PLUGIN_USER_TEST = '''
+import numpy as np
+import pytest
+
+from wrong_ito_correction import LAYER
+
+
+def overlap(x):
+    return np.sum(x[:, 0] * x[:, 1], axis=-1)
+
+
+def test_undecidable(depth_limits):
+    depth_limits.assert_weak_order(LAYER, overlap, paths=64, depths=(2, 4, 8))
+'''
+
+
+def test_the_plugin_locates_inconclusive_checks_at_the_users_test_scales_paths_and_writes_reports(tmp_path):
+    (tmp_path / "test_user.py").write_text(PLUGIN_USER_TEST)
+    env_path = f"{EXAMPLES}"
+    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(tmp_path / "test_user.py"),
+               "--depth-limits-paths", "0.5", "--depth-limits-report", str(tmp_path / "reports")]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False,
+                         env={**os.environ, "PYTHONPATH": env_path})
+    assert run.returncode == 0 and "1 skipped" in run.stdout, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "test_user.py:12: INCONCLUSIVE" in run.stdout  # the user's test, not the plugin's file
+    written = json.loads((tmp_path / "reports" / "test_undecidable" / "weak-order.json").read_text())
+    assert written["params"]["paths"] == 32  # 64 x 0.5
+    fixtures = subprocess.run([sys.executable, "-m", "pytest", "--fixtures", "-p", "no:cacheprovider", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False).stdout
+    assert "depth_limits" in fixtures and "no docstring available" not in fixtures.split("depth_limits", 1)[1][:300]
+    bad = subprocess.run(command[:-4] + ["--depth-limits-paths", "0"], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, check=False, env={**os.environ, "PYTHONPATH": env_path})
+    assert bad.returncode != 0 and "--depth-limits-paths" in bad.stdout + bad.stderr
+
+
+def test_initial_states_from_public_constructors_are_seeded_and_checked():
+    def sample(rng, paths, tokens, dim):
+        x = rng.standard_normal((paths, tokens, dim))
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    kwargs = {"paths": 128, "depths": (4, 8, 16), "initial": cv.sampled_state(sample)}
+    first = cv.check_strong_order(LAYER, RIGHT, **kwargs)
+    again = cv.check_strong_order(LAYER, RIGHT, **kwargs)
+    assert [c.estimate for c in first.checks] == [c.estimate for c in again.checks]
+    start = np.zeros((N, D))
+    start[:, 0] = 1.0
+    assert cv.check_strong_order(LAYER, RIGHT, paths=64, depths=(4, 8), initial=cv.fixed_state(start)).checks
+    with pytest.raises(ValueError, match="unit tokens"):
+        cv.fixed_state(2 * start)
+    with pytest.raises(ValueError, match=r"sample must return shape"):
+        cv.check_strong_order(LAYER, RIGHT, paths=64, depths=(4, 8),
+                              initial=cv.sampled_state(lambda rng, paths, tokens, dim: np.ones((paths, dim))))
+
+
+def test_an_exception_inside_a_users_map_names_the_map_and_the_step():
+    def broken(x, dw, h):
+        if h < 0.1:
+            raise FloatingPointError("overflow in my attention")
+        return USER.step(x, dw, h)
+
+    layer = cv.layer_map(broken, N, D, NOISE, name="my block")
+    with pytest.raises(RuntimeError, match=r"my block: step\(x, dw, h\) raised FloatingPointError: overflow in my "
+                                           r"attention at step h = 0\.0625"):
+        cv.check_strong_order(layer, RIGHT, paths=64, depths=(4, 8, 16))
+
+
+def _first_overlap(x):
+    return np.sum(x[:, 0] * x[:, 1], axis=-1)
+
+
+def _transposed_diffusion(x, dw):
+    """P_{x_i} dW^T a_i: the noise entering transposed, equal in law to dW a_i (i.i.d. Gaussian entries), not pathwise."""
+    v = USER.attention(USER.unit(x)) @ dw
+    return v - np.sum(USER.unit(x) * v, axis=-1, keepdims=True) * USER.unit(x)
+
+
+TRANSPOSED = cv.limit_sde(USER.ito_drift, _transposed_diffusion, N, D, NOISE, name="noise transposed")
+_START = np.zeros((N, D))
+_START[0, 0], _START[1, 0], _START[1, 1], _START[2, 2] = 1.0, -0.5, np.sqrt(0.75), 1.0
+WEAK = {"depths": (4, 8, 16, 32), "paths": 8000, "near_misses": (0.5,), "initial": cv.fixed_state(_START)}
+
+
+def _claims(outcome):
+    return {c.name: c.verdict for c in outcome.checks if c.claim}
+
+
+def test_the_weak_check_against_a_claim_tells_laws_apart():
+    right = cv.check_weak_limit(LAYER, RIGHT, _first_overlap, **WEAK)
+    assert _claims(right)["claim_limit"] == "pass" and right.verdict != "fail"
+    # the layer is already at its limit at these depths: the order is undecided, and the note says what would decide
+    order = next(c for c in right.checks if c.name == "weak_order")
+    assert order.verdict == "inconclusive" and "paths would make three differences significant" in order.note
+    wrong = cv.check_weak_limit(LAYER, WRONG, _first_overlap, **WEAK)  # the claim's law differs: no Ito drift
+    assert _claims(wrong)["claim_limit"] == "fail" and wrong.verdict == "fail"
+    near_miss = [c for c in right.checks if not c.claim]
+    assert len(near_miss) == 1 and near_miss[0].name == "rejects" and near_miss[0].verdict == "pass"
+    with pytest.raises(ValueError, match="reference_factor must be even"):
+        cv.check_weak_limit(LAYER, RIGHT, _first_overlap, reference_factor=3)
+
+
+def test_a_claim_equal_in_law_but_not_pathwise_passes_the_weak_check_and_fails_the_strong_one():
+    assert _claims(cv.check_weak_limit(LAYER, TRANSPOSED, _first_overlap, **WEAK))["claim_limit"] == "pass"
+    strong = cv.check_strong_order(LAYER, TRANSPOSED, paths=256, depths=(8, 16, 32))
+    assert strong.verdict == "fail"

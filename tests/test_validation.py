@@ -123,3 +123,45 @@ def test_extreme_but_valid_inputs_stay_finite():
             # normalised layers stay on the sphere exactly; the unprojected Euler scheme within O(sqrt(h))
             tolerance = 0.5 if isinstance(layer_map, EulerMaruyama) else 1e-12
             assert np.allclose(np.linalg.norm(x, axis=-1), 1.0, atol=tolerance), type(layer_map).__name__
+
+
+def test_an_unwritable_output_or_cache_folder_is_refused_before_any_computing(tmp_path, capsys, monkeypatch):
+    import convergence.cli as cli
+
+    monkeypatch.setattr(cli, "_run_studies", lambda *args: pytest.fail("computed before checking the folders"))
+    with pytest.raises(SystemExit):
+        main(["run", "strong-fedorov", "--out", "/proc/no-such-folder"])
+    assert "--out '/proc/no-such-folder': cannot write there" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "strong-fedorov", "--out", str(tmp_path), "--cache", "/proc/no-such-cache"])
+    assert "--cache '/proc/no-such-cache': cannot write there" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit):
+        main(["run", "strong-fedorov", "--cache", str(tmp_path / "file")])
+    assert "--cache must be a directory" in capsys.readouterr().err
+
+
+def test_a_full_disk_during_a_run_gives_one_message_naming_the_folders(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import convergence.cli as cli
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.npz"))
+
+    monkeypatch.setattr(cli, "_run_studies", full)
+    assert main(["run", "strong-fedorov", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "No space left on device" in err and f"--out '{tmp_path}'" in err
+
+
+def test_a_report_set_is_written_as_a_unit(tmp_path):
+    from verify.common import atomic_write_set
+
+    atomic_write_set({tmp_path / "a.json": b"old", tmp_path / "a.md": b"old"})
+    (tmp_path / "blocked").write_text("")  # a file where the next set needs a folder: its write fails midway
+    with pytest.raises(OSError):
+        atomic_write_set({tmp_path / "a.json": b"new", tmp_path / "blocked" / "a.png": b"new",
+                          tmp_path / "a.md": b"new"})
+    assert (tmp_path / "a.json").read_bytes() == b"old" and (tmp_path / "a.md").read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.md", "blocked"]  # no temporary left

@@ -2,7 +2,8 @@
 ``strong_low_rank``, ``weak``), local consistency (``local``), where two tokens end (``overlap_ends``), plausible wrong claims (``mutants``), two-point
 exponents (``exponents``), the interaction energy (``energy``), propagation of chaos (``chaos``), the SPDE
 (``mean_field``), commuting limits (``commute``), width (``width``, ``width_depth``) and the latent diffusion
-sampler's nested runs (``latent_sampling``).
+sampler's nested runs and their checks (``latent_sampling``), and the certified checks of its stopping problem
+(``stopping_certificates``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ from .exponents import (
     median_exponent,
     record_log_distances,
 )
-from .latent_sampling import LatentDesign, backward_samples
+from .latent_sampling import (
+    LatentDesign,
+    backward_samples,
+    exact_discrete_convergence,
+    sampler_checks,
+)
 from .local import (
     STATES,
     LocalDesign,
@@ -41,9 +47,34 @@ from .local import (
     local_checks_for_claims,
     states_for,
 )
-from .mean_field import MeanFieldDesign, weak_form, zonal_limit, zonal_rates
-from .mutants import DriftScaled, catalogue
-from .overlap_ends import DELTA, decided_ends, probability_check
+from .mean_field import (
+    MeanFieldDesign,
+    agazzi_mean_field_drift,
+    fedorov_mean_field_drift,
+    weak_form,
+    zonal_limit,
+    zonal_rates,
+)
+from .mutants import DriftScaled, catalogue, pooled_check, rejection_row, true_claim_row
+from .overlap_ends import (
+    DELTA,
+    antipodal_share_check,
+    decided_ends,
+    expectation_check,
+    merge_probability_check,
+    probability_check,
+)
+from .stopping_certificates import (
+    capped_growth,
+    criterion_search,
+    criterion_sign,
+    data_rng,
+    iff_check,
+    low_rank_optimum,
+    monotone_checks,
+    plugin_stops,
+    switching_checks,
+)
 from .strong import (
     REFERENCE_LEVELS,
     StrongDesign,
@@ -60,7 +91,15 @@ from .strong_low_rank import (
     frame,
     run_low_rank_coupled,
 )
-from .weak import WeakDesign, coupled_observables, limit_check, order_check, weak_order
+from .weak import (
+    WeakDesign,
+    claim_limit_check,
+    coupled_layer_and_claims,
+    coupled_observables,
+    limit_check,
+    order_check,
+    weak_order,
+)
 from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_width_errors
 from .width_depth import (
     WidthDepthDesign,
@@ -70,7 +109,8 @@ from .width_depth import (
 )
 
 __all__ = [
-    "DELTA", "decided_ends", "probability_check",
+    "DELTA", "antipodal_share_check", "decided_ends", "expectation_check", "merge_probability_check",
+    "probability_check",
     "CHECKS", "ChaosData", "ChaosDesign", "CommuteDesign", "DriftScaled", "EnergyDesign", "ExponentDesign",
     "FedorovAction", "FedorovEulerAction", "KernelMatrixNetwork", "LatentDesign", "LocalDesign", "MeanFieldDesign",
     "REFERENCE_LEVELS", "STATES", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
@@ -82,4 +122,7 @@ __all__ = [
     "local_checks", "local_checks_for_claims", "mean_square_exponent", "median_exponent", "order_check",
     "record_energy", "record_log_distances", "run_low_rank_coupled", "sliced_w2_squared", "states_for",
     "strong_ladder", "w2_squared", "weak_form", "weak_order", "width_depth_energies", "zonal_limit", "zonal_rates",
+    "capped_growth", "criterion_search", "criterion_sign", "data_rng", "exact_discrete_convergence", "iff_check",
+    "low_rank_optimum", "monotone_checks", "plugin_stops", "sampler_checks", "switching_checks",
+    "pooled_check", "rejection_row", "true_claim_row", "claim_limit_check", "coupled_layer_and_claims", "agazzi_mean_field_drift", "fedorov_mean_field_drift",
 ]

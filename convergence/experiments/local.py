@@ -29,8 +29,9 @@ and, pooled over the states (equal weights), drift_scale and diffusion_scale aga
 "pooled"``): the sharpest test of a coefficient error that is the same everywhere.
 Every interval is a normal interval at the Bonferroni level of all the checks of the run (family-wise
 false-failure rate ``FAMILY_ALPHA``); a check is ``inconclusive`` when its resolution (the smallest relative
-error it rejects with probability 90%) exceeds ``state_target`` (one state) or ``target`` (pooled). Random numbers: one SeedSequence per
-(state, sample block of ``SAMPLE_BLOCK``), so results do not depend on how samples are chunked.
+error it rejects with probability 90%) exceeds ``state_target`` (one state) or ``target`` (pooled). Random numbers: a sample is a
+path of one step of the runner (``paths.run_seeded``, stream key per state), so results depend neither on how samples are
+split into blocks nor on where the blocks run.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import numpy as np
 from verify.common import check_int, check_real
 
 from ..models import LayerMap, LimitSDE
+from ..paths import PathStreams, run_seeded
 from ..statistics import (
     FAIL,
     FAMILY_ALPHA,
@@ -131,18 +133,20 @@ class LayerSamples:
 
 def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed: int,
                   key: Sequence[int]) -> LayerSamples:
-    """Draw ``design.samples`` one-step increments of ``layer_map`` at state ``x`` (tokens, d), block by block."""
+    """Draw ``design.samples`` one-step increments of ``layer_map`` at state ``x`` (tokens, d): the runner's seeded
+    blocks of samples (a sample is a path of one step), on the workers when blocks run there."""
     noise = layer_map.noise
-    entries, deltas = [], []
-    for block, start in enumerate(range(0, design.samples, SAMPLE_BLOCK)):
-        size = min(SAMPLE_BLOCK, design.samples - start)
-        rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(*key, block))))
-        drawn = noise.standard(rng, (size, *noise.shape))
-        xs = np.broadcast_to(x, (size, *x.shape)).copy()
-        deltas.append(np.stack([(layer_map.layer(xs, (noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(size, -1)
-                                for h in design.steps], axis=1))
-        entries.append(drawn)
-    return LayerSamples(entries, np.concatenate(deltas))
+
+    def compute(streams: PathStreams, advance) -> tuple[np.ndarray, np.ndarray]:
+        drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
+        xs = np.broadcast_to(x, (streams.paths, *x.shape)).copy()
+        deltas = np.stack([(layer_map.layer(xs, (noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(streams.paths, -1)
+                           for h in design.steps], axis=1)
+        return drawn, deltas
+
+    blocks = run_seeded(compute, name="layer_samples", configuration=(layer_map, x, design), seed=seed, key=key,
+                        paths=design.samples, block_paths=SAMPLE_BLOCK)
+    return LayerSamples([drawn for drawn, _ in blocks], np.concatenate([deltas for _, deltas in blocks]))
 
 
 def local_samples(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray, design: LocalDesign,

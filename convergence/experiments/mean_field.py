@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..models import LayerMap
+from ..models import AgazziModel, FedorovModel, LayerMap, tangent_projection
 from ..paths import PathStreams, RecordGrid, record_at_two_steps
 from ..statistics import (
     FAIL,
@@ -131,6 +131,30 @@ def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: i
                                  f"T = {horizon:g}; Richardson over h = T/{design.grid.steps} and 2h; relative resolution "
                                  "in units of lambda"))
     return checks
+
+
+def agazzi_mean_field_drift(model: AgazziModel, k1: float, beta_factor: float = 1.0, v_factor: float = 1.0,
+                            ito: float | None = None) -> Drift:
+    """The claimed mean-field drift of model A: ``v P_x a_mu(x) - ito k(1) x`` with ``ito = (d - 1) / 2`` (MATH.md
+    section 2); the factors and ``ito`` make near misses."""
+    attention = replace(model, beta=model.beta * beta_factor)
+    ito = (model.dim - 1) / 2 if ito is None else ito
+
+    def drift(x: np.ndarray) -> np.ndarray:
+        return model.v * v_factor * tangent_projection(x, attention.attention(x)) - ito * k1 * x
+
+    return drift
+
+
+def fedorov_mean_field_drift(model: FedorovModel, ito: float | None = None) -> Drift:
+    """The claimed mean-field drift of model F: ``-ito sigma^2 |a_mu(x)|^2 x`` with ``ito = (d - 1) / 2``."""
+    ito = (model.dim - 1) / 2 if ito is None else ito
+
+    def drift(x: np.ndarray) -> np.ndarray:
+        a = model.attention(x)
+        return -ito * model.sigma**2 * np.sum(a * a, axis=-1, keepdims=True) * x
+
+    return drift
 
 
 def weak_form_observer(drift: Drift) -> Callable[[np.ndarray], np.ndarray]:

@@ -14,7 +14,10 @@ make by mistake, built from the true claim of a model:
   Ito term x (1 + eps)     model A: the kernel constant k(x, x) = k(1) of the Ito term off by eps (the
                            diffusion unchanged)
 
-``catalogue(sde)`` lists the mutants that apply to a model's true claim.
+``catalogue(sde)`` lists the mutants that apply to a model's true claim. The discipline that judges a check by them:
+``rejection_row`` (a mutant must be rejected: the check's inner verdict ``fail``; a claim when the mutant is structural or
+at least the target effect, a finding otherwise or where the check cannot see it) and ``true_claim_row`` (the true
+claim must pass the same checks).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 
 from ..models import AgazziSDE, FedorovSDE, LimitSDE, normalise
 from ..paths import drift_and_diffusion
+from ..statistics import FAIL, INCONCLUSIVE, PASS, Check, combine_verdicts
 
 FD_STEP = 1e-6  # central differences of the diffusion along its own directions (error O(FD_STEP^2))
 
@@ -201,3 +205,45 @@ def catalogue(sde: LimitSDE, eps: float = 0.05, stratonovich: bool = True) -> li
 
 
 MutantFactory = Callable[[LimitSDE, float], list[Mutant]]
+
+
+def _combined(checks: list[Check]) -> str:
+    return combine_verdicts([c.verdict for c in checks])
+
+
+def pooled_check(checks: list[Check], name: str) -> Check | None:
+    """The check ``name`` pooled over the states (``config['state'] == 'pooled'``), if the checks hold one."""
+    return next((c for c in checks if c.name == name and c.config.get("state") == "pooled"), None)
+
+
+def rejection_row(kind: str, model: str, label: str, effect: float | None, checks: list[Check], target: float,
+                  unresolved: str = "") -> Check:
+    """A study check: the mutant must be rejected (its inner verdict ``fail``). It is a claim when the mutant is
+    structural or its effect is at least the profile's ``target``, unless ``unresolved`` says why the check cannot see
+    it (then a finding)."""
+    inner = _combined(checks)
+    failed = sorted({c.name for c in checks if c.verdict == FAIL})
+    claim = (effect is None or abs(effect) >= target - 1e-12) and not unresolved
+    verdict = PASS if inner == FAIL else (INCONCLUSIVE if inner == INCONCLUSIVE else FAIL)
+    drift = pooled_check(checks, "drift_scale")
+    resolution = None if drift is None else drift.resolution
+    note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
+            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}") + unresolved)
+    return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
+                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=0.0,
+                 resolution=resolution, relative_resolution=resolution)
+
+
+def true_claim_row(kind: str, model: str, checks: list[Check]) -> Check:
+    """A study check: the true claim must pass every inner check; its false-failure rate is the sum of theirs."""
+    inner = _combined(checks)
+    drift = pooled_check(checks, "drift_scale")
+    resolutions = ", ".join(f"{c.name} {c.resolution:.3g}" for c in checks
+                            if c.resolution is not None and c.config.get("state", "pooled") == "pooled")
+    alpha = float(sum(c.false_failure_rate for c in checks))
+    return Check("true_claim", 1.0, 1.0 if inner == PASS else 0.0, (0.0, 1.0), inner,
+                 {"check": kind, "model": model}, confidence=1 - alpha, false_failure_rate=alpha,
+                 note=f"{kind} check on the true claim: {inner}; resolutions: "
+                 f"{resolutions or 'see the inner checks'}",
+                 resolution=None if drift is None else drift.resolution,
+                 relative_resolution=None if drift is None else drift.resolution)

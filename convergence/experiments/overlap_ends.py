@@ -1,12 +1,15 @@
-"""Where two tokens end: runs decided at an end, the bound on decided runs still switching ends, and the check of
-the antipodal fraction against a predicted probability.
+"""Where tokens end: runs decided at an end, the bound on decided runs still switching ends, and the checks of the
+antipodal fraction against a predicted probability, of a merge probability, of a derived invariant's expectation,
+and of the share of antipodal pairs among many tokens.
 
 A run is decided when its final overlap rho_T is within ``DELTA`` of an end. A decided run could still switch ends:
 ``decided_ends`` bounds that by the scale function of the overlap diffusion (``verify.analysis.hitting``) at the
 next tabulated distance at least as large as the run's own distance to its end (``SWITCH_GRID``; P(antipodal | rho)
 is monotone). ``probability_check`` compares the Wilson interval of the antipodal fraction with the prediction
 plus that allowance; it is inconclusive when its resolution (the smallest probability error it rejects with 90%
-power) exceeds ``PROBABILITY_RESOLUTION``.
+power) exceeds ``PROBABILITY_RESOLUTION``. ``merge_probability_check`` takes the undecided fraction as its allowance
+and is inconclusive above ``MAX_UNDECIDED``; ``expectation_check`` allows the O(h) bias measured against a coarser
+depth; ``antipodal_share_check`` is a Student t interval over the paths' shares.
 """
 
 from __future__ import annotations
@@ -14,14 +17,27 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
+from scipy import stats
 
 from verify.analysis import p_antipodal_double
 
-from ..statistics import Check, confidence_z, detectable_effect, effect_verdict, wilson
+from ..statistics import (
+    DETECTION_POWER,
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    confidence_z,
+    detectable_effect,
+    effect_verdict,
+    wilson,
+    z_value,
+)
 
 DELTA = 0.01
 SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated
 PROBABILITY_RESOLUTION = 0.2  # p_antipodal is inconclusive when it cannot see a probability error this large
+MAX_UNDECIDED = 0.05  # merge_probability_check is inconclusive when more runs than this are undecided
 
 
 def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
@@ -63,3 +79,56 @@ def probability_check(antipodal: int, paths: int, predicted: float, allowance: f
     return Check("p_antipodal", predicted, antipodal / paths, (lo, hi), verdict, config, allowance, confidence,
                  note=f"{note}; inconclusive when the resolution exceeds {PROBABILITY_RESOLUTION:g}".lstrip("; "),
                  resolution=resolution)
+
+
+def merge_probability_check(name: str, final_overlaps: np.ndarray, predicted: float, delta: float, alpha: float,
+                            config: dict, note: str = "") -> Check:
+    """The fraction of runs ending merged (rho_T > 1 - ``delta``) against ``predicted``: its Wilson interval at level
+    1 - ``alpha`` must reach the prediction +- the undecided fraction (|rho_T| <= 1 - delta), the allowance; a pass
+    with more than ``MAX_UNDECIDED`` undecided is inconclusive."""
+    z = z_value(1, alpha)
+    runs = final_overlaps.size
+    merged = int(np.sum(final_overlaps > 1 - delta))
+    undecided = int(np.sum(np.abs(final_overlaps) <= 1 - delta))
+    lo, hi = wilson(merged, runs, z)
+    allowance = undecided / runs
+    verdict = FAIL if hi < predicted - allowance or lo > predicted + allowance else PASS
+    if allowance > MAX_UNDECIDED:
+        verdict = INCONCLUSIVE if verdict == PASS else verdict
+    return Check(name, predicted, merged / runs, (lo, hi), verdict, config, allowance, false_failure_rate=alpha,
+                 confidence=1 - alpha, note=f"fraction with rho_T > 1 - {delta} {note}; allowance = undecided fraction "
+                                            f"(|rho_T| <= 1 - {delta})")
+
+
+def expectation_check(name: str, values: np.ndarray, coarse_values: np.ndarray, target: float, alpha: float,
+                      config: dict, note: str) -> Check:
+    """The mean of per-path ``values`` against ``target``: z standard errors (two-sided level 1 - ``alpha``) plus the
+    O(h) bias allowance |mean - mean of ``coarse_values``| (the same quantity at a coarser depth)."""
+    z = z_value(1, alpha)
+    mean, se = float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
+    allowance = abs(float(values.mean() - coarse_values.mean()))
+    verdict = FAIL if abs(mean - target) > z * se + allowance else PASS
+    return Check(name, target, mean, (mean - z * se, mean + z * se), verdict, config, allowance,
+                 false_failure_rate=alpha, confidence=1 - alpha, note=note)
+
+
+def antipodal_share_check(name: str, shares: np.ndarray, threshold: float, aligned: float, above: bool, config: dict,
+                          alpha: float) -> Check:
+    """A claim about the typical final state of many tokens: the mean over paths of the share of antipodal pairs
+    (cos < -``aligned``, ``shares`` one per path) lies above ``threshold`` (``above``: an antipodal formation) or below
+    it (pairs synchronise; a transient antipodal group on one path is not a failure). Student t interval at level
+    1 - ``alpha``; inconclusive when the interval holds the threshold."""
+    paths = shares.size
+    share, spread = float(shares.mean()), float(shares.std(ddof=1)) / np.sqrt(paths)
+    t = float(stats.t.isf(alpha / 2, paths - 1))
+    lo, hi = share - t * spread, share + t * spread
+    if above:
+        verdict = PASS if lo > threshold else (FAIL if hi < threshold else INCONCLUSIVE)
+    else:
+        verdict = PASS if hi < threshold else (FAIL if lo > threshold else INCONCLUSIVE)
+    claim = f"{'above' if above else 'below'} {threshold:g}"
+    return Check(name, threshold, share, (lo, hi), verdict, config, 0.0, 1 - alpha, alpha,
+                 note=f"mean over {paths} paths of the share of pairs at cos < -{aligned}, claimed {claim}; Student t "
+                      f"interval ({paths - 1} df); per-path shares {', '.join(f'{v:.3f}' for v in shares)}",
+                 resolution=float((t + stats.norm.ppf(DETECTION_POWER)) * spread))
+

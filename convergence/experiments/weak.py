@@ -12,6 +12,12 @@ Experiment: each path drives the layer map at every depth of a dyadic ladder wit
               bias |Delta_last| (for an order-1 method the error at L is about the difference
               between L/2 and L) plus the reference's own error.
 
+  claim_limit the layer's finest mean against a claimed SDE integrated by Euler-Maruyama (another scheme) on the
+              same Brownian path (``coupled_layer_and_claims``): the paired difference, allowing the layer's
+              remaining bias |Delta_last| and the Euler reference's own |E f(h_ref) - E f(2 h_ref)|
+              (``claim_limit_check``). Same noise, but only the laws are compared: a claim equal in law and
+              driven differently (say, the noise transposed) passes it, with a wider interval.
+
 Intervals are normal intervals with Bonferroni-corrected levels (``z_value``), so that across all the
 checks of a study the probability of a false ``fail`` is at most ``FAMILY_ALPHA``.
 """
@@ -25,11 +31,12 @@ import numpy as np
 
 from verify.common import check_ladder
 
-from ..models import LayerMap
+from ..models import LayerMap, LimitSDE
 from ..output import Series
 from ..paths import (
     BrownianBlock,
     DepthLadder,
+    EulerMaruyama,
     InitialState,
     Level,
     PathStreams,
@@ -89,6 +96,79 @@ def coupled_observables(
     return concatenate_blocks(run_seeded(compute, name="coupled_observables",
                                          configuration=(design, depths, observables, layer_map, initial), seed=seed,
                                          key=key, paths=design.paths, block_paths=design.block_paths, progress=progress))
+
+
+def coupled_layer_and_claims(
+    layer_map: LayerMap,
+    claims: Sequence[LimitSDE],
+    design: WeakDesign,
+    observables: dict[str, Observable],
+    seed: int,
+    key: Sequence[int],
+    initial: InitialState,
+    reference_factor: int = 4,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per-path observables on one Brownian path of fine step h_ref = h_finest / ``reference_factor``: the layer at
+    every depth of the ladder, (paths, levels) each, and every claim's Euler-Maruyama at steps 2 h_ref and h_ref,
+    (paths, claims, 2) each."""
+    depths = list(design.depths)
+    fine = depths[-1] * reference_factor
+    levels = [Level(f"L={L}", layer_map, fine // L) for L in depths]
+    for index, claim in enumerate(claims):
+        euler = EulerMaruyama(claim)
+        levels += [Level(f"claim {index}, 2 h_ref", euler, 2), Level(f"claim {index}, h_ref", euler, 1)]
+
+    def compute(streams: PathStreams, advance) -> dict[str, np.ndarray]:
+        x0 = initial(streams, layer_map.tokens, layer_map.dim)
+        finals = run_coupled(levels, [], x0, BrownianBlock(layer_map.noise, streams, design.horizon / fine), fine,
+                             advance).final
+        return {name: np.stack([f(x) for x in finals], axis=1) for name, f in observables.items()}
+
+    values = concatenate_blocks(run_seeded(
+        compute, name="coupled_layer_and_claims", configuration=(design, observables, layer_map, tuple(claims),
+                                                                 initial, reference_factor),
+        seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress))
+    layer = {name: v[:, :len(depths)] for name, v in values.items()}
+    claimed = {name: v[:, len(depths):].reshape(v.shape[0], len(claims), 2) for name, v in values.items()}
+    return layer, claimed
+
+
+def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: float, resolution: float, config: dict,
+                      name: str = "claim_limit") -> Check:
+    """The layer's law at the finest depth against the claim's: mean of f(layer, L) - f(claim, h_ref) over the
+    paired paths within z standard errors plus the allowance |Delta_last| + z SE(Delta_last) (the layer's remaining
+    O(h) bias) + |E f(claim, 2 h_ref) - E f(claim, h_ref)| + z SE (the Euler reference's). ``inconclusive`` when z SE
+    plus the allowance exceeds ``resolution`` times sd(f): the note then says how many paths would decide.
+
+    ``layer_values``: (paths, levels) on the ladder; ``claim_values``: (paths, 2), steps 2 h_ref and h_ref."""
+    paths = layer_values.shape[0]
+
+    def mean_se(v: np.ndarray) -> tuple[float, float]:
+        return float(v.mean()), float(v.std(ddof=1) / np.sqrt(paths))
+
+    estimate, se = mean_se(layer_values[:, -1] - claim_values[:, 1])
+    layer_bias, layer_bias_se = mean_se(layer_values[:, -2] - layer_values[:, -1])
+    euler_bias, euler_bias_se = mean_se(claim_values[:, 0] - claim_values[:, 1])
+    allowance = abs(layer_bias) + z * layer_bias_se + abs(euler_bias) + z * euler_bias_se
+    lo, hi = estimate - z * se, estimate + z * se
+    sd = float(layer_values[:, -1].std(ddof=1))
+    confidence = z_confidence(z)
+    detectable = detectable_effect((lo, hi), allowance, confidence)
+    note = (f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: layer |Delta_last| "
+            f"{abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| {abs(euler_bias):.3g} (+ z SE each)")
+    if hi < -allowance or lo > allowance:
+        verdict = FAIL
+    elif z * se + allowance > resolution * sd:
+        verdict = INCONCLUSIVE
+        target = resolution * sd - allowance
+        note += (f"; the bias allowance alone exceeds {resolution:g} sd(f): use deeper depths" if target <= 0 else
+                 f"; inconclusive above {resolution:g} sd(f) = {resolution * sd:.3g}: about "
+                 f"{paths_to_resolve(2 * z * se, 2 * target, paths)} paths would decide")
+    else:
+        verdict = PASS
+    return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence, note=note,
+                 resolution=detectable, relative_resolution=detectable / sd if sd > 0 else None)
 
 
 BATCHES = 400
@@ -189,8 +269,24 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
     confidence = z_confidence(z)
     if verdict == INCONCLUSIVE and usable >= 3 and np.isfinite(fit.order):
         note += f"; about {paths_to_resolve(hi - lo, design.max_ci_width, design.paths)} paths would decide"
+    elif verdict == INCONCLUSIVE:
+        note += _significance_plan(fits, z, design.paths)
     return Check("weak_order", design.order, fit.order, (lo, hi), verdict, config, design.order_allowance,
                  confidence, note=note, resolution=detectable_effect((lo, hi), design.order_allowance, confidence))
+
+
+def _significance_plan(fits: dict[str, WeakOrderFit], z: float, paths: int) -> str:
+    """How many paths would make the three coarsest coupled differences of the best observable significant, if
+    their measured sizes hold (se ~ paths^-1/2)."""
+    needed = []
+    for fit in fits.values():
+        sizes, errors = np.abs(fit.differences[:3]), fit.standard_errors[:3]
+        if sizes.size == 3 and np.all(sizes > 0):
+            needed.append(max(paths_to_resolve(2 * z * e, 2 * d, paths) for d, e in zip(sizes, errors)))
+    if not needed:
+        return ""
+    return (f"; about {min(needed)} paths would make three differences significant at their measured sizes (or use "
+            "coarser depths, where the O(h) differences are larger)")
 
 
 def limit_check(values: np.ndarray, last_difference: float, last_se: float, reference: float,

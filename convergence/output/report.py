@@ -18,7 +18,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from verify.common import atomic_write
+from verify.common import atomic_write, atomic_write_set
 
 from ..statistics import confidence_label, json_safe
 from .results import Heatmap, Panel, Plot, StudyResult
@@ -164,8 +164,8 @@ def _draw_heatmap(ax, heatmap: Heatmap) -> None:
     plt.colorbar(image, ax=ax, fraction=0.046)
 
 
-def plot_figure(items: list, title: str, path: Path) -> None:
-    """A grid of panels (``Panel``, ``Plot`` or ``Heatmap``, two per row) written to ``path`` as PNG."""
+def figure_png(items: list, title: str) -> bytes:
+    """A grid of panels (``Panel``, ``Plot`` or ``Heatmap``, two per row) as PNG bytes."""
     cols = min(2, max(1, len(items)))
     rows = max(1, math.ceil(len(items) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
@@ -181,29 +181,35 @@ def plot_figure(items: list, title: str, path: Path) -> None:
         fig.savefig(buffer, format="png", dpi=110)
     finally:
         plt.close(fig)
-    atomic_write(path, buffer.getvalue())
+    return buffer.getvalue()
 
 
-def plot_panels(result: StudyResult, path: Path, key: str = "") -> None:
+def plot_figure(items: list, title: str, path: Path) -> None:
+    """``figure_png`` written to ``path``."""
+    atomic_write(path, figure_png(items, title))
+
+
+def panels_png(result: StudyResult, key: str = "") -> bytes:
     """A grid of panels: log-log convergence panels (error against step, interval band, fitted line,
     slope triangle) for the main figure, then the study's other plots under ``key``."""
     items = (list(result.panels) if key == "" else []) + list(result.plots.get(key, []))
-    plot_figure(items, f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else ""), path)
+    return figure_png(items, f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else ""))
 
 
 def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
-    """Write ``<study>.json``, ``<study>.md`` and ``<study>.png`` into ``out``; return their paths."""
+    """Write ``<study>.json``, ``<study>.md`` and ``<study>.png`` (and ``<study>-<key>.png`` per plot group) into
+    ``out`` as one unit (``atomic_write_set``); return their paths."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     paths = {kind: out / f"{result.study}.{kind}" for kind in ("json", "md", "png")}
-    plot_panels(result, paths["png"])
+    files = {paths["png"]: panels_png(result)}
     for key in result.plots:
         if key:
             paths[key] = out / f"{result.study}-{key}.png"
-            plot_panels(result, paths[key], key)
-    atomic_write(paths["json"], to_json(result).encode())
+            files[paths[key]] = panels_png(result, key)
     extra = [paths[key].name for key in result.plots if key]
-    atomic_write(paths["md"], to_markdown(result, image=paths["png"].name, extra_images=extra).encode())
+    files[paths["json"]] = to_json(result).encode()
+    files[paths["md"]] = to_markdown(result, image=paths["png"].name, extra_images=extra).encode()
+    atomic_write_set(files)
     return paths
 
 

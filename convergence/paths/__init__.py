@@ -12,7 +12,15 @@ from .brownian import (
     block_sums,
     uniform_sphere,
 )
-from .configurations import CLASSES, class_fractions, classify, fixed_overlap, overlap
+from .configurations import (
+    CLASSES,
+    class_fractions,
+    classify,
+    fixed_overlap,
+    fixed_state,
+    overlap,
+    sampled_state,
+)
 from .coupling import (
     CoupledRun,
     Level,
@@ -30,6 +38,6 @@ from .simulate import record_at_two_steps, simulate
 __all__ = [
     "BrownianBlock", "CLASSES", "CoupledRun", "DepthLadder", "EulerMaruyama", "InitialState", "Level",
     "PathStreams", "RateTolerance", "RecordGrid", "Subsystems", "block_sums", "chunk_length", "class_fractions",
-    "classify", "common_noise", "drift_and_diffusion", "fixed_overlap", "overlap", "record_at_two_steps",
+    "classify", "common_noise", "drift_and_diffusion", "fixed_overlap", "fixed_state", "overlap", "sampled_state", "record_at_two_steps",
     "run_coupled", "run_seeded", "simulate", "token_mean_sq_distance", "uniform_sphere",
 ]

@@ -56,13 +56,20 @@ class PathStreams:
         return np.concatenate([draw(rng, SEED_BLOCK) for rng in self._initial])[: self.paths]
 
     def increments(self, noise: CommonNoise, steps: int, h: float) -> np.ndarray:
-        """The next ``steps`` increments of every path, shaped (paths, steps, *noise.shape)."""
+        """The next ``steps`` increments of every path, shaped (paths, steps, *noise.shape): ``scale sqrt(h)`` times
+        ``standard_draws``."""
+        return self.standard_draws(noise, steps, noise.scale * np.sqrt(h))
+
+    def standard_draws(self, noise: CommonNoise, steps: int, factor: float = 1.0) -> np.ndarray:
+        """The next ``steps`` draws of the noise's standard entries (mean 0, variance 1) of every path, times
+        ``factor``, shaped (paths, steps, *noise.shape)."""
         shape = (steps, SEED_BLOCK, *noise.shape)
         # one contiguous buffer per seed block, filled in place (no concatenation copy), then scaled in place
         out = np.empty((len(self._noise), *shape))
         for rng, state, part in zip(self._noise, self._noise_state, out):
             noise.standard(rng, shape, out=part, state=state)
-        out *= noise.scale * np.sqrt(h)
+        if factor != 1.0:
+            out *= factor
         merged = np.moveaxis(out, 0, 1).reshape(steps, len(self._noise) * SEED_BLOCK, *noise.shape)
         return np.moveaxis(merged[:, : self.paths], 0, 1)
 

@@ -1,4 +1,8 @@
-"""Token configurations: two-token initial states and overlaps, and classes of final configurations.
+"""Token configurations: initial states (a fixed configuration on every path, a user's seeded sampler, two tokens at a
+given overlap; ``brownian.uniform_sphere`` for i.i.d. uniform tokens), overlaps, and classes of final configurations.
+
+An initial state is a function ``initial(streams, tokens, dim) -> (paths, tokens, d)`` drawing from the paths' own
+initial-state streams (``brownian.PathStreams``), so it depends only on the seed and the paths' absolute indices.
 
 With n tokens and tolerance delta on the overlaps G_ij = <x_i, x_j>:
   one cluster         every G_ij > 1 - delta
@@ -10,6 +14,50 @@ With n tokens and tolerance delta on the overlaps G_ij = <x_i, x_j>:
 from __future__ import annotations
 
 import numpy as np
+
+
+def _on_sphere(name: str, x: np.ndarray, tokens: int, dim: int) -> np.ndarray:
+    if x.shape[-2:] != (tokens, dim):
+        raise ValueError(f"{name} must give tokens of shape (..., {tokens}, {dim}) for this map, got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} gave a non-finite token")
+    radius = np.linalg.norm(x, axis=-1)
+    if np.max(np.abs(radius - 1.0)) > 1e-9:
+        raise ValueError(f"{name} must give unit tokens (on the sphere), got norms from {radius.min():.6g} to "
+                         f"{radius.max():.6g}")
+    return x
+
+
+def fixed_state(tokens: np.ndarray):
+    """Initial state: the configuration ``tokens`` (n, d), unit rows, on every path."""
+    state = np.array(tokens, dtype=float)
+    if state.ndim != 2:
+        raise ValueError(f"tokens must be an array (n, d), got shape {state.shape}")
+    _on_sphere("tokens", state, *state.shape)
+
+    def initial(streams, n, dim):
+        return np.broadcast_to(_on_sphere("fixed_state", state, n, dim), (streams.paths, n, dim)).copy()
+
+    return initial
+
+
+def sampled_state(sample):
+    """Initial state from a user's sampler ``sample(rng, paths, tokens, dim) -> (paths, tokens, d)`` of unit tokens,
+    called with each seed block's own generator (so the states depend only on the seed and the paths' indices)."""
+    if not callable(sample):
+        raise TypeError(f"sample must be callable (rng, paths, tokens, dim) -> array, got {type(sample).__name__}")
+
+    def initial(streams, tokens, dim):
+        def draw(rng, paths):
+            x = np.asarray(sample(rng, paths, tokens, dim), dtype=float)
+            if x.shape != (paths, tokens, dim):
+                raise ValueError(f"sample must return shape (paths, tokens, dim) = {(paths, tokens, dim)}, "
+                                 f"got {x.shape}")
+            return _on_sphere("sample", x, tokens, dim)
+
+        return streams.initial(draw)
+
+    return initial
 
 
 def fixed_overlap(rho0: float):

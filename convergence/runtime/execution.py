@@ -64,6 +64,9 @@ def default_scheduler() -> tuple[str, int]:
 
 
 _REMOTE_CPU: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("remote_cpu", default=None)
+# blocks submitted to dask so far inside the current ``cpu_meter`` (one per study): a block's dask priority is minus
+# that count, so studies running side by side share the workers block for block instead of first come, first served
+_SUBMITTED: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("submitted", default=None)
 
 
 @dataclass
@@ -86,12 +89,15 @@ class CpuClock:
 def cpu_meter() -> Iterator[CpuClock]:
     """Yield a ``CpuClock`` of the CPU seconds used so far inside the ``with``: this thread's (in-process blocks
     included) plus every block that dask workers ran for it (each measured on its worker). Exact under
-    concurrency: two studies run side by side in two threads are each charged only their own work."""
+    concurrency: two studies run side by side in two threads are each charged only their own work. Inside it the
+    blocks submitted to dask take priorities by their count (the study's first block first), so metered studies share
+    the workers fairly."""
     remote = [0.0]
-    token = _REMOTE_CPU.set(remote)
+    token, submitted = _REMOTE_CPU.set(remote), _SUBMITTED.set([0])
     try:
         yield CpuClock(time.thread_time(), remote)
     finally:
+        _SUBMITTED.reset(submitted)
         _REMOTE_CPU.reset(token)
 
 
@@ -198,29 +204,34 @@ class BlockCache:
                 leaves = [data[f"leaf_{i}"] for i in range(_count_leaves(structure))]
                 checksum = str(data["__checksum__"])
         except Exception as error:  # noqa: BLE001 (any unreadable entry is recomputed, never used)
-            self.rejected.append(f"{path.name}: unreadable ({type(error).__name__})")
-            return None
+            return self._reject(path, f"unreadable ({type(error).__name__})")
         if stored_key != key:
-            self.rejected.append(f"{path.name}: computed for another configuration")
-            return None
-        if checksum != _checksum(leaves):
-            self.rejected.append(f"{path.name}: checksum mismatch")
-            return None
+            return self._reject(path, "computed for another configuration")
+        if checksum != _checksum(stored_key, structure, leaves):
+            return self._reject(path, "checksum mismatch (the entry's key, structure or arrays were altered)")
         self.reused += 1
         return _unflatten(structure, iter(leaves))
+
+    def _reject(self, path: Path, reason: str) -> None:
+        """Record and announce, when it happens, an entry that is recomputed instead of used."""
+        self.rejected.append(f"{path.name}: {reason}")
+        warnings.warn(f"cache entry recomputed: {path}: {reason}", stacklevel=3)
+        return None
 
     def store(self, key: str, result: Any) -> None:
         structure, leaves = _flatten(result)
         arrays = {f"leaf_{i}": leaf for i, leaf in enumerate(leaves)}
         buffer = io.BytesIO()
         np.savez(buffer, __key__=np.array(key), __structure__=np.array(json.dumps(structure)),
-                 __checksum__=np.array(_checksum(leaves)), **arrays)
+                 __checksum__=np.array(_checksum(key, structure, leaves)), **arrays)
         atomic_write(self.path(key), buffer.getvalue())
         self.computed += 1
 
 
-def _checksum(leaves: Sequence[np.ndarray]) -> str:
-    digest = hashlib.sha256()
+def _checksum(key: str, structure: Any, leaves: Sequence[np.ndarray]) -> str:
+    """SHA-256 of the entry's key, structure and arrays: an entry whose key was rewritten fails it."""
+    digest = hashlib.sha256(key.encode())
+    digest.update(json.dumps(structure).encode())
     for leaf in leaves:
         leaf = np.ascontiguousarray(leaf)
         digest.update(f"{leaf.dtype.str}{leaf.shape}".encode())
@@ -328,8 +339,6 @@ def caching(directory: str | os.PathLike, scope: dict, resume: bool = False) -> 
         yield block_cache
     finally:
         _CURRENT.reset(token)
-        for reason in block_cache.rejected:
-            warnings.warn(f"cache entry recomputed: {reason}", stacklevel=2)
 
 
 def _run_counting(task: BlockTask, start: int, stop: int) -> tuple[Any, int, float]:
@@ -381,7 +390,11 @@ def map_blocks(
         return results
     from distributed import as_completed
 
-    futures = {execution.client.submit(_run_counting, task, *blocks[i], pure=False): i for i in missing}
+    submitted = _SUBMITTED.get() or [0]
+    futures = {}
+    for i in missing:
+        futures[execution.client.submit(_run_counting, task, *blocks[i], pure=False, priority=-submitted[0])] = i
+        submitted[0] += 1
     for future in as_completed(futures):
         i = futures[future]
         results[i], units, cpu = future.result()

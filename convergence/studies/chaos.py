@@ -23,9 +23,11 @@ from ..experiments import (
     CHECKS,
     ChaosDesign,
     MeanFieldDesign,
+    agazzi_mean_field_drift,
     analyse_chaos,
     bootstrap_generator,
     coupled_chaos,
+    fedorov_mean_field_drift,
     weak_form,
     zonal_limit,
 )
@@ -34,7 +36,6 @@ from ..models import (
     FedorovModel,
     FreshFeatureField,
     GaussianField,
-    tangent_projection,
 )
 from ..output import StudyResult
 from ..paths import RecordGrid
@@ -66,27 +67,6 @@ def model_a_field(tokens: int) -> GaussianField:
     return GaussianField(KernelSpec(ACTIVATION, DIM), tokens)
 
 
-def agazzi_drift(model: AgazziModel, k1: float, beta_factor: float = 1.0, v_factor: float = 1.0,
-                 ito: float = (DIM - 1) / 2):
-    """The claimed mean-field drift of model A: v P_x a_mu(x) - ito k(1) x (factors for near misses)."""
-    attention = replace(model, beta=model.beta * beta_factor)
-
-    def drift(x: np.ndarray) -> np.ndarray:
-        return model.v * v_factor * tangent_projection(x, attention.attention(x)) - ito * k1 * x
-
-    return drift
-
-
-def fedorov_drift(model: FedorovModel, ito: float = (DIM - 1) / 2):
-    """The claimed mean-field drift of model F: -ito sigma^2 |a_mu(x)|^2 x."""
-
-    def drift(x: np.ndarray) -> np.ndarray:
-        a = model.attention(x)
-        return -ito * model.sigma**2 * np.sum(a * a, axis=-1, keepdims=True) * x
-
-    return drift
-
-
 def mean_field_section(profile: str, seed: int, near_misses: bool = False, family_alpha: float | None = None) -> list:
     """The empirical measure against the SPDE (``convergence.experiments.mean_field``): zonal limit without attention (model A),
     weak form with attention (models A and F). ``near_misses`` adds wrong mean-field drifts and rates judged on the
@@ -110,18 +90,18 @@ def mean_field_section(profile: str, seed: int, near_misses: bool = False, famil
                         "sharply than phi_1)")
     checks += [replace(c, claim=False) for c in zonal[2::2]]  # each near miss's phi_1 check
     model_a = AgazziModel(MEAN_FIELD_TOKENS, field, BETA, 1.0)
-    drifts = {"true": agazzi_drift(model_a, k1)}
+    drifts = {"true": agazzi_mean_field_drift(model_a, k1)}
     if near_misses:
-        drifts |= {"attention v x 0.95": agazzi_drift(model_a, k1, v_factor=0.95),
-                   "attention v x 0.8": agazzi_drift(model_a, k1, v_factor=0.8),
-                   "beta x 1.2": agazzi_drift(model_a, k1, beta_factor=1.2),
-                   "Ito factor (d-2)/2": agazzi_drift(model_a, k1, ito=(DIM - 2) / 2)}
+        drifts |= {"attention v x 0.95": agazzi_mean_field_drift(model_a, k1, v_factor=0.95),
+                   "attention v x 0.8": agazzi_mean_field_drift(model_a, k1, v_factor=0.8),
+                   "beta x 1.2": agazzi_mean_field_drift(model_a, k1, beta_factor=1.2),
+                   "Ito factor (d-2)/2": agazzi_mean_field_drift(model_a, k1, ito=(DIM - 2) / 2)}
     found = weak_form(model_a, drifts, weak_design, seed, (STUDY_KEY, 11), {"model": "A"}, family, **alpha)
     checks += [found[0]] + [replace(c, claim=False) for c in found[1:]]
     model_f = FedorovModel(MEAN_FIELD_TOKENS, DIM, BETA)
-    drifts = {"true": fedorov_drift(model_f)}
+    drifts = {"true": fedorov_mean_field_drift(model_f)}
     if near_misses:
-        drifts["Ito factor (d-2)/2"] = fedorov_drift(model_f, ito=(DIM - 2) / 2)
+        drifts["Ito factor (d-2)/2"] = fedorov_mean_field_drift(model_f, ito=(DIM - 2) / 2)
     found = weak_form(model_f, drifts, weak_design, seed, (STUDY_KEY, 12), {"model": "F"}, family, **alpha)
     return checks + [found[0]] + [replace(c, claim=False) for c in found[1:]]
 

@@ -50,10 +50,14 @@ from ..experiments import (
     coupled_observables,
     coupled_strong_errors_for_claims,
     decided_ends,
+    exact_discrete_convergence,
     limit_check,
     local_checks_for_claims,
+    pooled_check,
     probability_check,
+    rejection_row,
     states_for,
+    true_claim_row,
     weak_order,
 )
 from ..models import (
@@ -69,18 +73,13 @@ from ..paths import fixed_overlap, overlap, simulate
 from ..references import expectation, lambdify_overlap
 from ..runtime import seed_block_sequence
 from ..statistics import (
-    FAIL,
     FAMILY_ALPHA,
-    INCONCLUSIVE,
-    PASS,
     Check,
-    combine_verdicts,
     z_value,
 )
 from . import ldm_stopping, phase_transition, weak_fedorov
 from .base import ProgressFactory, Study
 from .chaos import mean_field_section
-from .ldm_stopping import exact_discrete_convergence
 
 NAME = "power"
 STUDY_KEY = 13
@@ -116,45 +115,6 @@ def local_models(seed: int, tokens_f: tuple[int, ...]) -> dict[str, object]:
     return models
 
 
-def _verdict(checks: list[Check]) -> str:
-    return combine_verdicts([c.verdict for c in checks])
-
-
-def _pooled(checks: list[Check], name: str) -> Check | None:
-    return next((c for c in checks if c.name == name and c.config.get("state") == "pooled"), None)
-
-
-def _row(kind: str, model: str, label: str, effect, checks: list[Check], target: float, unresolved: str = "") -> Check:
-    """A study check: the mutant must be rejected (its inner verdict ``fail``). It is a claim when the mutant is
-    structural or its effect is at least the profile's ``target``, unless ``unresolved`` says why the check cannot see
-    it (then a finding)."""
-    inner = _verdict(checks)
-    failed = sorted({c.name for c in checks if c.verdict == FAIL})
-    claim = (effect is None or abs(effect) >= target - 1e-12) and not unresolved
-    verdict = PASS if inner == FAIL else (INCONCLUSIVE if inner == INCONCLUSIVE else FAIL)
-    drift = _pooled(checks, "drift_scale")
-    resolution = None if drift is None else drift.resolution
-    note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
-            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}") + unresolved)
-    return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
-                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=0.0,
-                 resolution=resolution, relative_resolution=resolution)
-
-
-def _true_row(kind: str, model: str, checks: list[Check]) -> Check:
-    inner = _verdict(checks)
-    drift = _pooled(checks, "drift_scale")
-    resolutions = ", ".join(f"{c.name} {c.resolution:.3g}" for c in checks
-                            if c.resolution is not None and c.config.get("state", "pooled") == "pooled")
-    alpha = float(sum(c.false_failure_rate for c in checks))
-    return Check("true_claim", 1.0, 1.0 if inner == PASS else 0.0, (0.0, 1.0), inner,
-                 {"check": kind, "model": model}, confidence=1 - alpha, false_failure_rate=alpha,
-                 note=f"{kind} check on the true claim: {inner}; resolutions: "
-                 f"{resolutions or 'see the inner checks'}",
-                 resolution=None if drift is None else drift.resolution,
-                 relative_resolution=None if drift is None else drift.resolution)
-
-
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     settings = PROFILES[profile]
     models = local_models(seed, settings.tokens_f)
@@ -178,11 +138,11 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         # one draw of the layer map's samples per state for the true claim and every mutant
         true_checks, *mutant_checks = local_checks_for_claims(model, [true, *(m.sde for m in mutants)], states,
                                                               settings.local, seed, key, family_alpha=true_alpha)
-        checks.append(_true_row("local", label, true_checks))
+        checks.append(true_claim_row("local", label, true_checks))
         for mutant, inner in zip(mutants, mutant_checks):
-            checks.append(_row("local", label, mutant.label, mutant.effect, inner, settings.target))
+            checks.append(rejection_row("local", label, mutant.label, mutant.effect, inner, settings.target))
             if index == 0 and mutant.name == "drift x (1 + eps)":
-                calibration.append((mutant.effect, _pooled(inner, "drift_scale")))
+                calibration.append((mutant.effect, pooled_check(inner, "drift_scale")))
         advance(1)
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
     checks += mean_field_rows(profile, seed, settings.target, true_alpha)
@@ -232,14 +192,14 @@ def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float)
         model = f"{check.config['model']} ({check.name})"
         if label == "true" and check.claim:
             truth[model] = check
-            rows.append(_true_row("mean-field", model, [check]))
+            rows.append(true_claim_row("mean-field", model, [check]))
         elif label in MEAN_FIELD_EFFECTS:
             effect = MEAN_FIELD_EFFECTS[label]
             seen = abs(check.estimate - truth[model].estimate)
             unresolved = "" if seen >= check.resolution else (
                 f"; its effect on this check, {seen:.3g} on the same paths, is below the check's resolution "
                 f"{check.resolution:.3g}: a finding at this profile")
-            rows.append(_row("mean-field", model, label if effect is None else f"{label}, eps = {effect:+g}", effect,
+            rows.append(rejection_row("mean-field", model, label if effect is None else f"{label}, eps = {effect:+g}", effect,
                              [replace(check, claim=True)], target, unresolved))
     return rows
 
@@ -289,9 +249,9 @@ def weak_rows(profile: str, seed: int, target: float, family_alpha: float, eps_v
                                      float(ref.error[0]), design, z, {"observable": name}))
         model_label = f"F overlap d={WEAK_DIM} beta={beta:g}"
         if label == "true":
-            rows.append(_true_row("weak", model_label, inner))
+            rows.append(true_claim_row("weak", model_label, inner))
         else:
-            rows.append(_row("weak", model_label, label, effect, inner, target))
+            rows.append(rejection_row("weak", model_label, label, effect, inner, target))
     return rows
 
 
@@ -323,8 +283,8 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
     for label, (effect, dim, b, factor) in claims.items():
         predicted = float(p_antipodal_double(dim, b, [PHASE_RHO0], diffusion_factor=factor)[0])
         inner = [probability_check(antipodal, paths, predicted, allowance, confidence, {"claim": label})]
-        rows.append(_true_row("phase", model_label, inner) if label == "true"
-                    else _row("phase", model_label, label, effect, inner, target))
+        rows.append(true_claim_row("phase", model_label, inner) if label == "true"
+                    else rejection_row("phase", model_label, label, effect, inner, target))
     return rows
 
 
@@ -334,14 +294,14 @@ def latent_rows(target: float) -> list[Check]:
     variances = ldm_stopping.SPECTRA["geometric"]
     horizon = ldm_stopping.HORIZON
     sampler, setting = LatentSampler(variances, horizon, method="sde"), LatentSetting(variances, horizon)
-    rows = [_true_row("latent", "geometric spectrum, exact score, Euler SDE",
+    rows = [true_claim_row("latent", "geometric spectrum, exact score, Euler SDE",
                       [exact_discrete_convergence(sampler, variances, setting, {})])]
     for eps in (0.01, 0.02, 0.05):
         def warped(ctx, claim, t, d, eps=eps):
             return distance(ctx, claim, t * (1 + eps) if t < horizon else t, d)
 
         inner = [exact_discrete_convergence(sampler, variances, setting, {}, closed_form=warped)]
-        rows.append(_row("latent", "geometric spectrum, exact score, Euler SDE", f"exponent e^-t x (1 + {eps:g})",
+        rows.append(rejection_row("latent", "geometric spectrum, exact score, Euler SDE", f"exponent e^-t x (1 + {eps:g})",
                          eps, inner, target))
     return rows
 
@@ -368,11 +328,11 @@ def strong_rows(settings: PowerProfile, seed: int, confidence: float) -> list[Ch
         return analyse_strong(data[name], design, {"n": 2, "d": 16}, bootstrap_generator(seed, key), confidence)[0]
 
     true_checks = analyse("true")
-    rows = [_true_row("strong", "F n=2 d=16", true_checks)]
+    rows = [true_claim_row("strong", "F n=2 d=16", true_checks)]
     same_limit_resolution = next(c.resolution for c in true_checks if c.name == "same_limit")
     for name, (eps, mutant) in zip(list(claims)[1:], mutants):
         inner = analyse(name)
-        row = _row("strong", "F n=2 d=16", mutant.label, mutant.effect, inner, settings.target)
+        row = rejection_row("strong", "F n=2 d=16", mutant.label, mutant.effect, inner, settings.target)
         plateau = next(c for c in inner if c.name == "same_limit")
         note = row.note + f"; plateau B = {plateau.estimate:.3g} [{plateau.ci[0]:.3g}, {plateau.ci[1]:.3g}]"
         relative = None

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
-from scipy import stats
 
 from verify.analysis import KernelSpec, activation_constants, quadratic_form_results
 from verify.analysis import rho as rho_symbol
@@ -31,12 +30,15 @@ from verify.rigorous import attention_energy_rate, lambda_bar_prime
 from ..experiments import (
     EnergyDesign,
     ExponentDesign,
+    antipodal_share_check,
     bootstrap_generator,
     compare_with_bound,
     energy_bound_check,
+    expectation_check,
     exponent_check,
     mean_square_exponent,
     median_exponent,
+    merge_probability_check,
     record_energy,
     record_log_distances,
 )
@@ -51,14 +53,8 @@ from ..output import Curve, Plot, StudyResult
 from ..paths import fixed_overlap, overlap, simulate
 from ..runtime import block_count
 from ..statistics import (
-    DETECTION_POWER,
-    FAIL,
     FAMILY_ALPHA,
-    INCONCLUSIVE,
-    PASS,
     Check,
-    wilson,
-    z_value,
 )
 from .base import ProgressFactory, Study
 
@@ -195,59 +191,23 @@ def quadratic_form_section(design: SyncDesign, seed: int, advance) -> tuple[list
                                      confidence=CONFIDENCE_LEVEL))
     invariant = sp.lambdify(rho_symbol, results.invariant, "numpy")
     merge = sp.lambdify(rho_symbol, results.merge_probability, "numpy")
-    z = z_value(1, CHECK_ALPHA)
     for index, rho0 in enumerate(QF_RHO0S):
         finals = [overlap(simulate(model, depth, 1.0, design.qf_paths, seed, (STUDY_KEY, 4, index),
                                    initial=fixed_overlap(rho0))) for depth in design.qf_depths]
-        values = [invariant(np.clip(r, -1.0, 1.0)) for r in finals]
-        mean, se = float(values[1].mean()), float(values[1].std(ddof=1) / np.sqrt(values[1].size))
-        allowance = abs(float(values[1].mean() - values[0].mean()))
-        target = float(invariant(rho0))
-        ci = (mean - z * se, mean + z * se)
-        verdict = FAIL if abs(mean - target) > z * se + allowance else PASS
-        checks.append(Check("qf_invariant", target, mean, ci, verdict, {"d": QF_DIM, "rho0": rho0}, allowance,
-                            false_failure_rate=CHECK_ALPHA, confidence=1 - CHECK_ALPHA,
-                            note=f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} the "
-                                 f"derived invariant; allowance = |difference to L = {design.qf_depths[0]}| (O(h) bias)"))
+        coarse, fine = (invariant(np.clip(r, -1.0, 1.0)) for r in finals)
+        config = {"d": QF_DIM, "rho0": rho0}
+        checks.append(expectation_check("qf_invariant", fine, coarse, float(invariant(rho0)), CHECK_ALPHA, config,
+                                        f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} "
+                                        f"the derived invariant; allowance = |difference to L = {design.qf_depths[0]}| "
+                                        "(O(h) bias)"))
         final = overlap(simulate(model, design.qf_merge_depth, design.qf_merge_horizon, design.qf_paths, seed,
                                  (STUDY_KEY, 5, index), initial=fixed_overlap(rho0)))
-        merged = int(np.sum(final > 1 - QF_DELTA))
-        undecided = int(np.sum(np.abs(final) <= 1 - QF_DELTA))
-        lo, hi = wilson(merged, final.size, z)
-        target = float(merge(rho0))
-        allowance = undecided / final.size
-        verdict = FAIL if hi < target - allowance or lo > target + allowance else PASS
-        if allowance > 0.05:
-            verdict = INCONCLUSIVE if verdict == PASS else verdict
-        checks.append(Check("qf_merge_probability", target, merged / final.size, (lo, hi), verdict,
-                            {"d": QF_DIM, "rho0": rho0}, allowance, false_failure_rate=CHECK_ALPHA,
-                            confidence=1 - CHECK_ALPHA,
-                            note=f"fraction with rho_T > 1 - {QF_DELTA} at T = {design.qf_merge_horizon}; allowance = "
-                                 f"undecided fraction (|rho_T| <= 1 - {QF_DELTA})"))
-        rows.append({"rho0": rho0, "invariant_target": float(invariant(rho0)), "merge_probability": target,
-                     "undecided": undecided / final.size})
+        merge_check = merge_probability_check("qf_merge_probability", final, float(merge(rho0)), QF_DELTA,
+                                              CHECK_ALPHA, config, f"at T = {design.qf_merge_horizon}")
+        checks.append(merge_check)
+        rows.append({"rho0": rho0, "invariant_target": float(invariant(rho0)), "merge_probability": merge_check.expected,
+                     "undecided": merge_check.allowance})
     return checks, rows
-
-
-def antipodal_share_check(name: str, shares: np.ndarray, above: bool, config: dict, checks: int = 2) -> Check:
-    """The figure's claim about the typical final state: the mean over paths of the share of antipodal pairs
-    (cos < -ALIGNED) lies above ``ANTIPODAL_SHARE`` (``above``: an antipodal formation, tanh) or below it (ReLU,
-    lambda_1 < 0: pairs synchronise; a transient antipodal group on one path is not a failure). Student t
-    interval at the Bonferroni level of ``checks`` figure checks (family-wise rate ``FAMILY_ALPHA``)."""
-    paths = shares.size
-    share, spread = float(shares.mean()), float(shares.std(ddof=1)) / np.sqrt(paths)
-    alpha = FAMILY_ALPHA / checks
-    t = float(stats.t.isf(alpha / 2, paths - 1))
-    lo, hi = share - t * spread, share + t * spread
-    if above:
-        verdict = PASS if lo > ANTIPODAL_SHARE else (FAIL if hi < ANTIPODAL_SHARE else INCONCLUSIVE)
-    else:
-        verdict = PASS if hi < ANTIPODAL_SHARE else (FAIL if lo > ANTIPODAL_SHARE else INCONCLUSIVE)
-    claim = f"{'above' if above else 'below'} {ANTIPODAL_SHARE:g}"
-    return Check(name, ANTIPODAL_SHARE, share, (lo, hi), verdict, config, 0.0, 1 - alpha, alpha,
-                 note=f"mean over {paths} paths of the share of pairs at cos < -{ALIGNED}, claimed {claim}; Student t "
-                      f"interval ({paths - 1} df); per-path shares {', '.join(f'{v:.3f}' for v in shares)}",
-                 resolution=float((t + stats.norm.ppf(DETECTION_POWER)) * spread))
 
 
 def figure_section(design: SyncDesign, seed: int) -> tuple[list[Check], list[Plot], dict]:
@@ -268,8 +228,8 @@ def figure_section(design: SyncDesign, seed: int) -> tuple[list[Check], list[Plo
         config = {"act": act, "d": FIGURE_DIM, "n": FIGURE_TOKENS, "m": design.figure_width,
                   "L": design.figure_depth, "T": FIGURE_HORIZON}
         name = "figure_tanh_antipodal" if act == "tanh" else "figure_relu_one_cluster"
-        checks.append(antipodal_share_check(name, antipodal, above=act == "tanh", config=config,
-                                            checks=round(FAMILY_ALPHA / CHECK_ALPHA)))
+        checks.append(antipodal_share_check(name, antipodal, ANTIPODAL_SHARE, ALIGNED, above=act == "tanh",
+                                            config=config, alpha=CHECK_ALPHA))
     plot = Plot(f"final pairwise cosines, d = {FIGURE_DIM}, n = {FIGURE_TOKENS}, m = {design.figure_width}, "
                 f"L = {design.figure_depth}, T = {FIGURE_HORIZON:g}, no attention, no biases", "cos", "density", curves)
     return checks, [plot], summary

@@ -4,7 +4,7 @@ writes (``files``) and the versions a result was produced with (``versions``). T
 
 from __future__ import annotations
 
-from .files import atomic_write, file_stem
+from .files import atomic_write, atomic_write_set, file_stem
 from .validation import (
     check_choice,
     check_int,
@@ -17,6 +17,6 @@ from .verdicts import Verdict
 from .versions import package_versions
 
 __all__ = [
-    "Verdict", "atomic_write", "check_choice", "check_int", "check_ladder", "check_matrix", "check_real",
+    "Verdict", "atomic_write", "atomic_write_set", "check_choice", "check_int", "check_ladder", "check_matrix", "check_real",
     "check_tokens", "file_stem", "package_versions",
 ]
