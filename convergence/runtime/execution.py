@@ -64,9 +64,6 @@ def default_scheduler() -> tuple[str, int]:
 
 
 _REMOTE_CPU: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("remote_cpu", default=None)
-# blocks submitted to dask so far inside the current ``cpu_meter`` (one per study): a block's dask priority is minus
-# that count, so studies running side by side share the workers block for block instead of first come, first served
-_SUBMITTED: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("submitted", default=None)
 
 
 @dataclass
@@ -89,15 +86,12 @@ class CpuClock:
 def cpu_meter() -> Iterator[CpuClock]:
     """Yield a ``CpuClock`` of the CPU seconds used so far inside the ``with``: this thread's (in-process blocks
     included) plus every block that dask workers ran for it (each measured on its worker). Exact under
-    concurrency: two studies run side by side in two threads are each charged only their own work. Inside it the
-    blocks submitted to dask take priorities by their count (the study's first block first), so metered studies share
-    the workers fairly."""
+    concurrency: two studies run side by side in two threads are each charged only their own work."""
     remote = [0.0]
-    token, submitted = _REMOTE_CPU.set(remote), _SUBMITTED.set([0])
+    token = _REMOTE_CPU.set(remote)
     try:
         yield CpuClock(time.thread_time(), remote)
     finally:
-        _SUBMITTED.reset(submitted)
         _REMOTE_CPU.reset(token)
 
 
@@ -390,11 +384,7 @@ def map_blocks(
         return results
     from distributed import as_completed
 
-    submitted = _SUBMITTED.get() or [0]
-    futures = {}
-    for i in missing:
-        futures[execution.client.submit(_run_counting, task, *blocks[i], pure=False, priority=-submitted[0])] = i
-        submitted[0] += 1
+    futures = {execution.client.submit(_run_counting, task, *blocks[i], pure=False): i for i in missing}
     for future in as_completed(futures):
         i = futures[future]
         results[i], units, cpu = future.result()
