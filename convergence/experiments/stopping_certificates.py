@@ -167,7 +167,7 @@ def criterion_search(spectra: dict[str, tuple[float, ...]], horizon: float, draw
         verdict = FAIL if counter else (PASS if agree and undecided <= 0.05 * total else INCONCLUSIVE)
         claim = "criterion >= 0 => non-increasing" if direction == "if" else "non-increasing => criterion >= 0"
         checks.append(Check(f"plugin_criterion_{direction}", 0.0, float(counter), (float(counter), float(counter)),
-                            verdict, {"spectra": "all" if len(spectra) > 2 else "both", "draws": draws}, false_failure_rate=0.0,
+                            verdict, {"spectra": "both" if len(spectra) == 2 else ", ".join(spectra), "draws": draws}, false_failure_rate=0.0,
                             note=f"{claim}: {agree} certified cases agree, {counter} certified counterexamples"
                                  f"{' (' + ', '.join(examples[direction][:5]) + ')' if counter else ''}, {undecided} "
                                  "undecided (criterion enclosure or monotonicity certificate)"))
