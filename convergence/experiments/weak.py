@@ -134,6 +134,15 @@ def coupled_layer_and_claims(
     return layer, claimed
 
 
+def _limit_rule(ci: tuple[float, float], half_width: float, allowance: float, scale: float) -> str:
+    """A limit expected at 0: ``fail`` when the interval misses +- ``allowance``; ``inconclusive`` when its half-width
+    plus the allowance exceeds ``scale`` (the observable's resolution target: no power to see a wrong limit)."""
+    lo, hi = ci
+    if hi < -allowance or lo > allowance:
+        return FAIL
+    return INCONCLUSIVE if half_width + allowance > scale else PASS
+
+
 def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: float, resolution: float, config: dict,
                       name: str = "claim_limit") -> Check:
     """The layer's law at the finest depth against the claim's: mean of f(layer, L) - f(claim, h_ref) over the
@@ -157,16 +166,12 @@ def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: flo
     detectable = detectable_effect((lo, hi), allowance, confidence)
     note = (f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: layer |Delta_last| "
             f"{abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| {abs(euler_bias):.3g} (+ z SE each)")
-    if hi < -allowance or lo > allowance:
-        verdict = FAIL
-    elif z * se + allowance > resolution * sd:
-        verdict = INCONCLUSIVE
+    verdict = _limit_rule((lo, hi), z * se, allowance, resolution * sd)
+    if verdict == INCONCLUSIVE:
         target = resolution * sd - allowance
         note += (f"; the bias allowance alone exceeds {resolution:g} sd(f): use deeper depths" if target <= 0 else
                  f"; inconclusive above {resolution:g} sd(f) = {resolution * sd:.3g}: about "
                  f"{paths_to_resolve(2 * z * se, 2 * target, paths)} paths would decide")
-    else:
-        verdict = PASS
     return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence, note=note,
                  resolution=detectable, relative_resolution=detectable / sd if sd > 0 else None)
 
@@ -299,12 +304,7 @@ def limit_check(values: np.ndarray, last_difference: float, last_se: float, refe
     se = float(finest.std(ddof=1) / np.sqrt(finest.size))
     allowance = abs(last_difference) + z * last_se + reference_error
     lo, hi = estimate - z * se, estimate + z * se
-    if hi < -allowance or lo > allowance:
-        verdict = FAIL
-    elif z * se + allowance > design.resolution * float(finest.std(ddof=1)):
-        verdict = INCONCLUSIVE
-    else:
-        verdict = PASS
+    verdict = _limit_rule((lo, hi), z * se, allowance, design.resolution * float(finest.std(ddof=1)))
     confidence = z_confidence(z)
     resolution = detectable_effect((lo, hi), allowance, confidence)
     sd = float(finest.std(ddof=1))
