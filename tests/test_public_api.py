@@ -230,7 +230,7 @@ def _transposed_diffusion(x, dw):
 TRANSPOSED = cv.limit_sde(USER.ito_drift, _transposed_diffusion, N, D, NOISE, name="noise transposed")
 _START = np.zeros((N, D))
 _START[0, 0], _START[1, 0], _START[1, 1], _START[2, 2] = 1.0, -0.5, np.sqrt(0.75), 1.0
-WEAK = {"depths": (4, 8, 16, 32), "paths": 8000, "near_misses": (0.5,), "initial": cv.fixed_state(_START)}
+WEAK = {"depths": (4, 8, 16, 32), "paths": 8000, "near_misses": (0.05,), "initial": cv.fixed_state(_START)}
 
 
 def _claims(outcome):
