@@ -56,7 +56,7 @@ from .experiments import (
     states_for,
     weak_order,
 )
-from .models import CommonNoise, LayerMap, LimitSDE, matrix_noise, scalar_noise
+from .models import CommonNoise, JointNoise, LayerMap, LimitSDE, joint_noise, matrix_noise, scalar_noise
 from .output import Panel, StudyResult, write_study
 from .paths import InitialState, uniform_sphere
 from .statistics import (
@@ -81,7 +81,7 @@ USER_KEY = 9  # stream key of user checks (the suite's studies use 1 .. 8)
 
 __all__ = ["ClaimedSDE", "Outcome", "UserLayerMap", "check_local_consistency", "check_same_weak_limit",
            "check_strong_order",
-           "check_weak_order", "field_noise", "layer_map", "limit_sde", "matrix_noise", "per_token_noise",
+           "check_weak_order", "field_noise", "joint_noise", "layer_map", "limit_sde", "matrix_noise", "per_token_noise",
            "scalar_noise"]
 
 
@@ -107,8 +107,8 @@ class UserLayerMap:
     name: str = "layer map"
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
-        return _checked_array(f"{self.name}: step(x, dw, h)", _called(self.name, "step(x, dw, h)", self.step, h, x, dw, h),
-                              x.shape)
+        return _checked_array(f"{self.name}: step(x, dw, h)",
+                              _called(self.name, "step(x, dw, h)", self.step, h, x, _parts(self.noise, dw), h), x.shape)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +127,13 @@ class ClaimedSDE:
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
         return _checked_array(f"{self.name}: diffusion(x, dw)",
-                              _called(self.name, "diffusion(x, dw)", self.diffusion_fn, None, x, dw), x.shape)
+                              _called(self.name, "diffusion(x, dw)", self.diffusion_fn, None, x, _parts(self.noise, dw)),
+                              x.shape)
+
+
+def _parts(noise: CommonNoise, dw: np.ndarray):
+    """What a user's function receives: ``dw`` itself, or a joint noise's parts (tuple or dict, scaled)."""
+    return noise.split(dw) if isinstance(noise, JointNoise) else dw
 
 
 def _called(name: str, what: str, function: Callable, h: float | None, *args: np.ndarray):
@@ -136,10 +142,18 @@ def _called(name: str, what: str, function: Callable, h: float | None, *args: np
     try:
         return function(*args)
     except Exception as error:
-        shapes = ", ".join(str(np.shape(a)) for a in args if isinstance(a, np.ndarray))
+        shapes = ", ".join(_shapes(a) for a in args if isinstance(a, (np.ndarray, tuple, dict)))
         at = "" if h is None else f" at step h = {h:g}"
         raise RuntimeError(f"{name}: {what} raised {type(error).__name__}: {error}{at} (arrays shaped {shapes})") \
             from error
+
+
+def _shapes(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {np.shape(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(str(np.shape(v)) for v in value) + ")"
+    return str(np.shape(value))
 
 
 def _checked_array(what: str, value: object, shape: tuple[int, ...]) -> np.ndarray:
@@ -197,28 +211,38 @@ def _name(obj: object) -> str:
     return getattr(obj, "name", type(obj).__name__)
 
 
-def _check_shape(tokens: int, dim: int, noise: CommonNoise) -> tuple[int, int]:
+def _check_shape(tokens: int, dim: int, noise) -> tuple[int, int, CommonNoise]:
+    """Checked tokens and dim, and the noise: a ``CommonNoise``, or a tuple / dict of them (independent noises of
+    one layer, packed by ``joint_noise``)."""
+    if isinstance(noise, (tuple, list)) and noise and all(isinstance(n, int) for n in noise):
+        raise TypeError(f"noise must be a CommonNoise or a tuple or dict of them, got the integers {tuple(noise)} "
+                        "(a shape? use field_noise(shape))")
+    if isinstance(noise, (tuple, list, dict)):
+        noise = joint_noise(noise)
     if not isinstance(noise, CommonNoise):
-        raise TypeError(f"noise must be a CommonNoise (matrix_noise, field_noise, scalar_noise, per_token_noise), "
-                        f"got {type(noise).__name__}")
-    return check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=2)
+        raise TypeError(f"noise must be a CommonNoise (matrix_noise, field_noise, scalar_noise, per_token_noise) or "
+                        f"a tuple or dict of them, got {type(noise).__name__}")
+    return check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=2), noise
 
 
-def layer_map(step: Step, tokens: int, dim: int, noise: CommonNoise, name: str = "layer map") -> UserLayerMap:
-    """Wrap ``step(x, dw, h)`` (arrays (paths, tokens, d) and (paths, *noise.shape)) as a layer map."""
+def layer_map(step: Step, tokens: int, dim: int, noise, name: str = "layer map") -> UserLayerMap:
+    """Wrap ``step(x, dw, h)`` (arrays (paths, tokens, d) and (paths, *noise.shape)) as a layer map. ``noise``: a
+    ``CommonNoise``, or a tuple / dict of independent noises, in which case ``dw`` is a tuple / dict of their
+    increments (``joint_noise``)."""
     if not callable(step):
         raise TypeError(f"step must be callable step(x, dw, h), got {type(step).__name__}")
-    tokens, dim = _check_shape(tokens, dim, noise)
+    tokens, dim, noise = _check_shape(tokens, dim, noise)
     return UserLayerMap(step, tokens, dim, noise, name)
 
 
-def limit_sde(drift: Callable, diffusion: Callable, tokens: int, dim: int, noise: CommonNoise,
+def limit_sde(drift: Callable, diffusion: Callable, tokens: int, dim: int, noise,
               name: str = "claimed SDE") -> ClaimedSDE:
-    """The claimed limit ``dx = drift(x) dt + diffusion(x, dW)`` driven by ``noise`` (numpy callables)."""
+    """The claimed limit ``dx = drift(x) dt + diffusion(x, dW)`` driven by ``noise`` (numpy callables; with several
+    noises, ``dW`` is a tuple / dict as for ``layer_map``)."""
     for label, fn in (("drift", drift), ("diffusion", diffusion)):
         if not callable(fn):
             raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
-    tokens, dim = _check_shape(tokens, dim, noise)
+    tokens, dim, noise = _check_shape(tokens, dim, noise)
     return ClaimedSDE(drift, diffusion, tokens, dim, noise, name)
 
 

@@ -2,7 +2,7 @@
 
 Pre-LN puts the normalisation inside the residual branch: x_i <- x_i + sqrt(h) V a_i(N(X)), with N the
 token-wise normalisation and a_i the softmax attention average. There is no normalisation after the
-residual, so no Ito correction: one step is linear in s = sqrt(h), and ``verify.one_step_limit`` derives
+residual, so no Ito correction: one step is linear in dw, and ``verify.one_step_limit`` derives
 
     dx_i = dW a_i(N(X)),   drift 0,   Cov(dx_i, dx_j) = sigma^2 <a_i, a_j> I dt
 
@@ -32,9 +32,9 @@ def attention_sym(xs, i):
     return sum((w * u for w, u in zip(weights, units)), sp.zeros(D, 1)) / sum(weights)
 
 
-def step_sym(xs, z, s):
-    """z: d x d standard normals, so sqrt(h) V = s sigma z."""
-    return [xs[i] + s * SIGMA * z * attention_sym(xs, i) for i in range(N)]
+def step_sym(xs, dw, h):
+    """dw = sqrt(h) V: the d x d increment of the noise (sigma included), as in the numpy step."""
+    return [xs[i] + dw * attention_sym(xs, i) for i in range(N)]
 
 
 def claimed_drift_sym(xs):
@@ -42,8 +42,8 @@ def claimed_drift_sym(xs):
 
 
 def claimed_diffusion_sym(xs, dw):
-    """dw: the matrix Brownian increment at unit variance, so dW = sigma dw."""
-    return [SIGMA * dw * attention_sym(xs, i) for i in range(N)]
+    """dw: the matrix Brownian increment (entry variance sigma^2 per unit time)."""
+    return [dw * attention_sym(xs, i) for i in range(N)]
 
 
 def model_f_drift_sym(xs):  # the wrong claim: model F's Ito correction, which Pre-LN does not have
@@ -75,8 +75,8 @@ WRONG = cv.limit_sde(model_f_drift, CLAIM.diffusion_fn, N, D, NOISE, name="with 
 
 
 def test_the_expansion_gives_the_claimed_sde(depth_limits):
-    depth_limits.assert_expansion_matches(step_sym, claimed_drift_sym, claimed_diffusion_sym, N, D)
-    assert not verify.check_limit(step_sym, model_f_drift_sym, claimed_diffusion_sym, N, D)["consistent"]
+    depth_limits.assert_expansion_matches(step_sym, claimed_drift_sym, claimed_diffusion_sym, N, D, NOISE)
+    assert not verify.check_limit(step_sym, model_f_drift_sym, claimed_diffusion_sym, N, D, NOISE).consistent
 
 
 def test_the_layer_map_converges_to_the_claim(depth_limits):
@@ -84,9 +84,9 @@ def test_the_layer_map_converges_to_the_claim(depth_limits):
 
 
 if __name__ == "__main__":
-    derived = verify.one_step_limit(step_sym, N, D)
-    print("derived drift:", sp.simplify(derived.drift.T))
+    derived = verify.one_step_limit(step_sym, N, D, NOISE)
+    print("derived drift:", sp.simplify(derived.expand().drift.T))
     for drift in (claimed_drift_sym, model_f_drift_sym):
-        print(drift.__name__, verify.check_limit(step_sym, drift, claimed_diffusion_sym, N, D))
+        print(drift.__name__, verify.check_limit(step_sym, drift, claimed_diffusion_sym, N, D, NOISE), sep="\n")
     for claim in (CLAIM, WRONG):
         print(cv.check_strong_order(LAYER, claim, paths=PATHS, horizon=HORIZON, title=claim.name).table(), end="\n\n")

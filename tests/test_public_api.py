@@ -98,8 +98,10 @@ def test_example_b_runs_and_its_wrong_claim_is_rejected_by_the_plugin():
 def test_example_a_derives_the_pre_ln_limit_and_checks_it():
     printed = subprocess.run([sys.executable, str(EXAMPLES / "pre_ln.py")], capture_output=True, text=True,
                              check=True, timeout=120).stdout
-    assert "claimed_drift_sym {'drift': 0.0" in printed and "'consistent': True" in printed
-    assert "'consistent': False" in printed  # model F's Ito drift is not Pre-LN's
+    assert "claimed_drift_sym\none-step expansion against the claim: consistent (largest differences: drift 0," in printed
+    # model F's Ito drift is not Pre-LN's: derived 0 beside the claimed drift, entry by entry
+    assert "model_f_drift_sym\none-step expansion against the claim: NOT consistent" in printed
+    assert "claimed/derived" in printed
     assert "dx = dW a(N(X)): pass" in printed and "with model F's Ito drift: fail" in printed
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / "pre_ln.py")],
                          capture_output=True, text=True, timeout=120, check=False)
@@ -108,9 +110,9 @@ def test_example_a_derives_the_pre_ln_limit_and_checks_it():
 
 def test_a_wrong_expansion_claim_fails_with_the_residuals(depth_limits):
     pre_ln = _example("pre_ln")
-    with pytest.raises(pytest.fail.Exception, match="does not match the claimed SDE: largest differences drift"):
+    with pytest.raises(pytest.fail.Exception, match=r"NOT consistent \(largest differences: drift(.|\n)*claimed/derived"):
         depth_limits.assert_expansion_matches(pre_ln.step_sym, pre_ln.model_f_drift_sym, pre_ln.claimed_diffusion_sym,
-                                              pre_ln.N, pre_ln.D)
+                                              pre_ln.N, pre_ln.D, pre_ln.NOISE)
 
 
 def _quadratic_form_claim(n: int, d: int) -> cv.ClaimedSDE:

@@ -6,6 +6,7 @@ import pytest
 import sympy as sp
 
 import verify
+from convergence import matrix_noise
 from verify.__main__ import main as verify_main
 from verify.analysis import p_antipodal_gauss, rho
 from verify.calculus import d, sigma
@@ -154,6 +155,7 @@ def test_one_step_expansion_of_a_user_map_recovers_model_f_and_rejects_a_missing
     """verify.check_limit on model F written in explicit coordinates (d = 2, n = 2): the derived drift is
     -(d-1)/2 sigma^2 |a_i|^2 x_i and the covariance sigma^2 P_i <a_i, a_j> P_j; without the drift it fails."""
     d, n, sigma = 2, 2, sp.Rational(1, 2)
+    noise = matrix_noise(d, float(sigma))
 
     def attention(xs, i):
         w = [sp.exp((xs[i].T * x)[0]) for x in xs]
@@ -162,16 +164,16 @@ def test_one_step_expansion_of_a_user_map_recovers_model_f_and_rejects_a_missing
     def unit(y):
         return y / sp.sqrt((y.T * y)[0])
 
-    def step(xs, z, s):
-        return [unit(xs[i] + s * sigma * z * attention(xs, i)) for i in range(n)]
+    def step(xs, dw, h):
+        return [unit(xs[i] + dw * attention(xs, i)) for i in range(n)]
 
     def drift(xs):
         return [-sp.Rational(d - 1, 2) * sigma**2 * (attention(xs, i).T * attention(xs, i))[0] * xs[i] for i in range(n)]
 
     def diffusion(xs, dw):
-        return [sigma * dw * attention(xs, i) - (xs[i].T * sigma * dw * attention(xs, i))[0] * xs[i] for i in range(n)]
+        return [dw * attention(xs, i) - (xs[i].T * dw * attention(xs, i))[0] * xs[i] for i in range(n)]
 
-    right = verify.check_limit(step, drift, diffusion, n, d)
+    right = verify.check_limit(step, drift, diffusion, n, d, noise)
     assert right["consistent"] and right["drift"] < 1e-25 and right["covariance"] < 1e-25
-    wrong = verify.check_limit(step, lambda xs: [sp.zeros(d, 1)] * n, diffusion, n, d)
+    wrong = verify.check_limit(step, lambda xs: [sp.zeros(d, 1)] * n, diffusion, n, d, noise)
     assert not wrong["consistent"] and wrong["drift"] > 0.01 and wrong["covariance"] < 1e-25

@@ -8,8 +8,10 @@ Public interface (names fixed):
     critical_eps2(beta) -> the hybrid model's critical eps^2
     activation_constants(act, d, sigma_u, sigma_w) -> {k1, k1_prime, lambda_1, lambda_bar} (model A)
     lambda_bar_prime(act, d, sigma_u, sigma_w, beta) -> certified enclosure of the energy decay rate
-    one_step_limit(step, tokens, dim, noise="matrix") -> the limit SDE one step of a user's layer map defines
-    check_limit(step, drift, diffusion, tokens, dim, noise="matrix") -> derived against claimed coefficients
+    one_step_limit(step, tokens, dim, noise) -> the limit SDE one step of a user's layer map defines (several
+        independent noises: a tuple or dict of noises; cached)
+    check_limit(step, drift, diffusion, tokens, dim, noise) -> derived against claimed coefficients, the entries
+        that differ most side by side
     ldm_distance(variances, t, d, T=2.0, variances_hat=None) -> squared W2 of the latent diffusion sample (mpmath)
     ldm_switching_times(variances, T=2.0) -> [t_1, ..., t_{D+1}] (latent dimension d optimal on (t_d, t_{d+1}))
 """

@@ -43,6 +43,8 @@ from .mlp_field import (
 from .noise import (
     ENTRY_LAWS,
     CommonNoise,
+    JointNoise,
+    joint_noise,
     matrix_noise,
     psd_factor,
     scalar_noise,
@@ -55,9 +57,9 @@ from .registry import MODELS, ROTATE_NOISE, symbolic_values
 __all__ = [
     "ATTENTION", "AgazziModel", "AgazziSDE", "ClaimingModel", "CommonNoise", "ENTRY_LAWS", "FedorovModel",
     "FedorovSDE", "FrameNoise", "FreshFeatureField", "FrozenFeatureField", "GaussianField", "HybridModel",
-    "HybridSDE", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "ROTATE_NOISE", "QuadraticFormModel", "ReducedFedorov",
+    "HybridSDE", "JointNoise", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "ROTATE_NOISE", "QuadraticFormModel", "ReducedFedorov",
     "ReducedFedorovSDE", "TwoTokenOverlapChain", "attention_average", "attention_half_step", "attention_scores",
-    "discrete_variances", "distance_table", "joint_optimum", "gram_factor", "half_squared_distances", "matrix_noise", "normalise",
+    "discrete_variances", "distance_table", "joint_optimum", "gram_factor", "half_squared_distances", "joint_noise", "matrix_noise", "normalise",
     "plane_coordinates", "plugin_variances", "preactivations", "psd_factor", "scalar_noise", "softmax_weights",
     "standard_entries", "symbolic_values", "tangent_projection", "two_token_factor", "two_token_step",
 ]

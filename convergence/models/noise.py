@@ -87,6 +87,76 @@ class CommonNoise:
         return (self.scale * np.sqrt(h)) * self.standard(rng, (steps, *self.shape))
 
 
+@dataclass(frozen=True)
+class JointNoise(CommonNoise):
+    """Several independent noises of one layer (two value matrices, attention noise plus an MLP field, per-token
+    plus common), packed into one flat array so that the machinery (seeded streams, block sums over nested grids,
+    couplings) treats them as one noise: ``shape = (total size,)``, ``scale = 1``.
+
+    Each layer step draws, for every path, the parts' standard entries one after the other (part order, then
+    row-major within a part), so a chunk of steps continues each stream exactly as for a single noise.
+    ``split(dw)`` gives the parts back, shaped (paths, *part.shape) and scaled by each part's ``scale``: a layer
+    map or an SDE driven by a joint noise receives them as a tuple or, when built from a mapping, a dict.
+    """
+
+    parts: tuple[tuple[str, CommonNoise], ...] = ()
+    mapping: bool = False
+
+    laws = ENTRY_LAWS + ("mixed",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.parts:
+            raise ValueError("a joint noise needs at least one part")
+        for name, part in self.parts:
+            if not isinstance(part, CommonNoise) or isinstance(part, JointNoise):
+                raise TypeError(f"noise part {name!r} must be a single CommonNoise (matrix_noise, field_noise, "
+                                f"scalar_noise, per_token_noise), got {type(part).__name__}")
+
+    def _sizes(self) -> list[int]:
+        return [int(np.prod(part.shape, dtype=int)) for _, part in self.parts]
+
+    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None,
+                 state: dict | None = None) -> np.ndarray:
+        lead, sizes = shape[:-1], self._sizes()
+        if out is None:
+            out = np.empty(shape)
+        if not out.flags.c_contiguous:
+            raise ValueError("out must be C-contiguous")
+        if all(part.law == "gaussian" and type(part).standard is CommonNoise.standard for _, part in self.parts):
+            return rng.standard_normal(out=out)  # i.i.d. normals throughout: one draw, row-major
+        state = {} if state is None else state
+        steps = out.reshape(-1, *lead[1:], shape[-1]) if lead else out[None]
+        for row in steps:  # step by step, so that chunks of steps continue the stream exactly
+            start = 0
+            for (name, part), size in zip(self.parts, sizes):
+                draws = part.standard(rng, (*row.shape[:-1], *part.shape), state=state.setdefault(name, {}))
+                row[..., start:start + size] = draws.reshape(*row.shape[:-1], size)
+                start += size
+        return out
+
+    def split(self, dw: np.ndarray) -> tuple[np.ndarray, ...] | dict[str, np.ndarray]:
+        """The parts of a packed increment (paths, total), each (paths, *part.shape) times its ``scale``."""
+        lead, start, out = dw.shape[:-1], 0, []
+        for (_, part), size in zip(self.parts, self._sizes()):
+            out.append(part.scale * dw[..., start:start + size].reshape(*lead, *part.shape))
+            start += size
+        return {name: v for (name, _), v in zip(self.parts, out)} if self.mapping else tuple(out)
+
+
+def joint_noise(parts) -> JointNoise:
+    """Several independent noises of one layer (``JointNoise``), from a tuple of noises or a mapping name ->
+    noise; the step receives ``dw`` in the same structure."""
+    mapping = isinstance(parts, dict)
+    items = tuple((str(k), v) for k, v in parts.items()) if mapping else tuple(
+        (str(k), v) for k, v in enumerate(parts))
+    laws = {part.law for _, part in items if isinstance(part, CommonNoise)}
+    law = laws.pop() if len(laws) == 1 else "mixed"
+    nested = all(getattr(part, "nested", False) for _, part in items)
+    size = sum(int(np.prod(getattr(part, "shape", ()), dtype=int)) for _, part in items)
+    return JointNoise(shape=(max(size, 1),), scale=1.0, law=law, nested=nested, parts=items, mapping=mapping)
+
+
 def matrix_noise(dim: int, sigma: float, law: str = "gaussian") -> CommonNoise:
     """A d x d matrix noise with entry variance ``sigma^2`` per unit time (model F's value matrices)."""
     return CommonNoise(shape=(check_int("dim", dim, minimum=2),) * 2, scale=sigma, law=law)

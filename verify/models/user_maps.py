@@ -1,100 +1,316 @@
 """A user's layer map, expanded symbolically: the limit SDE one step defines, checked against a claim.
 
-The user writes one layer as a sympy function ``step(xs, z, s)``: ``xs`` the tokens (a list of n column
-vectors of d real symbols), ``z`` the layer's noise as standard normal symbols (``noise="matrix"``: a d x d
-matrix, the increment of a matrix Brownian motion is ``s sigma z``; ``"scalar"``: a 1 x 1 matrix) and
-``s = sqrt(h)``; it returns the n new token vectors. Taylor's theorem in s at s = 0,
+The user writes one layer as a sympy function ``step(xs, dw, h)``, with the numeric side's conventions
+(``convergence.layer_map``): ``xs`` the tokens (a list of n column vectors of d real symbols), ``dw`` the
+layer's noise increment, ``scale sqrt(h) z`` with ``z`` standard (mean 0, variance 1) symbols of the
+noise's shape, and ``h`` the step; it returns the n new token vectors. A layer with several independent
+noises (two value matrices, attention noise plus an MLP field, per-token plus common) gets ``dw`` as a
+tuple or a mapping in the structure its ``noise`` was given. With ``s = sqrt(h)``, Taylor's theorem at
+s = 0 gives
 
     x_i' = x_i + s c1_i + s^2 c2_i + O(s^3),
 
-and the Gaussian moments E z = 0, E z_pq z_rs = [pq = rs] give the limit SDE of the layer map (Ito):
+and the moments E z = 0, E z_k z_l = [k = l] give the limit SDE of the layer map (Ito):
 
     drift_i = E c2_i,        covariance (i a, j b) = E c1_ia c1_jb,        E c1_i = 0 (required).
 
-A claimed SDE ``dx = drift(x) dt + diffusion(x, dW)`` is consistent with the layer when its drift equals the
-derived one and its diffusion has the derived covariance (the diffusion itself is determined up to a
-rotation of the noise, which does not change the law).
+A claimed SDE ``dx = drift(x) dt + diffusion(x, dW)`` (``dW`` the noise's increment per unit time, scale
+included, in the same structure) is consistent with the layer when its drift equals the derived one and its
+diffusion has the derived covariance (the diffusion is determined up to a rotation of the noise, which does not
+change the law). c1 is linear and c2 quadratic in z, so only these two moments enter: the result holds for any
+entry law with mean 0 and variance 1.
 
-c1 is linear and c2 quadratic in z, so only these two moments enter: the result holds for any entry law
-with mean 0 and variance 1. ``check_limit`` evaluates the derived and the claimed coefficients at random
-points of the sphere at ``dps`` digits and reports the largest differences; the claim is consistent when
-they vanish to working precision. Everything is in explicit coordinates for the given n and d.
+Speed: the attention weights, norms and every other subexpression of the step that involves neither s nor z
+are frozen into symbols before differentiating (``_Frozen``), so the derivatives see expressions of a few
+hundred nodes whatever the attention is; a derivation is cached per (step, tokens, dim, noise), so
+``check_limit`` reuses ``one_step_limit``'s work.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import mpmath
 import sympy as sp
+from tqdm.auto import tqdm
 
 from ..calculus import token_symbols
 
-NOISE_KINDS = ("matrix", "scalar")
 s = sp.Symbol("s", positive=True)
+h = s**2
+PROGRESS_DELAY = 2.0  # seconds before a derivation shows a progress bar
+FLOAT_TOLERANCE = 1e-10  # when a claim or a map holds inexact floats, double precision bounds the agreement
 
 
-def noise_symbols(kind: str, dim: int) -> sp.Matrix:
-    """The standard normal entries of one layer's noise: d x d (``matrix``) or 1 x 1 (``scalar``)."""
-    if kind not in NOISE_KINDS:
-        raise ValueError(f"noise must be one of {NOISE_KINDS}, got {kind!r}")
-    rows = cols = dim if kind == "matrix" else 1
-    return sp.Matrix(rows, cols, lambda p, q: sp.Symbol(f"z_{p}_{q}", real=True))
+@dataclass(frozen=True)
+class NoisePart:
+    """One independent noise of a layer: standard symbols ``z`` of ``shape`` scaled by ``scale``."""
+
+    name: str
+    shape: tuple[int, ...]
+    scale: sp.Expr
+
+    def symbols(self) -> list[sp.Symbol]:
+        size = 1
+        for n in self.shape:
+            size *= n
+        return [sp.Symbol(f"z{self.name}_{k}", real=True) for k in range(size)]
+
+    def value(self, factor: sp.Expr) -> sp.Expr | sp.Matrix:
+        """``scale factor z`` in the part's shape: a scalar for shape (), a column for (k,), a matrix for (a, b)."""
+        z = [self.scale * factor * zk for zk in self.symbols()]
+        if self.shape == ():
+            return z[0]
+        rows, cols = (self.shape[0], 1) if len(self.shape) == 1 else self.shape
+        return sp.Matrix(rows, cols, z)
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """A layer's noises: the parts and how the step receives them (``single``, ``tuple`` or ``mapping``)."""
+
+    parts: tuple[NoisePart, ...]
+    structure: str
+
+    def symbols(self) -> list[sp.Symbol]:
+        return [z for part in self.parts for z in part.symbols()]
+
+    def value(self, factor: sp.Expr):
+        """The increment handed to the user's functions: ``scale factor z`` per part, in the given structure."""
+        values = [part.value(factor) for part in self.parts]
+        if self.structure == "single":
+            return values[0]
+        if self.structure == "tuple":
+            return tuple(values)
+        return {part.name: v for part, v in zip(self.parts, values)}
+
+
+def noise_spec(noise) -> NoiseSpec:
+    """Read a layer's noise: an object with ``shape`` and ``scale`` (e.g. ``convergence.matrix_noise(d, sigma)``),
+    a tuple of such objects, a mapping name -> object, or a joint noise with ``parts`` (``convergence.joint_noise``).
+    Shapes of at most two axes. A float scale is read as the simplest exact number with that value
+    (``sympy.nsimplify``: 0.5 as 1/2, 1/sqrt(3) as sqrt(3)/3), so an exact claim can match it to any precision."""
+    parts = getattr(noise, "parts", None)
+    if parts is not None:
+        return noise_spec(dict(parts) if getattr(noise, "mapping", False) else tuple(p for _, p in parts))
+    if isinstance(noise, Mapping):
+        items, structure = [(str(k), v) for k, v in noise.items()], "mapping"
+    elif isinstance(noise, (tuple, list)):
+        items, structure = [(str(k), v) for k, v in enumerate(noise)], "tuple"
+    else:
+        items, structure = [("", noise)], "single"
+    if not items:
+        raise ValueError("noise must hold at least one noise, got an empty collection")
+    specs = []
+    for name, part in items:
+        shape, scale = getattr(part, "shape", None), getattr(part, "scale", None)
+        if shape is None or scale is None:
+            raise TypeError(f"noise{f'[{name!r}]' if name else ''} must have a shape and a scale (e.g. "
+                            f"convergence.matrix_noise(d, sigma)), got {type(part).__name__}")
+        shape = tuple(int(n) for n in shape)
+        if len(shape) > 2 or any(n < 1 for n in shape):
+            raise ValueError(f"noise{f'[{name!r}]' if name else ''} shape must have at most two positive axes, "
+                             f"got {shape}")
+        specs.append(NoisePart(name, shape, sp.nsimplify(scale) if isinstance(scale, float) else sp.sympify(scale)))
+    return NoiseSpec(tuple(specs), structure)
+
+
+class _Frozen:
+    """Replaces every maximal subexpression free of the ``active`` symbols by a symbol ``w_k`` (memoised, so a
+    subexpression shared by several tokens becomes one symbol); ``definitions`` maps each symbol back."""
+
+    def __init__(self, active: set[sp.Symbol]):
+        self.active = active
+        self.definitions: dict[sp.Symbol, sp.Expr] = {}
+        self._seen: dict[sp.Expr, sp.Expr] = {}
+
+    def __call__(self, expr: sp.Expr) -> sp.Expr:
+        if expr in self._seen:
+            return self._seen[expr]
+        if expr.is_Atom:
+            out = expr
+        elif not (expr.free_symbols & self.active):
+            out = sp.Symbol(f"frozen_{len(self.definitions)}", real=True)
+            self.definitions[out] = expr
+        else:
+            out = expr.func(*[self(arg) for arg in expr.args])
+        self._seen[expr] = out
+        return out
+
+    def back(self, expr: sp.Expr | sp.Matrix):
+        """The expression in the original symbols."""
+        return expr.xreplace(self.definitions)
 
 
 @dataclass(frozen=True)
 class StepLimit:
-    """The derived limit of one step, written in the token symbols ``tokens``: the per-token drift vectors,
-    the noise loadings (column k of the (n d) x K matrix is the order-s coefficient's derivative in z_k, so
-    the diffusion covariance is ``loadings loadings^T``) and the mean of the order-s term (must be 0)."""
+    """The derived limit of one step: per-token drift vectors, the noise loadings (column k is the order-s
+    coefficient's derivative in z_k, so the diffusion covariance is ``loadings loadings^T``) and the mean of the
+    order-s term (must be 0). Entries are written in the frozen symbols ``w_k``; ``definitions`` gives each in
+    the token symbols ``tokens`` (``expand()`` substitutes them)."""
 
     tokens: list[sp.Matrix]
     drift: sp.Matrix
     loadings: sp.Matrix
     first_order_mean: sp.Matrix
+    definitions: dict[sp.Symbol, sp.Expr]
 
     @property
     def covariance(self) -> sp.Matrix:
-        return _gram(self.loadings)
+        return self.loadings * self.loadings.T
+
+    def expand(self) -> StepLimit:
+        """The same limit with the frozen symbols substituted (large expressions for attention maps)."""
+        subs = self.definitions
+        return StepLimit(self.tokens, self.drift.xreplace(subs), self.loadings.xreplace(subs),
+                         self.first_order_mean.xreplace(subs), {})
 
 
-def _gram(loadings: sp.Matrix) -> sp.Matrix:
-    """The covariance J J^T of increments J z with z standard normal."""
-    return loadings * loadings.T
+def _stack(vectors: Sequence, what: str, tokens: int, dim: int) -> sp.Matrix:
+    if len(vectors) != tokens:
+        raise ValueError(f"{what} must return {tokens} token vectors, got {len(vectors)}")
+    out = []
+    for i, v in enumerate(vectors):
+        v = sp.Matrix(v)
+        if v.shape != (dim, 1):
+            raise ValueError(f"{what} must return column vectors of shape ({dim}, 1); token {i} has {v.shape}")
+        out.append(v)
+    return sp.Matrix.vstack(*out)
 
 
-def _stack(vectors: Sequence[sp.Matrix]) -> sp.Matrix:
-    return sp.Matrix.vstack(*[sp.Matrix(v) for v in vectors])
+@dataclass(frozen=True)
+class _Jet:
+    """An expression's expansion at s = 0, with the noise entries as first-order symbols eps_k
+    (E eps_k = 0, E eps_k eps_l = [k = l] h): ``value + mean s + sum_k linear[k] eps_k + drift h``, the order-h
+    part already averaged over the noise (terms s eps_k average to 0)."""
+
+    value: sp.Expr
+    mean: sp.Expr = sp.S.Zero
+    linear: tuple[tuple[int, sp.Expr], ...] = ()
+    drift: sp.Expr = sp.S.Zero
+
+    def second_moment(self) -> sp.Expr:
+        """The order-h mean of the squared first-order part: mean^2 + sum_k linear[k]^2."""
+        return self.mean**2 + sp.Add(*[c**2 for _, c in self.linear])
+
+    def through(self, f0: sp.Expr, f1: sp.Expr, f2: sp.Expr) -> _Jet:
+        """f(self) for a scalar function with f(value), f'(value), f''(value) (Ito's chain rule)."""
+        return _Jet(f0, f1 * self.mean, tuple((k, f1 * c) for k, c in self.linear),
+                    f1 * self.drift + f2 * self.second_moment() / 2)
 
 
-def one_step_limit(step: Callable, tokens: int, dim: int, noise: str = "matrix") -> StepLimit:
-    """Expand ``step(xs, z, s)`` to order s^2 and take Gaussian expectations (module docstring).
+def _jet_sum(jets: list[_Jet]) -> _Jet:
+    linear: dict[int, list[sp.Expr]] = {}
+    for jet in jets:
+        for k, c in jet.linear:
+            linear.setdefault(k, []).append(c)
+    return _Jet(sp.Add(*[j.value for j in jets]), sp.Add(*[j.mean for j in jets]),
+                tuple((k, sp.Add(*cs)) for k, cs in sorted(linear.items())), sp.Add(*[j.drift for j in jets]))
 
-    Expectations use derivatives, never expansion: c1 is linear in z, so E c1 = c1(z = 0) and
-    Cov c1 = J J^T with J_k = dc1/dz_k; c2 is quadratic, so E c2 = c2(0) + 1/2 sum_k d^2 c2 / dz_k^2.
+
+def _jet_product(a: _Jet, b: _Jet) -> _Jet:
+    linear = dict((k, a.value * c) for k, c in b.linear)
+    for k, c in a.linear:
+        linear[k] = linear.get(k, sp.S.Zero) + c * b.value
+    b_linear = dict(b.linear)
+    cross = a.mean * b.mean + sp.Add(*[c * b_linear[k] for k, c in a.linear if k in b_linear])
+    return _Jet(a.value * b.value, a.value * b.mean + a.mean * b.value, tuple(sorted(linear.items())),
+                a.value * b.drift + a.drift * b.value + cross)
+
+
+class _Expansion:
+    """Jets of the nodes of one expression tree (memoised: shared subexpressions are expanded once)."""
+
+    _t = sp.Dummy("t")
+
+    def __init__(self, noise: list[sp.Symbol]):
+        self.index = {z: k for k, z in enumerate(noise)}
+        self.active = {s, *noise}
+        self._seen: dict[sp.Expr, _Jet] = {}
+
+    def __call__(self, expr: sp.Expr) -> _Jet:
+        if expr not in self._seen:
+            self._seen[expr] = self._jet(expr)
+        return self._seen[expr]
+
+    def _jet(self, expr: sp.Expr) -> _Jet:
+        if not (expr.free_symbols & self.active):
+            return _Jet(expr)
+        if expr == s:
+            return _Jet(sp.S.Zero, sp.S.One)
+        if expr in self.index:
+            return _Jet(sp.S.Zero, linear=((self.index[expr], sp.S.One),))
+        if expr.is_Add:
+            return _jet_sum([self(arg) for arg in expr.args])
+        if expr.is_Mul:
+            jets = [self(arg) for arg in expr.args]
+            out = jets[0]
+            for jet in jets[1:]:
+                out = _jet_product(out, jet)
+            return out
+        if expr.is_Pow and not (expr.exp.free_symbols & self.active):
+            base, p = self(expr.base), expr.exp
+            u = base.value
+            return base.through(u**p, p * u ** (p - 1), p * (p - 1) * u ** (p - 2))
+        if expr.is_Pow:
+            return self(sp.exp(expr.exp * sp.log(expr.base)))
+        if isinstance(expr, sp.Function) and len(expr.args) == 1:
+            inner = self(expr.args[0])
+            f = expr.func(self._t)
+            at = {self._t: inner.value}
+            return inner.through(f.xreplace(at), f.diff(self._t).xreplace(at), f.diff(self._t, 2).xreplace(at))
+        raise NotImplementedError(f"one_step_limit cannot expand {type(expr).__name__} ({expr}) where it depends on "
+                                  "h or the noise: write the step with +, *, powers and functions of one argument")
+
+
+def one_step_limit(step: Callable, tokens: int, dim: int, noise, progress: bool = True) -> StepLimit:
+    """Expand ``step(xs, dw, h)`` to order h and take the noise's moments (module docstring); cached.
+
+    Each node of the step's expression carries its jet (``_Jet``: value, order-s mean, first-order loadings on
+    the noise entries and the averaged order-h part), combined by the sum, product and Ito chain rules, so no
+    derivative of a large expression is ever formed. A progress bar appears when the derivation takes longer
+    than ``PROGRESS_DELAY`` seconds (``progress=False`` hides it).
     """
+    return _derived(step, int(tokens), int(dim), noise_spec(noise), bool(progress))
+
+
+@lru_cache(maxsize=64)
+def _derived(step: Callable, tokens: int, dim: int, spec: NoiseSpec, progress: bool) -> StepLimit:
     xs = token_symbols(tokens, dim)
-    z = list(noise_symbols(noise, dim))
-    new = step(xs, noise_symbols(noise, dim), s)
-    if len(new) != tokens:
-        raise ValueError(f"step must return {tokens} token vectors, got {len(new)}")
-    flat = _stack(new)
-    at_zero = dict.fromkeys(z, 0)
-    c1 = flat.diff(s).subs(s, 0)
-    c2 = flat.diff(s, 2).subs(s, 0) / 2
-    loadings = sp.Matrix.hstack(*[c1.diff(zk).subs(at_zero) for zk in z])
-    drift = c2.subs(at_zero) + sum((c2.diff(zk, 2).subs(at_zero) for zk in z), sp.zeros(*c2.shape)) / 2
-    return StepLimit(xs, drift, loadings, c1.subs(at_zero))
+    noise = spec.symbols()
+    frozen = _Frozen({s, *noise})
+    flat = _stack(step(xs, spec.value(sp.S.One), h), "step(xs, dw, h)", tokens, dim).applyfunc(frozen)
+    expansion = _Expansion(noise)
+    jets = []
+    for entry in tqdm(flat, desc=f"one_step_limit (n = {tokens}, d = {dim}, {len(noise)} noise entries)",
+                      delay=PROGRESS_DELAY, disable=not progress, leave=False):
+        jets.append(expansion(entry))
+    loadings = sp.zeros(flat.rows, len(noise))
+    for r, jet in enumerate(jets):
+        for k, c in jet.linear:
+            loadings[r, k] = c
+    return StepLimit(xs, sp.Matrix([j.drift for j in jets]), loadings, sp.Matrix([j.mean for j in jets]),
+                     frozen.definitions)
 
 
-def claimed_loadings(diffusion: Callable, xs: list[sp.Matrix], noise: str) -> sp.Matrix:
-    """The loadings of a claimed diffusion ``diffusion(xs, dW) -> list of vectors`` (linear in dW; dW of unit
-    variance per unit time, so sigma belongs in ``diffusion``): column k is its derivative in dW_k."""
-    z = noise_symbols(noise, xs[0].rows)
-    flat = _stack(diffusion(xs, z))
-    return sp.Matrix.hstack(*[flat.diff(zk).subs(dict.fromkeys(list(z), 0)) for zk in z])
+def claimed_loadings(diffusion: Callable, xs: list[sp.Matrix], noise, frozen: _Frozen | None = None) -> sp.Matrix:
+    """The loadings of a claimed diffusion ``diffusion(xs, dW) -> n vectors`` (linear in dW, the increment per
+    unit time with the noise's scale): column k is its derivative in z_k (the first-order part of its jet).
+    With ``frozen``, written in its symbols (the subexpressions free of the noise frozen); otherwise in the token
+    symbols."""
+    spec = noise_spec(noise)
+    z = spec.symbols()
+    freeze = _Frozen(set(z)) if frozen is None else frozen
+    flat = _stack(diffusion(xs, spec.value(sp.S.One)), "diffusion(xs, dw)", len(xs), xs[0].rows).applyfunc(freeze)
+    expansion = _Expansion(z)
+    loadings = sp.zeros(flat.rows, len(z))
+    for r, entry in enumerate(flat):
+        for k, c in expansion(entry).linear:
+            loadings[r, k] = c
+    return freeze.back(loadings) if frozen is None else loadings
 
 
 def _random_sphere_point(xs: list[sp.Matrix], generator: random.Random) -> dict:
@@ -107,31 +323,91 @@ def _random_sphere_point(xs: list[sp.Matrix], generator: random.Random) -> dict:
     return values
 
 
-def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: int, dim: int,
-                noise: str = "matrix", points: int = 4, dps: int = 30, seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class LimitComparison:
+    """Derived against claimed coefficients: the largest absolute differences over the points, whether all are
+    below ``tolerance``, and the entries that differ most at the worst point, derived and claimed side by side
+    (``str(comparison)`` prints them)."""
+
+    drift: float
+    covariance: float
+    first_order_mean: float
+    tolerance: float
+    rows: tuple[tuple[str, str, float, float], ...]  # (coefficient, entry, derived, claimed)
+
+    @property
+    def consistent(self) -> bool:
+        return max(self.drift, self.covariance, self.first_order_mean) < self.tolerance
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def __str__(self) -> str:
+        verdict = "consistent" if self.consistent else "NOT consistent"
+        lines = [f"one-step expansion against the claim: {verdict} (largest differences: drift {self.drift:.3g}, "
+                 f"covariance {self.covariance:.3g}, order-sqrt(h) mean {self.first_order_mean:.3g}; tolerance "
+                 f"{self.tolerance:.0e})"]
+        if self.rows:
+            lines.append(f"  {'coefficient':<17} {'entry':<16} {'derived':>14} {'claimed':>14} {'claimed/derived':>16}")
+            for name, entry, derived, claimed in self.rows:
+                ratio = f"{claimed / derived:16.6g}" if derived else f"{'-':>16}"
+                lines.append(f"  {name:<17} {entry:<16} {derived:14.8g} {claimed:14.8g} {ratio}")
+        return "\n".join(lines)
+
+
+def _entry_label(name: str, index: tuple[int, int], tokens: list[sp.Matrix]) -> str:
+    """``x1_2`` for drift entries, ``(x0_1, x2_3)`` for covariance entries."""
+    flat = [symbol for token in tokens for symbol in token]
+    return str(flat[index[0]]) if name != "covariance" else f"({flat[index[0]]}, {flat[index[1]]})"
+
+
+def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: int, dim: int, noise,
+                points: int = 4, dps: int = 30, seed: int = 0, shown: int = 6) -> LimitComparison:
     """Derived against claimed coefficients at ``points`` random points of the sphere, ``dps`` digits.
 
-    ``drift(xs) -> list of n vectors`` and ``diffusion(xs, dW) -> list of n vectors`` (sympy). Returns the
-    largest absolute differences of drift, covariance and first-order mean, and ``consistent``: all three
-    below 10^(5 - dps).
+    ``drift(xs) -> n vectors`` and ``diffusion(xs, dW) -> n vectors`` (sympy; ``dW`` as in ``step`` but per unit
+    time). Consistent when the largest differences of drift, covariance and first-order mean are all below
+    10^(5 - dps), or ``FLOAT_TOLERANCE`` when the map or the claim holds inexact floats; the ``shown`` entries that
+    differ most at the worst point are kept, derived beside claimed. Covariances are formed from the loadings in numbers (J J^T at each point), never as symbolic products.
     """
     derived = one_step_limit(step, tokens, dim, noise)
     xs = derived.tokens
     symbols = [symbol for token in xs for symbol in token]
-    functions = {
-        "drift": (derived.drift, _stack(drift(xs))),
-        "covariance": (derived.covariance, _gram(claimed_loadings(diffusion, xs, noise))),
-        "first_order_mean": (derived.first_order_mean, sp.zeros(*derived.first_order_mean.shape)),
-    }
-    compiled = {name: sp.lambdify(symbols, a - b, "mpmath") for name, (a, b) in functions.items()}
-    residuals = dict.fromkeys(functions, mpmath.mpf(0))
+    frozen = _Frozen(set(noise_spec(noise).symbols()))
+    frozen.definitions.update(derived.definitions)  # claimed and derived share the frozen subexpressions
+    frozen._seen.update({v: k for k, v in derived.definitions.items()})
+    claimed_drift = _stack(drift(xs), "drift(xs)", tokens, dim).applyfunc(frozen)
+    claimed_j = claimed_loadings(diffusion, xs, noise, frozen)
+    atoms = list(frozen.definitions)
+    definitions = sp.lambdify(symbols, [frozen.definitions[w] for w in atoms], "mpmath", cse=True)
+    compiled = sp.lambdify(atoms + symbols, [derived.drift, derived.loadings, derived.first_order_mean, claimed_drift, claimed_j],
+                           "mpmath", cse=True)
+    residuals = dict.fromkeys(("drift", "covariance", "first_order_mean"), mpmath.mpf(0))
+    worst: dict[str, tuple] = {}
     generator = random.Random(seed)
     with mpmath.workdps(dps):
         for _ in range(points):
             point = _random_sphere_point(xs, generator)
             values = [point[symbol] for symbol in symbols]
-            for name, fn in compiled.items():
-                residuals[name] = max(residuals[name], max(abs(v) for v in mpmath.matrix(fn(*values))))
+            w = definitions(*values)
+            drift_a, j_a, mean_a, drift_b, j_b = (mpmath.matrix(v) for v in compiled(*w, *values))
+            pairs = {"drift": (drift_a, drift_b), "covariance": (j_a * j_a.T, j_b * j_b.T),
+                     "first_order_mean": (mean_a, mpmath.zeros(mean_a.rows, 1))}
+            for name, (a, b) in pairs.items():
+                difference = max(abs(a[r, c] - b[r, c]) for r in range(a.rows) for c in range(a.cols))
+                if difference >= residuals[name]:
+                    residuals[name], worst[name] = difference, (a, b)
         tolerance = mpmath.mpf(10) ** (5 - dps)
-        consistent = all(v < tolerance for v in residuals.values())
-    return {**{k: float(v) for k, v in residuals.items()}, "consistent": consistent, "tolerance": float(tolerance)}
+    inexact = any(expr.has(sp.Float) for expr in (derived.drift, derived.loadings, claimed_drift, claimed_j,
+                                                   *frozen.definitions.values()))
+    if inexact:
+        tolerance = max(tolerance, mpmath.mpf(FLOAT_TOLERANCE))
+    rows = []
+    for name, (a, b) in worst.items():
+        if residuals[name] < tolerance:
+            continue
+        entries = sorted(((abs(a[r, c] - b[r, c]), r, c) for r in range(a.rows) for c in range(a.cols)), reverse=True)
+        rows += [(name, _entry_label(name, (r, c), xs), float(a[r, c]), float(b[r, c]))
+                 for _, r, c in entries[:shown]]
+    return LimitComparison(float(residuals["drift"]), float(residuals["covariance"]),
+                           float(residuals["first_order_mean"]), float(tolerance), tuple(rows))
