@@ -70,6 +70,7 @@ from .statistics import (
     family_confidence,
     first_nonfinite,
     order_verdict,
+    paths_for_effect,
     paths_to_resolve,
     z_confidence,
     z_value,
@@ -265,6 +266,23 @@ class Outcome:
     def passed(self) -> bool:
         return self.verdict == PASS
 
+    @property
+    def sample_size(self) -> int:
+        """The paths (local consistency: samples per state and step) this outcome was measured on."""
+        return int(self.params.get("paths", self.params.get("samples", 0)))
+
+    def paths_needed(self, effect: float) -> dict[str, int | None]:
+        """Sample-size planning from this run as a pilot: for each claim check, the paths (``sample_size`` units) at
+        which it would reject a departure of ``effect`` from its expected value with probability 90% at its level
+        (``statistics.paths_for_effect``: the measured interval's standard error scaled as paths^-1/2). ``effect``
+        is in the check's own units, those its resolution is printed in (order units for orders; a relative
+        coefficient error for the local checks' scales). None where no number of paths can: the effect lies within
+        the check's bias allowance, or the check has no interval. Keys: the check's name and configuration."""
+        effect = check_real("effect", effect, minimum=0.0, strict_minimum=True)
+        return {_check_label(check): paths_for_effect(check.ci, check.allowance, check.confidence, self.sample_size,
+                                                      effect)
+                for check in self.checks if check.claim}
+
     def table(self) -> str:
         """Plain-text summary: every level of every panel, each check's estimate, interval and verdict."""
         lines = [f"{self.title}: {self.verdict}"]
@@ -275,8 +293,7 @@ class Outcome:
                 for h, v, lo, hi in zip(series.steps, series.values, series.ci_lo, series.ci_hi):
                     lines.append(f"    {h:12.5g} {v:12.5g}   [{lo:11.5g}, {hi:11.5g}]")
         for check in self.checks:
-            where = ", ".join(f"{k}={v}" for k, v in check.config.items() if k not in ("map", "sde", "first", "second"))
-            lines.append(f"  {check.name}{f' [{where}]' if where else ''}: estimate {check.estimate:.4g}, expected {check.expected:.4g} "
+            lines.append(f"  {_check_label(check)}: estimate {check.estimate:.4g}, expected {check.expected:.4g} "
                          f"+- {check.allowance:.3g}, {confidence_label(check.confidence)} interval [{check.ci[0]:.4g}, "
                          f"{check.ci[1]:.4g}] -> {check.verdict.upper()}"
                          + ("" if check.resolution is None else f", resolution {check.resolution:.3g}")
@@ -464,6 +481,12 @@ def check_same_weak_limit(
     check = Check("same_weak_limit", 0.0, mean, (lo, hi), verdict, config, 0.0, note=note,
                   resolution=detectable_effect((lo, hi), 0.0, z_confidence(z)))
     return Outcome(title, [check], [], params, seed)
+
+
+def _check_label(check: Check) -> str:
+    """A check's name with the configuration that tells it apart (state, observable), e.g. ``drift_scale [state=uniform]``."""
+    where = ", ".join(f"{k}={v}" for k, v in check.config.items() if k not in ("map", "sde", "first", "second"))
+    return f"{check.name} [{where}]" if where else check.name
 
 
 def _check_title(title: object) -> str:

@@ -35,6 +35,7 @@ from .estimators import (
     log_log_slope,
     noise_floor_flags,
     order_verdict,
+    paths_for_effect,
     paths_to_resolve,
     percentile_interval,
     plateau,
@@ -51,6 +52,6 @@ __all__ = [
     "bootstrap_medians", "combine_verdicts", "confidence_label", "confidence_z", "detectable_effect",
     "effect_verdict", "family_confidence", "first_nonfinite", "fit_order", "frechet_estimate", "frechet_estimates", "json_safe",
     "least_squares_line", "least_squares_slope", "limit_plateau", "limit_verdict", "log_log_slope",
-    "noise_floor_flags", "order_verdict", "paths_to_resolve", "percentile_interval", "plateau",
+    "noise_floor_flags", "order_verdict", "paths_for_effect", "paths_to_resolve", "percentile_interval", "plateau",
     "pre_asymptotic_flags", "wilson", "z_confidence", "z_value",
 ]

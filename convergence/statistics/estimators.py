@@ -320,6 +320,19 @@ def paths_to_resolve(width: float, target_width: float, paths: int) -> int:
     return int(math.ceil(paths * (width / target_width) ** 2))
 
 
+def paths_for_effect(ci: tuple[float, float], allowance: float, confidence: float, paths: int, effect: float,
+                     power: float = DETECTION_POWER) -> int | None:
+    """Paths at which a check measured on ``paths`` (interval ``ci`` at ``confidence``, bias ``allowance``) would reject
+    a departure of ``effect`` with probability ``power``: ``detectable_effect`` = allowance + (z_alpha + z_power) se,
+    with se ~ paths^-1/2, solved for the paths. None when ``effect`` is within the allowance (no number of paths
+    resolves it) or the interval is not finite."""
+    z = confidence_z(confidence)
+    se = (ci[1] - ci[0]) / (2 * z)
+    if not (math.isfinite(se) and se > 0 and effect > allowance):
+        return None
+    return max(1, int(math.ceil(paths * ((z + float(stats.norm.ppf(power))) * se / (effect - allowance)) ** 2)))
+
+
 def plateau(steps: np.ndarray, ms: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     """Weighted least-squares ``B`` in ``ms_l = A h_l^q + B`` (weights 1/ms_l^2), vectorised over rows.
 
