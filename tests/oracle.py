@@ -1,6 +1,6 @@
 """Plain per-path, per-token loop implementations of the layer maps: the oracle for the vectorised code.
 
-Written straight from MATH.md section 1 with Python loops and math.exp, sharing no code with convergence.
+Written straight from docs/models.md section 1 with Python loops and math.exp, sharing no code with convergence.
 """
 
 from __future__ import annotations

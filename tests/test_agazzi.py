@@ -50,7 +50,7 @@ def test_activation_constants_closed_forms(act, d, sig):
     s2 = 1 / d + sig**2
     k1, k1p = (s2 / 2 + sig**2, 1 / (2 * d)) if act == "relu" else (s2 + sig**2, 1 / d)
     assert_allclose([c["k1"], c["k1_prime"]], [k1, k1p], rtol=1e-12)
-    # MATH.md section 2's formulas, written out here independently of verify.analysis.two_point.
+    # docs/models.md section 2's formulas, written out here independently of verify.analysis.two_point.
     assert_allclose(c["lambda_1"], ((d - 3) * k1p - (d - 1) * k1) / 2, rtol=1e-12)
     assert_allclose(c["lambda_bar"], (d - 1) * k1p - (d - 3) * k1, rtol=1e-12)
 

@@ -31,6 +31,7 @@ def quick_reports(tmp_path_factory):
     return out, status, {name: json.loads((out / f"{name}.json").read_text()) for name in ("strong-agazzi", "sync-agazzi")}
 
 
+@pytest.mark.slow  # a whole quick-profile study: minutes on 2 cores
 def test_quick_studies_pass(quick_reports):
     out, status, reports = quick_reports
     assert status == 0
@@ -53,6 +54,7 @@ def test_quick_studies_pass(quick_reports):
         assert (out / f"sync-agazzi-{suffix}.png").exists()
 
 
+@pytest.mark.slow  # a whole quick-profile study: minutes on 2 cores
 def test_every_exponent_has_its_prediction_and_interval(quick_reports):
     _, _, reports = quick_reports
     for check in reports["sync-agazzi"]["checks"]:

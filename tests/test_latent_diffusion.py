@@ -1,4 +1,4 @@
-"""Latent diffusion stopping (MATH.md section 4): symbolic side, rigorous evaluation, sampler, estimator, study."""
+"""Latent diffusion stopping (docs/models.md section 4): symbolic side, rigorous evaluation, sampler, estimator, study."""
 
 import json
 
@@ -173,6 +173,7 @@ def test_plugin_variances_are_seeded_second_moments():
     assert_allclose(v, [4.0, 1.0], rtol=0.03)
 
 
+@pytest.mark.slow  # a whole quick-profile study: minutes on 2 cores
 def test_quick_ldm_stopping_study_passes(tmp_path):
     assert main(["run", "ldm-stopping", "--profile", "quick", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "ldm-stopping.json").read_text())

@@ -155,7 +155,7 @@ def test_attention_average_is_the_shifted_softmax_and_does_not_depend_on_the_bat
 
 @pytest.mark.parametrize("name", ["fedorov", "hybrid"])
 def test_layer_maps_equal_the_independent_ones_verify_cross_checks(name):
-    """``verify.derivations.crosscheck`` writes models F and H from MATH.md without this package; both must agree on the same
+    """``verify.derivations.crosscheck`` writes models F and H from docs/models.md without this package; both must agree on the same
     noise (at random token pairs, not only the check's configuration)."""
     from verify.derivations import crosscheck
 

@@ -143,6 +143,7 @@ def chaos_report(tmp_path_factory):
     return status, json.loads((out / "chaos.json").read_text())
 
 
+@pytest.mark.slow  # a whole quick-profile study: minutes on 2 cores
 def test_quick_chaos_study_passes(chaos_report):
     status, report = chaos_report
     assert status == 0 and report["verdict"] == "pass", [c for c in report["checks"] if c["verdict"] != "pass"]
@@ -155,6 +156,7 @@ def test_frozen_field_noise_is_independent_of_tokens(rng):
     assert AgazziModel(3, field).noise == AgazziModel(300, field).noise
 
 
+@pytest.mark.slow  # a whole quick-profile study: minutes on 2 cores
 def test_quick_commute_study_passes(tmp_path):
     """About 3 minutes: every claim (model A, width) passes; model F's checks are findings, still reported."""
     status = main(["run", "commute", "--profile", "quick", "--seed", "0", "--out", str(tmp_path)])

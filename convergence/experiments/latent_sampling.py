@@ -2,7 +2,7 @@
 checks of a run against the data law (``sampler_checks``) and of the discrete law against the closed form
 (``exact_discrete_convergence``, exact algebra).
 
-Level f uses step ``f h`` with the block sums of f fine increments (nested grids, MATH.md section 6), every level
+Level f uses step ``f h`` with the block sums of f fine increments (nested grids, docs/models.md section 6), every level
 starts from the same initial draw, and paths are seeded by their absolute index (``convergence.paths.brownian``), so no
 number depends on the block size or on the scheduler.
 """

@@ -135,7 +135,7 @@ def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: i
 
 def agazzi_mean_field_drift(model: AgazziModel, k1: float, beta_factor: float = 1.0, v_factor: float = 1.0,
                             ito: float | None = None) -> Drift:
-    """The claimed mean-field drift of model A: ``v P_x a_mu(x) - ito k(1) x`` with ``ito = (d - 1) / 2`` (MATH.md
+    """The claimed mean-field drift of model A: ``v P_x a_mu(x) - ito k(1) x`` with ``ito = (d - 1) / 2`` (docs/models.md
     section 2); the factors and ``ito`` make near misses."""
     attention = replace(model, beta=model.beta * beta_factor)
     ito = (model.dim - 1) / 2 if ito is None else ito

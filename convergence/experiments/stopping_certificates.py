@@ -1,4 +1,4 @@
-"""Certified checks of the latent diffusion stopping problem (MATH.md section 4): interval arithmetic
+"""Certified checks of the latent diffusion stopping problem (docs/models.md section 4): interval arithmetic
 (``verify.rigorous.latent_stopping``) decides signs, exact algebra decides optima; none of them samples, so none can
 fail falsely.
 

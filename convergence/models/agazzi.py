@@ -1,6 +1,6 @@
 """Model A: attention plus random MLP blocks (Agazzi et al., arXiv:2604.26898), and its Ito limit.
 
-Layer map (MATH.md section 2), step h = T / L, tokens (paths, n, d), two normalised half-steps:
+Layer map (docs/models.md section 2), step h = T / L, tokens (paths, n, d), two normalised half-steps:
 
     Y_i  = N(X_i + h v a_i(X)),      a_i = sum_j softmax_j(beta <X_i, X_j>) X_j   (Q^T K = beta I, V = v I)
     X_i' = N(Y_i + sqrt(h) G_k(Y_i)),

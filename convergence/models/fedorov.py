@@ -1,6 +1,6 @@
 """Model F: a deep transformer with random value matrices (Fedorov et al., arXiv:2601.21942).
 
-Layer map (MATH.md section 1), step ``h = T / L``, tokens as rows of ``x`` shaped (paths, n, d):
+Layer map (docs/models.md section 1), step ``h = T / L``, tokens as rows of ``x`` shaped (paths, n, d):
 
     a_i   = sum_j softmax_j(beta x_i^T G x_j) x_j          G = Q^T K (default I)
     y_i   = x_i + sqrt(h) V_k a_i = x_i + h M a_i + dW_k a_i,   V_k = sqrt(h) M + Z_k

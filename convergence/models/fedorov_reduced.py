@@ -5,7 +5,7 @@ jointly Gaussian with ``Cov((V a_i)_k, (V a_j)_l) = sigma^2 delta_kl <a_i, a_j>`
 matrix of standard normals and F any factor of the Gram matrix (F F^T = [<a_i, a_j>]),
 ``[V a_1 .. V a_n] = sigma Z F^T`` in law. F comes from a symmetric eigen-decomposition
 (F = U diag(sqrt(max(lambda, 0)))), which stays valid when tokens merge and the Gram matrix is
-singular (MATH.md section 6: never plain Cholesky). This costs d n normals per layer instead of d^2;
+singular (docs/models.md section 6: never plain Cholesky). This costs d n normals per layer instead of d^2;
 it is exact in law for Gaussian entries only and cannot be coupled across depths (statistical
 studies only).
 """

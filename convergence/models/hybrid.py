@@ -1,4 +1,4 @@
-"""The hybrid two-token model of Fedorov et al. (MATH.md section 1): unnormalised attention, scalar noise.
+"""The hybrid two-token model of Fedorov et al. (docs/models.md section 1): unnormalised attention, scalar noise.
 
 Layer map, step ``h``, one scalar common noise ``xi_k`` (mean 0, variance 1) per layer:
 

@@ -1,4 +1,4 @@
-"""The latent diffusion sampler of MATH.md section 4 (Wu et al., arXiv:2510.08409), simulated in latent space.
+"""The latent diffusion sampler of docs/models.md section 4 (Wu et al., arXiv:2510.08409), simulated in latent space.
 
 Data ``X_0 ~ N(0, diag(s_1^2 >= ... >= s_D^2))``; the encoder keeps all D coordinates here and the latent
 dimension d is applied when decoding (the score is diagonal, so coordinate j's path does not depend on d:

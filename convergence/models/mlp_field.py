@@ -1,6 +1,6 @@
 """Model A's common noise: the random MLP block as a random field of position, three ways.
 
-The MLP block of layer k is G_k(y) = m^{-1/2} W_k act(U_k y / sqrt(d) + b_k) + c_k (MATH.md section 2),
+The MLP block of layer k is G_k(y) = m^{-1/2} W_k act(U_k y / sqrt(d) + b_k) + c_k (docs/models.md section 2),
 one draw per layer shared by every token; the layer adds sqrt(h) G_k(Y_i) to each token. Its covariance
 is E[G(x) G(y)^T] = k(<x, y>) I_d (``verify.analysis.kernels``). Each field below gives ``increment(y, dw, h)``,
 the common noise term added to tokens y shaped (paths, n, d), from one layer's noise array ``dw``.

@@ -3,7 +3,7 @@
 A layer's noise is one random object shared by every token (common noise). Its increment over a
 step h has mean 0 and covariance ``scale^2 h`` per entry. For Gaussian entries the increments over
 consecutive steps are those of a Brownian motion, so coarse increments are exact block sums of fine
-ones (the pathwise coupling of MATH.md section 1); Rademacher and uniform entries (bounded, as the
+ones (the pathwise coupling of docs/models.md section 1); Rademacher and uniform entries (bounded, as the
 theorem assumes) have the same first two moments but no such coupling: they are for weak studies.
 """
 

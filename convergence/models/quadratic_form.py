@@ -1,4 +1,4 @@
-"""The random quadratic form (Engel-Shalova, MATH.md section 3): a calibration model with exact answers.
+"""The random quadratic form (Engel-Shalova, docs/models.md section 3): a calibration model with exact answers.
 
     dX = -P_X o dQ X on S^{d-1},   Q = (B + B^T) / sqrt(2),  B a d x d matrix of standard Brownian motions.
 

@@ -5,7 +5,7 @@ The reference is the Ito Euler-Maruyama scheme in the ambient space R^d, without
     x_{k+1} = x_k + b(x_k) h + g(x_k) dW_k.
 
 It uses the derived drift explicitly. Unlike a normalised step (whose normalisation already
-creates the radial Ito term, MATH.md section 6), it stays on the sphere only in the limit h -> 0,
+creates the radial Ito term, docs/models.md section 6), it stays on the sphere only in the limit h -> 0,
 and only if the radial drift is right: a wrong drift makes it converge to another process.
 """
 

@@ -1,4 +1,4 @@
-"""Study ``ldm-stopping``: optimal stopping in latent diffusion models (MATH.md section 4, arXiv:2510.08409).
+"""Study ``ldm-stopping``: optimal stopping in latent diffusion models (docs/models.md section 4, arXiv:2510.08409).
 
 The paper's synthetic settings: a geometric spectrum diag(1, 0.6, ..., 0.6^6, 1e-10, 1e-10) (D = 9) and the
 low-rank diag(10, 0.2, 0.2, 0.2, 0, 0) (D = 6, d_0 = 4); T = 2; plug-in variances from 1000 data samples.
@@ -132,7 +132,7 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         f"({profile.replicates} resamples; intervals are z bootstrap standard errors).",
         f"Tolerances: z = {z:.3g} standard errors (Bonferroni over the {monte_carlo_checks} Monte Carlo checks, "
         "family-wise false-failure rate 1%); certified and exact-algebra checks cannot fail falsely (rate 0).",
-        "Conventions (MATH.md leaves them open): backward time t in [0, T] (t = T is the full run); the run starts from "
+        "Conventions (docs/models.md leaves them open): backward time t in [0, T] (t = T is the full run); the run starts from "
         "the score model's own Gaussian at T; switching times t_1..t_D, t_D+1 = T with d optimal on (t_d, t_d+1).",
         "The paper's plug-in criterion sum_{j<=d} (1 - s_j/sigma_hat_j)(1 - sigma_hat_j^2) >= 0 is tested as an "
         "'if and only if' claim: each sign certified in interval arithmetic against certified monotonicity of the "

@@ -1,7 +1,7 @@
 """The covariance kernel of model A's MLP field, its constants k(1), k'(1), and the exponents they fix.
 
 Model A's MLP block G(y) = m^{-1/2} W act(U y / sqrt(d) + b) + c has E[G(x) G(y)^T] = K(x, y) I_d with
-(MATH.md section 2)
+(docs/models.md section 2)
 
     K(x, y) = E[act(Z_1) act(Z_2)] + sigma_W^2,   (Z_1, Z_2) centred Gaussian,
     Var Z_i = s^2 = 1/d + sigma_U^2,   Cov(Z_1, Z_2) = <x, y>/d + sigma_U^2,

@@ -1,5 +1,5 @@
 """Every derivation with its checks (``catalogue``), the Monte Carlo cross-check of each generator against a
-discrete layer written here from MATH.md, with the models every derivation covers (``crosscheck``) and ``reports/symbolic.{md,json}`` (``symbolic_report``).
+discrete layer written here from docs/models.md, with the models every derivation covers (``crosscheck``) and ``reports/symbolic.{md,json}`` (``symbolic_report``).
 """
 
 from __future__ import annotations

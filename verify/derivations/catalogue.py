@@ -259,21 +259,21 @@ def quadratic_form() -> Derivation:
 
 
 def agazzi_exponents() -> Derivation:
-    """Item 8: model A two-point motion, lambda_1, lambda_bar, G(u), against MATH.md section 2."""
+    """Item 8: model A two-point motion, lambda_1, lambda_bar, G(u), against docs/models.md section 2."""
     der = Derivation("agazzi_two_point", "model A two-point motion (pure noise): exponents and G(u)")
     res = agazzi_two_point()
     der.results.update({"drift of u (v = 0)": res.drift, "a(u)": res.diffusion_squared, "lambda_1": res.lambda_1,
                         "lambda_bar": res.lambda_bar, "G(u)": res.G, "drift of u with attention": res.drift_with_attention})
     u = sp.Symbol("u", real=True)
     kf = sp.Function("k")
-    stated = {  # MATH.md section 2, the claims under test
+    stated = {  # docs/models.md section 2, the claims under test
         "lambda_1": ((d - 3) * k1p - (d - 1) * k1) / 2,
         "lambda_bar": (d - 1) * k1p - (d - 3) * k1,
         "G(u)": kf(u) * (d - 2 + u**2 - beta * u * (1 - u**2)) + k1 * (beta * (1 - u**2) - (d - 1) * u),
     }
     for name, formula in stated.items():
         derived = {"lambda_1": res.lambda_1, "lambda_bar": res.lambda_bar, "G(u)": res.G}[name]
-        der.check(f"{name} equals the formula of MATH.md section 2", sp.simplify(derived - formula) == 0)
+        der.check(f"{name} equals the formula of docs/models.md section 2", sp.simplify(derived - formula) == 0)
     return der
 
 
@@ -389,7 +389,7 @@ def energy_rate(configs=(("relu", 5, 0.0), ("relu", 5, 0.1), ("sigmoid", 5, 0.0)
 def latent_diffusion() -> Derivation:
     """Section 4: variance ODEs, closed forms, capped minimiser, Frechet formula, monotonicity, switching times."""
     der = Derivation("latent_diffusion", "Gaussian latent diffusion: decoded variance, W2 distance, its sign in t, "
-                     "switching times and the capped score (MATH.md section 4)")
+                     "switching times and the capped score (docs/models.md section 4)")
     forward = ld.forward_variance()
     der.results["forward variance"] = forward
     der.check("forward OU variance from dsolve equals a_u^2 + b_u^2 s^2",

@@ -8,7 +8,7 @@ are fitted by weighted least squares as ``D(h) = L + c h``; the check passes whe
 within 4 standard errors (false-failure rate about 6e-5 under the normal approximation) plus a bias
 allowance ``|c| h_min`` (the size of the next-order term) of the derived value.
 
-The layer maps are written here with numpy from MATH.md's statements, independently of the numerical side
+The layer maps are written here with numpy from docs/models.md's statements, independently of the numerical side
 (``convergence``, which ``verify`` never imports); ``convergence``'s own layer maps are checked against these
 derived generators by its conformance tests.
 """

@@ -2,7 +2,7 @@
 
 Each activation carries its first derivative (Price's theorem turns k'(u) into an expectation of
 act' x act'), the points where that derivative jumps (quadrature splits there) and whether the
-function is odd (an odd field without biases makes antipodal pairs, MATH.md section 2).
+function is odd (an odd field without biases makes antipodal pairs, docs/models.md section 2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Symbolic side of the latent diffusion model (MATH.md section 4; Wu et al., arXiv:2510.08409).
+"""Symbolic side of the latent diffusion model (docs/models.md section 4; Wu et al., arXiv:2510.08409).
 
 One latent coordinate j at a time (everything is diagonal): data variance ``s2 = s_j^2``, estimated variance
 ``q = sigma_hat_j^2`` (``q = s2`` for the exact score), forward time ``u``, backward time ``t = T - u``.
@@ -175,5 +175,5 @@ def plugin_remaining_term() -> tuple[sp.Symbol, sp.Expr]:
 
 
 def plugin_criterion_term() -> sp.Expr:
-    """The paper's criterion term ``(1 - s / sqrt(q)) (1 - q)`` (MATH.md section 4)."""
+    """The paper's criterion term ``(1 - s / sqrt(q)) (1 - q)`` (docs/models.md section 4)."""
     return (1 - s / sp.sqrt(q)) * (1 - q)

@@ -1,4 +1,4 @@
-"""The models of MATH.md written as normalised layer steps in the tokens' span, and their limit SDEs.
+"""The models of docs/models.md written as normalised layer steps in the tokens' span, and their limit SDEs.
 
 Each ``*_layer`` function states a discrete layer map exactly as the numerical side implements it;
 ``limit_system`` (``verify.calculus.expansion``) turns it into the Ito SDE that the studies test.
@@ -72,13 +72,13 @@ def quadratic_form_layer(span: Span) -> list[list[NormalisedStep]]:
 
 def one_token_layer(span: Span) -> list[list[NormalisedStep]]:
     """Model F with one token (a = x_0) beside a fixed unit vector x_1 (no drift, no noise): the overlap
-    <x_0, x_1> is a zonal coordinate of Brownian motion on the sphere (calibration, MATH.md section 3)."""
+    <x_0, x_1> is a zonal coordinate of Brownian motion on the sphere (calibration, docs/models.md section 3)."""
     return [[NormalisedStep(mu=span.zero(), noise_arg=span.token(0))], [NormalisedStep(mu=span.zero())]]
 
 
 @dataclass(frozen=True)
 class SymbolicModel:
-    """A model of MATH.md: its layer as normalised steps in the tokens' span and the law of its common noise.
+    """A model of docs/models.md: its layer as normalised steps in the tokens' span and the law of its common noise.
     ``tokens`` fixes the span's size for a model defined only for it (one token beside a fixed vector)."""
 
     layer: Callable[..., list[list[NormalisedStep]]]

@@ -1,6 +1,6 @@
 """Rigorous evaluation of the latent diffusion stopping problem (formulas derived in ``verify.models.latent_variances``).
 
-Conventions (MATH.md section 4 leaves them open; these are ours, stated in every report):
+Conventions (docs/models.md section 4 leaves them open; these are ours, stated in every report):
 
 * Backward time ``t`` in [0, T]; ``t = T`` is the full run, forward time ``u = T - t`` remains.
 * ``start="forward"`` (default): the backward run starts from the sampler's own Gaussian at time T, i.e.

@@ -1,6 +1,6 @@
 """Synchronisation by noise in model A: the energy's decay rate lambda_bar' and the attention's rate eps.
 
-Energy (MATH.md section 2): E_beta(mu) = (1/2) iint (e^beta - e^{beta <x,y>}) mu(dx) mu(dy).
+Energy (docs/models.md section 2): E_beta(mu) = (1/2) iint (e^beta - e^{beta <x,y>}) mu(dx) mu(dy).
 
 Noise. For each pair, the generator of the pure-noise two-point motion gives
 L e^{beta u} = beta e^{beta u} G(u) (``verify.analysis.two_point``), hence d E[E_beta]/dt = -E <F(u), pair weights>
