@@ -233,7 +233,9 @@ def layer_map(step: Step, tokens: int, dim: int, noise, name: str = "layer map")
     if not callable(step):
         raise TypeError(f"step must be callable step(x, dw, h), got {type(step).__name__}")
     tokens, dim, noise = _check_shape(tokens, dim, noise)
-    return UserLayerMap(step, tokens, dim, noise, name)
+    layer = UserLayerMap(step, tokens, dim, noise, name)
+    _probe(layer, "step(x, dw, h)", lambda x, dw: layer.layer(x, dw, PROBE_STEP))
+    return layer
 
 
 def limit_sde(drift: Callable, diffusion: Callable, tokens: int, dim: int, noise,
@@ -244,7 +246,35 @@ def limit_sde(drift: Callable, diffusion: Callable, tokens: int, dim: int, noise
         if not callable(fn):
             raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
     tokens, dim, noise = _check_shape(tokens, dim, noise)
-    return ClaimedSDE(drift, diffusion, tokens, dim, noise, name)
+    sde = ClaimedSDE(drift, diffusion, tokens, dim, noise, name)
+    _probe(sde, "drift(x)", lambda x, dw: sde.drift(x))
+    _probe(sde, "diffusion(x, dw)", sde.diffusion)
+    return sde
+
+
+PROBE_STEP = 1.0 / 64
+
+
+def _probe(obj: UserLayerMap | ClaimedSDE, what: str, call: Callable) -> None:
+    """Call a user's function once at construction, on two paths of tokens in general position and a random
+    increment of the declared noise, so that a dimension that does not match the noise, or a wrong output shape
+    (numpy's shape errors are ValueErrors), is reported when the map is built, naming the shapes, rather than deep
+    inside a study. Other exceptions are left to the run, which reports them with the step h."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, obj.tokens, obj.dim))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    dw = PROBE_STEP**0.5 * obj.noise.standard(rng, (2, *obj.noise.shape))
+    try:
+        call(x, dw)
+    except Exception as error:
+        shape_error = isinstance(error, (ValueError, TypeError)) or isinstance(error.__cause__, ValueError)
+        if not shape_error:
+            return  # any other failure is the run's to report, naming the depth where it happens
+        if not isinstance(error.__cause__, ValueError):  # our own output check: its message names the shapes
+            raise
+        raise ValueError(f"{obj.name}: {what} fails on a probe with tokens x shaped {x.shape} (n = {obj.tokens}, "
+                         f"d = {obj.dim}) and the declared noise's increment dw shaped {dw.shape[1:]} per path: "
+                         f"{error.__cause__}. Does the noise match the dimension?") from error
 
 
 @dataclass

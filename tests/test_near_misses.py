@@ -152,10 +152,19 @@ def test_observables_of_the_wrong_shape_or_type_are_rejected(observable, error):
         cv.check_same_weak_limit(GOOD, GOOD, observable, depth=8, paths=128)
 
 
-def test_a_map_of_the_wrong_shape_is_named():
-    wrong = cv.layer_map(lambda x, dw, h: x[:, :1], 2, 4, NOISE, name="drops a token")
+def test_a_map_of_the_wrong_shape_is_named_when_it_is_built():
     with pytest.raises(ValueError, match=r"drops a token: step\(x, dw, h\) must return an array shaped"):
-        cv.check_weak_order(wrong, overlap, depths=(2, 4, 8), paths=128)
+        cv.layer_map(lambda x, dw, h: x[:, :1], 2, 4, NOISE, name="drops a token")
+
+
+def test_a_noise_that_does_not_match_the_dimension_is_named_when_the_map_is_built():
+    def step(x, dw, h):
+        return x + x @ np.swapaxes(dw, -1, -2)
+
+    with pytest.raises(ValueError, match=r"dw shaped \(5, 5\) per path.*Does the noise match the dimension"):
+        cv.layer_map(step, 2, 4, cv.matrix_noise(5, 0.5), name="mismatch")
+    with pytest.raises(ValueError, match=r"diffusion\(x, dw\) fails on a probe"):
+        cv.limit_sde(lambda x: 0 * x, lambda x, dw: x @ np.swapaxes(dw, -1, -2), 2, 4, cv.matrix_noise(3, 0.5))
 
 
 def test_verdict_rules_never_pass_on_nan_or_infinity():
