@@ -31,8 +31,10 @@ from .models import (
     QuadraticFormModel,
     ReducedFedorov,
     ReducedFedorovSDE,
+    TorchBlockLayer,
     matrix_noise,
     scalar_noise,
+    torch_layer_map,
 )
 from .paths import (
     EulerMaruyama,
@@ -78,4 +80,6 @@ __all__ = [
     "matrix_noise",
     "per_token_noise",
     "scalar_noise",
+    "TorchBlockLayer",
+    "torch_layer_map",
 ]

@@ -27,6 +27,7 @@ from .api import (
     check_local_consistency,
     check_same_weak_limit,
     check_strong_order,
+    check_weak_limit,
     check_weak_order,
 )
 
@@ -107,6 +108,10 @@ class DepthLimits:
     def assert_strong_order(self, layer, sde, order: float = 0.5, **options) -> Outcome:
         """``layer`` converges pathwise to ``sde`` with RMS order ``order`` (and to the same limit)."""
         return self._run(check_strong_order, layer, sde, order=order, **options)
+
+    def assert_weak_limit(self, layer, sde, observable, **options) -> Outcome:
+        """The law of ``layer`` converges to the law of ``sde`` for ``observable`` (weak order and ``claim_limit``)."""
+        return self._run(check_weak_limit, layer, sde, observable, **options)
 
     def assert_weak_order(self, layer, observable, order: float = 1.0, **options) -> Outcome:
         """E observable(X^L) converges with weak order ``order`` in h."""

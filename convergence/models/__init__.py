@@ -1,5 +1,6 @@
 """The models: each layer map beside its limit SDE (``fedorov``, ``hybrid``, ``agazzi``, ``quadratic_form``,
-``latent_diffusion``), the registry of those that declare their claims (``registry``), model F's exact in-law
+``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``), the registry of
+those that declare their claims (``registry``), model F's exact in-law
 samplers (``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share:
 the interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
 covariance (``noise``), softmax attention (``attention``) and the derived Ito drift of a normalised step
@@ -52,14 +53,15 @@ from .noise import (
 )
 from .protocols import ClaimingModel, LayerMap, LimitSDE
 from .quadratic_form import QuadraticFormModel
+from .torch_block import TorchBlockLayer, torch_layer_map
 from .registry import MODELS, ROTATE_NOISE, symbolic_values
 
 __all__ = [
     "ATTENTION", "AgazziModel", "AgazziSDE", "ClaimingModel", "CommonNoise", "ENTRY_LAWS", "FedorovModel",
     "FedorovSDE", "FrameNoise", "FreshFeatureField", "FrozenFeatureField", "GaussianField", "HybridModel",
     "HybridSDE", "JointNoise", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "ROTATE_NOISE", "QuadraticFormModel", "ReducedFedorov",
-    "ReducedFedorovSDE", "TwoTokenOverlapChain", "attention_average", "attention_half_step", "attention_scores",
+    "ReducedFedorovSDE", "TorchBlockLayer", "TwoTokenOverlapChain", "attention_average", "attention_half_step", "attention_scores",
     "discrete_variances", "distance_table", "joint_optimum", "gram_factor", "half_squared_distances", "joint_noise", "matrix_noise", "normalise",
     "plane_coordinates", "plugin_variances", "preactivations", "psd_factor", "scalar_noise", "softmax_weights",
-    "standard_entries", "symbolic_values", "tangent_projection", "two_token_factor", "two_token_step",
+    "standard_entries", "symbolic_values", "tangent_projection", "torch_layer_map", "two_token_factor", "two_token_step",
 ]

@@ -16,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 
-def _on_sphere(name: str, x: np.ndarray, tokens: int, dim: int) -> np.ndarray:
+def _on_sphere(name: str, x: np.ndarray, tokens: int, dim: int, unit: bool = True) -> np.ndarray:
     if x.shape[-2:] != (tokens, dim):
         raise ValueError(f"{name} must give tokens of shape (..., {tokens}, {dim}) for this map, got {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} gave a non-finite token")
+    if not unit:
+        return x
     radius = np.linalg.norm(x, axis=-1)
     if np.max(np.abs(radius - 1.0)) > 1e-9:
         raise ValueError(f"{name} must give unit tokens (on the sphere), got norms from {radius.min():.6g} to "
@@ -41,9 +43,11 @@ def fixed_state(tokens: np.ndarray):
     return initial
 
 
-def sampled_state(sample):
+def sampled_state(sample, unit: bool = True):
     """Initial state from a user's sampler ``sample(rng, paths, tokens, dim) -> (paths, tokens, d)`` of unit tokens,
-    called with each seed block's own generator (so the states depend only on the seed and the paths' indices)."""
+    called with each seed block's own generator (so the states depend only on the seed and the paths' indices).
+    ``unit=False`` accepts tokens of any finite norm (a map whose state space is not the unit sphere, e.g. a
+    LayerNorm's sphere of radius sqrt(d) in the plane orthogonal to (1, ..., 1))."""
     if not callable(sample):
         raise TypeError(f"sample must be callable (rng, paths, tokens, dim) -> array, got {type(sample).__name__}")
 
@@ -53,7 +57,7 @@ def sampled_state(sample):
             if x.shape != (paths, tokens, dim):
                 raise ValueError(f"sample must return shape (paths, tokens, dim) = {(paths, tokens, dim)}, "
                                  f"got {x.shape}")
-            return _on_sphere("sample", x, tokens, dim)
+            return _on_sphere("sample", x, tokens, dim, unit)
 
         return streams.initial(draw)
 

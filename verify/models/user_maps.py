@@ -118,12 +118,29 @@ def noise_spec(noise) -> NoiseSpec:
     return NoiseSpec(tuple(specs), structure)
 
 
-class _Frozen:
-    """Replaces every maximal subexpression free of the ``active`` symbols by a symbol ``w_k`` (memoised, so a
-    subexpression shared by several tokens becomes one symbol); ``definitions`` maps each symbol back."""
+class _Dependence:
+    """Whether an expression involves any of the ``active`` symbols, memoised per node: an expression tree with
+    shared subexpressions (an attention average inside two normalisations) is a small DAG but a huge tree, and
+    sympy's ``free_symbols`` walks the tree each time it is asked."""
 
     def __init__(self, active: set[sp.Symbol]):
         self.active = active
+        self._seen: dict[sp.Expr, bool] = {}
+
+    def __call__(self, expr: sp.Expr) -> bool:
+        known = self._seen.get(expr)
+        if known is None:
+            known = expr in self.active if expr.is_Atom else any(self(arg) for arg in expr.args)
+            self._seen[expr] = known
+        return known
+
+
+class _Frozen:
+    """Replaces every maximal subexpression free of the ``active`` symbols by a symbol ``frozen_k`` (memoised, so a
+    subexpression shared by several tokens becomes one symbol); ``definitions`` maps each symbol back."""
+
+    def __init__(self, active: set[sp.Symbol]):
+        self.depends = _Dependence(active)
         self.definitions: dict[sp.Symbol, sp.Expr] = {}
         self._seen: dict[sp.Expr, sp.Expr] = {}
 
@@ -132,7 +149,7 @@ class _Frozen:
             return self._seen[expr]
         if expr.is_Atom:
             out = expr
-        elif not (expr.free_symbols & self.active):
+        elif not self.depends(expr):
             out = sp.Symbol(f"frozen_{len(self.definitions)}", real=True)
             self.definitions[out] = expr
         else:
@@ -163,10 +180,11 @@ class StepLimit:
         return self.loadings * self.loadings.T
 
     def expand(self) -> StepLimit:
-        """The same limit with the frozen symbols substituted (large expressions for attention maps)."""
+        """The same limit with the frozen symbols substituted and every sum and product evaluated (large
+        expressions for attention maps)."""
         subs = self.definitions
-        return StepLimit(self.tokens, self.drift.xreplace(subs), self.loadings.xreplace(subs),
-                         self.first_order_mean.xreplace(subs), {})
+        return StepLimit(self.tokens, *(m.xreplace(subs).doit() for m in (
+            self.drift, self.loadings, self.first_order_mean)), {})
 
 
 def _stack(vectors: Sequence, what: str, tokens: int, dim: int) -> sp.Matrix:
@@ -179,6 +197,21 @@ def _stack(vectors: Sequence, what: str, tokens: int, dim: int) -> sp.Matrix:
             raise ValueError(f"{what} must return column vectors of shape ({dim}, 1); token {i} has {v.shape}")
         out.append(v)
     return sp.Matrix.vstack(*out)
+
+
+def _add(terms) -> sp.Expr:
+    """A sum built without sympy's canonicalisation (which asks assumptions of every large term); exact zeros
+    dropped. The jets' coefficients are only ever evaluated, never simplified, so their form does not matter."""
+    kept = [t for t in terms if t is not sp.S.Zero]
+    return sp.S.Zero if not kept else kept[0] if len(kept) == 1 else sp.Add(*kept, evaluate=False)
+
+
+def _mul(*factors) -> sp.Expr:
+    """A product built without canonicalisation; exact zeros and ones short-circuit."""
+    if any(f is sp.S.Zero for f in factors):
+        return sp.S.Zero
+    kept = [f for f in factors if f is not sp.S.One]
+    return sp.S.One if not kept else kept[0] if len(kept) == 1 else sp.Mul(*kept, evaluate=False)
 
 
 @dataclass(frozen=True)
@@ -194,12 +227,12 @@ class _Jet:
 
     def second_moment(self) -> sp.Expr:
         """The order-h mean of the squared first-order part: mean^2 + sum_k linear[k]^2."""
-        return self.mean**2 + sp.Add(*[c**2 for _, c in self.linear])
+        return _add([_mul(self.mean, self.mean), *[_mul(c, c) for _, c in self.linear]])
 
     def through(self, f0: sp.Expr, f1: sp.Expr, f2: sp.Expr) -> _Jet:
         """f(self) for a scalar function with f(value), f'(value), f''(value) (Ito's chain rule)."""
-        return _Jet(f0, f1 * self.mean, tuple((k, f1 * c) for k, c in self.linear),
-                    f1 * self.drift + f2 * self.second_moment() / 2)
+        return _Jet(f0, _mul(f1, self.mean), tuple((k, _mul(f1, c)) for k, c in self.linear),
+                    _add([_mul(f1, self.drift), _mul(sp.S.Half, f2, self.second_moment())]))
 
 
 def _jet_sum(jets: list[_Jet]) -> _Jet:
@@ -207,18 +240,19 @@ def _jet_sum(jets: list[_Jet]) -> _Jet:
     for jet in jets:
         for k, c in jet.linear:
             linear.setdefault(k, []).append(c)
-    return _Jet(sp.Add(*[j.value for j in jets]), sp.Add(*[j.mean for j in jets]),
-                tuple((k, sp.Add(*cs)) for k, cs in sorted(linear.items())), sp.Add(*[j.drift for j in jets]))
+    return _Jet(_add([j.value for j in jets]), _add([j.mean for j in jets]),
+                tuple((k, _add(cs)) for k, cs in sorted(linear.items())), _add([j.drift for j in jets]))
 
 
 def _jet_product(a: _Jet, b: _Jet) -> _Jet:
-    linear = dict((k, a.value * c) for k, c in b.linear)
+    linear: dict[int, list[sp.Expr]] = {k: [_mul(a.value, c)] for k, c in b.linear}
     for k, c in a.linear:
-        linear[k] = linear.get(k, sp.S.Zero) + c * b.value
+        linear.setdefault(k, []).append(_mul(c, b.value))
     b_linear = dict(b.linear)
-    cross = a.mean * b.mean + sp.Add(*[c * b_linear[k] for k, c in a.linear if k in b_linear])
-    return _Jet(a.value * b.value, a.value * b.mean + a.mean * b.value, tuple(sorted(linear.items())),
-                a.value * b.drift + a.drift * b.value + cross)
+    cross = _add([_mul(a.mean, b.mean), *[_mul(c, b_linear[k]) for k, c in a.linear if k in b_linear]])
+    return _Jet(_mul(a.value, b.value), _add([_mul(a.value, b.mean), _mul(a.mean, b.value)]),
+                tuple((k, _add(cs)) for k, cs in sorted(linear.items())),
+                _add([_mul(a.value, b.drift), _mul(a.drift, b.value), cross]))
 
 
 class _Expansion:
@@ -229,6 +263,7 @@ class _Expansion:
     def __init__(self, noise: list[sp.Symbol]):
         self.index = {z: k for k, z in enumerate(noise)}
         self.active = {s, *noise}
+        self.depends = _Dependence(self.active)
         self._seen: dict[sp.Expr, _Jet] = {}
 
     def __call__(self, expr: sp.Expr) -> _Jet:
@@ -237,7 +272,7 @@ class _Expansion:
         return self._seen[expr]
 
     def _jet(self, expr: sp.Expr) -> _Jet:
-        if not (expr.free_symbols & self.active):
+        if not self.depends(expr):
             return _Jet(expr)
         if expr == s:
             return _Jet(sp.S.Zero, sp.S.One)
@@ -251,10 +286,11 @@ class _Expansion:
             for jet in jets[1:]:
                 out = _jet_product(out, jet)
             return out
-        if expr.is_Pow and not (expr.exp.free_symbols & self.active):
+        if expr.is_Pow and not self.depends(expr.exp):
             base, p = self(expr.base), expr.exp
             u = base.value
-            return base.through(u**p, p * u ** (p - 1), p * (p - 1) * u ** (p - 2))
+            power = (lambda q: sp.Pow(u, q, evaluate=False)) if u is not sp.S.Zero else (lambda q: sp.S.Zero ** q)
+            return base.through(power(p), _mul(p, power(p - 1)), _mul(p * (p - 1), power(p - 2)))
         if expr.is_Pow:
             return self(sp.exp(expr.exp * sp.log(expr.base)))
         if isinstance(expr, sp.Function) and len(expr.args) == 1:
@@ -323,6 +359,74 @@ def _random_sphere_point(xs: list[sp.Matrix], generator: random.Random) -> dict:
     return values
 
 
+_MPMATH_FUNCTIONS = {"exp": mpmath.exp, "log": mpmath.log, "erf": mpmath.erf, "erfc": mpmath.erfc, "sin": mpmath.sin,
+                     "cos": mpmath.cos, "tan": mpmath.tan, "tanh": mpmath.tanh, "sinh": mpmath.sinh,
+                     "cosh": mpmath.cosh, "atan": mpmath.atan, "asin": mpmath.asin, "acos": mpmath.acos,
+                     "Abs": abs, "sign": mpmath.sign}
+
+
+class _Evaluation:
+    """Numeric values of expressions at one point, in mpmath at the working precision, memoised per node: a step's
+    expression is a small DAG of shared subexpressions but a huge tree, which ``lambdify`` and ``evalf`` walk
+    whole. Frozen symbols are evaluated from their ``definitions`` when first met."""
+
+    def __init__(self, point: dict, definitions: dict[sp.Symbol, sp.Expr]):
+        self._values: dict = dict(point)
+        self._definitions = definitions
+
+    def matrix(self, m: sp.Matrix) -> mpmath.matrix:
+        out = mpmath.matrix(m.rows, m.cols)
+        for r in range(m.rows):
+            for c in range(m.cols):
+                out[r, c] = self(m[r, c])
+        return out
+
+    def __call__(self, e: sp.Expr):
+        known = self._values.get(e)
+        if known is None:
+            known = self._evaluate(e)
+            self._values[e] = known
+        return known
+
+    def _evaluate(self, e: sp.Expr):
+        if e.is_Symbol:
+            if e not in self._definitions:
+                raise ValueError(f"check_limit: no value for the symbol {e}")
+            return self(self._definitions[e])
+        if e.is_Integer:
+            return mpmath.mpf(int(e))
+        if e.is_Rational:
+            return mpmath.mpf(e.p) / e.q
+        if e.is_Float:
+            return mpmath.mpf(e)
+        if e.is_NumberSymbol:
+            return mpmath.mpf(e.evalf(mpmath.mp.dps + 5))
+        if e.is_Add:
+            return mpmath.fsum(self(a) for a in e.args)
+        if e.is_Mul:
+            return mpmath.fprod(self(a) for a in e.args)
+        if e.is_Pow:
+            base, exponent = self(e.base), e.exp
+            if exponent.is_Integer:
+                return base ** int(exponent)
+            if exponent == sp.S.Half:
+                return mpmath.sqrt(base)
+            return base ** self(exponent)
+        function = _MPMATH_FUNCTIONS.get(type(e).__name__)
+        if function is None:
+            return mpmath.mpf(e.evalf(mpmath.mp.dps + 5, subs={s: self(s) for s in e.free_symbols}))
+        return function(*[self(a) for a in e.args])
+
+
+def _given_point(xs: list[sp.Matrix], state) -> dict:
+    """Values for the token symbols from a state shaped (n, d) (floats, read exactly)."""
+    rows = [list(row) for row in state]
+    if len(rows) != len(xs) or any(len(row) != token.rows for row, token in zip(rows, xs)):
+        raise ValueError(f"points must be states shaped ({len(xs)}, {xs[0].rows}), got one shaped "
+                         f"({len(rows)}, {len(rows[0]) if rows else 0})")
+    return {symbol: mpmath.mpf(float(value)) for token, row in zip(xs, rows) for symbol, value in zip(token, row)}
+
+
 @dataclass(frozen=True)
 class LimitComparison:
     """Derived against claimed coefficients: the largest absolute differences over the points, whether all are
@@ -362,8 +466,10 @@ def _entry_label(name: str, index: tuple[int, int], tokens: list[sp.Matrix]) -> 
 
 
 def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: int, dim: int, noise,
-                points: int = 4, dps: int = 30, seed: int = 0, shown: int = 6) -> LimitComparison:
-    """Derived against claimed coefficients at ``points`` random points of the sphere, ``dps`` digits.
+                points: int | Sequence = 4, dps: int = 30, seed: int = 0, shown: int = 6) -> LimitComparison:
+    """Derived against claimed coefficients at ``points`` random points of the unit sphere, ``dps`` digits; or at
+    the given states (a sequence of (n, d) arrays) when the map lives elsewhere (e.g. a LayerNorm's sphere of
+    radius sqrt(d) in the plane orthogonal to (1, ..., 1)): float states are judged at ``FLOAT_TOLERANCE``.
 
     ``drift(xs) -> n vectors`` and ``diffusion(xs, dW) -> n vectors`` (sympy; ``dW`` as in ``step`` but per unit
     time). Consistent when the largest differences of drift, covariance and first-order mean are all below
@@ -378,19 +484,16 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
     frozen._seen.update({v: k for k, v in derived.definitions.items()})
     claimed_drift = _stack(drift(xs), "drift(xs)", tokens, dim).applyfunc(frozen)
     claimed_j = claimed_loadings(diffusion, xs, noise, frozen)
-    atoms = list(frozen.definitions)
-    definitions = sp.lambdify(symbols, [frozen.definitions[w] for w in atoms], "mpmath", cse=True)
-    compiled = sp.lambdify(atoms + symbols, [derived.drift, derived.loadings, derived.first_order_mean, claimed_drift, claimed_j],
-                           "mpmath", cse=True)
     residuals = dict.fromkeys(("drift", "covariance", "first_order_mean"), mpmath.mpf(0))
     worst: dict[str, tuple] = {}
     generator = random.Random(seed)
+    given = None if isinstance(points, int) else [_given_point(xs, state) for state in points]
     with mpmath.workdps(dps):
-        for _ in range(points):
-            point = _random_sphere_point(xs, generator)
-            values = [point[symbol] for symbol in symbols]
-            w = definitions(*values)
-            drift_a, j_a, mean_a, drift_b, j_b = (mpmath.matrix(v) for v in compiled(*w, *values))
+        for index in range(points if given is None else len(given)):
+            point = _random_sphere_point(xs, generator) if given is None else given[index]
+            value = _Evaluation(point, frozen.definitions)
+            drift_a, j_a, mean_a, drift_b, j_b = (value.matrix(m) for m in (
+                derived.drift, derived.loadings, derived.first_order_mean, claimed_drift, claimed_j))
             pairs = {"drift": (drift_a, drift_b), "covariance": (j_a * j_a.T, j_b * j_b.T),
                      "first_order_mean": (mean_a, mpmath.zeros(mean_a.rows, 1))}
             for name, (a, b) in pairs.items():
@@ -400,7 +503,7 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
         tolerance = mpmath.mpf(10) ** (5 - dps)
     inexact = any(expr.has(sp.Float) for expr in (derived.drift, derived.loadings, claimed_drift, claimed_j,
                                                    *frozen.definitions.values()))
-    if inexact:
+    if inexact or given is not None:
         tolerance = max(tolerance, mpmath.mpf(FLOAT_TOLERANCE))
     rows = []
     for name, (a, b) in worst.items():

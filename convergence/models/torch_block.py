@@ -1,0 +1,113 @@
+"""A PyTorch block as a layer map: fresh random weights at every layer, batched over paths with ``torch.func``.
+
+A user hands a factory of ``torch.nn.Module`` blocks mapping tokens (batch, n, d) to (batch, n, d), e.g. a post-LN
+``torch.nn.TransformerEncoderLayer``, and names the parameters that are the layer's noise, with the standard
+deviation ``sigma`` of their entries per unit time. At every layer each path gets fresh Gaussian entries
+``sigma sqrt(h) z`` for those parameters (the suite's seeded increments, a ``JointNoise`` of one part per parameter,
+so depth ladders share one Brownian path); every other parameter keeps the value of one template block, built
+once under the seed ``template_seed`` (a fixed Q and K, as in model F). Naming a residual branch's output weights
+scales that branch by sqrt(h): the branch ``W_out f(x)`` is linear in ``W_out``, whose increment has standard
+deviation ``sigma sqrt(h)``. The block is evaluated with ``torch.func.functional_call`` under ``torch.func.vmap``
+over paths, in float64 on the CPU, without gradients.
+
+torch is optional (``pip install -e ".[torch]"``); it is imported when a block is first run.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from verify.common import check_int, check_real
+
+from .noise import CommonNoise, JointNoise, joint_noise
+
+
+@dataclass(frozen=True, eq=False)
+class TorchBlockLayer:
+    """A layer map (``convergence.LayerMap``) given by a factory of torch blocks and the names of its noise
+    parameters (module docstring). ``noise_parameters`` maps a parameter's name (as in ``named_parameters()``) to
+    the standard deviation of its entries per unit time."""
+
+    factory: Callable
+    tokens: int
+    dim: int
+    noise_parameters: tuple[tuple[str, float], ...]
+    template_seed: int = 0
+    name: str = "torch block"
+
+    @property
+    def noise(self) -> JointNoise:
+        shapes = self._shapes
+        return joint_noise({k: CommonNoise(shape=shapes[k], scale=s) for k, s in self.noise_parameters})
+
+    @cached_property
+    def template(self):
+        """The template block (float64, eval mode): the values of every parameter that is not noise."""
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.template_seed)
+            block = self.factory()
+        if not isinstance(block, torch.nn.Module):
+            raise TypeError(f"{self.name}: factory() must return a torch.nn.Module, got {type(block).__name__}")
+        return block.double().eval()
+
+    @cached_property
+    def _shapes(self) -> dict[str, tuple[int, ...]]:
+        parameters = dict(self.template.named_parameters())
+        unknown = [k for k, _ in self.noise_parameters if k not in parameters]
+        if unknown:
+            raise ValueError(f"{self.name}: noise_parameters must name parameters of the block, got {unknown}; "
+                             f"the block has {sorted(parameters)}")
+        return {k: tuple(parameters[k].shape) for k, _ in self.noise_parameters}
+
+    @cached_property
+    def _batched(self):
+        import torch
+        from torch.func import functional_call, vmap
+
+        block = self.template
+        random = {k for k, _ in self.noise_parameters}
+        fixed = {k: v.detach() for k, v in block.named_parameters() if k not in random}
+        fixed.update({k: v.detach() for k, v in block.named_buffers()})
+
+        def one_path(weights: dict, x):
+            return functional_call(block, {**fixed, **weights}, (x[None],))[0]
+
+        return torch, vmap(one_path)
+
+    def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
+        """One layer: the block with each noise parameter set to its increment ``sigma sqrt(h) z`` on each path."""
+        torch, batched = self._batched
+        weights = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.noise.split(dw).items()}
+        with torch.no_grad(), warnings.catch_warnings():
+            # vmap runs attention kernels without a batching rule path by path: slower, same numbers
+            warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
+            out = batched(weights, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)))
+        return out.numpy()
+
+    def __getstate__(self) -> dict:
+        """Pickled without the built torch objects (workers rebuild them from the factory and the seed)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("template", "_shapes", "_batched")}
+
+
+def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: dict[str, float], *,
+                    template_seed: int = 0, name: str = "torch block") -> TorchBlockLayer:
+    """A torch block as a layer map (``TorchBlockLayer``). ``factory()`` builds one block (called once, under
+    ``template_seed``); ``noise_parameters`` maps the names of the parameters drawn fresh at every layer to their
+    entries' standard deviation per unit time."""
+    if not callable(factory):
+        raise TypeError(f"factory must be callable factory() -> torch.nn.Module, got {type(factory).__name__}")
+    if not isinstance(noise_parameters, dict) or not noise_parameters:
+        raise ValueError(f"noise_parameters must be a non-empty dict name -> sigma, got {noise_parameters!r}")
+    pairs = tuple((str(k), check_real(f"noise_parameters[{k!r}]", float(v), minimum=0.0))
+                  for k, v in noise_parameters.items())
+    layer = TorchBlockLayer(factory, check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=2), pairs,
+                            check_int("template_seed", template_seed, minimum=0), name)
+    layer.noise  # noqa: B018  (builds the template now: a wrong name or factory is reported here)
+    return layer

@@ -1,0 +1,82 @@
+"""A PyTorch block as a layer map (``convergence.torch_layer_map``), on the example ``examples/post_ln_torch.py``:
+a post-LN ``torch.nn.TransformerEncoderLayer`` with fresh output weights at every layer.
+
+The torch block equals the same block written in numpy from its definition (1e-13); local consistency passes the
+derived limit and rejects model F's Ito factor and a 5% drift error; the expansion and the weak check are the
+example's own tests (run here); the layer does not depend on how paths are grouped and survives pickling (dask
+workers). Needs the torch extra (CI installs it): skipped, never passed, without torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+
+import cloudpickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import convergence as cv  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "post_ln_torch.py"
+spec = importlib.util.spec_from_file_location("post_ln_torch", EXAMPLE)
+post_ln = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(post_ln)
+
+
+def _by_hand(x: np.ndarray, parts: dict) -> np.ndarray:
+    """The post-LN block from its definition: LN(x + W_o attn(x)), then LN(y + W_2 GELU(W_1 y)), path by path."""
+    out = []
+    for p in range(x.shape[0]):
+        u, _ = post_ln.features(x[p])
+        y = post_ln.on_layer_norm_sphere(x[p] + u @ parts["self_attn.out_proj.weight"][p].T)
+        _, f = post_ln.features(y)
+        out.append(post_ln.on_layer_norm_sphere(y + f @ parts["linear2.weight"][p].T))
+    return np.array(out)
+
+
+def test_the_torch_block_is_the_block_by_definition():
+    rng = np.random.default_rng(0)
+    x = post_ln.on_layer_norm_sphere(rng.standard_normal((6, post_ln.N, post_ln.D)))
+    dw = 0.3 * rng.standard_normal((6, *post_ln.LAYER.noise.shape))
+    np.testing.assert_allclose(post_ln.LAYER.layer(x, dw, 0.01), _by_hand(x, post_ln.LAYER.noise.split(dw)),
+                               atol=1e-13)
+    # paths are independent: a block of paths gives each path what it gets alone
+    np.testing.assert_array_equal(post_ln.LAYER.layer(x, dw, 0.01)[2:3], post_ln.LAYER.layer(x[2:3], dw[2:3], 0.01))
+
+
+@pytest.mark.parametrize("claim, verdict", [
+    (post_ln.CLAIM, "pass"), (post_ln.MODEL_F_FACTOR, "fail"), (post_ln.DRIFT_5_PERCENT, "fail")],
+    ids=lambda c: getattr(c, "name", c))
+def test_local_consistency_of_the_torch_block(claim, verdict):
+    outcome = cv.check_local_consistency(post_ln.LAYER, claim, states=post_ln.STATES, target=0.02)
+    assert outcome.verdict == verdict, outcome.table()
+
+
+def test_the_expansion_of_the_block_is_the_derived_limit(depth_limits):
+    post_ln.test_the_expansion_gives_the_derived_limit(depth_limits)
+
+
+def test_the_block_converges_in_law_to_the_derived_limit():
+    post_ln.test_the_torch_layers_converge_in_law_to_the_derived_limit()
+
+
+def test_the_layer_pickles_and_rebuilds_the_same_block():
+    copy = pickle.loads(cloudpickle.dumps(post_ln.LAYER))  # as dask ships it to a worker
+    rng = np.random.default_rng(1)
+    x = post_ln.on_layer_norm_sphere(rng.standard_normal((3, post_ln.N, post_ln.D)))
+    dw = 0.3 * rng.standard_normal((3, *post_ln.LAYER.noise.shape))
+    np.testing.assert_array_equal(copy.layer(x, dw, 0.01), post_ln.LAYER.layer(x, dw, 0.01))
+
+
+def test_bad_block_arguments_are_named():
+    with pytest.raises(ValueError, match=r"noise_parameters must name parameters of the block, got \['linear3.weight'\]"):
+        cv.torch_layer_map(post_ln.block, 2, 4, {"linear3.weight": 1.0})
+    with pytest.raises(TypeError, match="factory\\(\\) must return a torch.nn.Module"):
+        cv.torch_layer_map(lambda: 3, 2, 4, {"w": 1.0})
+    with pytest.raises(ValueError, match="noise_parameters must be a non-empty dict"):
+        cv.torch_layer_map(post_ln.block, 2, 4, {})
