@@ -186,3 +186,35 @@ def test_joint_noise_draws_continue_across_chunks_with_each_parts_scale_and_law(
 def test_a_joint_noise_part_must_be_a_noise():
     with pytest.raises(TypeError, match="noise part 'V'"):
         cv.joint_noise({"V": (3, 3)})
+
+
+def test_a_step_that_moves_tokens_without_noise_is_not_consistent():
+    """x + x/10 + dw x (a forgotten h) has no diffusion limit: step(x, 0, 0) - x is reported, never ignored."""
+    noise = cv.matrix_noise(2, 1.0)
+
+    def step(xs, dw, h):
+        return [x + x / 10 + dw * x for x in xs]
+
+    result = verify.check_limit(step, lambda xs: [sp.zeros(2, 1)] * 2, lambda xs, dw: [dw * x for x in xs], 2, 2,
+                                noise)
+    assert not result.consistent and result.zeroth_order > 0.01 and result.drift < 1e-25
+    assert any(row[0] == "zeroth_order" for row in result.rows)
+
+
+def test_abs_of_a_noisy_expression_expands():
+    """|x + dw x| keeps its sign near dw = 0: its jet goes through Abs' real derivative."""
+    noise = cv.scalar_noise(sp.Rational(1, 2))
+
+    def step(xs, dw, h):
+        return [xs[0].applyfunc(lambda c: sp.Abs(c + dw * c))]
+
+    result = verify.check_limit(step, lambda xs: [sp.zeros(2, 1)], lambda xs, dw: [dw * xs[0]], 1, 2, noise,
+                                points=[np.array([[0.6, 0.8]])])
+    assert result.consistent, str(result)
+
+
+def test_a_claim_with_other_noise_scales_is_refused():
+    layer = cv.layer_map(two_heads, N, D, NOISE)
+    other = {"V1": cv.matrix_noise(D, 0.5), "V2": cv.matrix_noise(D, 0.3)}
+    with pytest.raises(ValueError, match="the noises must have the same shape and scale"):
+        cv.check_local_consistency(layer, cv.limit_sde(two_heads_drift, two_heads_diffusion, N, D, other))

@@ -93,13 +93,14 @@ class JointNoise(CommonNoise):
     plus common), packed into one flat array so that the machinery (seeded streams, block sums over nested grids,
     couplings) treats them as one noise: ``shape = (total size,)``, ``scale = 1``.
 
-    Each layer step draws, for every path, the parts' standard entries one after the other (part order, then
-    row-major within a part), so a chunk of steps continues each stream exactly as for a single noise.
+    When every part is plain Gaussian the packed entries are one normal draw (row-major, as for a single noise);
+    otherwise each step draws each part in turn for all the paths of the seed block. Either way a chunk of steps
+    continues each stream exactly, whatever the chunk length or the grouping of paths.
     ``split(dw)`` gives the parts back, shaped (paths, *part.shape) and scaled by each part's ``scale``: a layer
     map or an SDE driven by a joint noise receives them as a tuple or, when built from a mapping, a dict.
     """
 
-    parts: tuple[tuple[str, CommonNoise], ...] = ()
+    parts: tuple[tuple[object, CommonNoise], ...] = ()  # (the key the step sees, the part)
     mapping: bool = False
 
     laws = ENTRY_LAWS + ("mixed",)
@@ -148,8 +149,7 @@ def joint_noise(parts) -> JointNoise:
     """Several independent noises of one layer (``JointNoise``), from a tuple of noises or a mapping name ->
     noise; the step receives ``dw`` in the same structure."""
     mapping = isinstance(parts, dict)
-    items = tuple((str(k), v) for k, v in parts.items()) if mapping else tuple(
-        (str(k), v) for k, v in enumerate(parts))
+    items = tuple(parts.items()) if mapping else tuple(enumerate(parts))
     laws = {part.law for _, part in items if isinstance(part, CommonNoise)}
     law = laws.pop() if len(laws) == 1 else "mixed"
     nested = all(getattr(part, "nested", False) for _, part in items)

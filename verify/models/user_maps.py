@@ -21,8 +21,8 @@ change the law). c1 is linear and c2 quadratic in z, so only these two moments e
 entry law with mean 0 and variance 1.
 
 Speed: the attention weights, norms and every other subexpression of the step that involves neither s nor z
-are frozen into symbols before differentiating (``_Frozen``), so the derivatives see expressions of a few
-hundred nodes whatever the attention is; a derivation is cached per (step, tokens, dim, noise), so
+are frozen into symbols first (``_Frozen``), and each node of what remains carries its jet through sums, products
+and functions (``_Expansion``), so no derivative of a large expression is ever formed; a derivation is cached per (step, tokens, dim, noise), so
 ``check_limit`` reuses ``one_step_limit``'s work.
 """
 
@@ -49,7 +49,7 @@ FLOAT_TOLERANCE = 1e-10  # when a claim or a map holds inexact floats, double pr
 class NoisePart:
     """One independent noise of a layer: standard symbols ``z`` of ``shape`` scaled by ``scale``."""
 
-    name: str
+    name: object  # the key the step sees (a dict key or a tuple index; "" for a single noise)
     shape: tuple[int, ...]
     scale: sp.Expr
 
@@ -57,7 +57,7 @@ class NoisePart:
         size = 1
         for n in self.shape:
             size *= n
-        return [sp.Symbol(f"z{self.name}_{k}", real=True) for k in range(size)]
+        return [sp.Symbol(f"z{self.name}_{k}", real=True) for k in range(size)]  # str(name): keys may be any
 
     def value(self, factor: sp.Expr) -> sp.Expr | sp.Matrix:
         """``scale factor z`` in the part's shape: a scalar for shape (), a column for (k,), a matrix for (a, b)."""
@@ -74,6 +74,7 @@ class NoiseSpec:
 
     parts: tuple[NoisePart, ...]
     structure: str
+    inexact: bool = False  # a scale arrived as a float: agreement is judged at double precision
 
     def symbols(self) -> list[sp.Symbol]:
         return [z for part in self.parts for z in part.symbols()]
@@ -92,14 +93,15 @@ def noise_spec(noise) -> NoiseSpec:
     """Read a layer's noise: an object with ``shape`` and ``scale`` (e.g. ``convergence.matrix_noise(d, sigma)``),
     a tuple of such objects, a mapping name -> object, or a joint noise with ``parts`` (``convergence.joint_noise``).
     Shapes of at most two axes. A float scale is read as the simplest exact number with that value
-    (``sympy.nsimplify``: 0.5 as 1/2, 1/sqrt(3) as sqrt(3)/3), so an exact claim can match it to any precision."""
+    (``sympy.nsimplify``: 0.5 as 1/2, 1/sqrt(3) as sqrt(3)/3), and ``check_limit`` then judges at double precision
+    (``FLOAT_TOLERANCE``): nsimplify cannot always recover the number the float rounds."""
     parts = getattr(noise, "parts", None)
     if parts is not None:
         return noise_spec(dict(parts) if getattr(noise, "mapping", False) else tuple(p for _, p in parts))
     if isinstance(noise, Mapping):
-        items, structure = [(str(k), v) for k, v in noise.items()], "mapping"
+        items, structure = list(noise.items()), "mapping"
     elif isinstance(noise, (tuple, list)):
-        items, structure = [(str(k), v) for k, v in enumerate(noise)], "tuple"
+        items, structure = list(enumerate(noise)), "tuple"
     else:
         items, structure = [("", noise)], "single"
     if not items:
@@ -115,7 +117,8 @@ def noise_spec(noise) -> NoiseSpec:
             raise ValueError(f"noise{f'[{name!r}]' if name else ''} shape must have at most two positive axes, "
                              f"got {shape}")
         specs.append(NoisePart(name, shape, sp.nsimplify(scale) if isinstance(scale, float) else sp.sympify(scale)))
-    return NoiseSpec(tuple(specs), structure)
+    inexact = any(isinstance(getattr(part, "scale", None), float) for _, part in items)
+    return NoiseSpec(tuple(specs), structure, inexact)
 
 
 class _Dependence:
@@ -166,13 +169,15 @@ class _Frozen:
 class StepLimit:
     """The derived limit of one step: per-token drift vectors, the noise loadings (column k is the order-s
     coefficient's derivative in z_k, so the diffusion covariance is ``loadings loadings^T``) and the mean of the
-    order-s term (must be 0). Entries are written in the frozen symbols ``w_k``; ``definitions`` gives each in
+    order-s term and the step's change at h = 0, ``step(x, 0, 0) - x`` (both must be 0). Entries are written in the
+frozen symbols ``frozen_k``; ``definitions`` gives each in
     the token symbols ``tokens`` (``expand()`` substitutes them)."""
 
     tokens: list[sp.Matrix]
     drift: sp.Matrix
     loadings: sp.Matrix
     first_order_mean: sp.Matrix
+    zeroth_order: sp.Matrix
     definitions: dict[sp.Symbol, sp.Expr]
 
     @property
@@ -184,7 +189,7 @@ class StepLimit:
         expressions for attention maps)."""
         subs = self.definitions
         return StepLimit(self.tokens, *(m.xreplace(subs).doit() for m in (
-            self.drift, self.loadings, self.first_order_mean)), {})
+            self.drift, self.loadings, self.first_order_mean, self.zeroth_order)), {})
 
 
 def _stack(vectors: Sequence, what: str, tokens: int, dim: int) -> sp.Matrix:
@@ -258,7 +263,7 @@ def _jet_product(a: _Jet, b: _Jet) -> _Jet:
 class _Expansion:
     """Jets of the nodes of one expression tree (memoised: shared subexpressions are expanded once)."""
 
-    _t = sp.Dummy("t")
+    _t = sp.Dummy("t", real=True)
 
     def __init__(self, noise: list[sp.Symbol]):
         self.index = {z: k for k, z in enumerate(noise)}
@@ -328,7 +333,9 @@ def _derived(step: Callable, tokens: int, dim: int, spec: NoiseSpec, progress: b
     for r, jet in enumerate(jets):
         for k, c in jet.linear:
             loadings[r, k] = c
+    x = _stack(xs, "tokens", tokens, dim)
     return StepLimit(xs, sp.Matrix([j.drift for j in jets]), loadings, sp.Matrix([j.mean for j in jets]),
+                     sp.Matrix([_add([j.value, _mul(sp.S.NegativeOne, x[r])]) for r, j in enumerate(jets)]),
                      frozen.definitions)
 
 
@@ -438,10 +445,11 @@ class LimitComparison:
     first_order_mean: float
     tolerance: float
     rows: tuple[tuple[str, str, float, float], ...]  # (coefficient, entry, derived, claimed)
+    zeroth_order: float = 0.0  # step(x, 0, 0) - x: a layer that moves tokens without noise has no such limit
 
     @property
     def consistent(self) -> bool:
-        return max(self.drift, self.covariance, self.first_order_mean) < self.tolerance
+        return max(self.drift, self.covariance, self.first_order_mean, self.zeroth_order) < self.tolerance
 
     def __getitem__(self, key: str):
         return getattr(self, key)
@@ -449,7 +457,8 @@ class LimitComparison:
     def __str__(self) -> str:
         verdict = "consistent" if self.consistent else "NOT consistent"
         lines = [f"one-step expansion against the claim: {verdict} (largest differences: drift {self.drift:.3g}, "
-                 f"covariance {self.covariance:.3g}, order-sqrt(h) mean {self.first_order_mean:.3g}; tolerance "
+                 f"covariance {self.covariance:.3g}, order-sqrt(h) mean {self.first_order_mean:.3g}, step at h = 0 "
+                 f"{self.zeroth_order:.3g}; tolerance "
                  f"{self.tolerance:.0e})"]
         if self.rows:
             lines.append(f"  {'coefficient':<17} {'entry':<16} {'derived':>14} {'claimed':>14} {'claimed/derived':>16}")
@@ -472,7 +481,8 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
     radius sqrt(d) in the plane orthogonal to (1, ..., 1)): float states are judged at ``FLOAT_TOLERANCE``.
 
     ``drift(xs) -> n vectors`` and ``diffusion(xs, dW) -> n vectors`` (sympy; ``dW`` as in ``step`` but per unit
-    time). Consistent when the largest differences of drift, covariance and first-order mean are all below
+    time). Consistent when the largest differences of drift, covariance, first-order mean and the step's change at
+    h = 0 are all below
     10^(5 - dps), or ``FLOAT_TOLERANCE`` when the map or the claim holds inexact floats; the ``shown`` entries that
     differ most at the worst point are kept, derived beside claimed. Covariances are formed from the loadings in numbers (J J^T at each point), never as symbolic products.
     """
@@ -484,7 +494,7 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
     frozen._seen.update({v: k for k, v in derived.definitions.items()})
     claimed_drift = _stack(drift(xs), "drift(xs)", tokens, dim).applyfunc(frozen)
     claimed_j = claimed_loadings(diffusion, xs, noise, frozen)
-    residuals = dict.fromkeys(("drift", "covariance", "first_order_mean"), mpmath.mpf(0))
+    residuals = dict.fromkeys(("drift", "covariance", "first_order_mean", "zeroth_order"), mpmath.mpf(0))
     worst: dict[str, tuple] = {}
     generator = random.Random(seed)
     given = None if isinstance(points, int) else [_given_point(xs, state) for state in points]
@@ -492,10 +502,12 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
         for index in range(points if given is None else len(given)):
             point = _random_sphere_point(xs, generator) if given is None else given[index]
             value = _Evaluation(point, frozen.definitions)
-            drift_a, j_a, mean_a, drift_b, j_b = (value.matrix(m) for m in (
-                derived.drift, derived.loadings, derived.first_order_mean, claimed_drift, claimed_j))
+            drift_a, j_a, mean_a, zeroth_a, drift_b, j_b = (value.matrix(m) for m in (
+                derived.drift, derived.loadings, derived.first_order_mean, derived.zeroth_order, claimed_drift,
+                claimed_j))
             pairs = {"drift": (drift_a, drift_b), "covariance": (j_a * j_a.T, j_b * j_b.T),
-                     "first_order_mean": (mean_a, mpmath.zeros(mean_a.rows, 1))}
+                     "first_order_mean": (mean_a, mpmath.zeros(mean_a.rows, 1)),
+                     "zeroth_order": (zeroth_a, mpmath.zeros(zeroth_a.rows, 1))}
             for name, (a, b) in pairs.items():
                 difference = max(abs(a[r, c] - b[r, c]) for r in range(a.rows) for c in range(a.cols))
                 if difference >= residuals[name]:
@@ -503,7 +515,7 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
         tolerance = mpmath.mpf(10) ** (5 - dps)
     inexact = any(expr.has(sp.Float) for expr in (derived.drift, derived.loadings, claimed_drift, claimed_j,
                                                    *frozen.definitions.values()))
-    if inexact or given is not None:
+    if inexact or given is not None or noise_spec(noise).inexact:
         tolerance = max(tolerance, mpmath.mpf(FLOAT_TOLERANCE))
     rows = []
     for name, (a, b) in worst.items():
@@ -513,4 +525,5 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
         rows += [(name, _entry_label(name, (r, c), xs), float(a[r, c]), float(b[r, c]))
                  for _, r, c in entries[:shown]]
     return LimitComparison(float(residuals["drift"]), float(residuals["covariance"]),
-                           float(residuals["first_order_mean"]), float(tolerance), tuple(rows))
+                           float(residuals["first_order_mean"]), float(tolerance), tuple(rows),
+                           float(residuals["zeroth_order"]))
