@@ -218,3 +218,24 @@ def test_a_claim_with_other_noise_scales_is_refused():
     other = {"V1": cv.matrix_noise(D, 0.5), "V2": cv.matrix_noise(D, 0.3)}
     with pytest.raises(ValueError, match="the noises must have the same shape and scale"):
         cv.check_local_consistency(layer, cv.limit_sde(two_heads_drift, two_heads_diffusion, N, D, other))
+
+
+def test_the_generator_of_the_two_heads_keeps_the_sphere_and_moves_the_overlap():
+    """L |x_i|^2 = 0 on the sphere (both heads' Ito terms together) and L <x_1, x_2> equals the closed form
+    -(d-1) sum_h s_h^2 |a_h|^2-weighted overlap terms written here independently of the derivation."""
+    limit = verify.one_step_limit(two_heads_sym, N, D, NOISE)
+    x0, x1 = limit.tokens[0], limit.tokens[1]
+    state = np.random.default_rng(4).standard_normal((N, D))
+    state /= np.linalg.norm(state, axis=1, keepdims=True)
+    for i in range(N):  # the state is on the sphere to double precision, hence 1e-12 rather than 1e-25
+        assert abs(limit.evaluate(limit.generator((limit.tokens[i].T * limit.tokens[i])[0]), state)) < 1e-12
+    # L <x_0, x_1> = <b_0, x_1> + <x_0, b_1> + sum_h s_h^2 <a_0^h, a_1^h> <P_0 e, P_1 e> summed over e: the
+    # cross covariance of the two tokens' increments, sum_h s_h^2 <a_0^h, a_1^h> tr(P_0 P_1)
+    x = [sp.Matrix(row) for row in state]
+    a = [[attention_sym(x, i, b).evalf(40) for b in BETAS] for i in range(2)]
+    drifts = [-sp.Rational(D - 1, 2) * sum(s**2 * (a[i][h].T * a[i][h])[0] for h, s in enumerate(SIGMAS)) * x[i]
+              for i in range(2)]
+    projections = [sp.eye(D) - x[i] * x[i].T for i in range(2)]
+    expected = ((drifts[0].T * x[1])[0] + (x[0].T * drifts[1])[0]
+                + sum(s**2 * (a[0][h].T * a[1][h])[0] for h, s in enumerate(SIGMAS)) * (projections[0] * projections[1]).trace())
+    assert abs(limit.evaluate(limit.generator((x0.T * x1)[0]), state) - float(expected)) < 1e-12

@@ -184,6 +184,26 @@ frozen symbols ``frozen_k``; ``definitions`` gives each in
     def covariance(self) -> sp.Matrix:
         return self.loadings * self.loadings.T
 
+    def generator(self, f: sp.Expr) -> sp.Expr:
+        """The Ito generator of the limit applied to ``f`` (an expression in the token symbols):
+        L f = sum_r drift_r df/dx_r + 1/2 sum_{r,q} (J J^T)_{rq} d2f/dx_r dx_q, with J the loadings (all the layer's
+        noises together). Written in the frozen symbols like the coefficients (``evaluate`` gives numbers)."""
+        flat = [symbol for token in self.tokens for symbol in token]
+        gradient = [f.diff(x) for x in flat]
+        first = _add([_mul(self.drift[r], g) for r, g in enumerate(gradient) if g != 0])
+        # 1/2 sum_k (J_k . grad)^2 f: the second-order part through each noise column
+        second = []
+        for k in range(self.loadings.cols):
+            column = [self.loadings[r, k] for r in range(len(flat))]
+            second += [_mul(sp.S.Half, column[r], column[q], gradient[r].diff(flat[q]))
+                       for r in range(len(flat)) if column[r] is not sp.S.Zero and gradient[r] != 0
+                       for q in range(len(flat)) if column[q] is not sp.S.Zero]
+        return _add([first, *second])
+
+    def evaluate(self, expr: sp.Expr, tokens) -> float:
+        """``expr`` (in the token and frozen symbols) at the state ``tokens`` shaped (n, d), at mpmath's precision."""
+        return _Evaluation(_given_point(self.tokens, tokens), self.definitions)(expr)
+
     def expand(self) -> StepLimit:
         """The same limit with the frozen symbols substituted and every sum and product evaluated (large
         expressions for attention maps)."""
