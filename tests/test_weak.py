@@ -198,6 +198,7 @@ def statistical_reports(tmp_path_factory):
     return out, status
 
 
+@pytest.mark.slow  # two whole quick-profile studies: minutes on 2 cores
 def test_quick_weak_and_phase_transition_studies_pass(statistical_reports):
     out, status = statistical_reports
     assert status == 0
