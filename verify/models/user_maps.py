@@ -22,8 +22,10 @@ entry law with mean 0 and variance 1.
 
 Speed: the attention weights, norms and every other subexpression of the step that involves neither s nor z
 are frozen into symbols first (``_Frozen``), and each node of what remains carries its jet through sums, products
-and functions (``_Expansion``), so no derivative of a large expression is ever formed; a derivation is cached per (step, tokens, dim, noise), so
-``check_limit`` reuses ``one_step_limit``'s work.
+and functions (``_Expansion``), so no derivative of a large expression is ever formed. A derivation is cached per
+(step, tokens, dim, noise), so ``check_limit`` reuses ``one_step_limit``'s work, and numbers come from a memoised
+walk of the expression DAG in mpmath (``_Evaluation``). The cache keys on the step function itself: a step that
+reads global state changed since it was first expanded needs ``_derived.cache_clear()``.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class NoisePart:
         size = 1
         for n in self.shape:
             size *= n
-        return [sp.Symbol(f"z{self.name}_{k}", real=True) for k in range(size)]  # str(name): keys may be any
+        return [sp.Symbol(f"z{self.name}_{k}", real=True) for k in range(size)]
 
     def value(self, factor: sp.Expr) -> sp.Expr | sp.Matrix:
         """``scale factor z`` in the part's shape: a scalar for shape (), a column for (k,), a matrix for (a, b)."""
