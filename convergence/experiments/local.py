@@ -54,6 +54,7 @@ from ..statistics import (
     detectable_effect,
     effect_verdict,
     first_nonfinite,
+    paths_for_effect,
     z_value,
 )
 
@@ -198,8 +199,8 @@ def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, ta
     verdict = effect_verdict(ci, 0.0, bias, resolution, target)
     if verdict == INCONCLUSIVE:
         note += (f"; resolution {resolution:.3g} > target {target:g}: about "
-                 f"{int(np.ceil(per_sample.size * ((resolution - bias) / max(target - bias, 1e-300)) ** 2))} "
-                 "samples would decide" if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step")
+                 f"{paths_for_effect(ci, bias, confidence, per_sample.size, target)} samples would decide"
+                 if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step")
     return Check(name, 0.0, mean, ci, verdict, config, bias, confidence, note=note,
                  resolution=resolution, relative_resolution=resolution)
 

@@ -40,11 +40,6 @@ class TorchBlockLayer:
     template_seed: int = 0
     name: str = "torch block"
 
-    @property
-    def noise(self) -> JointNoise:
-        shapes = self._shapes
-        return joint_noise({k: CommonNoise(shape=shapes[k], scale=s) for k, s in self.noise_parameters})
-
     @cached_property
     def template(self):
         """The template block (float64, eval mode): the values of every parameter that is not noise."""
@@ -58,13 +53,14 @@ class TorchBlockLayer:
         return block.double().eval()
 
     @cached_property
-    def _shapes(self) -> dict[str, tuple[int, ...]]:
+    def noise(self) -> JointNoise:
+        """One part per noise parameter, shaped like it (built once: ``layer`` splits every increment with it)."""
         parameters = dict(self.template.named_parameters())
         unknown = [k for k, _ in self.noise_parameters if k not in parameters]
         if unknown:
             raise ValueError(f"{self.name}: noise_parameters must name parameters of the block, got {unknown}; "
                              f"the block has {sorted(parameters)}")
-        return {k: tuple(parameters[k].shape) for k, _ in self.noise_parameters}
+        return joint_noise({k: CommonNoise(shape=tuple(parameters[k].shape), scale=s) for k, s in self.noise_parameters})
 
     @cached_property
     def _batched(self):
@@ -93,7 +89,7 @@ class TorchBlockLayer:
 
     def __getstate__(self) -> dict:
         """Pickled without the built torch objects (workers rebuild them from the factory and the seed)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("template", "_shapes", "_batched")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("template", "_batched")}
 
 
 def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: dict[str, float], *,

@@ -144,10 +144,10 @@ class _Frozen:
     """Replaces every maximal subexpression free of the ``active`` symbols by a symbol ``frozen_k`` (memoised, so a
     subexpression shared by several tokens becomes one symbol); ``definitions`` maps each symbol back."""
 
-    def __init__(self, active: set[sp.Symbol]):
+    def __init__(self, active: set[sp.Symbol], known: dict[sp.Symbol, sp.Expr] | None = None):
         self.depends = _Dependence(active)
-        self.definitions: dict[sp.Symbol, sp.Expr] = {}
-        self._seen: dict[sp.Expr, sp.Expr] = {}
+        self.definitions: dict[sp.Symbol, sp.Expr] = dict(known or {})  # ``known``: symbols already frozen
+        self._seen: dict[sp.Expr, sp.Expr] = {v: k for k, v in self.definitions.items()}
 
     def __call__(self, expr: sp.Expr) -> sp.Expr:
         if expr in self._seen:
@@ -511,9 +511,7 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
     derived = one_step_limit(step, tokens, dim, noise)
     xs = derived.tokens
     symbols = [symbol for token in xs for symbol in token]
-    frozen = _Frozen(set(noise_spec(noise).symbols()))
-    frozen.definitions.update(derived.definitions)  # claimed and derived share the frozen subexpressions
-    frozen._seen.update({v: k for k, v in derived.definitions.items()})
+    frozen = _Frozen(set(noise_spec(noise).symbols()), derived.definitions)  # the claim shares the derivation's
     claimed_drift = _stack(drift(xs), "drift(xs)", tokens, dim).applyfunc(frozen)
     claimed_j = claimed_loadings(diffusion, xs, noise, frozen)
     residuals = dict.fromkeys(("drift", "covariance", "first_order_mean", "zeroth_order"), mpmath.mpf(0))
