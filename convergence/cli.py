@@ -10,9 +10,9 @@
 
 Execution options (``convergence.runtime.execution``): ``--scheduler sync|processes|tcp://host:port`` (in process,
 a local dask cluster of ``--workers`` processes, or an existing dask scheduler; default: processes, one per
-available core, or sync on one core; every number is the same on any scheduler); ``--block-paths N`` (the
-size of the blocks of paths; no number depends on it); every finished block is cached under ``--cache DIR``
-(default ``DIR/.cache``), and ``--resume`` reuses the intact entries of an interrupted run;
+available core, or sync on one core; every number is the same on any scheduler); ``--task-paths N`` (paths
+per worker task, rounded up to whole blocks of each design; no number depends on it); every finished task is cached
+under ``--cache DIR`` (default ``DIR/.cache``), and ``--resume`` reuses the intact entries of an interrupted run;
 ``--concurrent-studies K`` runs K studies at a time on the same workers (default 2 on more than one core), so one
 study's serial work (statistics, symbolic algebra) overlaps another's blocks; each study is charged only its own
 CPU time, and no number depends on K.
@@ -129,8 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--workers", type=_integer("--workers", 1, 1024), default=default_workers,
                          help=f"worker processes for --scheduler processes, 1 to 1024 (default {default_workers}, the "
                               "available cores)")
-        sub.add_argument("--block-paths", type=_integer("--block-paths", 1), default=None,
-                         help="paths per block (default: each design's own; results do not depend on it)")
+        sub.add_argument("--task-paths", type=_integer("--task-paths", 1), default=None,
+                         help="paths per worker task, rounded up to whole blocks of each design (default: one block; "
+                              "results do not depend on it)")
         sub.add_argument("--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)")
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
         sub.add_argument("--concurrent-studies", type=_integer("--concurrent-studies", 1, 64),
@@ -205,7 +206,7 @@ def _run_studies(args: argparse.Namespace, names: list[str], progress, cache_dir
     cores = available_cores()
     # longest first (by the last report of this profile in OUT), so the last study does not run alone
     order = sorted(names, key=lambda name: -_previous_wall(args.out, name, args.profile, cores))
-    with scheduler(args.scheduler, args.workers, args.block_paths):
+    with scheduler(args.scheduler, args.workers, args.task_paths):
         for name, result, block_cache in _concurrently(run_study, order, args.concurrent_studies):
             paths = write_study(result, args.out)  # written here: plotting stays in the main thread
             print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "

@@ -18,6 +18,8 @@ from convergence.paths import (
 )
 from convergence.runtime import SEED_BLOCK, compute_blocks
 
+from .helpers import assert_equal_to_rounding
+
 
 @given(st.integers(1, 6), st.sampled_from([1, 2, 4, 8]), st.integers(0, 2**31))
 def test_coarse_increments_are_exact_block_sums(blocks, factor, seed):
@@ -71,18 +73,21 @@ def test_streams_are_distinct_across_blocks_keys_and_purposes():
             assert not np.array_equal(draws[i][:4], draws[j][:4])
 
 
-def test_same_seed_bit_identical_across_block_sizes():
+def test_same_seed_same_paths_across_block_sizes():
+    """The random numbers depend on the absolute path index only, so another compute-block size gives the same
+    numbers to rounding (a path's arithmetic may be ordered differently in another batch; the execution's task size,
+    which leaves the blocks alone, changes no bit: tests/test_execution.py)."""
     model = FedorovModel(tokens=3, dim=4, beta=1.0)
     runs = []
     for block_paths in (1, 64, 100, 200):
         design = StrongDesign(depths=(2, 4), reference_factor=8, paths=150, block_paths=block_paths, replicates=100)
         runs.append(coupled_strong_errors(model, model.limit_sde(), design, seed=11, key=(5, 0)))
     for run in runs[1:]:
-        assert_array_equal(run.final_sq, runs[0].final_sq)
-        assert_array_equal(run.sup_sq, runs[0].sup_sq)
-        assert_array_equal(run.reference_sq, runs[0].reference_sq)
+        assert_equal_to_rounding(run.final_sq, runs[0].final_sq)
+        assert_equal_to_rounding(run.sup_sq, runs[0].sup_sq)
+        assert_equal_to_rounding(run.reference_sq, runs[0].reference_sq)
     finals = [simulate(model, 8, 1.0, 150, seed=4, block_paths=b) for b in (64, 1000)]
-    assert_array_equal(finals[0], finals[1])
+    assert_equal_to_rounding(finals[0], finals[1])
 
 
 def test_several_claims_in_one_coupled_run_give_each_claims_own_numbers():

@@ -4,6 +4,7 @@ runs as written."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -40,10 +41,16 @@ def test_no_page_points_outside_the_repository():
         assert "../shared" not in page.read_text() and "MATH.md" not in page.read_text(), page.name
 
 
+EXTRA = re.compile(r"^\s*(?:import|from) (torch)\b", re.M)  # an optional extra's package, imported by a block
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if PYTHON_BLOCK.search(p.read_text())], ids=lambda p: p.name)
 def test_every_python_example_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
     namespace: dict = {"__name__": f"docs_{page.stem}"}
     for number, block in enumerate(PYTHON_BLOCK.findall(page.read_text()), start=1):
+        for package in EXTRA.findall(block):
+            if importlib.util.find_spec(package) is None:
+                pytest.skip(f"{page.name}, python block {number} (and the blocks after it) needs the {package} extra")
         code = compile(block, f"{page.name}, python block {number}", "exec")
         exec(code, namespace)  # noqa: S102  (the docs' own examples)

@@ -44,18 +44,16 @@ def _strong_data(paths: int = 256):
     return np.concatenate([data.final_sq, data.sup_sq, data.reference_sq], axis=1)
 
 
-def test_a_local_cluster_of_two_processes_and_any_block_size_give_identical_numbers():
+def test_an_existing_cluster_and_any_task_size_give_identical_numbers():
     from distributed import LocalCluster
 
     reference = _strong_data()
-    with scheduler("sync", block_paths=64):
+    with scheduler("sync", task_paths=256):
         assert_array_equal(_strong_data(), reference)
-    with scheduler("processes", workers=2, block_paths=64) as execution:
-        assert len(execution.client.scheduler_info()["workers"]) == 2
-        assert_array_equal(_strong_data(), reference)
-    # an existing cluster, reached through its scheduler's address (what --scheduler tcp://host:port does)
+    # local clusters of one and two processes: tests/test_reproducibility.py; here an existing cluster, reached
+    # through its scheduler's address (what --scheduler tcp://host:port does)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            scheduler(cluster.scheduler_address, block_paths=128):
+            scheduler(cluster.scheduler_address, task_paths=256):
         assert_array_equal(_strong_data(), reference)
 
 
@@ -84,7 +82,7 @@ def test_local_checks_do_not_depend_on_the_sample_blocks():
         return [(c.estimate, c.ci) for c in local_checks(model, model.limit_sde(), states, design, 1, (6,))]
 
     reference = estimates()
-    with scheduler("sync", block_paths=1000):  # rounded to whole seed blocks: 1024-sample blocks
+    with scheduler("sync", task_paths=3000):  # tasks of several sample blocks
         assert estimates() == reference
 
 
@@ -122,7 +120,7 @@ def test_cache_reuses_intact_entries_and_recomputes_corrupted_or_foreign_ones(tm
     entries = sorted(tmp_path.glob("*.npz"), key=lambda p: p.stat().st_mtime)
     entries[0].write_bytes(entries[0].read_bytes()[:-40])  # truncated
     # a foreign entry: another block's file under this block's name
-    keys = [BlockCache(tmp_path, scope).key("task", s, s + 64) for s in (0, 64, 128, 192)]
+    keys = [BlockCache(tmp_path, scope).key("task", [(s, s + 64)]) for s in (0, 64, 128, 192)]
     paths = [BlockCache(tmp_path, scope).path(k) for k in keys]
     paths[3].write_bytes(paths[2].read_bytes())
     with pytest.warns(UserWarning, match="cache entry recomputed"), caching(tmp_path, scope, resume=True) as third:
@@ -142,20 +140,37 @@ def _blocks(printed: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def test_a_study_killed_part_way_resumes_to_the_uninterrupted_result(tmp_path, capsys):
+TINY_DESIGN = StrongDesign(depths=(8, 16, 32), horizon=1.0, reference_factor=16, paths=512, block_paths=64,
+                           replicates=200)
+
+
+def _tiny_strong_fedorov(patch: pytest.MonkeyPatch) -> None:
+    """strong-fedorov on a tiny design: two configurations of eight 64-path blocks each (a few seconds in all)."""
+    from convergence.studies import strong_fedorov
+
+    patch.setattr(strong_fedorov, "CONFIGS", ((2, 4), (3, 4)))
+    patch.setitem(strong_fedorov.DESIGNS, "quick", TINY_DESIGN)
+
+
+TINY_RUN = ("import sys, pytest; from tests.test_execution import _tiny_strong_fedorov; from convergence.cli import main; "
+            "_tiny_strong_fedorov(pytest.MonkeyPatch()); sys.exit(main(sys.argv[1:]))")
+
+
+def test_a_study_killed_part_way_resumes_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):
     """SIGKILL during a run, then --resume: identical report numbers, only the missing blocks recomputed."""
-    # strong-agazzi: a cheap quick study with many blocks (quick strong-fedorov now takes three times as long)
-    args = ["run", "strong-agazzi", "--profile", "quick", "--seed", "3", "--block-paths", "64"]
+    _tiny_strong_fedorov(monkeypatch)
+    args = ["run", "strong-fedorov", "--profile", "quick", "--seed", "3", "--scheduler", "sync"]
     assert main([*args, "--out", str(tmp_path / "whole")]) == 0
     total, _ = _blocks(capsys.readouterr().out)
-    whole = json.loads((tmp_path / "whole" / "strong-agazzi.json").read_text())
+    assert total == 16
+    whole = json.loads((tmp_path / "whole" / "strong-fedorov.json").read_text())
     out, cache = tmp_path / "killed", tmp_path / "killed" / ".cache"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "convergence", *args, "--out", str(out)], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, "-c", TINY_RUN, *args, "--out", str(out)], cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while len(list(cache.glob("*.npz"))) < 4 and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+        time.sleep(0.005)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert process.returncode == -signal.SIGKILL, "the run finished before it could be killed"
@@ -164,7 +179,7 @@ def test_a_study_killed_part_way_resumes_to_the_uninterrupted_result(tmp_path, c
     assert main([*args, "--out", str(out), "--resume"]) == 0
     computed, reused = _blocks(capsys.readouterr().out)
     assert (computed, reused) == (total - done, done)
-    resumed = json.loads((out / "strong-agazzi.json").read_text())
+    resumed = json.loads((out / "strong-fedorov.json").read_text())
     assert resumed["checks"] == whole["checks"] and resumed["panels"] == whole["panels"]
 
 
@@ -173,16 +188,38 @@ def test_bad_execution_options_are_rejected_with_the_parameter_name():
         pass
     with pytest.raises(ValueError, match="workers"), scheduler("processes", workers=0):
         pass
-    for argv in (["--workers", "0"], ["--scheduler", "cluster"], ["--block-paths", "-3"]):
+    for argv in (["--workers", "0"], ["--scheduler", "cluster"], ["--task-paths", "-3"]):
         with pytest.raises(SystemExit):
             main(["run", "strong-fedorov", *argv])
+
+
+def test_the_diffrax_peer_integrates_model_f_limit_sde():
+    # The benchmark's peer must be the same SDE: its drift and its diffusion applied to an increment v equal
+    # FedorovSDE's drift and diffusion (dW = sigma v), path by path. Skipped (not passed) without the peers extra.
+    pytest.importorskip("diffrax", reason="the diffrax peer needs the peers extra")
+    import jax.numpy as jnp
+
+    from convergence.performance.benchmark import BenchConfig, diffrax_limit
+
+    config, sigma = BenchConfig(paths=4), 0.25
+    drift, diffusion = diffrax_limit(config, sigma)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4, config.tokens, config.dim))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    v = rng.standard_normal((4, config.dim, config.dim))
+    ours = FedorovModel(config.tokens, config.dim, 1.0, sigma=sigma).limit_sde()
+    for p in range(4):
+        np.testing.assert_allclose(np.asarray(drift(0.0, jnp.asarray(x[p]), None)), ours.drift(x[p:p + 1])[0],
+                                   atol=1e-15)
+        np.testing.assert_allclose(np.asarray(diffusion(0.0, jnp.asarray(x[p]), None).mv(jnp.asarray(v[p]))),
+                                   ours.diffusion(x[p:p + 1], sigma * v[p:p + 1])[0], atol=1e-15)
 
 
 def test_the_torchsde_peer_integrates_model_f_limit_sde():
     # The benchmark's peer must be the same SDE: its drift and g_prod equal FedorovSDE's drift and diffusion
     # (dW = sigma v), and g_prod equals its full matrix g applied to v. Skipped (not passed) without the extra.
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("torchsde")
+    torch = pytest.importorskip("torch", reason="the torchsde peer needs the torch extra")
+    pytest.importorskip("torchsde", reason="the torchsde peer needs the peers extra")
     from convergence.performance.benchmark import BenchConfig, torchsde_limit
 
     config, sigma = BenchConfig(paths=8), 0.25
@@ -308,7 +345,7 @@ def test_identity_sees_the_module_level_data_a_function_reads():
 def test_a_cache_entry_whose_key_was_rewritten_is_rejected_when_it_is_read(tmp_path):
     scope = {"study": "unit", "profile": "quick", "seed": 0}
     cache = BlockCache(tmp_path, scope, resume=True)
-    key_a, key_b = cache.key("a", 0, 64), cache.key("b", 0, 64)
+    key_a, key_b = cache.key("a", [(0, 64)]), cache.key("b", [(0, 64)])
     cache.store(key_b, {"x": np.arange(3.0)})
     with np.load(cache.path(key_b)) as data:
         fields = dict(data)

@@ -84,6 +84,13 @@ def test_bad_input_names_the_parameter():
         cv.limit_sde(USER.ito_drift, USER.diffusion, N, D, noise=(D, D))
 
 
+def test_example_a_derives_the_pre_ln_limit(depth_limits):
+    """Example (a)'s expansion test, in process (its strong checks and its runs as a script and under pytest are the
+    slow tests below; the same checks of model F run here above)."""
+    _example("pre_ln").test_the_expansion_gives_the_claimed_sde(depth_limits)
+
+
+@pytest.mark.slow
 def test_example_b_runs_and_its_wrong_claim_is_rejected_by_the_plugin():
     printed = subprocess.run([sys.executable, str(EXAMPLES / "wrong_ito_correction.py")], capture_output=True,
                              text=True, check=True, timeout=120).stdout
@@ -95,6 +102,7 @@ def test_example_b_runs_and_its_wrong_claim_is_rejected_by_the_plugin():
     assert "test_the_wrong_claim" in run.stdout and "same_limit: estimate" in run.stdout
 
 
+@pytest.mark.slow
 def test_example_a_derives_the_pre_ln_limit_and_checks_it():
     printed = subprocess.run([sys.executable, str(EXAMPLES / "pre_ln.py")], capture_output=True, text=True,
                              check=True, timeout=120).stdout

@@ -15,17 +15,27 @@ from convergence.experiments import (
 )
 from convergence.models import FedorovModel, FedorovSDE
 from convergence.paths import simulate
+from convergence.studies import strong_fedorov
 
 
 @pytest.fixture(scope="module")
-def quick_report(tmp_path_factory):
+def tiny_report(tmp_path_factory):
+    """The study through the command line on a tiny design (one configuration, 128 paths): its report's files and
+    fields, not its statistics (the quick profile's are the slow test below)."""
     out = tmp_path_factory.mktemp("reports")
-    status = main(["run", "strong-fedorov", "--profile", "quick", "--seed", "0", "--out", str(out)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(strong_fedorov, "CONFIGS", ((2, 4),))
+        patch.setitem(strong_fedorov.DESIGNS, "quick",
+                      StrongDesign(depths=(4, 8, 16), horizon=1.0, reference_factor=8, paths=128, replicates=200))
+        status = main(["run", "strong-fedorov", "--profile", "quick", "--seed", "0", "--scheduler", "sync",
+                       "--out", str(out)])
     return out, status, json.loads((out / "strong-fedorov.json").read_text())
 
 
-def test_quick_study_passes_with_order_interval_around_one_half(quick_report):
-    _, status, report = quick_report
+@pytest.mark.slow
+def test_quick_study_passes_with_order_interval_around_one_half(tmp_path):
+    status = main(["run", "strong-fedorov", "--profile", "quick", "--seed", "0", "--out", str(tmp_path)])
+    report = json.loads((tmp_path / "strong-fedorov.json").read_text())
     assert status == 0 and report["verdict"] == "pass"
     orders = [c for c in report["checks"] if c["name"] == "strong_order"]
     assert len(orders) == 4
@@ -36,8 +46,11 @@ def test_quick_study_passes_with_order_interval_around_one_half(quick_report):
     assert names == {"strong_order", "strong_order_sup", "reference_order", "same_limit"}
 
 
-def test_report_files_and_fields(quick_report):
-    out, _, report = quick_report
+def test_report_files_and_fields(tiny_report):
+    out, status, report = tiny_report
+    assert status == (1 if report["verdict"] == "fail" else 0)
+    assert {c["name"] for c in report["checks"]} == {"strong_order", "strong_order_sup", "reference_order", "same_limit"}
+    assert report["params"]["paths"] == 128 and report["params"]["configs"] == [{"n": 2, "d": 4}]
     for field in ("study", "profile", "seed", "params", "verdict", "elapsed_s", "versions", "checks"):
         assert field in report
     assert report["profile"] == "quick" and report["seed"] == 0
@@ -48,7 +61,7 @@ def test_report_files_and_fields(quick_report):
     assert (out / "strong-fedorov.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     markdown = (out / "strong-fedorov.md").read_text()
     assert "strong_order" in markdown and "strong-fedorov.png" in markdown
-    assert "[strong-fedorov](strong-fedorov.md) | **pass**" in (out / "index.md").read_text()
+    assert f"[strong-fedorov](strong-fedorov.md) | **{report['verdict']}**" in (out / "index.md").read_text()
 
 
 class MissingItoCorrection(FedorovSDE):

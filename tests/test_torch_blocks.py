@@ -3,8 +3,8 @@ a post-LN ``torch.nn.TransformerEncoderLayer`` with fresh output weights at ever
 
 The torch block equals the same block written in numpy from its definition (1e-13); local consistency passes the
 derived limit and rejects model F's Ito factor and a 5% drift error; the expansion and the weak check are the
-example's own tests (run here); the layer does not depend on how paths are grouped and survives pickling (dask
-workers). Needs the torch extra (CI installs it): skipped, never passed, without torch.
+example's own tests (run here); a path's result does not depend on the other paths in its block (to rounding) and
+the layer survives pickling (dask workers; tests/test_reproducibility.py runs it there). Needs the torch extra (CI installs it): skipped, never passed, without torch.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ def test_the_torch_block_is_the_block_by_definition():
     dw = 0.3 * rng.standard_normal((6, *post_ln.LAYER.noise.shape))
     np.testing.assert_allclose(post_ln.LAYER.layer(x, dw, 0.01), _by_hand(x, post_ln.LAYER.noise.split(dw)),
                                atol=1e-13)
-    # paths are independent: a block of paths gives each path what it gets alone
-    np.testing.assert_array_equal(post_ln.LAYER.layer(x, dw, 0.01)[2:3], post_ln.LAYER.layer(x[2:3], dw[2:3], 0.01))
+    # paths are independent: a block of paths gives each path what it gets alone, to rounding (torch's batched
+    # kernels may order a sum differently for another batch; the suite always hands a map the same block of paths)
+    np.testing.assert_allclose(post_ln.LAYER.layer(x, dw, 0.01)[2:3], post_ln.LAYER.layer(x[2:3], dw[2:3], 0.01),
+                               rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.parametrize("claim, verdict", [
@@ -61,6 +63,7 @@ def test_the_expansion_of_the_block_is_the_derived_limit(depth_limits):
     post_ln.test_the_expansion_gives_the_derived_limit(depth_limits)
 
 
+@pytest.mark.slow
 def test_the_block_converges_in_law_to_the_derived_limit():
     post_ln.test_the_torch_layers_converge_in_law_to_the_derived_limit()
 

@@ -8,7 +8,10 @@ so depth ladders share one Brownian path); every other parameter keeps the value
 once under the seed ``template_seed`` (a fixed Q and K, as in model F). Naming a residual branch's output weights
 scales that branch by sqrt(h): the branch ``W_out f(x)`` is linear in ``W_out``, whose increment has standard
 deviation ``sigma sqrt(h)``. The block is evaluated with ``torch.func.functional_call`` under ``torch.func.vmap``
-over paths, in float64 on the CPU, without gradients.
+over paths, in float64 on the CPU, without gradients, on one thread: torch's kernels may split a sum differently
+with another thread count, and a dask worker has one thread while the main process has one per core, so the
+numbers would depend on the scheduler. (They can also depend on the batch: the suite always hands a layer map the
+same compute block of paths, ``convergence.runtime.blocks``.)
 
 torch is optional (``pip install -e ".[torch]"``); it is imported when a block is first run.
 """
@@ -81,10 +84,15 @@ class TorchBlockLayer:
         """One layer: the block with each noise parameter set to its increment ``sigma sqrt(h) z`` on each path."""
         torch, batched = self._batched
         weights = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.noise.split(dw).items()}
-        with torch.no_grad(), warnings.catch_warnings():
-            # vmap runs attention kernels without a batching rule path by path: slower, same numbers
-            warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
-            out = batched(weights, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                # vmap runs attention kernels without a batching rule path by path: slower, same numbers
+                warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
+                out = batched(weights, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)))
+        finally:
+            torch.set_num_threads(threads)
         return out.numpy()
 
     def __getstate__(self) -> dict:

@@ -127,19 +127,17 @@ def _rate(path_steps: int, seconds: float) -> dict:
     return {"seconds": seconds, "path_steps_per_s": path_steps / seconds}
 
 
-def diffrax_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | None:
-    """A jitted, vmapped diffrax Euler solve of model F's limit SDE, or None when diffrax is not installed."""
-    if importlib.util.find_spec("diffrax") is None:
-        return None
+def diffrax_limit(config: BenchConfig, sigma: float):
+    """Model F's limit SDE (beta = 1, Q^T K = I) as diffrax's ``(drift, diffusion)`` for one path y (n, d): the
+    diffusion is a lineax operator taking the d x d increment dW to P_{y_i} sigma dW a_i, token by token."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_platform_name", "cpu")
-    import diffrax
     import jax.numpy as jnp
     import lineax
 
-    d, n, h = config.dim, config.tokens, 1.0 / config.steps
+    d = config.dim
 
     def attention(y):
         scores = y @ y.T
@@ -157,6 +155,20 @@ def diffrax_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | N
             return z - jnp.sum(z * y, axis=1, keepdims=True) * y
 
         return lineax.FunctionLinearOperator(apply, jax.ShapeDtypeStruct((d, d), jnp.float64))
+
+    return drift, diffusion
+
+
+def diffrax_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | None:
+    """A jitted, vmapped diffrax Euler solve of model F's limit SDE, or None when diffrax is not installed."""
+    if importlib.util.find_spec("diffrax") is None:
+        return None
+    drift, diffusion = diffrax_limit(config, sigma)
+    import diffrax
+    import jax
+    import jax.numpy as jnp
+
+    d, n, h = config.dim, config.tokens, 1.0 / config.steps
 
     def solve(y0, key):
         path = diffrax.UnsafeBrownianPath(shape=(d, d), key=key)

@@ -1,9 +1,12 @@
-"""Blocks of paths: the unit of seeding and the unit of work.
+"""Blocks of paths: the unit of seeding, the unit of computation, and the tasks that group them.
 
 Paths are grouped in seed blocks of ``SEED_BLOCK`` consecutive paths; seed block b of stream ``key`` owns
 ``SeedSequence(seed, spawn_key=(*key, b))`` (``convergence.paths.brownian`` states the whole reproducibility
-contract). A compute block, what one task of ``convergence.runtime.execution`` runs, is a whole number of seed
-blocks, so no random number depends on how paths are split into compute blocks.
+contract). A compute block is what one call of an experiment's computation sees at once (a layer map is evaluated on
+exactly its paths): a whole number of seed blocks whose size is part of the experiment's design (its
+``block_paths``), so a block holds the same paths, and every array the same shape, however the work is scheduled. A
+task, what one worker call of ``convergence.runtime.execution`` runs, is a run of consecutive compute blocks;
+grouping blocks into tasks is the execution's choice and changes no number.
 """
 
 from __future__ import annotations
@@ -24,9 +27,26 @@ def seed_block_sequence(seed: int, block: int, key: Sequence[int] = ()) -> np.ra
     return np.random.SeedSequence(seed, spawn_key=(*tuple(int(k) for k in key), block))
 
 
+def whole_seed_blocks(paths: int) -> int:
+    """``paths`` rounded up to a whole number of seed blocks (at least one)."""
+    return SEED_BLOCK * max(1, -(-paths // SEED_BLOCK))
+
+
 def compute_blocks(paths: int, block_paths: int) -> Iterator[tuple[int, int]]:
-    """(start, stop) of compute blocks covering ``paths``, each a whole number of seed blocks."""
+    """(start, stop) of compute blocks covering ``paths``, each ``block_paths`` rounded up to whole seed blocks (the
+    last one may be shorter)."""
     check_int("paths", paths, minimum=1)
-    size = SEED_BLOCK * max(1, -(-check_int("block_paths", block_paths, minimum=1) // SEED_BLOCK))
+    size = whole_seed_blocks(check_int("block_paths", block_paths, minimum=1))
     for start in range(0, paths, size):
         yield start, min(paths, start + size)
+
+
+def tasks(blocks: Sequence[tuple[int, int]], task_paths: int | None) -> list[list[tuple[int, int]]]:
+    """Consecutive compute blocks grouped into tasks of at least ``task_paths`` paths (one block per task when
+    ``task_paths`` is None or at most a block's size)."""
+    if task_paths is None:
+        return [[block] for block in blocks]
+    check_int("task_paths", task_paths, minimum=1)
+    size = blocks[0][1] - blocks[0][0]
+    per_task = max(1, -(-task_paths // size))
+    return [list(blocks[i:i + per_task]) for i in range(0, len(blocks), per_task)]

@@ -7,12 +7,13 @@ only on the seed and the absolute index of the block, and calls ``map_blocks``, 
 * on a local ``dask.distributed`` cluster of worker processes (``"processes"``), or
 * on an existing dask scheduler (an address ``"tcp://host:port"``),
 
-and returns the block results in block order. The estimators concatenate them in that order, so every
-number is bit-identical whatever the scheduler, the number of workers or the block size.
+and returns the block results in block order. A block is what one computation sees at once, fixed by the
+experiment's design (``blocks``); the execution only groups consecutive blocks into tasks (``task_paths``), so every
+number is bit-identical whatever the scheduler, the number of workers or the task size.
 
-Resumable runs: inside ``caching(directory, scope, resume)`` each finished block is written atomically to
-``directory`` as an ``.npz`` holding its arrays, the full key they were computed for (scope, block label,
-block range, package fingerprint) and a SHA-256 checksum. With ``resume`` a block whose entry is intact and
+Resumable runs: inside ``caching(directory, scope, resume)`` each finished task is written atomically to
+``directory`` as an ``.npz`` holding its blocks' arrays, the full key they were computed for (scope, block label,
+block ranges, package fingerprint) and a SHA-256 checksum. With ``resume`` a task whose entry is intact and
 carries the same key is read instead of recomputed; a corrupted, truncated or foreign entry is recomputed and
 overwritten (never used). The package fingerprint hashes the package's source, so a cache never outlives a
 code change.
@@ -40,7 +41,7 @@ import numpy as np
 
 from verify.common import atomic_write, check_int, package_versions
 
-from .blocks import compute_blocks
+from .blocks import compute_blocks, tasks
 
 SCHEDULERS = ("sync", "processes")  # or a scheduler address tcp://host:port
 MMAP_THRESHOLD = 32 * 2**20  # glibc's largest mmap threshold
@@ -179,8 +180,9 @@ class BlockCache:
     computed: int = 0
     rejected: list[str] = field(default_factory=list)
 
-    def key(self, label: str, start: int, stop: int) -> str:
-        return json.dumps({"scope": self.scope, "label": label, "block": [start, stop],
+    def key(self, label: str, blocks: Sequence[tuple[int, int]]) -> str:
+        """The full key of a task: the cache scope, the block label, the task's block ranges, the package."""
+        return json.dumps({"scope": self.scope, "label": label, "blocks": [list(b) for b in blocks],
                            "package": package_fingerprint()}, sort_keys=True)
 
     def path(self, key: str) -> Path:
@@ -270,11 +272,11 @@ def _count_leaves(structure: Any) -> int:
 
 @dataclass
 class Execution:
-    """Where blocks run (a dask client, or in process when None), the optional block cache and block size."""
+    """Where blocks run (a dask client, or in process when None), the optional block cache and the task size."""
 
     cache: BlockCache | None = None
     client: Any = None
-    block_paths: int | None = None  # overrides every design's block size (results do not depend on it)
+    task_paths: int | None = None  # paths per task, in whole blocks (default one block; results do not depend on it)
 
 
 _CURRENT: contextvars.ContextVar[Execution | None] = contextvars.ContextVar("execution", default=None)
@@ -286,15 +288,16 @@ def current_execution() -> Execution:
 
 
 @contextlib.contextmanager
-def scheduler(name: str = "sync", workers: int = 2, block_paths: int | None = None) -> Iterator[Execution]:
+def scheduler(name: str = "sync", workers: int = 2, task_paths: int | None = None) -> Iterator[Execution]:
     """Run the blocks of every study inside the ``with`` on ``name`` (module docstring), with ``workers``
-    local processes for ``"processes"``; ``block_paths`` overrides every design's block size."""
+    local processes for ``"processes"``; ``task_paths`` groups consecutive blocks into tasks of at least that many
+    paths (default: one block per task)."""
     name = check_scheduler(name)
     check_int("workers", workers, minimum=1, maximum=1024)
-    if block_paths is not None:
-        check_int("block_paths", block_paths, minimum=1)
+    if task_paths is not None:
+        check_int("task_paths", task_paths, minimum=1)
     previous = current_execution()
-    execution = Execution(previous.cache, block_paths=block_paths)
+    execution = Execution(previous.cache, task_paths=task_paths)
     with contextlib.ExitStack() as stack:
         if name != "sync":
             from distributed import Client, LocalCluster
@@ -335,27 +338,27 @@ def caching(directory: str | os.PathLike, scope: dict, resume: bool = False) -> 
         _CURRENT.reset(token)
 
 
-def _run_counting(task: BlockTask, start: int, stop: int) -> tuple[Any, int, float]:
-    """Run a block on a worker, counting the progress units it reports and its CPU seconds (sent back with the
-    result)."""
+def _run_task(task: BlockTask, blocks: Sequence[tuple[int, int]], progress: Callable[[int], None] | None) -> list:
+    """A task's blocks, one after the other."""
+    return [task(start, stop, progress) for start, stop in blocks]
+
+
+def _run_counting(task: BlockTask, blocks: Sequence[tuple[int, int]]) -> tuple[list, int, float]:
+    """Run a task on a worker, counting the progress units it reports and its CPU seconds (sent back with the
+    results)."""
     units = [0]
 
     def count(n: int) -> None:
         units[0] += n
 
     cpu = time.thread_time()
-    result = task(start, stop, count)
-    return result, units[0], time.thread_time() - cpu
-
-
-def _blocks(paths: int, block_paths: int) -> list[tuple[int, int]]:
-    """The compute blocks of ``paths`` under the current execution (its block size overrides the design's)."""
-    return list(compute_blocks(paths, current_execution().block_paths or block_paths))
+    results = _run_task(task, blocks, count)
+    return results, units[0], time.thread_time() - cpu
 
 
 def block_count(paths: int, block_paths: int) -> int:
-    """How many blocks ``map_blocks`` splits ``paths`` into under the current execution."""
-    return len(_blocks(paths, block_paths))
+    """How many compute blocks ``map_blocks`` splits ``paths`` into (a design's number: no execution changes it)."""
+    return len(list(compute_blocks(paths, block_paths)))
 
 
 def map_blocks(
@@ -365,26 +368,27 @@ def map_blocks(
     label: str,
     progress: Callable[[int], None] | None = None,
 ) -> list[Any]:
-    """``task(start, stop, progress)`` for every compute block of ``paths``, in block order.
+    """``task(start, stop, progress)`` for every compute block of ``paths`` (blocks of ``block_paths`` rounded up to
+    whole seed blocks), in block order, whatever tasks the current execution groups them into.
 
-    ``label`` names the task within the current cache scope (e.g. the function and its stream key); results are
-    numpy arrays or dicts / tuples / lists of them.
+    ``label`` names the computation within the current cache scope (e.g. the function and its stream key); results
+    are numpy arrays or dicts / tuples / lists of them.
     """
     execution = current_execution()
-    blocks = _blocks(paths, block_paths)
+    groups = tasks(list(compute_blocks(paths, block_paths)), execution.task_paths)
     block_cache = execution.cache
-    keys = [block_cache.key(label, start, stop) if block_cache else "" for start, stop in blocks]
+    keys = [block_cache.key(label, group) if block_cache else "" for group in groups]
     results: list[Any] = [block_cache.load(key) if block_cache else None for key in keys]
     missing = [i for i, result in enumerate(results) if result is None]
     if execution.client is None:
         for i in missing:
-            results[i] = task(*blocks[i], progress)
+            results[i] = _run_task(task, groups[i], progress)
             if block_cache:
                 block_cache.store(keys[i], results[i])
-        return results
+        return [result for group in results for result in group]
     from distributed import as_completed
 
-    futures = {execution.client.submit(_run_counting, task, *blocks[i], pure=False): i for i in missing}
+    futures = {execution.client.submit(_run_counting, task, groups[i], pure=False): i for i in missing}
     for future in as_completed(futures):
         i = futures[future]
         results[i], units, cpu = future.result()
@@ -394,7 +398,7 @@ def map_blocks(
             block_cache.store(keys[i], results[i])
         if progress is not None:
             progress(units)
-    return results
+    return [result for group in results for result in group]
 
 
 def concatenate_blocks(results: Sequence[Any]) -> Any:

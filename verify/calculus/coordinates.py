@@ -84,13 +84,19 @@ def noise_components(system: ParticleSystem, xs, gram, kernel_coeffs=(0, 0, 0)) 
     return components
 
 
+def exact_number(value) -> sp.Rational:
+    """The rational a float prints as (0.947 -> 947/1000), so both sides of a comparison evaluate at the same exact
+    point (plain ``nsimplify`` may return a nearby surd instead, a different point by ~1e-16)."""
+    return sp.nsimplify(value, rational=True)
+
+
 def coordinate_generator_at(system: ParticleSystem, f: sp.Expr, dim: int, point, kernel_coeffs=(0, 0, 0),
                             values: dict | None = None, digits: int = 30) -> sp.Float:
     """``L F`` at ``point`` (n x dim numbers) for F(x) = f(Gram(x)), by brute force in coordinates."""
     n = system.span.n
     xs = token_symbols(n, dim)
     gram = gram_values(xs)
-    subs_point = {xs[i][a]: sp.nsimplify(point[i][a]) for i in range(n) for a in range(dim)}
+    subs_point = {xs[i][a]: exact_number(point[i][a]) for i in range(n) for a in range(dim)}
     values = dict(values or {})
     values[d] = dim
     big_f = f.subs(gram)
@@ -125,8 +131,7 @@ def gram_generator_at(system: ParticleSystem, f: sp.Expr, dim: int, point, kerne
                       values: dict | None = None, digits: int = 30) -> sp.Float:
     """``L f`` from ``verify.calculus.generator`` (d symbolic), evaluated at the same point with d = dim."""
     n = system.span.n
-    gram = {gram_symbol(i, j): sp.nsimplify(sum(sp.nsimplify(point[i][a]) * sp.nsimplify(point[j][a])
-                                               for a in range(dim)))
+    gram = {gram_symbol(i, j): sum(exact_number(point[i][a]) * exact_number(point[j][a]) for a in range(dim))
             for i in range(n) for j in range(i, n)}
     expr = system.generator(f)
     if isinstance(system.noise, BrownianField):

@@ -1,0 +1,61 @@
+"""The reproducibility contract (``convergence.runtime.blocks``): one seed determines every number, and where the
+work runs changes no bit of a report, for numpy and torch layer maps alike.
+
+A public check is run in process, on one dask worker, and on two workers with tasks of two compute blocks; its
+report's checks and panels (the JSON that ``Outcome.write`` writes) must be identical bit for bit. That holds by
+construction: every computation sees the same compute block of paths, whatever groups blocks into tasks, and a
+torch block runs on one thread wherever it runs. Another compute-block size, a design's own choice, gives the same
+numbers to rounding only (tests/test_brownian.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import convergence as cv
+from convergence.runtime import scheduler
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTIONS = {"in process": ("sync", 1, None), "one worker": ("processes", 1, None),
+              "two workers, tasks of two blocks": ("processes", 2, 2)}
+
+
+def _numpy_check() -> cv.Outcome:
+    model = cv.FedorovModel(tokens=2, dim=4, beta=1.0)  # a numpy layer map; 512 paths are four blocks of 128
+    return cv.check_strong_order(model, model.limit_sde(), depths=(4, 8, 16), paths=512, seed=3)
+
+
+def _torch_check() -> cv.Outcome:
+    spec = importlib.util.spec_from_file_location("post_ln_torch", ROOT / "examples" / "post_ln_torch.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    # 8192 samples are two blocks of 4096 one-step samples per state and step
+    return cv.check_local_consistency(example.LAYER, example.CLAIM, states={"generic": example.STATES["generic"]}, samples=8192,
+                                      target=0.05, seed=3)
+
+
+def _report(check, tmp_path: Path, label: str) -> dict:
+    written = check().write(tmp_path / label.replace(" ", "-").replace(",", ""))
+    data = json.loads(written["json"].read_text())
+    return {"checks": data["checks"], "panels": data["panels"]}
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_a_checks_report_is_bit_identical_on_any_scheduler_worker_count_and_task_size(kind, tmp_path):
+    if kind == "torch":
+        pytest.importorskip("torch", reason="the torch layer map needs the torch extra")
+    check = _numpy_check if kind == "numpy" else _torch_check
+    reports = {}
+    for label, (name, workers, blocks_per_task) in EXECUTIONS.items():
+        block = 128 if kind == "numpy" else 4096
+        task_paths = None if blocks_per_task is None else blocks_per_task * block
+        with scheduler(name, workers=workers, task_paths=task_paths):
+            reports[label] = _report(check, tmp_path, label)
+    reference = reports.pop("in process")
+    assert reference["checks"], "the check reported nothing"
+    for label, report in reports.items():
+        assert report == reference, f"{kind}: {label} differs from the in-process report"
