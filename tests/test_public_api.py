@@ -188,12 +188,15 @@ def test_the_plugin_locates_inconclusive_checks_at_the_users_test_scales_paths_a
     assert "test_user.py:12: INCONCLUSIVE" in run.stdout  # the user's test, not the plugin's file
     written = json.loads((tmp_path / "reports" / "test_undecidable" / "weak-order.json").read_text())
     assert written["params"]["paths"] == 32  # 64 x 0.5
-    fixtures = subprocess.run([sys.executable, "-m", "pytest", "--fixtures", "-p", "no:cacheprovider", str(tmp_path)],
-                              capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False).stdout
-    assert "depth_limits" in fixtures and "no docstring available" not in fixtures.split("depth_limits", 1)[1][:300]
-    bad = subprocess.run(command[:-4] + ["--depth-limits-paths", "0"], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path, check=False, env={**os.environ, "PYTHONPATH": env_path})
-    assert bad.returncode != 0 and "--depth-limits-paths" in bad.stdout + bad.stderr
+
+
+def test_the_plugins_fixture_is_documented_and_a_bad_factor_is_named(pytestconfig):
+    from convergence.pytest_plugin import DepthLimits
+
+    fixture = pytestconfig.pluginmanager.get_plugin("depth_limits")
+    assert (fixture.depth_limits.__doc__ or "").strip()  # what `pytest --fixtures` prints for it
+    with pytest.raises(ValueError, match="--depth-limits-paths"):
+        DepthLimits(paths_factor=0.0)
 
 
 def test_initial_states_from_public_constructors_are_seeded_and_checked():
