@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +65,7 @@ from .statistics import (
     INCONCLUSIVE,
     PASS,
     Check,
+    all_finite,
     combine_verdicts,
     confidence_label,
     detectable_effect,
@@ -335,11 +336,14 @@ class Outcome:
                 for h, v, lo, hi in zip(series.steps, series.values, series.ci_lo, series.ci_hi):
                     lines.append(f"    {h:12.5g} {v:12.5g}   [{lo:11.5g}, {hi:11.5g}]")
         for check in self.checks:
-            lines.append(f"  {_check_label(check)}: estimate {check.estimate:.4g}, expected {check.expected:.4g} "
-                         f"+- {check.allowance:.3g}, {confidence_label(check.confidence)} interval [{check.ci[0]:.4g}, "
-                         f"{check.ci[1]:.4g}] -> {check.verdict.upper()}"
-                         + ("" if check.resolution is None else f", resolution {check.resolution:.3g}")
-                         + f"  ({check.note})")
+            if check.verdict != FAIL and not all_finite(check.estimate, *check.ci):  # nothing was estimated
+                numbers = f"not estimated, expected {check.expected:.4g} +- {check.allowance:.3g}"
+            else:
+                numbers = (f"estimate {check.estimate:.4g}, expected {check.expected:.4g} +- {check.allowance:.3g}, "
+                           f"{confidence_label(check.confidence)} interval [{check.ci[0]:.4g}, {check.ci[1]:.4g}]")
+            resolved = check.resolution is not None and all_finite(check.resolution)
+            lines.append(f"  {_check_label(check)}: {numbers} -> {check.verdict.upper()}"
+                         + (f", resolution {check.resolution:.3g}" if resolved else "") + f"  ({check.note})")
         return "\n".join(lines)
 
     def write(self, out: str | Path) -> dict[str, Path]:
@@ -464,8 +468,10 @@ def check_weak_limit(
         return _nonfinite_outcome(title, ["weak_order", "claim_limit"], bad, config, params, seed)
     z = z_value(2)  # the two claims (order and limit) share the 1% family-wise rate
     fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
-    checks = [order_check(fits, design, z, config),
-              claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config)]
+    rate = order_check(fits, design, z, config)
+    if all(fit.at_roundoff.all() for fit in fits.values()):  # an exact step: no rate to claim, the limit decides
+        rate = replace(rate, claim=False)
+    checks = [rate, claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config)]
     for index, eps in enumerate(near_misses, start=1):
         inner = claim_limit_check(layer_values["f"], claim_values["f"][:, index], z, resolution, config)
         checks.append(rejection_row("weak", _name(layer), f"drift x (1 + {eps:g})", eps, [inner], float("inf")))

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.experiments import catalogue
+from convergence.experiments import DriftScaled, catalogue
 from convergence.output import StudyResult, to_json
 from convergence.statistics import (
     FAIL,
+    INCONCLUSIVE,
     PASS,
     Check,
     confidence_label,
@@ -42,6 +43,19 @@ def test_local_check_passes_the_true_model_f_claim(model_f):
     assert outcome.verdict == PASS, outcome.table()
     pooled = [c for c in outcome.checks if c.config["state"] == "pooled" and c.name == "drift_scale"]
     assert pooled and pooled[0].resolution < EPS  # it can see a 1% error
+
+
+def test_local_check_never_passes_what_its_samples_cannot_see(model_f):
+    """At 256 samples the layer's drift is not resolved: the relative drift error is measured along the claimed
+    drift, with its resolution, so the true claim is inconclusive (saying how many samples would decide) and a 5%
+    drift error is not passed (it passed when the unresolved state's drift_scale check was dropped)."""
+    true = cv.check_local_consistency(model_f, model_f.limit_sde(), samples=256)
+    assert true.verdict == INCONCLUSIVE, true.table()
+    scales = [c for c in true.checks if c.name == "drift_scale"]
+    assert len(scales) == 5 and all("along the claimed drift" in c.note for c in scales[:4])
+    assert "samples would decide" in scales[-1].note
+    wrong = cv.check_local_consistency(model_f, DriftScaled(model_f.limit_sde(), 1.05), samples=256)
+    assert wrong.verdict != PASS, wrong.table()
 
 
 @pytest.mark.parametrize("index", range(7))

@@ -14,8 +14,10 @@ import verify
 from convergence.cli import main
 from convergence.experiments import (
     WeakDesign,
+    claim_limit_check,
     coupled_observables,
     limit_check,
+    order_check,
     weak_order,
 )
 from convergence.models import (
@@ -176,6 +178,38 @@ def test_weak_limit_rejects_a_wrong_reference():
         check = limit_check(values["rho^2"], fit.differences[-1], fit.standard_errors[-1], float(ref.value[0]),
                             float(ref.error[0]), design, z, {})
         assert check.verdict == expected, check
+
+
+def _noisy_ladder(rng, paths: int = 4000, levels: int = 4) -> np.ndarray:
+    """Values of an observable on a depth ladder: O(h) differences well above their noise."""
+    h = 1.0 / 2 ** np.arange(levels)
+    return 1.0 + 0.01 * h[None, :] + 0.05 * rng.standard_normal((paths, 1)) + 1e-3 * rng.standard_normal((paths, levels))
+
+
+def test_a_non_finite_value_fails_every_weak_check_with_its_name():
+    """A NaN reference error (the allowance), a NaN path on the ladder, a NaN level mean: each fails, never passes
+    or sits inconclusive, and the note names it. The finite twin of each passes, so the failure is the NaN's."""
+    rng = np.random.default_rng(0)
+    design = WeakDesign(depths=(2, 4, 8, 16), horizon=1.0, paths=4000, block_paths=4000)
+    values = _noisy_ladder(rng)
+    z = z_value(4)
+    fit = weak_order({"f": values}, design.steps(), np.random.default_rng(1), 200, z)["f"]
+    limit = values[:, -1].mean()
+    good = limit_check(values, fit.differences[-1], fit.standard_errors[-1], limit, 1e-4, design, z, {})
+    assert good.verdict == "pass", good
+    bad = limit_check(values, fit.differences[-1], fit.standard_errors[-1], limit, float("nan"), design, z, {})
+    assert bad.verdict == "fail" and "non-finite values in reference and its error" in bad.note, bad
+    claim = np.stack([values[:, -1], values[:, -1]], axis=1)
+    assert claim_limit_check(values, claim, z, 0.5, {}).verdict == "pass"
+    claim[7, 0] = np.nan  # one Euler path diverged: the allowance becomes NaN
+    check = claim_limit_check(values, claim, z, 0.5, {})
+    assert check.verdict == "fail" and "non-finite values in claim values" in check.note, check
+    assert order_check({"f": fit}, design, z, {}).verdict == "pass"
+    broken = values.copy()
+    broken[3, 1] = np.nan  # a level whose mean is NaN is not "not significant"
+    fits = weak_order({"f": broken}, design.steps(), np.random.default_rng(1), 200, z)
+    check = order_check(fits, design, z, {})
+    assert check.verdict == "fail" and "non-finite values in coupled differences of f" in check.note, check
 
 
 def test_wilson_interval_edges():

@@ -271,15 +271,20 @@ class _ClaimChecks:
         r1, r2 = richardson(data.drift)
         bias = np.abs(r1.mean(axis=0) - r2.mean(axis=0)) / 3
         measured = r2.mean(axis=0)
-        norm2 = float(measured @ measured)
-        # the layer's drift must be resolved to define a relative error along it (not for a drift-free map)
-        resolved = norm2 > (10 * z) ** 2 * float(np.sum(r2.var(axis=0, ddof=1))) / r2.shape[0]
-        if resolved:
-            gamma = (claimed - r2) @ measured / norm2
+        # the relative error is measured along the layer's drift where it is resolved, else along the claimed one
+        # (few samples: an interval with its resolution, never a silent pass); a drift-free claim of a drift-free
+        # map has no relative error, and the max-z drift check decides
+        resolved = float(measured @ measured) > (10 * z) ** 2 * float(np.sum(r2.var(axis=0, ddof=1))) / r2.shape[0]
+        direction, along = (measured, "measured") if resolved else (claimed, "claimed")
+        norm2 = float(direction @ direction)
+        scaled = resolved or norm2 > 0
+        if scaled:
+            gamma = (claimed - r2) @ direction / norm2
             checks.append(_interval_check(
-                "drift_scale", gamma, float(bias @ np.abs(measured) / norm2), z, design.state_target, cfg,
-                f"relative drift error of the claim along the measured drift (|b| = {np.sqrt(norm2):.3g}), "
-                f"Richardson over h = {design.step:g}, /2, /4, {design.samples} samples", confidence))
+                "drift_scale", gamma, float(bias @ np.abs(direction) / norm2), z, design.state_target, cfg,
+                f"relative drift error of the claim along the {along} drift (|b| = {np.sqrt(norm2):.3g}"
+                + ("" if resolved else "; the layer's drift is not resolved at this sample size")
+                + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples", confidence))
         checks.append(_max_z_check("drift", r2 - claimed, bias, z, cfg,
                                    f"{claimed.size} drift components", confidence))
         c_norm2 = float(np.sum(data.claimed_cov**2))
@@ -293,9 +298,9 @@ class _ClaimChecks:
         checks.append(_max_z_check("diffusion", p2 / scale, np.abs(p1.mean(0) - p2.mean(0)) / 3 / scale,
                                    z, cfg, f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "
                                    "relative to the mean claimed variance per direction", confidence))
-        self.pooled["drift_scale"].append(gamma if resolved else None)
+        self.pooled["drift_scale"].append(gamma if scaled else None)
         self.pooled["diffusion_scale"].append(s2[:, 0] / c_norm2)
-        self.pooled_bias["drift_scale"].append(checks[-4].allowance if resolved else None)
+        self.pooled_bias["drift_scale"].append(checks[-4].allowance if scaled else None)
         self.pooled_bias["diffusion_scale"].append(checks[-2].allowance)
 
     def finish(self, design: LocalDesign, z: float, config: dict | None, confidence: float) -> list[Check]:

@@ -49,8 +49,10 @@ from ..statistics import (
     INCONCLUSIVE,
     PASS,
     Check,
+    all_finite,
     bootstrap_counts,
     detectable_effect,
+    first_nonfinite,
     paths_to_resolve,
     z_confidence,
 )
@@ -135,8 +137,11 @@ def coupled_layer_and_claims(
 
 
 def _limit_rule(ci: tuple[float, float], half_width: float, allowance: float, scale: float) -> str:
-    """A limit expected at 0: ``fail`` when the interval misses +- ``allowance``; ``inconclusive`` when its half-width
-    plus the allowance exceeds ``scale`` (the observable's resolution target: no power to see a wrong limit)."""
+    """A limit expected at 0: ``fail`` when the interval misses +- ``allowance`` or any number is not finite (a NaN
+    allowance would otherwise admit everything); ``inconclusive`` when its half-width plus the allowance exceeds
+    ``scale`` (the observable's resolution target: no power to see a wrong limit)."""
+    if not all_finite(*ci, half_width, allowance, scale):
+        return FAIL
     lo, hi = ci
     if hi < -allowance or lo > allowance:
         return FAIL
@@ -167,7 +172,10 @@ def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: flo
     note = (f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: layer |Delta_last| "
             f"{abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| {abs(euler_bias):.3g} (+ z SE each)")
     verdict = _limit_rule((lo, hi), z * se, allowance, resolution * sd)
-    if verdict == INCONCLUSIVE:
+    bad = first_nonfinite({"layer values": layer_values, "claim values": claim_values})
+    if bad:
+        note += f"; {bad}"
+    elif verdict == INCONCLUSIVE:
         target = resolution * sd - allowance
         note += (f"; the bias allowance alone exceeds {resolution:g} sd(f): use deeper depths" if target <= 0 else
                  f"; inconclusive above {resolution:g} sd(f) = {resolution * sd:.3g}: about "
@@ -177,6 +185,7 @@ def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: flo
 
 
 BATCHES = 400
+ROUNDOFF = 1e-12  # a coupled difference below this fraction of the observable's mean size is rounding, not a bias
 
 
 def batch_means(values: np.ndarray, batches: int) -> np.ndarray:
@@ -195,6 +204,7 @@ class WeakOrderFit:
     significant: np.ndarray
     order: float
     order_se: float
+    at_roundoff: np.ndarray  # differences within rounding of the observable's size: no depth dependence to fit
 
     def series(self, label: str, z: float) -> Series:
         """The curve |E f_l - E f_{l+1}| with z-SE intervals (clipped at 0) and the pooled fitted line; levels
@@ -235,7 +245,9 @@ def weak_order(values: dict[str, np.ndarray], steps: np.ndarray, rng: np.random.
     diffs = np.stack([values[n][:, :-1] - values[n][:, 1:] for n in names], axis=1)  # (paths, obs, levels)
     mean = diffs.mean(axis=0)
     se = diffs.std(axis=0, ddof=1) / np.sqrt(diffs.shape[0])
-    significant = np.abs(mean) > z * se
+    scale = np.array([np.abs(values[n]).mean() for n in names])[:, None]
+    at_roundoff = np.abs(mean) <= ROUNDOFF * scale
+    significant = (np.abs(mean) > z * se) & ~at_roundoff
     h = steps[:-1]
     log_h = np.log(h)
     order = float(_pooled_slope(log_h, np.log(np.abs(mean) + 1e-300)[None], significant)[0])
@@ -246,7 +258,8 @@ def weak_order(values: dict[str, np.ndarray], steps: np.ndarray, rng: np.random.
     boot = np.einsum("bp,pol->bol", counts, batches, optimize=True) / batches.shape[0]
     boot_order = _pooled_slope(log_h, np.log(np.abs(boot) + 1e-300), significant)
     order_se = float(np.std(boot_order, ddof=1)) if np.isfinite(order) else float("nan")
-    return {n: WeakOrderFit(h, mean[k], se[k], significant[k], order, order_se) for k, n in enumerate(names)}
+    return {n: WeakOrderFit(h, mean[k], se[k], significant[k], order, order_se, at_roundoff[k])
+            for k, n in enumerate(names)}
 
 
 def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, config: dict) -> Check:
@@ -261,8 +274,22 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
     total = sum(f.significant.size for f in fits.values())
     note = f"{usable} of {total} coupled differences significant (order pooled over {len(fits)} observables)"
     floor = design.order - design.order_allowance
-    if usable < 3 or not np.isfinite(fit.order):
+    bad = first_nonfinite({f"{kind} of {name}": getattr(f, field) for name, f in fits.items()
+                           for kind, field in (("coupled differences", "differences"),
+                                               ("standard errors", "standard_errors"))})
+    if bad:  # a NaN difference is not merely "not significant"
+        verdict = FAIL
+        note += f"; {bad}"
+    elif all(f.at_roundoff.all() for f in fits.values()):
         verdict = INCONCLUSIVE
+        note += (f"; order not identifiable: every coupled difference is within rounding ({ROUNDOFF:g} of the "
+                 "observable's size), so the law does not change with depth on this ladder (an exact step?): a limit "
+                 "against a claim decides (check_weak_limit)")
+    elif usable < 3:
+        verdict = INCONCLUSIVE
+    elif not all_finite(fit.order, fit.order_se):
+        verdict = FAIL
+        note += f"; the fitted order ({fit.order}) or its bootstrap SE ({fit.order_se}) is not finite"
     elif hi < floor:
         verdict = FAIL
     elif lo < floor and hi - lo > design.max_ci_width:
@@ -274,7 +301,7 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
     confidence = z_confidence(z)
     if verdict == INCONCLUSIVE and usable >= 3 and np.isfinite(fit.order):
         note += f"; about {paths_to_resolve(hi - lo, design.max_ci_width, design.paths)} paths would decide"
-    elif verdict == INCONCLUSIVE:
+    elif verdict == INCONCLUSIVE and "not identifiable" not in note:
         note += _significance_plan(fits, z, design.paths)
     return Check("weak_order", design.order, fit.order, (lo, hi), verdict, config, design.order_allowance,
                  confidence, note=note, resolution=detectable_effect((lo, hi), design.order_allowance, confidence))
@@ -308,6 +335,9 @@ def limit_check(values: np.ndarray, last_difference: float, last_se: float, refe
     confidence = z_confidence(z)
     resolution = detectable_effect((lo, hi), allowance, confidence)
     sd = float(finest.std(ddof=1))
+    note = f"finest mean {finest.mean():.6f} vs reference {reference:.6f}"
+    bad = first_nonfinite({"values": values, "reference and its error": np.array([reference, reference_error]),
+                           "last difference and its SE": np.array([last_difference, last_se])})
     return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence,
-                 note=f"finest mean {finest.mean():.6f} vs reference {reference:.6f}", resolution=resolution,
+                 note=note + (f"; {bad}" if bad else ""), resolution=resolution,
                  relative_resolution=resolution / sd if sd > 0 else None)

@@ -14,6 +14,7 @@ from .estimators import (
     Check,
     OrderFit,
     Verdict,
+    all_finite,
     asymptotic_start,
     bootstrap_counts,
     bootstrap_interval,
@@ -48,7 +49,7 @@ from .frechet import frechet_estimate, frechet_estimates
 
 __all__ = [
     "CONFIDENCE", "Check", "DETECTION_POWER", "FAIL", "FAMILY_ALPHA", "INCONCLUSIVE", "OrderFit", "PASS",
-    "Verdict", "asymptotic_start", "bootstrap_counts", "bootstrap_interval", "bootstrap_means",
+    "Verdict", "all_finite", "asymptotic_start", "bootstrap_counts", "bootstrap_interval", "bootstrap_means",
     "bootstrap_medians", "combine_verdicts", "confidence_label", "confidence_z", "detectable_effect",
     "effect_verdict", "family_confidence", "first_nonfinite", "fit_order", "frechet_estimate", "frechet_estimates", "json_safe",
     "least_squares_line", "least_squares_slope", "limit_plateau", "limit_verdict", "log_log_slope",

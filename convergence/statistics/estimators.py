@@ -301,16 +301,19 @@ def noise_floor_flags(fit: OrderFit, floor: float, margin: float = 3.0) -> np.nd
 def order_verdict(
     ci: tuple[float, float], expected: float, allowance: float, max_width: float, usable_levels: int
 ) -> str:
-    """``fail`` when the interval misses ``expected +- allowance`` or any number is not finite;
-    ``inconclusive`` when it is wider than ``max_width`` or fewer than three levels are above the noise
-    floor; else ``pass``."""
+    """``fail`` when any number is not finite; ``inconclusive`` when fewer than three levels are above the noise
+    floor (levels at the floor flatten the fitted slope, so the interval says nothing about the order); ``fail``
+    when the interval misses ``expected +- allowance``; ``inconclusive`` when it is wider than ``max_width``; else
+    ``pass``."""
     check_real("allowance", allowance, minimum=0.0)
     if not all_finite(*ci, expected, max_width):
         return FAIL
+    if usable_levels < 3:
+        return INCONCLUSIVE
     lo, hi = ci
     if hi < expected - allowance or lo > expected + allowance:
         return FAIL
-    if hi - lo > max_width or usable_levels < 3:
+    if hi - lo > max_width:
         return INCONCLUSIVE
     return PASS
 
@@ -346,6 +349,9 @@ def plateau(steps: np.ndarray, ms: np.ndarray, exponent: np.ndarray) -> np.ndarr
     return (sxx * sm - sx * sxm) / (sxx * sw - sx * sx)
 
 
+MIN_DECAY = 1e-3  # a fitted order whose interval starts below this detects no decay (errors flat to rounding)
+
+
 def limit_plateau(fit: OrderFit, ms_order: float | None = None, first_level: int = 0,
                   confidence: float = CONFIDENCE) -> tuple[float, tuple[float, float], str]:
     """The plateau ``B`` of ``ms = A h^q + B``, its interval, and how it was found.
@@ -363,7 +369,7 @@ def limit_plateau(fit: OrderFit, ms_order: float | None = None, first_level: int
         boot = plateau(fit.steps[levels], fit.ms_replicates[:, levels], q)
         used = "" if first_level == 0 else f", levels {first_level + 1}..{fit.steps.size} (coarser ones pre-asymptotic)"
         how = f"mean-square plateau B of ms = A step^{ms_order:g} + B (claimed rate{used})"
-    elif fit.order_ci[0] > 0:
+    elif fit.order_ci[0] > MIN_DECAY:
         point = float(plateau(fit.steps, fit.error[None, :] ** 2, np.array([2 * fit.order]))[0])
         boot = plateau(fit.steps, fit.ms_replicates, 2 * fit.order_replicates)
         how = "mean-square plateau B of ms = A step^(2p) + B (fitted rate)"
@@ -385,13 +391,19 @@ def limit_verdict(ci: tuple[float, float], allowance: float, resolution: float) 
     reference's own mean-square error); ``inconclusive`` when the interval reaches ``resolution``
     (the finest level's mean-square error, so the data cannot tell a plateau from convergence) or lies
     below ``-allowance`` (B is a mean square, >= 0 up to the reference's error: an interval below it
-    shows a biased fit, e.g. pre-asymptotic levels, not a pass); ``fail`` when any number is not finite."""
+    shows a biased fit, e.g. pre-asymptotic levels, not a pass); ``pass`` when the interval lies within
+    +- ``allowance`` (the layer agrees with the claim to the reference's own accuracy, as an exact step does, whose
+    errors are the reference's at every level); ``fail`` when any number is not finite."""
     if not all_finite(*ci, allowance, resolution):
         return FAIL
     lo, hi = ci
     if lo > allowance:
         return FAIL
-    if hi >= resolution or hi < -allowance:
+    if hi < -allowance:
+        return INCONCLUSIVE
+    if lo >= -allowance and hi <= allowance:
+        return PASS
+    if hi >= resolution:
         return INCONCLUSIVE
     return PASS
 
