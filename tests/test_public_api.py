@@ -260,6 +260,9 @@ def test_the_weak_check_against_a_claim_tells_laws_apart():
     assert _claims(wrong)["claim_limit"] == "fail" and wrong.verdict == "fail"
     near_miss = [c for c in right.checks if not c.claim]
     assert len(near_miss) == 1 and near_miss[0].name == "rejects" and near_miss[0].verdict == "pass"
+    # the wrong claim has no drift: its "drift x 1.05" is itself, skipped with a note, never reported as rejected
+    itself = [c for c in wrong.checks if c.name == "rejects"]
+    assert len(itself) == 1 and itself[0].verdict == "inconclusive" and "the claim itself" in itself[0].note
     with pytest.raises(ValueError, match="reference_factor must be even"):
         cv.check_weak_limit(LAYER, RIGHT, _first_overlap, reference_factor=3)
 
