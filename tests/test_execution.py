@@ -152,8 +152,8 @@ def _tiny_strong_fedorov(patch: pytest.MonkeyPatch) -> None:
     patch.setitem(strong_fedorov.DESIGNS, "quick", TINY_DESIGN)
 
 
-TINY_RUN = ("import sys, pytest; from tests.test_execution import _tiny_strong_fedorov; from convergence.cli import main; "
-            "_tiny_strong_fedorov(pytest.MonkeyPatch()); sys.exit(main(sys.argv[1:]))")
+TINY_RUN = ("import sys, pytest; from tests.test_execution import _tiny_strong_fedorov; "
+            "from convergence.cli import main; _tiny_strong_fedorov(pytest.MonkeyPatch()); sys.exit(main(sys.argv[1:]))")
 
 
 def test_a_study_killed_part_way_resumes_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):

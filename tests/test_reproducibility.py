@@ -34,8 +34,8 @@ def _torch_check() -> cv.Outcome:
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     # 8192 samples are two blocks of 4096 one-step samples per state and step
-    return cv.check_local_consistency(example.LAYER, example.CLAIM, states={"generic": example.STATES["generic"]}, samples=8192,
-                                      target=0.05, seed=3)
+    return cv.check_local_consistency(example.LAYER, example.CLAIM, states={"generic": example.STATES["generic"]},
+                                      samples=8192, target=0.05, seed=3)
 
 
 def _report(check, tmp_path: Path, label: str) -> dict:

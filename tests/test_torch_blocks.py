@@ -3,8 +3,9 @@ a post-LN ``torch.nn.TransformerEncoderLayer`` with fresh output weights at ever
 
 The torch block equals the same block written in numpy from its definition (1e-13); local consistency passes the
 derived limit and rejects model F's Ito factor and a 5% drift error; the expansion and the weak check are the
-example's own tests (run here); a path's result does not depend on the other paths in its block (to rounding) and
-the layer survives pickling (dask workers; tests/test_reproducibility.py runs it there). Needs the torch extra (CI installs it): skipped, never passed, without torch.
+example's own tests (the weak check is slow); a path's result does not depend on the other paths in its block (to
+rounding) and the layer survives pickling (dask workers; tests/test_reproducibility.py runs it there). Needs the
+torch extra (CI installs it): skipped, never passed, without torch.
 """
 
 from __future__ import annotations

@@ -183,7 +183,8 @@ def test_weak_limit_rejects_a_wrong_reference():
 def _noisy_ladder(rng, paths: int = 4000, levels: int = 4) -> np.ndarray:
     """Values of an observable on a depth ladder: O(h) differences well above their noise."""
     h = 1.0 / 2 ** np.arange(levels)
-    return 1.0 + 0.01 * h[None, :] + 0.05 * rng.standard_normal((paths, 1)) + 1e-3 * rng.standard_normal((paths, levels))
+    noise = 0.05 * rng.standard_normal((paths, 1)) + 1e-3 * rng.standard_normal((paths, levels))
+    return 1.0 + 0.01 * h[None, :] + noise
 
 
 def test_a_non_finite_value_fails_every_weak_check_with_its_name():

@@ -1,7 +1,8 @@
 """Where blocks of paths are computed, and the cache that makes long runs resumable.
 
 Every study splits its paths into compute blocks (``blocks.compute_blocks``) whose random numbers depend
-only on the seed and the absolute index of the block, and calls ``map_blocks``, which runs a block task
+only on the seed and the absolute index of the block, and calls ``map_blocks``, which runs its blocks, grouped
+into tasks,
 
 * in process (scheduler ``"sync"``, the default),
 * on a local ``dask.distributed`` cluster of worker processes (``"processes"``), or
@@ -338,12 +339,13 @@ def caching(directory: str | os.PathLike, scope: dict, resume: bool = False) -> 
         _CURRENT.reset(token)
 
 
-def _run_task(task: BlockTask, blocks: Sequence[tuple[int, int]], progress: Callable[[int], None] | None) -> list:
-    """A task's blocks, one after the other."""
-    return [task(start, stop, progress) for start, stop in blocks]
+def _run_task(run_block: BlockTask, blocks: Sequence[tuple[int, int]],
+              progress: Callable[[int], None] | None) -> list:
+    """A task: its blocks, one after the other."""
+    return [run_block(start, stop, progress) for start, stop in blocks]
 
 
-def _run_counting(task: BlockTask, blocks: Sequence[tuple[int, int]]) -> tuple[list, int, float]:
+def _run_counting(run_block: BlockTask, blocks: Sequence[tuple[int, int]]) -> tuple[list, int, float]:
     """Run a task on a worker, counting the progress units it reports and its CPU seconds (sent back with the
     results)."""
     units = [0]
@@ -352,7 +354,7 @@ def _run_counting(task: BlockTask, blocks: Sequence[tuple[int, int]]) -> tuple[l
         units[0] += n
 
     cpu = time.thread_time()
-    results = _run_task(task, blocks, count)
+    results = _run_task(run_block, blocks, count)
     return results, units[0], time.thread_time() - cpu
 
 
@@ -362,14 +364,14 @@ def block_count(paths: int, block_paths: int) -> int:
 
 
 def map_blocks(
-    task: BlockTask,
+    run_block: BlockTask,
     paths: int,
     block_paths: int,
     label: str,
     progress: Callable[[int], None] | None = None,
 ) -> list[Any]:
-    """``task(start, stop, progress)`` for every compute block of ``paths`` (blocks of ``block_paths`` rounded up to
-    whole seed blocks), in block order, whatever tasks the current execution groups them into.
+    """``run_block(start, stop, progress)`` for every compute block of ``paths`` (blocks of ``block_paths``
+    rounded up to whole seed blocks), in block order, whatever tasks the current execution groups them into.
 
     ``label`` names the computation within the current cache scope (e.g. the function and its stream key); results
     are numpy arrays or dicts / tuples / lists of them.
@@ -382,13 +384,13 @@ def map_blocks(
     missing = [i for i, result in enumerate(results) if result is None]
     if execution.client is None:
         for i in missing:
-            results[i] = _run_task(task, groups[i], progress)
+            results[i] = _run_task(run_block, groups[i], progress)
             if block_cache:
                 block_cache.store(keys[i], results[i])
         return [result for group in results for result in group]
     from distributed import as_completed
 
-    futures = {execution.client.submit(_run_counting, task, groups[i], pure=False): i for i in missing}
+    futures = {execution.client.submit(_run_counting, run_block, groups[i], pure=False): i for i in missing}
     for future in as_completed(futures):
         i = futures[future]
         results[i], units, cpu = future.result()
