@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.experiments import DriftScaled, catalogue
+from convergence.experiments import DriftScaled, catalogue, miss_probability, states_for
 from convergence.output import StudyResult, to_json
 from convergence.statistics import (
     FAIL,
@@ -21,6 +21,7 @@ from convergence.statistics import (
     PASS,
     Check,
     confidence_label,
+    detectable_effect,
     limit_verdict,
     order_verdict,
 )
@@ -56,6 +57,29 @@ def test_local_check_never_passes_what_its_samples_cannot_see(model_f):
     assert "samples would decide" in scales[-1].note
     wrong = cv.check_local_consistency(model_f, DriftScaled(model_f.limit_sde(), 1.05), samples=256)
     assert wrong.verdict != PASS, wrong.table()
+
+
+def test_named_states_are_seeded_by_name_and_pooling_never_costs_resolution(model_f):
+    """'antipodal' is the same state alone, after another state, or in the default list; the pooled drift check
+    (inverse-variance weights) resolves at least as well as the best single state, or its note says why."""
+    alone = states_for(2, 16, ("antipodal",), 0, (7,))["antipodal"]
+    assert np.array_equal(states_for(2, 16, ("uniform", "antipodal"), 0, (7,))["antipodal"], alone)
+    outcome = cv.check_local_consistency(model_f, model_f.limit_sde(), samples=16384, target=0.02)
+    scales = [c for c in outcome.checks if c.name == "drift_scale"]
+    pooled, states = scales[-1], scales[:-1]
+    assert pooled.config["state"] == "pooled" and "inverse-variance" in pooled.note
+    assert pooled.resolution <= min(c.resolution for c in states) or "above the best single state" in pooled.note
+
+
+def test_a_rejection_rows_chance_of_a_miss_is_about_ten_percent_at_the_resolution():
+    confidence, allowance, se = 0.99, 0.002, 0.001
+    z = 2.5758293035489004
+    at = detectable_effect((-z * se, z * se), allowance, confidence)  # the effect rejected with probability 90%
+    check = Check("drift_scale", 0.0, at, (at - z * se, at + z * se), FAIL, allowance=allowance, confidence=confidence)
+    assert miss_probability(check) == pytest.approx(0.10, abs=1e-3)
+    far = Check("drift_scale", 0.0, 10 * at, (10 * at - z * se, 10 * at + z * se), FAIL, allowance=allowance,
+                confidence=confidence)
+    assert miss_probability(far) < 1e-12
 
 
 @pytest.mark.parametrize("index", range(7))

@@ -55,7 +55,7 @@ from .mean_field import (
     zonal_limit,
     zonal_rates,
 )
-from .mutants import DriftScaled, catalogue, pooled_check, rejection_row, true_claim_row
+from .mutants import DriftScaled, catalogue, miss_probability, pooled_check, rejection_row, true_claim_row
 from .overlap_ends import (
     DELTA,
     antipodal_share_check,
@@ -124,5 +124,5 @@ __all__ = [
     "strong_ladder", "w2_squared", "weak_form", "weak_order", "width_depth_energies", "zonal_limit", "zonal_rates",
     "capped_growth", "criterion_search", "criterion_sign", "data_rng", "exact_discrete_convergence", "iff_check",
     "low_rank_optimum", "monotone_checks", "plugin_stops", "sampler_checks", "switching_checks",
-    "pooled_check", "rejection_row", "true_claim_row", "claim_limit_check", "coupled_layer_and_claims", "agazzi_mean_field_drift", "fedorov_mean_field_drift",
+    "miss_probability", "pooled_check", "rejection_row", "true_claim_row", "claim_limit_check", "coupled_layer_and_claims", "agazzi_mean_field_drift", "fedorov_mean_field_drift",
 ]

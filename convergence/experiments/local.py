@@ -36,8 +36,9 @@ split into blocks nor on where the blocks run.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -238,7 +239,8 @@ def local_checks_for_claims(layer_map: LayerMap, sdes: Sequence[LimitSDE], state
     z = z_value(tests, family_alpha)
     confidence = 1 - family_alpha / tests
     results = [_ClaimChecks() for _ in sdes]
-    for index, (state_name, x) in enumerate(states.items()):
+    for state_name, x in states.items():
+        index = name_key(state_name)
         cfg = {**(config or {}), "state": state_name}
         probe_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 1))))
         probes = probe_directions(x, probe_rng)
@@ -309,20 +311,37 @@ class _ClaimChecks:
             parts = [v for v in self.pooled[name] if v is not None]
             if len(parts) < 2 or any(c.verdict == FAIL and not np.isfinite(c.estimate) for c in checks):
                 continue
-            # equal-weight mean over states (samples are independent across states)
-            combined = np.mean(np.stack(parts), axis=0)
-            bias = float(np.mean([b for b in self.pooled_bias[name] if b is not None]))
-            checks.append(_interval_check(name, combined, bias, z, design.target, {**(config or {}), "state": "pooled"},
-                                          f"mean over the {len(parts)} states", confidence))
+            # inverse-variance weights (samples are independent across states): the pooled standard error is at most
+            # the best state's, so adding a noisy state never costs resolution
+            stacked = np.stack(parts)
+            variance = stacked.var(axis=1, ddof=1)
+            weights = 1.0 / variance if np.all(variance > 0) else np.ones(len(parts))
+            weights /= weights.sum()
+            bias = float(weights @ [b for b in self.pooled_bias[name] if b is not None])
+            pooled = _interval_check(name, weights @ stacked, bias, z, design.target,
+                                     {**(config or {}), "state": "pooled"},
+                                     f"inverse-variance weighted mean over the {len(parts)} states (weights "
+                                     + ", ".join(f"{w:.2f}" for w in weights) + ")", confidence)
+            best = min(c.resolution for c in checks if c.name == name and c.resolution is not None)
+            if pooled.resolution > best:
+                pooled = replace(pooled, note=pooled.note + f"; resolution above the best single state's ({best:.3g}): "
+                                 "the pooled bias allowance (weighted Richardson remainders) exceeds that state's")
+            checks.append(pooled)
         return checks
+
+
+def name_key(name: str) -> int:
+    """A state's stream key from its name (32 bits of its SHA-256), so a named state and its samples are the same
+    whatever list it appears in, and at whatever place."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little")
 
 
 def states_for(tokens: int, dim: int, names: Sequence[str], seed: int, key: Sequence[int]) -> dict[str, np.ndarray]:
     """The named states of ``STATES`` for a map with ``tokens`` tokens in dimension ``dim`` (seeded)."""
     out = {}
-    for index, name in enumerate(names):
+    for name in names:
         if name not in STATES:
             raise ValueError(f"states must be names in {sorted(STATES)}, got {name!r}")
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 2))))
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, name_key(name), 2))))
         out[name] = STATES[name](rng, tokens, dim)
     return out

@@ -29,7 +29,9 @@ import numpy as np
 
 from ..models import AgazziSDE, FedorovSDE, LimitSDE, normalise
 from ..paths import drift_and_diffusion
-from ..statistics import FAIL, INCONCLUSIVE, PASS, Check, combine_verdicts
+from scipy import stats
+
+from ..statistics import FAIL, INCONCLUSIVE, PASS, Check, all_finite, combine_verdicts, confidence_z
 
 FD_STEP = 1e-6  # central differences of the diffusion along its own directions (error O(FD_STEP^2))
 
@@ -216,6 +218,21 @@ def pooled_check(checks: list[Check], name: str) -> Check | None:
     return next((c for c in checks if c.name == name and c.config.get("state") == "pooled"), None)
 
 
+def miss_probability(drift: Check) -> float:
+    """The estimated chance that a check with this pooled drift interval misses the mutant it measured: that the
+    interval fails to clear the allowance band at the measured effect, Phi(z - (|estimate| - allowance) / se), se
+    from the interval's half-width (a plug-in estimate: about 10% for an effect at the resolution, 50% at the
+    allowance plus z se)."""
+    if not all_finite(*drift.ci, drift.estimate, drift.allowance):
+        return 1.0
+    z = confidence_z(drift.confidence)
+    se = (drift.ci[1] - drift.ci[0]) / (2 * z)
+    margin = abs(drift.estimate) - drift.allowance
+    if se <= 0:
+        return 0.0 if margin > 0 else 1.0
+    return float(stats.norm.cdf(z - margin / se))
+
+
 def rejection_row(kind: str, model: str, label: str, effect: float | None, checks: list[Check], target: float,
                   unresolved: str = "") -> Check:
     """A study check: the mutant must be rejected (its inner verdict ``fail``). It is a claim when the mutant is
@@ -227,11 +244,14 @@ def rejection_row(kind: str, model: str, label: str, effect: float | None, check
     verdict = PASS if inner == FAIL else (INCONCLUSIVE if inner == INCONCLUSIVE else FAIL)
     drift = pooled_check(checks, "drift_scale")
     resolution = None if drift is None else drift.resolution
+    miss = None if drift is None else miss_probability(drift)
     note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
-            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}") + unresolved)
+            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}, estimated chance of a "
+               f"miss at that effect {miss:.2g}") + unresolved)
     return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
-                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=0.0,
-                 resolution=resolution, relative_resolution=resolution)
+                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim,
+                 false_failure_rate=0.0 if miss is None else miss, resolution=resolution,
+                 relative_resolution=resolution)
 
 
 def true_claim_row(kind: str, model: str, checks: list[Check]) -> Check:
