@@ -218,19 +218,22 @@ def pooled_check(checks: list[Check], name: str) -> Check | None:
     return next((c for c in checks if c.name == name and c.config.get("state") == "pooled"), None)
 
 
-def miss_probability(drift: Check) -> float:
-    """The estimated chance that a check with this pooled drift interval misses the mutant it measured: that the
-    interval fails to clear the allowance band at the measured effect, Phi(z - (|estimate| - allowance) / se), se
-    from the interval's half-width (a plug-in estimate: about 10% for an effect at the resolution, 50% at the
-    allowance plus z se)."""
-    if not all_finite(*drift.ci, drift.estimate, drift.allowance):
+def miss_probability(check: Check) -> float:
+    """The estimated chance that ``check`` misses the mutant it measured, at the measured effect (a plug-in
+    estimate). An interval check misses when its interval fails to clear the allowance band:
+    Phi(z - (|estimate - expected| - allowance) / se), se from the interval's half-width (about 10% for an effect at
+    the resolution, 50% at the allowance plus z se). A max-z check (a zero-width interval holding its largest excess
+    in standard errors, its threshold as allowance) misses when that excess stays below it: Phi(allowance - excess).
+    An exact check (confidence 1) never misses by chance."""
+    if check.confidence >= 1.0:
+        return 0.0
+    if not all_finite(*check.ci, check.estimate, check.allowance):
         return 1.0
-    z = confidence_z(drift.confidence)
-    se = (drift.ci[1] - drift.ci[0]) / (2 * z)
-    margin = abs(drift.estimate) - drift.allowance
-    if se <= 0:
-        return 0.0 if margin > 0 else 1.0
-    return float(stats.norm.cdf(z - margin / se))
+    if check.ci[0] == check.ci[1]:
+        return float(stats.norm.cdf(check.allowance - check.estimate))
+    z = confidence_z(check.confidence)
+    se = (check.ci[1] - check.ci[0]) / (2 * z)
+    return float(stats.norm.cdf(z - (abs(check.estimate - check.expected) - check.allowance) / se))
 
 
 def rejection_row(kind: str, model: str, label: str, effect: float | None, checks: list[Check], target: float,
@@ -244,14 +247,14 @@ def rejection_row(kind: str, model: str, label: str, effect: float | None, check
     verdict = PASS if inner == FAIL else (INCONCLUSIVE if inner == INCONCLUSIVE else FAIL)
     drift = pooled_check(checks, "drift_scale")
     resolution = None if drift is None else drift.resolution
-    miss = None if drift is None else miss_probability(drift)
+    # the row misses only when every inner check does: the smallest single chance bounds it
+    miss = min((miss_probability(c) for c in checks), default=1.0)
     note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
-            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}, estimated chance of a "
-               f"miss at that effect {miss:.2g}") + unresolved)
+            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}")
+            + f"; estimated chance of a miss at the measured effects {miss:.2g}" + unresolved)
     return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
-                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim,
-                 false_failure_rate=0.0 if miss is None else miss, resolution=resolution,
-                 relative_resolution=resolution)
+                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=miss,
+                 resolution=resolution, relative_resolution=resolution)
 
 
 def true_claim_row(kind: str, model: str, checks: list[Check]) -> Check:
