@@ -82,7 +82,7 @@ def test_local_checks_do_not_depend_on_the_sample_blocks():
         return [(c.estimate, c.ci) for c in local_checks(model, model.limit_sde(), states, design, 1, (6,))]
 
     reference = estimates()
-    with scheduler("sync", task_paths=3000):  # tasks of several sample blocks
+    with scheduler("sync", task_paths=8192):  # one task of both 4096-sample blocks
         assert estimates() == reference
 
 

@@ -101,7 +101,7 @@ def test_ldm_distance_rejects_bad_input_naming_the_parameter(bad):
 @pytest.mark.parametrize("method", ["sde", "ode"])
 def test_sampler_matches_its_exact_discrete_law_and_is_block_independent(method):
     # Per-coordinate sample variances within 5 standard errors of the exact recursion (false-failure ~1e-5 per
-    # coordinate); the result does not depend on the block size.
+    # coordinate); another block size gives the same result to rounding.
     sampler = LatentSampler((2.0, 0.5, 0.01), 2.0, method=method)
     design = LatentDesign(128, (2,), (0, 64, 128), paths=20_000, block_paths=4096)
     finals, recorded = backward_samples(sampler, design, 3, (99, 1))

@@ -4,7 +4,7 @@ checks of a run against the data law (``sampler_checks``) and of the discrete la
 
 Level f uses step ``f h`` with the block sums of f fine increments (nested grids, docs/models.md section 6), every level
 starts from the same initial draw, and paths are seeded by their absolute index (``convergence.paths.brownian``), so no
-number depends on the block size or on the scheduler.
+number depends on the scheduler (and another block size changes numbers by rounding only).
 """
 
 from __future__ import annotations

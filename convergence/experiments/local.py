@@ -18,14 +18,15 @@ to O(h^2); R_2 is the estimate and |R_1 - R_2| / 3 (its O(h^2) remainder's size)
 Checks at each state (``config["state"]``):
   drift_scale      gamma = <b - R_2, m> / |m|^2 with m = mean R_2 (the layer's measured drift): the claim's
                    relative drift error along the true drift (a claim (1 + eps) b_true gives gamma = eps).
-                   Expected 0; left out where the layer's drift is not resolved (|m| < 10 z its se).
+                   Expected 0. Where the layer's drift is not resolved (|m| < 10 z its se), measured along the
+                   claimed drift b instead (with its resolution: few samples are inconclusive, never a pass).
   drift            the largest |z| over the components of R_2 - b (any direction, e.g. a missing term).
   diffusion_scale  <D, C> / |C|^2 with C = E[G G^T] / h the claimed covariance: the relative error of the
                    noise variance (a claim with sigma^2 x (1 + eps) gives -eps / (1 + eps)). Expected 0.
   diffusion        the largest |z| of u^T D u over probe directions u (each token's radial direction, which
                    a missing tangent projection changes, and fixed random directions), relative to the mean
                    claimed variance per direction tr(C) / (n d).
-and, pooled over the states (equal weights), drift_scale and diffusion_scale again (``config["state"] ==
+and, pooled over the states (inverse-variance weights), drift_scale and diffusion_scale again (``config["state"] ==
 "pooled"``): the sharpest test of a coefficient error that is the same everywhere.
 Every interval is a normal interval at the Bonferroni level of all the checks of the run (family-wise
 false-failure rate ``FAMILY_ALPHA``); a check is ``inconclusive`` when its resolution (the smallest relative

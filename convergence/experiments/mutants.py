@@ -218,6 +218,9 @@ def pooled_check(checks: list[Check], name: str) -> Check | None:
     return next((c for c in checks if c.name == name and c.config.get("state") == "pooled"), None)
 
 
+MAX_Z_CHECKS = ("drift", "diffusion")  # the local checks whose estimate is the largest excess in standard errors
+
+
 def miss_probability(check: Check) -> float:
     """The estimated chance that ``check`` misses the mutant it measured, at the measured effect (a plug-in
     estimate). An interval check misses when its interval fails to clear the allowance band:
@@ -227,10 +230,12 @@ def miss_probability(check: Check) -> float:
     An exact check (confidence 1) never misses by chance."""
     if check.confidence >= 1.0:
         return 0.0
-    if not all_finite(*check.ci, check.estimate, check.allowance):
+    if check.name in MAX_Z_CHECKS:
+        if check.estimate == np.inf and check.verdict == FAIL:  # a certain rejection (an excess with zero noise)
+            return 0.0
+        return float(stats.norm.cdf(check.allowance - check.estimate)) if all_finite(check.estimate) else 1.0
+    if not all_finite(*check.ci, check.estimate, check.allowance) or check.ci[0] == check.ci[1]:
         return 1.0
-    if check.ci[0] == check.ci[1]:
-        return float(stats.norm.cdf(check.allowance - check.estimate))
     z = confidence_z(check.confidence)
     se = (check.ci[1] - check.ci[0]) / (2 * z)
     return float(stats.norm.cdf(z - (abs(check.estimate - check.expected) - check.allowance) / se))

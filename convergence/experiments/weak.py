@@ -173,7 +173,8 @@ def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: flo
             f"{abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| {abs(euler_bias):.3g} (+ z SE each)")
     verdict = _limit_rule((lo, hi), z * se, allowance, resolution * sd)
     bad = first_nonfinite({"layer values": layer_values, "claim values": claim_values})
-    if bad:
+    if bad:  # a NaN at a level the estimate does not use still means a scheme diverged
+        verdict = FAIL
         note += f"; {bad}"
     elif verdict == INCONCLUSIVE:
         target = resolution * sd - allowance
@@ -338,6 +339,6 @@ def limit_check(values: np.ndarray, last_difference: float, last_se: float, refe
     note = f"finest mean {finest.mean():.6f} vs reference {reference:.6f}"
     bad = first_nonfinite({"values": values, "reference and its error": np.array([reference, reference_error]),
                            "last difference and its SE": np.array([last_difference, last_se])})
-    return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence,
+    return Check(name, 0.0, estimate, (lo, hi), FAIL if bad else verdict, config, allowance, confidence,
                  note=note + (f"; {bad}" if bad else ""), resolution=resolution,
                  relative_resolution=resolution / sd if sd > 0 else None)

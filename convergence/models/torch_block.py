@@ -18,6 +18,7 @@ torch is optional (``pip install -e ".[torch]"``); it is imported when a block i
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ import numpy as np
 from verify.common import check_int, check_real
 
 from .noise import CommonNoise, JointNoise, joint_noise
+
+
+_ONE_THREAD = threading.Lock()
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,15 +88,16 @@ class TorchBlockLayer:
         """One layer: the block with each noise parameter set to its increment ``sigma sqrt(h) z`` on each path."""
         torch, batched = self._batched
         weights = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.noise.split(dw).items()}
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            with torch.no_grad(), warnings.catch_warnings():
-                # vmap runs attention kernels without a batching rule path by path: slower, same numbers
-                warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
-                out = batched(weights, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)))
-        finally:
-            torch.set_num_threads(threads)
+        with _ONE_THREAD:  # torch's thread count is per process: one block at a time sets and restores it
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                with torch.no_grad(), warnings.catch_warnings():
+                    # vmap runs attention kernels without a batching rule path by path: slower, same numbers
+                    warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
+                    out = batched(weights, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)))
+            finally:
+                torch.set_num_threads(threads)
         return out.numpy()
 
     def __getstate__(self) -> dict:

@@ -57,7 +57,7 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
         f"{result.elapsed_s:.1f} s wall, {result.cpu_s:.1f} s CPU)",
         "",
         f"Family-wise false-failure rate when every claim holds: at most {result.family_wise_rate:.3g} "
-        f"(Bonferroni sum over {sum(c.claim for c in result.checks)} claim checks).",
+        f"(the sum of the false-failure rates of its {sum(c.claim for c in result.checks)} claim checks).",
         "",
     ]
     for name in ([image] if image else []) + list(extra_images):

@@ -42,8 +42,8 @@ def compute_blocks(paths: int, block_paths: int) -> Iterator[tuple[int, int]]:
 
 
 def tasks(blocks: Sequence[tuple[int, int]], task_paths: int | None) -> list[list[tuple[int, int]]]:
-    """Consecutive compute blocks grouped into tasks of at least ``task_paths`` paths (one block per task when
-    ``task_paths`` is None or at most a block's size)."""
+    """Consecutive compute blocks grouped into tasks of at least ``task_paths`` paths, the last task possibly shorter
+    (one block per task when ``task_paths`` is None or at most a block's size)."""
     if task_paths is None:
         return [[block] for block in blocks]
     check_int("task_paths", task_paths, minimum=1)

@@ -120,7 +120,8 @@ def local_models(seed: int, tokens_f: tuple[int, ...]) -> dict[str, object]:
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     settings = PROFILES[profile]
     models = local_models(seed, settings.tokens_f)
-    # only the true-claim checks can fail falsely: they share the study's 1% (each inner check family gets 1% / count)
+    # the true-claim checks share the study's 1% (each inner check family gets 1% / count); rejects rows add their
+    # estimated chances of a miss
     true_alpha = FAMILY_ALPHA / (len(models) + 4)  # local models; strong, mean-field, weak, phase (latent: exact)
     advance = progress(len(models) + 1, NAME)
     checks: list[Check] = []
@@ -279,7 +280,7 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
                    f"diffusion x (1 - {eps:g})": (-eps, PHASE_DIM, beta, 1 - eps),
                    f"beta x (1 + {eps:g})": (eps, PHASE_DIM, beta * (1 + eps), 1.0),
                    f"beta x (1 - {eps:g})": (-eps, PHASE_DIM, beta * (1 - eps), 1.0)}
-    confidence = 1 - family_alpha  # only the true claim's check can fail falsely
+    confidence = 1 - family_alpha  # the true claim's check (rejects rows carry their chance of a miss)
     model_label = f"F two tokens d={PHASE_DIM} beta={beta:.4g} rho0={PHASE_RHO0:g}, {paths} runs"
     rows = []
     for label, (effect, dim, b, factor) in claims.items():

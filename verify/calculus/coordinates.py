@@ -85,8 +85,8 @@ def noise_components(system: ParticleSystem, xs, gram, kernel_coeffs=(0, 0, 0)) 
 
 
 def exact_number(value) -> sp.Rational:
-    """The rational a float prints as (0.947 -> 947/1000), so both sides of a comparison evaluate at the same exact
-    point (plain ``nsimplify`` may return a nearby surd instead, a different point by ~1e-16)."""
+    """A rational within rounding of a float (0.947 -> 947/1000), the same on both sides of a comparison, so both
+    evaluate at one exact point (plain ``nsimplify`` may return a nearby surd instead, a different point by ~1e-16)."""
     return sp.nsimplify(value, rational=True)
 
 
