@@ -227,8 +227,8 @@ def miss_probability(check: Check) -> float:
     Phi(z - (|estimate - expected| - allowance) / se), se from the interval's half-width (about 10% for an effect at
     the resolution, 50% at the allowance plus z se). A max-z check (a zero-width interval holding its largest excess
     in standard errors, its threshold as allowance) misses when that excess stays below it: Phi(allowance - excess).
-    An exact check (confidence 1) never misses by chance."""
-    if check.confidence >= 1.0:
+    An exact check (confidence 1 or a false-failure rate of 0: no sampling) never misses by chance."""
+    if check.confidence >= 1.0 or check.false_failure_rate == 0.0:
         return 0.0
     if check.name in MAX_Z_CHECKS:
         if check.estimate == np.inf and check.verdict == FAIL:  # a certain rejection (an excess with zero noise)
