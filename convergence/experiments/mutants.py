@@ -26,11 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import stats
 
 from ..models import AgazziSDE, FedorovSDE, LimitSDE, normalise
 from ..paths import drift_and_diffusion
-from scipy import stats
-
 from ..statistics import FAIL, INCONCLUSIVE, PASS, Check, all_finite, combine_verdicts, confidence_z
 
 FD_STEP = 1e-6  # central differences of the diffusion along its own directions (error O(FD_STEP^2))

@@ -237,13 +237,15 @@ def analyse_strong(
                                 usable_levels=int(np.sum(~at_floor)))
         note = (f"{int(pre.sum())} pre-asymptotic and {int(at_floor.sum())} noise-floor levels of {steps.size}"
                 + _paths_hint(fit.order_ci, design.max_ci_width, paths, verdict))
-        if np.all(fit.error_ci[:, 1] <= FLOOR_MARGIN * floor):  # an exact or higher-order map: even each level's
-            # upper bound is at the floor (the lower bound alone would demote an under-powered run)
+        # an exact or higher-order map: even each level's upper bound is at the floor (the lower bound alone would
+        # demote an under-powered run)
+        identifiable = not np.all(fit.error_ci[:, 1] <= FLOOR_MARGIN * floor)
+        if not identifiable:
             note = (f"order not identifiable: errors at the floor (the reference's own RMS error, {floor:.3g}) at "
                     f"every level; a finding, not a claim: same_limit decides")
         checks.append(Check(
             name=name, expected=design.order, estimate=fit.order, ci=fit.order_ci, verdict=verdict,
-            config=config, allowance=design.order_allowance, note=note, claim="not identifiable" not in note,
+            config=config, allowance=design.order_allowance, note=note, claim=identifiable,
             resolution=detectable_effect(fit.order_ci, design.order_allowance, confidence), confidence=confidence,
         ))
         series.append(_series("RMS error at T" if name == "strong_order" else "RMS of max over grid times",
