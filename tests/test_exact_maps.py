@@ -57,3 +57,17 @@ def test_the_weak_order_of_an_exact_step_is_not_identifiable_and_says_so():
     outcome = cv.check_weak_order(LAYER, first_coordinate, initial=START, paths=4096)
     assert outcome.verdict == "inconclusive", outcome.table()  # alone, nothing else can decide
     assert "order not identifiable" in outcome.checks[0].note and "nan" not in outcome.table().lower()
+
+
+NEAR = cv.limit_sde(lambda x: 1.05 * A * x, diffusion, 1, 2, NOISE, name="drift x 1.05")
+
+
+def test_an_exact_step_rejects_a_five_percent_drift_error_and_never_passes_it_unseen():
+    """The limit that decides for an exact step sees a 5% drift error (strong at 512 paths, in law at 8192), states its
+    resolution, and with 16 paths, too few to see it, says inconclusive, never pass."""
+    strong = cv.check_strong_order(LAYER, NEAR, initial=START, paths=512)
+    same_limit = next(c for c in strong.checks if c.name == "same_limit")
+    assert strong.verdict == "fail" and same_limit.verdict == "fail" and same_limit.resolution > 0, strong.table()
+    weak = cv.check_weak_limit(LAYER, NEAR, first_coordinate, initial=START, paths=8192, near_misses=())
+    assert weak.verdict == "fail", weak.table()
+    assert cv.check_strong_order(LAYER, NEAR, initial=START, paths=16).verdict != "pass"
