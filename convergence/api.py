@@ -42,6 +42,7 @@ from verify.common import check_int, check_real, check_tokens, file_stem
 from .experiments import (
     STATES,
     DriftScaled,
+    SAMPLE_BLOCK,
     LocalDesign,
     StrongDesign,
     WeakDesign,
@@ -65,9 +66,11 @@ from .statistics import (
     INCONCLUSIVE,
     PASS,
     Check,
+    Looks,
     all_finite,
     combine_verdicts,
     confidence_label,
+    decide_in_stages,
     detectable_effect,
     family_confidence,
     first_nonfinite,
@@ -328,7 +331,8 @@ class Outcome:
 
     def table(self) -> str:
         """Plain-text summary: every level of every panel, each check's estimate, interval and verdict."""
-        lines = [f"{self.title}: {self.verdict}"]
+        lines = [f"{self.title}: {self.verdict}"] + ([f"  sampled in stages: {self.params['stages']}"]
+                                                      if "stages" in self.params else [])
         for panel in self.panels:
             for series in panel.series:
                 lines.append(f"  {series.label} (fitted order {series.order:.3f})")
@@ -361,24 +365,57 @@ def check_strong_order(
     order: float = 0.5,
     depths: tuple[int, ...] = (8, 16, 32, 64),
     horizon: float = 1.0,
-    paths: int = 1024,
+    target: float = 0.2,
+    budget: int = 16_384,
+    first: int = 1024,
+    paths: int | None = None,
+    reference_factor: int = 16,
     seed: int = 0,
     initial: InitialState = uniform_sphere,
     title: str = "strong order",
 ) -> Outcome:
-    """Does ``layer`` converge pathwise to ``sde`` at RMS order ``order`` in h = T/L (module docstring)?"""
+    """Does ``layer`` converge pathwise to ``sde`` at RMS order ``order`` in h = T/L (module docstring)?
+
+    ``target``: the largest relative drift error ``same_limit`` may miss (its plateau is compared with the plateau
+    that the claim with its drift x (1 + target) leaves, measured on the same paths). Looks at ``first``,
+    2 ``first``, ... paths up to ``budget`` (``convergence.statistics.sequential``); ``paths``: one look at this
+    fixed size instead. The reference runs at h_ref = T / (``reference_factor`` x max depth): its own mean-square
+    error is same_limit's allowance, so a target it cannot see needs a larger factor (the note says which).
+    """
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)
     _check_pair(layer, sde, "check_strong_order", same_entry_law=False)
     order = check_real("order", order, minimum=0.0, strict_minimum=True)
+    target = check_real("target", target, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
-    design = StrongDesign(depths=tuple(depths), horizon=horizon, paths=paths, order=order, block_paths=128)
+    block = 128
+    if paths is None:
+        looks = Looks(check_int("first", first, minimum=2), check_int("budget", budget, minimum=first), block)
+    else:
+        looks = Looks(check_int("paths", paths, minimum=2), paths)
     key = (USER_KEY, 1)
-    data = coupled_strong_errors(layer, sde, design, seed, key, initial)
     config = {"map": _name(layer), "sde": _name(sde)}
-    checks, panel = analyse_strong(data, design, config, bootstrap_generator(seed, key),
-                                   family_confidence(4))  # the four checks share the 1% family-wise rate
-    return Outcome(title, checks, [panel], {"depths": list(design.depths), "horizon": horizon, "paths": paths}, seed)
+    drawn: list[StrongData] = []
+
+    def design_at(n: int, power: float) -> StrongDesign:
+        return StrongDesign(depths=tuple(depths), horizon=horizon, paths=n, order=order, block_paths=block,
+                            reference_factor=reference_factor, target=target, power=power)
+
+    def look(n: int, alpha: float, power: float) -> list[Check]:
+        design = design_at(n, power)
+        done = drawn[-1].final_sq.shape[0] if drawn else 0
+        more = coupled_strong_errors(layer, sde, design, seed, key, initial, start=done)
+        drawn.append(drawn[-1].extended(more) if drawn else more)
+        checks, panel = analyse_strong(drawn[-1], design, config, bootstrap_generator(seed, key),
+                                       family_confidence(4, alpha))  # the four checks share the family-wise rate
+        panels[:] = [panel]
+        return checks
+
+    panels: list[Panel] = []
+    checks, stopped = decide_in_stages(look, looks)
+    return Outcome(title, checks, panels, {"depths": list(depths), "horizon": horizon, "paths": stopped,
+                                           "target": target, "reference_factor": reference_factor,
+                                           "looks": list(looks.sizes), "stages": looks.describe()}, seed)
 
 
 def check_weak_order(
@@ -557,22 +594,32 @@ def check_local_consistency(
     *,
     states: tuple[str, ...] | dict[str, np.ndarray] = ("uniform", "merged", "antipodal", "near merged"),
     step: float = 1.0 / 64,
-    samples: int = 65536,
     target: float = 0.01,
+    budget: int = 262_144,
+    first: int = 4096,
+    samples: int | None = None,
     seed: int = 0,
     title: str = "local consistency",
 ) -> Outcome:
-    """One layer step's conditional moments against the claim (``convergence.experiments.local``) at each state.
+    """One layer step's conditional moments against the claim (``convergence.experiments.local``) at each state,
+    sampled in stages until the checks decide (``convergence.statistics.sequential``).
 
-    ``states``: names of ``convergence.experiments.local.STATES`` or a mapping name -> array (tokens, d); ``target``: the
-    pooled checks' largest resolution (relative coefficient error) that still decides (a single state's is
-    twice that). Each check's resolution is reported; the family-wise false-failure rate over all of them is 1%.
+    ``states``: names of ``convergence.experiments.local.STATES`` or a mapping name -> array (tokens, d); ``target``:
+    the pooled checks' largest resolution (relative coefficient error) that still decides (a single state's is
+    twice that). Looks at ``first``, 2 ``first``, ... samples per state and step, up to ``budget``: fail as soon as
+    an interval excludes its allowance, pass as soon as every check passes at its target, inconclusive at the budget
+    (saying how many samples would decide). ``samples``: one look at this fixed size instead. Each check's
+    resolution is reported; the family-wise false-failure rate over all checks and looks is 1%.
     """
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)
     _check_pair(layer, sde, "check_local_consistency", same_entry_law=False)
     title = _check_title(title)
-    design = LocalDesign(step=step, samples=samples, target=target, state_target=2 * target)
+    target = check_real("target", target, minimum=0.0, strict_minimum=True)
+    if samples is None:
+        looks = Looks(check_int("first", first, minimum=64), check_int("budget", budget, minimum=first), SAMPLE_BLOCK)
+    else:
+        looks = Looks(check_int("samples", samples, minimum=64), samples)
     key = (USER_KEY, 4)
     if isinstance(states, dict):
         chosen = {str(name): check_tokens(f"states[{name!r}]", x[None], tokens=layer.tokens, dim=layer.dim)[0]
@@ -581,6 +628,13 @@ def check_local_consistency(
         chosen = states_for(layer.tokens, layer.dim, tuple(states), seed, key)
     if not chosen:
         raise ValueError(f"states must name at least one state of {sorted(STATES)} or give arrays")
-    checks = local_checks(layer, sde, chosen, design, seed, key, {"map": _name(layer), "sde": _name(sde)})
-    return Outcome(title, checks, [], {"states": list(chosen), "step": step, "samples": samples,
-                                       "target": target}, seed)
+    config = {"map": _name(layer), "sde": _name(sde)}
+    drawn: dict = {}
+
+    def look(n: int, alpha: float, power: float) -> list[Check]:
+        design = LocalDesign(step=step, samples=n, target=target, state_target=2 * target, power=power)
+        return local_checks(layer, sde, chosen, design, seed, key, config, alpha, drawn)
+
+    checks, stopped = decide_in_stages(look, looks)
+    return Outcome(title, checks, [], {"states": list(chosen), "step": step, "samples": stopped, "target": target,
+                                       "looks": list(looks.sizes), "stages": looks.describe()}, seed)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.statistics import detectable_effect, paths_for_effect
+from convergence.statistics import ADVICE_MARGIN, detectable_effect, paths_for_effect
 
 MODEL = cv.FedorovModel(2, 4)
 LAYER = cv.layer_map(MODEL.layer, 2, 4, MODEL.noise, name="model F")
@@ -35,9 +35,9 @@ def test_a_pilot_predicts_the_samples_that_reach_an_effect():
     # 6% is 4 standard deviations of the two runs' combined relative error (1.6%): false failure about 1e-4
     assert reached.resolution == pytest.approx(effect, rel=0.06)
     assert reached.verdict != "fail"
-    # the inconclusive note's count (target 0.02 for one state) is the planner's at that effect
+    # the inconclusive note's count (target 0.02 for one state) is the planner's at that effect, with its margin
     if reached.verdict == "inconclusive":
-        wanted = confirm.paths_needed(0.02)[label]
+        wanted = math.ceil(ADVICE_MARGIN * confirm.paths_needed(0.02)[label])
         assert f"about {wanted} samples would decide" in reached.note
 
 

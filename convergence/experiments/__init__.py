@@ -41,8 +41,10 @@ from .latent_sampling import (
     sampler_checks,
 )
 from .local import (
+    SAMPLE_BLOCK,
     STATES,
     LocalDesign,
+    layer_samples,
     local_checks,
     local_checks_for_claims,
     states_for,
@@ -77,6 +79,7 @@ from .stopping_certificates import (
 )
 from .strong import (
     REFERENCE_LEVELS,
+    StrongData,
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
@@ -113,13 +116,13 @@ __all__ = [
     "probability_check",
     "CHECKS", "ChaosData", "ChaosDesign", "CommuteDesign", "DriftScaled", "EnergyDesign", "ExponentDesign",
     "FedorovAction", "FedorovEulerAction", "KernelMatrixNetwork", "LatentDesign", "LocalDesign", "MeanFieldDesign",
-    "REFERENCE_LEVELS", "STATES", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
+    "REFERENCE_LEVELS", "SAMPLE_BLOCK", "STATES", "StrongData", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
     "analyse_chaos", "analyse_commute", "analyse_strong", "analyse_width", "analyse_width_depth",
     "backward_samples", "baseline_variance", "bootstrap_generator", "catalogue", "commute_estimates",
     "compare_with_bound", "coupled_chaos", "coupled_energies", "coupled_observables", "coupled_strong_errors",
     "coupled_strong_errors_for_claims", "coupled_strong_errors_low_rank", "coupled_width_errors",
     "empirical_means", "energy_bound_check", "exponent_check", "frame", "interaction_energy", "limit_check",
-    "local_checks", "local_checks_for_claims", "mean_square_exponent", "median_exponent", "order_check",
+    "layer_samples", "local_checks", "local_checks_for_claims", "mean_square_exponent", "median_exponent", "order_check",
     "record_energy", "record_log_distances", "run_low_rank_coupled", "sliced_w2_squared", "states_for",
     "strong_ladder", "w2_squared", "weak_form", "weak_order", "width_depth_energies", "zonal_limit", "zonal_rates",
     "capped_growth", "criterion_search", "criterion_sign", "data_rng", "exact_discrete_convergence", "iff_check",

@@ -48,6 +48,7 @@ from verify.common import check_int, check_real
 from ..models import LayerMap, LimitSDE
 from ..paths import PathStreams, run_seeded
 from ..statistics import (
+    DETECTION_POWER,
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,
@@ -56,7 +57,7 @@ from ..statistics import (
     detectable_effect,
     effect_verdict,
     first_nonfinite,
-    paths_for_effect,
+    samples_to_decide,
     z_value,
 )
 
@@ -102,12 +103,14 @@ class LocalDesign:
     samples: int = 65536
     target: float = 0.01
     state_target: float = 0.02
+    power: float = DETECTION_POWER  # a resolution is the effect rejected with this probability
 
     def __post_init__(self) -> None:
         check_real("step", self.step, minimum=0.0, maximum=1.0, strict_minimum=True)
         check_int("samples", self.samples, minimum=64)
         check_real("target", self.target, minimum=0.0, strict_minimum=True)
         check_real("state_target", self.state_target, minimum=0.0, strict_minimum=True)
+        check_real("power", self.power, minimum=0.5, maximum=1.0)
 
     @property
     def steps(self) -> tuple[float, float, float]:
@@ -133,12 +136,18 @@ class LayerSamples:
     entries: list[np.ndarray]  # per sample block: (size, *noise.shape)
     deltas: np.ndarray         # (samples, 3, n d)
 
+    def extended(self, more: LayerSamples) -> LayerSamples:
+        """These samples followed by ``more`` (the next seeded blocks)."""
+        return LayerSamples([*self.entries, *more.entries], np.concatenate([self.deltas, more.deltas]))
+
 
 def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed: int,
-                  key: Sequence[int]) -> LayerSamples:
+                  key: Sequence[int], previous: LayerSamples | None = None) -> LayerSamples:
     """Draw ``design.samples`` one-step increments of ``layer_map`` at state ``x`` (tokens, d): the runner's seeded
-    blocks of samples (a sample is a path of one step), on the workers when blocks run there."""
+    blocks of samples (a sample is a path of one step), on the workers when blocks run there. With ``previous``
+    (the first samples of the same state and stream), only the samples after them are drawn."""
     noise = layer_map.noise
+    start = 0 if previous is None else previous.deltas.shape[0]
 
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, np.ndarray]:
         drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
@@ -147,9 +156,10 @@ def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed:
                            for h in design.steps], axis=1)
         return drawn, deltas
 
-    blocks = run_seeded(compute, name="layer_samples", configuration=(layer_map, x, design), seed=seed, key=key,
-                        paths=design.samples, block_paths=SAMPLE_BLOCK)
-    return LayerSamples([drawn for drawn, _ in blocks], np.concatenate([deltas for _, deltas in blocks]))
+    blocks = run_seeded(compute, name="layer_samples", configuration=(layer_map, x, design.steps), seed=seed,
+                        key=key, paths=design.samples, block_paths=SAMPLE_BLOCK, start=start)
+    drawn = LayerSamples([drawn for drawn, _ in blocks], np.concatenate([deltas for _, deltas in blocks]))
+    return drawn if previous is None else previous.extended(drawn)
 
 
 def local_samples(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray, design: LocalDesign,
@@ -192,16 +202,17 @@ def probe_directions(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, target: float, config: dict,
-                    note: str, confidence: float) -> Check:
-    """Mean of ``per_sample`` (expected 0) with a z interval, the bias allowance and the resolution rule."""
+                    note: str, confidence: float, power: float) -> Check:
+    """Mean of ``per_sample`` (expected 0) with a z interval, the bias allowance and the resolution rule
+    (resolution at ``power``)."""
     mean = float(per_sample.mean())
     se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
     ci = (mean - z * se, mean + z * se)
-    resolution = detectable_effect(ci, bias, confidence)
+    resolution = detectable_effect(ci, bias, confidence, power)
     verdict = effect_verdict(ci, 0.0, bias, resolution, target)
     if verdict == INCONCLUSIVE:
         note += (f"; resolution {resolution:.3g} > target {target:g}: about "
-                 f"{paths_for_effect(ci, bias, confidence, per_sample.size, target)} samples would decide"
+                 f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power)} samples would decide"
                  if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step")
     return Check(name, 0.0, mean, ci, verdict, config, bias, confidence, note=note,
                  resolution=resolution, relative_resolution=resolution)
@@ -225,27 +236,30 @@ def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, 
 
 def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarray], design: LocalDesign,
                  seed: int, key: Sequence[int], config: dict | None = None,
-                 family_alpha: float = FAMILY_ALPHA) -> list[Check]:
+                 family_alpha: float = FAMILY_ALPHA, drawn: dict[str, LayerSamples] | None = None) -> list[Check]:
     """The four checks of the module docstring at every state and the pooled ones, Bonferroni over all of them
-    (their family-wise false-failure rate is ``family_alpha``)."""
-    return local_checks_for_claims(layer_map, [sde], states, design, seed, key, config, family_alpha)[0]
+    (their family-wise false-failure rate is ``family_alpha``); ``drawn`` as in ``local_checks_for_claims``."""
+    return local_checks_for_claims(layer_map, [sde], states, design, seed, key, config, family_alpha, drawn)[0]
 
 
 def local_checks_for_claims(layer_map: LayerMap, sdes: Sequence[LimitSDE], states: dict[str, np.ndarray],
                             design: LocalDesign, seed: int, key: Sequence[int], config: dict | None = None,
-                            family_alpha: float = FAMILY_ALPHA) -> list[list[Check]]:
+                            family_alpha: float = FAMILY_ALPHA,
+                            drawn: dict[str, LayerSamples] | None = None) -> list[list[Check]]:
     """``local_checks`` for several claims on the same layer samples (drawn once per state; each claim's checks
-    are those ``local_checks`` gives it alone, number for number)."""
+    are those ``local_checks`` gives it alone, number for number). ``drawn``: each state's samples so far
+    (``draw_states``), extended here to ``design.samples`` and kept in place for the next look."""
     tests = CHECKS_PER_STATE * len(states) + 2
     z = z_value(tests, family_alpha)
     confidence = 1 - family_alpha / tests
     results = [_ClaimChecks() for _ in sdes]
+    drawn = {} if drawn is None else drawn
     for state_name, x in states.items():
         index = name_key(state_name)
         cfg = {**(config or {}), "state": state_name}
         probe_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 1))))
         probes = probe_directions(x, probe_rng)
-        layer = layer_samples(layer_map, x, design, seed, (*key, index, 0))
+        layer = drawn[state_name] = layer_samples(layer_map, x, design, seed, (*key, index, 0), drawn.get(state_name))
         for sde, result in zip(sdes, results):
             result.add_state(local_samples(layer, layer_map.noise, sde, x, design, probes), sde, x, design, z, cfg,
                              confidence)
@@ -287,14 +301,16 @@ class _ClaimChecks:
                 "drift_scale", gamma, float(bias @ np.abs(direction) / norm2), z, design.state_target, cfg,
                 f"relative drift error of the claim along the {along} drift (|b| = {np.sqrt(norm2):.3g}"
                 + ("" if resolved else "; the layer's drift is not resolved at this sample size")
-                + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples", confidence))
+                + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples", confidence,
+                design.power))
         checks.append(_max_z_check("drift", r2 - claimed, bias, z, cfg,
                                    f"{claimed.size} drift components", confidence))
         c_norm2 = float(np.sum(data.claimed_cov**2))
         s1, s2 = richardson(data.scale_terms[..., None])
         checks.append(_interval_check(
             "diffusion_scale", s2[:, 0] / c_norm2, float(abs(s1.mean() - s2.mean())) / 3 / c_norm2, z,
-            design.state_target, cfg, "relative covariance error along the claimed covariance C", confidence))
+            design.state_target, cfg, "relative covariance error along the claimed covariance C", confidence,
+            design.power))
         # relative to the mean variance per direction (a radial probe has claimed variance 0 on the sphere)
         scale = float(np.trace(data.claimed_cov)) / data.claimed_cov.shape[0]
         p1, p2 = richardson(data.probe_terms)
@@ -322,7 +338,7 @@ class _ClaimChecks:
             pooled = _interval_check(name, weights @ stacked, bias, z, design.target,
                                      {**(config or {}), "state": "pooled"},
                                      f"inverse-variance weighted mean over the {len(parts)} states (weights "
-                                     + ", ".join(f"{w:.2f}" for w in weights) + ")", confidence)
+                                     + ", ".join(f"{w:.2f}" for w in weights) + ")", confidence, design.power)
             best = min(c.resolution for c in checks if c.name == name and c.resolution is not None)
             if pooled.resolution > best:
                 pooled = replace(pooled, note=pooled.note + f"; resolution above the best single state's ({best:.3g}): "

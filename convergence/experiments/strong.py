@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.common import check_int
+from verify.common import check_int, check_real
 
 from ..models import LayerMap, LimitSDE
 from ..output import Panel, Series
@@ -44,10 +44,13 @@ from ..paths import (
     uniform_sphere,
 )
 from ..runtime import concatenate_blocks
+from .mutants import DriftScaled
 from ..statistics import (
     CONFIDENCE,
+    DETECTION_POWER,
     FAIL,
     INCONCLUSIVE,
+    PASS,
     Check,
     asymptotic_start,
     bootstrap_counts,
@@ -61,6 +64,7 @@ from ..statistics import (
     order_verdict,
     paths_to_resolve,
     pre_asymptotic_flags,
+    samples_to_decide,
 )
 
 REFERENCE_LEVELS = (1, 2, 4, 8)
@@ -81,12 +85,18 @@ class StrongDesign(DepthLadder):
     # The reference's order is a calibration (same_limit's allowance uses its measured error, not its order): it
     # need only tell convergence from stagnation.
     reference_max_ci_width: float = 0.3
+    # The largest relative drift error same_limit may miss (None: no target, the plateau's interval alone decides).
+    target: float | None = None
+    power: float = DETECTION_POWER  # a resolution is the effect rejected with this probability
 
     def __post_init__(self) -> None:
         super().__post_init__()
         factor = check_int("reference_factor", self.reference_factor, minimum=8)
         if factor % max(REFERENCE_LEVELS):
             raise ValueError(f"reference_factor must be a multiple of {max(REFERENCE_LEVELS)}, got {factor}")
+        if self.target is not None:
+            check_real("target", self.target, minimum=0.0, strict_minimum=True)
+        check_real("power", self.power, minimum=0.5, maximum=1.0)
 
     @property
     def fine_steps(self) -> int:
@@ -101,22 +111,33 @@ class StrongDesign(DepthLadder):
 @dataclass(frozen=True)
 class StrongData:
     """Per-path squared distances: ``final_sq``/``sup_sq`` (paths, depths) against the finest
-    reference; ``reference_sq`` (paths, 3): |Y_{2h}-Y_h|^2, |Y_{4h}-Y_{2h}|^2, |Y_{8h}-Y_{4h}|^2 at T."""
+    reference; ``reference_sq`` (paths, 3): |Y_{2h}-Y_h|^2, |Y_{4h}-Y_{2h}|^2, |Y_{8h}-Y_{4h}|^2 at T;
+    ``target_sq`` (paths,), with a design target t: |Y^t - Y|^2 at T between the claim with its drift x (1 + t)
+    and the claim (Euler-Maruyama at 8 h_ref on the same path), the plateau a drift error t would leave."""
 
     final_sq: np.ndarray
     sup_sq: np.ndarray
     reference_sq: np.ndarray
+    target_sq: np.ndarray | None = None
 
     @classmethod
     def from_blocks(cls, blocks: list[tuple[np.ndarray, np.ndarray]], design: StrongDesign,
-                    claim: int = 0) -> StrongData:
+                    claim: int = 0, claims: int = 1) -> StrongData:
         """From the blocks' (final_sq, sup_sq) over every comparison of ``strong_ladder``, in block order: those of
-        reference number ``claim``."""
+        reference number ``claim`` of ``claims``."""
         final_sq, sup_sq = concatenate_blocks(blocks)
         n = len(design.depths)
-        first = claim * (n + len(REFERENCE_LEVELS) - 1)
+        per_claim = n + len(REFERENCE_LEVELS) - 1
+        first = claim * per_claim
         return cls(final_sq=final_sq[:, first:first + n], sup_sq=sup_sq[:, first:first + n],
-                   reference_sq=final_sq[:, first + n:first + n + len(REFERENCE_LEVELS) - 1])
+                   reference_sq=final_sq[:, first + n:first + per_claim],
+                   target_sq=None if design.target is None else final_sq[:, claims * per_claim + claim])
+
+    def extended(self, more: StrongData) -> StrongData:
+        """These paths followed by ``more`` (the next seeded blocks)."""
+        return StrongData(*(None if a is None else np.concatenate([a, b])
+                            for a, b in ((self.final_sq, more.final_sq), (self.sup_sq, more.sup_sq),
+                                         (self.reference_sq, more.reference_sq), (self.target_sq, more.target_sq))))
 
 
 def coupled_strong_errors(
@@ -127,9 +148,12 @@ def coupled_strong_errors(
     key: Sequence[int],
     initial: InitialState = uniform_sphere,
     progress: Callable[[int], None] | None = None,
+    start: int = 0,
 ) -> StrongData:
-    """Run the coupled experiment over all paths, block by block (blocks do not change any number)."""
-    return coupled_strong_errors_for_claims(layer_map, {"claim": sde}, design, seed, key, initial, progress)["claim"]
+    """Run the coupled experiment over all paths (from path ``start`` on, a block boundary), block by block (blocks do
+    not change any number)."""
+    return coupled_strong_errors_for_claims(layer_map, {"claim": sde}, design, seed, key, initial, progress,
+                                            start)["claim"]
 
 
 def coupled_strong_errors_for_claims(
@@ -140,14 +164,22 @@ def coupled_strong_errors_for_claims(
     key: Sequence[int],
     initial: InitialState = uniform_sphere,
     progress: Callable[[int], None] | None = None,
+    start: int = 0,
 ) -> dict[str, StrongData]:
     """The coupled experiment against several claimed limits at once: one Brownian path per path and the layer map
     at every depth are computed once, and each claim adds its reference levels (its numbers equal those of
-    ``coupled_strong_errors`` with that claim alone, bit for bit)."""
+    ``coupled_strong_errors`` with that claim alone, bit for bit). With a design target t, each claim also adds
+    itself with its drift x (1 + t) at the coarsest reference step (``StrongData.target_sq``)."""
     if not layer_map.noise.brownian:
         raise ValueError(f"strong convergence needs Gaussian (Brownian) noise, got law {layer_map.noise.law!r}")
     fine = design.fine_steps
     levels, comparisons = strong_ladder(design, layer_map, *(EulerMaruyama(sde) for sde in sdes.values()))
+    if design.target is not None:
+        for claim, sde in enumerate(sdes.values()):
+            coarsest = len(design.depths) + (claim + 1) * len(REFERENCE_LEVELS) - 1  # the claim's EM x8 level
+            levels.append(Level(f"EM x{REFERENCE_LEVELS[-1]} drift x (1 + {design.target:g})",
+                                EulerMaruyama(DriftScaled(sde, 1.0 + design.target)), REFERENCE_LEVELS[-1]))
+            comparisons.append((len(levels) - 1, coarsest))
 
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, np.ndarray]:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
@@ -155,8 +187,9 @@ def coupled_strong_errors_for_claims(
         return run.final_sq, run.sup_sq
 
     blocks = run_seeded(compute, name="coupled_strong", configuration=(design, layer_map, initial, list(sdes.values())),
-                        seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress)
-    return {name: StrongData.from_blocks(blocks, design, claim) for claim, name in enumerate(sdes)}
+                        seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress,
+                        start=start)
+    return {name: StrongData.from_blocks(blocks, design, claim, len(sdes)) for claim, name in enumerate(sdes)}
 
 
 def strong_ladder(design: StrongDesign, layer, *references) -> tuple[list[Level], list[tuple[int, int]]]:
@@ -194,6 +227,28 @@ def _paths_hint(ci: tuple[float, float], max_width: float, paths: int, verdict: 
         return ""
     return (f"; interval width {width:.3g} > {max_width:g}: about {paths_to_resolve(width, max_width, paths)} "
             "paths in all would decide")
+
+
+def _target_rule(verdict: str, note: str, ci: tuple[float, float], resolution: float, allowance: float,
+                 confidence: float, paths: int, target_ms: float, design: StrongDesign) -> tuple[str, str, float]:
+    """same_limit against its target: the plateau ``target_ms`` a relative drift error t = ``design.target`` leaves
+    (measured on the same paths, ``StrongData.target_sq``). A pass needs the resolution at most ``target_ms``, else
+    inconclusive, saying what would decide. The relative resolution is t sqrt(resolution / target_ms) (the plateau
+    of a small drift error e grows like e^2)."""
+    t = design.target
+    relative = t * float(np.sqrt(max(resolution, 0.0) / target_ms)) if target_ms > 0 else float("inf")
+    note += (f"; target: a drift error of {t:g} leaves a plateau {target_ms:.3g}; resolution {resolution:.3g} "
+             f"(a relative drift error of {relative:.3g})")
+    if verdict == PASS and not resolution <= target_ms:
+        verdict = INCONCLUSIVE
+        if allowance >= target_ms:
+            factor = design.reference_factor * 2 ** int(np.ceil(np.log2(2 * allowance / target_ms)))
+            note += (f": the reference's own error {allowance:.3g} is above the target; a reference_factor of about "
+                     f"{factor} (its error halves when the factor doubles) or a larger target would decide")
+        else:
+            note += (f" > target: about {samples_to_decide(ci, allowance, confidence, paths, target_ms, design.power)}"
+                     " paths would decide")
+    return verdict, note, relative
 
 
 def analyse_strong(
@@ -246,7 +301,8 @@ def analyse_strong(
         checks.append(Check(
             name=name, expected=design.order, estimate=fit.order, ci=fit.order_ci, verdict=verdict,
             config=config, allowance=design.order_allowance, note=note, claim=identifiable,
-            resolution=detectable_effect(fit.order_ci, design.order_allowance, confidence), confidence=confidence,
+            resolution=detectable_effect(fit.order_ci, design.order_allowance, confidence, design.power),
+            confidence=confidence,
         ))
         series.append(_series("RMS error at T" if name == "strong_order" else "RMS of max over grid times",
                               fit, pre, at_floor))
@@ -260,19 +316,26 @@ def analyse_strong(
         note="consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
              "whatever the map's)" + _paths_hint(reference.order_ci, design.reference_max_ci_width, paths,
                                                   reference_verdict),
-        resolution=detectable_effect(reference.order_ci, design.order_allowance, confidence), confidence=confidence,
+        resolution=detectable_effect(reference.order_ci, design.order_allowance, confidence, design.power),
+        confidence=confidence,
     ))
     finest_ms = float(ms_fit.error[-1] ** 2)
     point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre), confidence)
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
+    resolution = detectable_effect(ci, reference_ms_hi, confidence, design.power)
+    verdict = limit_verdict(ci, reference_ms_hi, finest_ms)
+    note = (f"{how} (steps h); allowance = reference mean-square error "
+            f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
+            f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
+            f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]")
+    relative = None
+    if data.target_sq is not None:
+        verdict, note, relative = _target_rule(verdict, note, ci, resolution, reference_ms_hi, confidence, paths,
+                                               float(data.target_sq.mean()), design)
     checks.append(Check(
-        name="same_limit", expected=0.0, estimate=float(point), ci=ci,
-        verdict=limit_verdict(ci, reference_ms_hi, finest_ms), config=config, allowance=reference_ms_hi,
-        note=(f"{how} (steps h); allowance = reference mean-square error "
-              f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
-              f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
-              f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]"),
-        resolution=detectable_effect(ci, reference_ms_hi, confidence), confidence=confidence,
+        name="same_limit", expected=0.0, estimate=float(point), ci=ci, verdict=verdict, config=config,
+        allowance=reference_ms_hi, note=note, resolution=resolution, relative_resolution=relative,
+        confidence=confidence,
     ))
     series.append(_series("reference: consecutive EM differences", reference,
                           np.zeros(ref_steps.size, bool), np.zeros(ref_steps.size, bool)))

@@ -29,11 +29,13 @@ def run_seeded(
     paths: int,
     block_paths: int,
     progress: Callable[[int], None] | None = None,
+    start: int = 0,
 ) -> list[Any]:
-    """``compute(streams, advance)`` for the streams of every compute block of ``paths``, in block order."""
+    """``compute(streams, advance)`` for the streams of every compute block of ``paths`` (from path ``start`` on, a
+    block boundary: extending a run by more paths), in block order."""
 
     def run_block(start: int, stop: int, advance) -> Any:
         return compute(PathStreams(seed, start, stop, key), advance)
 
     label = f"{name}:{tuple(key)}:{identity(configuration)}"
-    return map_blocks(run_block, paths, block_paths, label, progress)
+    return map_blocks(run_block, paths, block_paths, label, progress, start)

@@ -32,13 +32,17 @@ def whole_seed_blocks(paths: int) -> int:
     return SEED_BLOCK * max(1, -(-paths // SEED_BLOCK))
 
 
-def compute_blocks(paths: int, block_paths: int) -> Iterator[tuple[int, int]]:
-    """(start, stop) of compute blocks covering ``paths``, each ``block_paths`` rounded up to whole seed blocks (the
-    last one may be shorter)."""
+def compute_blocks(paths: int, block_paths: int, start: int = 0) -> Iterator[tuple[int, int]]:
+    """(start, stop) of compute blocks covering paths ``start`` .. ``paths`` - 1, each ``block_paths`` rounded up to
+    whole seed blocks (the last one may be shorter). ``start`` must be a block boundary: a run extended from
+    ``start`` computes exactly the blocks a run of ``paths`` from 0 computes after it."""
     check_int("paths", paths, minimum=1)
     size = whole_seed_blocks(check_int("block_paths", block_paths, minimum=1))
-    for start in range(0, paths, size):
-        yield start, min(paths, start + size)
+    check_int("start", start, minimum=0, maximum=paths - 1)
+    if start % size:
+        raise ValueError(f"start must be a multiple of the compute block ({size} paths), got {start}")
+    for first in range(start, paths, size):
+        yield first, min(paths, first + size)
 
 
 def tasks(blocks: Sequence[tuple[int, int]], task_paths: int | None) -> list[list[tuple[int, int]]]:

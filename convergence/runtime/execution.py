@@ -369,15 +369,17 @@ def map_blocks(
     block_paths: int,
     label: str,
     progress: Callable[[int], None] | None = None,
+    start: int = 0,
 ) -> list[Any]:
-    """``run_block(start, stop, progress)`` for every compute block of ``paths`` (blocks of ``block_paths``
-    rounded up to whole seed blocks), in block order, whatever tasks the current execution groups them into.
+    """``run_block(start, stop, progress)`` for every compute block of ``paths`` from ``start`` on (blocks of
+    ``block_paths`` rounded up to whole seed blocks), in block order, whatever tasks the current execution groups
+    them into.
 
     ``label`` names the computation within the current cache scope (e.g. the function and its stream key); results
     are numpy arrays or dicts / tuples / lists of them.
     """
     execution = current_execution()
-    groups = tasks(list(compute_blocks(paths, block_paths)), execution.task_paths)
+    groups = tasks(list(compute_blocks(paths, block_paths, start)), execution.task_paths)
     block_cache = execution.cache
     keys = [block_cache.key(label, group) if block_cache else "" for group in groups]
     results: list[Any] = [block_cache.load(key) if block_cache else None for key in keys]
