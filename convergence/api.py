@@ -40,10 +40,11 @@ import numpy as np
 from verify.common import check_int, check_real, check_tokens, file_stem
 
 from .experiments import (
+    SAMPLE_BLOCK,
     STATES,
     DriftScaled,
-    SAMPLE_BLOCK,
     LocalDesign,
+    StrongData,
     StrongDesign,
     WeakDesign,
     analyse_strong,
@@ -61,6 +62,7 @@ from .experiments import (
 from .models import CommonNoise, JointNoise, LayerMap, LimitSDE, joint_noise, matrix_noise, scalar_noise
 from .output import Panel, StudyResult, write_study
 from .paths import InitialState, uniform_sphere
+from .runtime import concatenate_blocks
 from .statistics import (
     FAIL,
     INCONCLUSIVE,
@@ -72,11 +74,11 @@ from .statistics import (
     confidence_label,
     decide_in_stages,
     detectable_effect,
+    effect_verdict,
     family_confidence,
     first_nonfinite,
-    order_verdict,
     paths_for_effect,
-    paths_to_resolve,
+    samples_to_decide,
     z_confidence,
     z_value,
 )
@@ -84,6 +86,7 @@ from .statistics import (
 Step = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 Observable = Callable[[np.ndarray], np.ndarray]
 USER_KEY = 9  # stream key of user checks (the suite's studies use 1 .. 8)
+WEAK_BLOCK = 4096  # paths per compute block of the weak checks (a look is a whole number of blocks)
 
 __all__ = ["ClaimedSDE", "Outcome", "UserLayerMap", "check_local_consistency", "check_same_weak_limit",
            "check_strong_order",
@@ -389,10 +392,7 @@ def check_strong_order(
     target = check_real("target", target, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
     block = 128
-    if paths is None:
-        looks = Looks(check_int("first", first, minimum=2), check_int("budget", budget, minimum=first), block)
-    else:
-        looks = Looks(check_int("paths", paths, minimum=2), paths)
+    looks = _looks(paths, first, budget, block)
     key = (USER_KEY, 1)
     config = {"map": _name(layer), "sde": _name(sde)}
     drawn: list[StrongData] = []
@@ -425,28 +425,42 @@ def check_weak_order(
     order: float = 1.0,
     depths: tuple[int, ...] = (4, 8, 16, 32, 64),
     horizon: float = 1.0,
-    paths: int = 20_000,
+    budget: int = 65_536,
+    first: int = WEAK_BLOCK,
+    paths: int | None = None,
     seed: int = 0,
     initial: InitialState = uniform_sphere,
     title: str = "weak order",
 ) -> Outcome:
-    """Coupled differences E f(X^L) - E f(X^{2L}) decay like h^order (pooled slope over significant levels)."""
+    """Coupled differences E f(X^L) - E f(X^{2L}) decay like h^order (pooled slope over significant levels). Looks at
+    ``first``, 2 ``first``, ... paths up to ``budget``; ``paths``: one look at this fixed size instead."""
     _check_protocol("layer", layer, LayerMap)
     order = check_real("order", order, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
     checked = _checked_observable(observable)
-    design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=paths, block_paths=5000, order=order)
+    looks = _looks(paths, first, budget, WEAK_BLOCK)
     key = (USER_KEY, 2)
-    values = coupled_observables(layer, design, {"f": checked}, seed, key, initial)
-    params = {"depths": list(depths), "horizon": horizon, "paths": paths}
-    bad = first_nonfinite({f"f of {_name(layer)}": values["f"]}, [f"L={L}" for L in design.depths])
-    if bad:
-        return _nonfinite_outcome(title, ["weak_order"], bad, {"map": _name(layer)}, params, seed)
-    z = z_value(1)
-    fits = weak_order(values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
-    check = order_check(fits, design, z, {"map": _name(layer)})
-    panel = Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)
-    return Outcome(title, [check], [panel], params, seed)
+    config = {"map": _name(layer)}
+    drawn: list[dict] = []
+    panels: list[Panel] = []
+
+    def look(n: int, alpha: float, power: float) -> list[Check]:
+        design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=n, block_paths=WEAK_BLOCK, order=order)
+        done = drawn[-1]["f"].shape[0] if drawn else 0
+        more = coupled_observables(layer, design, {"f": checked}, seed, key, initial, start=done)
+        drawn.append(concatenate_blocks([drawn[-1], more]) if drawn else more)
+        bad = first_nonfinite({f"f of {_name(layer)}": drawn[-1]["f"]}, [f"L={L}" for L in design.depths])
+        if bad:
+            return _nonfinite_outcome(title, ["weak_order"], bad, config, {}, seed).checks
+        z = z_value(1, alpha)
+        fits = weak_order(drawn[-1], design.steps(), bootstrap_generator(seed, key), design.replicates, z)
+        panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)],
+                           order)]
+        return [order_check(fits, design, z, config)]
+
+    checks, stopped = decide_in_stages(look, looks)
+    return Outcome(title, checks, panels, {"depths": list(depths), "horizon": horizon, "paths": stopped,
+                                           "looks": list(looks.sizes), "stages": looks.describe()}, seed)
 
 
 def check_weak_limit(
@@ -457,9 +471,11 @@ def check_weak_limit(
     order: float = 1.0,
     depths: tuple[int, ...] = (4, 8, 16, 32, 64),
     horizon: float = 1.0,
-    paths: int = 20_000,
-    reference_factor: int = 4,
     resolution: float = 0.05,
+    budget: int = 65_536,
+    first: int = WEAK_BLOCK,
+    paths: int | None = None,
+    reference_factor: int = 4,
     near_misses: tuple[float, ...] = (0.05, 0.2),
     seed: int = 0,
     initial: InitialState = uniform_sphere,
@@ -471,9 +487,13 @@ def check_weak_limit(
     h^order) and the claim integrated by Euler-Maruyama, another scheme, at h_ref = h_finest / ``reference_factor``
     and 2 h_ref (``claim_limit``: E f(layer) - E f(claim) within its interval plus both discretisation biases;
     ``convergence.experiments.weak``). Laws, not paths, are compared: a claim equal in law but driven differently
-    passes (the strong check tells them apart). ``near_misses``: for each eps, the claim with its drift x (1 + eps)
-    is judged on the same paths; each row says whether the check rejects it (a finding beside the verdict: the
-    smallest drift error this run can see). Needs Gaussian noise (the claim shares the layer's Brownian path).
+    passes (the strong check tells them apart). ``resolution``: claim_limit's target, in standard deviations of f.
+    Where no coupled difference is significant and each lies below that target, the rate is not identifiable on
+    this ladder: it is reported as a finding and claim_limit decides. ``near_misses``: for each eps, the claim with
+    its drift x (1 + eps) is judged on the same paths; each row says whether the check rejects it (a finding beside
+    the verdict: the smallest drift error this run can see). Looks at ``first``, 2 ``first``, ... paths up to
+    ``budget`` (``convergence.statistics.sequential``); ``paths``: one look at this fixed size instead. Needs
+    Gaussian noise (the claim shares the layer's Brownian path).
     """
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)
@@ -490,37 +510,73 @@ def check_weak_limit(
     near_misses = tuple(check_real("near_misses", eps, minimum=-1.0, strict_minimum=True) for eps in near_misses)
     title = _check_title(title)
     checked = _checked_observable(observable)
-    design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=paths, block_paths=5000, order=order)
+    looks = _looks(paths, first, budget, WEAK_BLOCK)
     key = (USER_KEY, 5)
     claims = [sde, *(DriftScaled(sde, 1.0 + eps) for eps in near_misses)]
-    layer_values, claim_values = coupled_layer_and_claims(layer, claims, design, {"f": checked}, seed, key, initial,
-                                                          reference_factor)
-    params = {"depths": list(design.depths), "horizon": horizon, "paths": paths, "reference_factor": reference_factor,
-              "near_misses": list(near_misses)}
     config = {"map": _name(layer), "sde": _name(sde)}
-    bad = first_nonfinite({f"f of {_name(layer)}": layer_values["f"],
-                           "f of the claims (Euler at 2 h_ref, h_ref)": claim_values["f"].reshape(paths, -1)},
-                          [f"L={L}" for L in design.depths])
-    if bad:
-        return _nonfinite_outcome(title, ["weak_order", "claim_limit"], bad, config, params, seed)
-    z = z_value(2)  # the two claims (order and limit) share the 1% family-wise rate
-    fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
-    rate = order_check(fits, design, z, config)
-    if all(fit.at_roundoff.all() for fit in fits.values()):  # an exact step: no rate to claim, the limit decides
-        rate = replace(rate, claim=False)
-    checks = [rate, claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config)]
-    for index, eps in enumerate(near_misses, start=1):
-        label = f"drift x (1 + {eps:g})"
-        if np.array_equal(claim_values["f"][:, index], claim_values["f"][:, 0]):  # e.g. a drift-free claim
-            checks.append(Check("rejects", 1.0, 0.0, (0.0, 1.0), INCONCLUSIVE,
-                                {"check": "weak", "model": _name(layer), "mutant": label}, claim=False,
-                                false_failure_rate=0.0, note="skipped: on every path its Euler values equal the "
-                                "claim's, so this near miss is the claim itself"))
-            continue
-        inner = claim_limit_check(layer_values["f"], claim_values["f"][:, index], z, resolution, config)
-        checks.append(rejection_row("weak", _name(layer), label, eps, [inner], float("inf")))
-    panel = Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)
-    return Outcome(title, checks, [panel], params, seed)
+    drawn: list[tuple[dict, dict]] = []
+    panels: list[Panel] = []
+
+    def look(n: int, alpha: float, power: float) -> list[Check]:
+        design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=n, block_paths=WEAK_BLOCK, order=order)
+        done = drawn[-1][0]["f"].shape[0] if drawn else 0
+        more = coupled_layer_and_claims(layer, claims, design, {"f": checked}, seed, key, initial, reference_factor,
+                                        start=done)
+        drawn.append(concatenate_blocks([drawn[-1], more]) if drawn else more)
+        layer_values, claim_values = drawn[-1]
+        bad = first_nonfinite({f"f of {_name(layer)}": layer_values["f"],
+                               "f of the claims (Euler at 2 h_ref, h_ref)": claim_values["f"].reshape(n, -1)},
+                              [f"L={L}" for L in design.depths])
+        if bad:
+            return _nonfinite_outcome(title, ["weak_order", "claim_limit"], bad, config, {}, seed).checks
+        z = z_value(2, alpha)  # the two claims (order and limit) share the family-wise rate
+        fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
+        limit = claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power)
+        rate = _identifiable_rate(order_check(fits, design, z, config), fits["f"], z, limit.allowance,
+                                  resolution * float(layer_values["f"][:, -1].std(ddof=1)))
+        checks = [rate, limit]
+        for index, eps in enumerate(near_misses, start=1):
+            label = f"drift x (1 + {eps:g})"
+            if np.array_equal(claim_values["f"][:, index], claim_values["f"][:, 0]):  # e.g. a drift-free claim
+                checks.append(Check("rejects", 1.0, 0.0, (0.0, 1.0), INCONCLUSIVE,
+                                    {"check": "weak", "model": _name(layer), "mutant": label}, claim=False,
+                                    false_failure_rate=0.0, note="skipped: on every path its Euler values equal the "
+                                    "claim's, so this near miss is the claim itself"))
+                continue
+            inner = claim_limit_check(layer_values["f"], claim_values["f"][:, index], z, resolution, config,
+                                      power=power)
+            checks.append(rejection_row("weak", _name(layer), label, eps, [inner], float("inf")))
+        panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)],
+                           order)]
+        return checks
+
+    checks, stopped = decide_in_stages(look, looks)
+    params = {"depths": list(depths), "horizon": horizon, "paths": stopped, "reference_factor": reference_factor,
+              "near_misses": list(near_misses), "resolution": resolution, "looks": list(looks.sizes),
+              "stages": looks.describe()}
+    return Outcome(title, checks, panels, params, seed)
+
+
+def _looks(fixed: int | None, first: int, budget: int, block: int) -> Looks:
+    """Staged looks from ``first`` to ``budget`` in whole blocks, or one look at a ``fixed`` size."""
+    if fixed is not None:
+        return Looks(check_int("paths", fixed, minimum=2), fixed)
+    return Looks(check_int("first", first, minimum=2), check_int("budget", budget, minimum=first), block)
+
+
+def _identifiable_rate(rate: Check, fit, z: float, allowance: float, target: float) -> Check:
+    """A weak order claim is a finding, not a claim, when the rate cannot be identified on the ladder at the check's
+    target: every coupled difference within rounding (an exact step), or an undecided order whose every coupled
+    difference lies, by its upper bound, below claim_limit's target (the whole depth dependence is smaller than the
+    effect the limit is judged at; claim_limit, which allows the last difference as a bias, decides)."""
+    if fit.at_roundoff.all():
+        return replace(rate, claim=False)
+    upper = np.abs(fit.differences) + z * fit.standard_errors
+    if rate.verdict == INCONCLUSIVE and np.all(upper <= target):
+        return replace(rate, claim=False, note=rate.note + f"; order not identifiable at this target: every coupled "
+                       f"difference is below claim_limit's target {target:.3g} (largest upper bound "
+                       f"{upper.max():.3g}): a finding, claim_limit decides")
+    return rate
 
 
 def check_same_weak_limit(
@@ -530,16 +586,20 @@ def check_same_weak_limit(
     *,
     depth: int = 32,
     horizon: float = 1.0,
-    paths: int = 20_000,
-    seed: int = 0,
     resolution: float = 0.02,
+    budget: int = 65_536,
+    first_look: int = WEAK_BLOCK,
+    paths: int | None = None,
+    seed: int = 0,
     initial: InitialState = uniform_sphere,
     title: str = "same weak limit",
 ) -> Outcome:
     """Richardson-extrapolated E f(first) - E f(second) at depths L/2 and L, driven by the same noise, is 0.
 
-    ``inconclusive`` when the interval's half-width exceeds ``resolution`` times the observable's standard
-    deviation; ``fail`` when the interval excludes 0 or any value is not finite.
+    The target is ``resolution`` times the observable's standard deviation: ``fail`` when the interval excludes 0
+    or any value is not finite; ``inconclusive`` while the resolution (the difference rejected with probability 90%)
+    exceeds the target. Looks at ``first_look``, 2 ``first_look``, ... paths up to ``budget``; ``paths``: one look at
+    this fixed size instead.
     """
     _check_protocol("first", first, LayerMap)
     _check_protocol("second", second, LayerMap)
@@ -550,29 +610,40 @@ def check_same_weak_limit(
     resolution = check_real("resolution", resolution, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
     checked = _checked_observable(observable)
-    design = WeakDesign(depths=(depth // 4, depth // 2, depth), horizon=horizon, paths=paths, block_paths=5000)
+    looks = _looks(paths, first_look, budget, WEAK_BLOCK)
     key = (USER_KEY, 3)
-    used = design.depths[1:]  # the ladder's finest two levels (same Brownian path as the whole ladder)
-    a = coupled_observables(first, design, {"f": checked}, seed, key, initial, used)["f"]
-    b = coupled_observables(second, design, {"f": checked}, seed, key, initial, used)["f"]
     config = {"first": _name(first), "second": _name(second), "depth": depth}
-    params = {"depth": depth, "horizon": horizon, "paths": paths}
-    bad = first_nonfinite({f"f of {_name(first)}": a, f"f of {_name(second)}": b}, [f"L={L}" for L in used])
-    if bad:
-        return _nonfinite_outcome(title, ["same_weak_limit"], bad, config, params, seed)
-    extrapolated = 2 * (a[:, -1] - b[:, -1]) - (a[:, -2] - b[:, -2])
-    mean, se = float(extrapolated.mean()), float(extrapolated.std(ddof=1) / np.sqrt(paths))
-    z = z_value(1)
-    lo, hi = mean - z * se, mean + z * se
-    scale = float(np.std(a[:, -1], ddof=1))
-    verdict = order_verdict((lo, hi), 0.0, 0.0, 2 * resolution * scale, usable_levels=3)
-    note = (f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; inconclusive when the "
-            f"half-width exceeds {resolution:g} x sd(f) = {resolution * scale:.3g}")
-    if verdict == INCONCLUSIVE and hi - lo > 0 and resolution * scale > 0:
-        note += f"; about {paths_to_resolve(hi - lo, 2 * resolution * scale, paths)} paths would decide"
-    check = Check("same_weak_limit", 0.0, mean, (lo, hi), verdict, config, 0.0, note=note,
-                  resolution=detectable_effect((lo, hi), 0.0, z_confidence(z)))
-    return Outcome(title, [check], [], params, seed)
+    drawn: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def look(n: int, alpha: float, power: float) -> list[Check]:
+        design = WeakDesign(depths=(depth // 4, depth // 2, depth), horizon=horizon, paths=n, block_paths=WEAK_BLOCK)
+        used = design.depths[1:]  # the ladder's finest two levels (same Brownian path as the whole ladder)
+        done = drawn[-1][0].shape[0] if drawn else 0
+        more = tuple(coupled_observables(m, design, {"f": checked}, seed, key, initial, used, start=done)["f"]
+                     for m in (first, second))
+        drawn.append(concatenate_blocks([drawn[-1], more]) if drawn else more)
+        a, b = drawn[-1]
+        bad = first_nonfinite({f"f of {_name(first)}": a, f"f of {_name(second)}": b}, [f"L={L}" for L in used])
+        if bad:
+            return _nonfinite_outcome(title, ["same_weak_limit"], bad, config, {}, seed).checks
+        extrapolated = 2 * (a[:, -1] - b[:, -1]) - (a[:, -2] - b[:, -2])
+        mean, se = float(extrapolated.mean()), float(extrapolated.std(ddof=1) / np.sqrt(n))
+        z = z_value(1, alpha)
+        lo, hi = mean - z * se, mean + z * se
+        target = resolution * float(np.std(a[:, -1], ddof=1))
+        detectable = detectable_effect((lo, hi), 0.0, z_confidence(z), power)
+        verdict = effect_verdict((lo, hi), 0.0, 0.0, detectable, target)
+        note = (f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; target {resolution:g} x sd(f) "
+                f"= {target:.3g}")
+        if verdict == INCONCLUSIVE and target > 0:
+            note += (f"; resolution {detectable:.3g} > target: about "
+                     f"{samples_to_decide((lo, hi), 0.0, z_confidence(z), n, target, power)} paths would decide")
+        return [Check("same_weak_limit", 0.0, mean, (lo, hi), verdict, config, 0.0, z_confidence(z), note=note,
+                      resolution=detectable)]
+
+    checks, stopped = decide_in_stages(look, looks)
+    return Outcome(title, checks, [], {"depth": depth, "horizon": horizon, "paths": stopped,
+                                       "looks": list(looks.sizes), "stages": looks.describe()}, seed)
 
 
 def _check_label(check: Check) -> str:

@@ -66,7 +66,7 @@ def test_named_states_are_seeded_by_name_and_pooling_never_costs_resolution(mode
     assert np.array_equal(states_for(2, 16, ("uniform", "antipodal"), 0, (7,))["antipodal"], alone)
     outcome = cv.check_local_consistency(model_f, model_f.limit_sde(), samples=16384, target=0.02)
     scales = [c for c in outcome.checks if c.name == "drift_scale"]
-    pooled, states = scales[-1], scales[:-1]
+    pooled = scales[-1]
     assert pooled.config["state"] == "pooled" and "inverse-variance" in pooled.note
     half_width = [(c.ci[1] - c.ci[0]) / 2 for c in scales]
     assert half_width[-1] <= min(half_width[:-1])  # the pooled standard error is at most the best state's

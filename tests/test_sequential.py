@@ -152,3 +152,27 @@ def test_the_strong_check_states_its_target_and_decides_in_stages():
     tight = cv.check_strong_order(model, model.limit_sde(), paths=256, depths=(8, 16, 32, 64), target=0.01)
     (same,) = [c for c in tight.checks if c.name == "same_limit"]
     assert same.verdict == INCONCLUSIVE and "reference_factor of about" in same.note, tight.table()
+
+
+class _Transposed(cv.FedorovSDE):
+    """dx = P_x dW^T a: model F's limit in law, driven differently."""
+
+    def _noise(self, a, dw):
+        return a @ dw
+
+
+def _overlap_squared(x):
+    return np.sum(x[:, 0] * x[:, 1], axis=-1) ** 2
+
+
+def test_the_weak_limit_check_decides_at_its_defaults():
+    """The issue's case (n = 2, d = 4, sigma = 1/2, f = <x_0, x_1>^2), inconclusive at 20000 paths before: the true
+    claim passes, the claim equal in law passes, a 5% drift error fails (its first look). The layer's coupled
+    differences are all below claim_limit's target, so the order is a finding there, not a claim."""
+    model = cv.FedorovModel(2, 4, sigma=0.5)
+    true = cv.check_weak_limit(model, model.limit_sde(), _overlap_squared)
+    assert true.verdict == PASS, true.table()
+    assert not next(c for c in true.checks if c.name == "weak_order").claim
+    assert cv.check_weak_limit(model, _Transposed(model), _overlap_squared).verdict == PASS
+    wrong = cv.check_weak_limit(model, DriftScaled(model.limit_sde(), 1.05), _overlap_squared)
+    assert wrong.verdict == FAIL and wrong.params["paths"] == wrong.params["looks"][0], wrong.table()

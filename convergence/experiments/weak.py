@@ -45,6 +45,7 @@ from ..paths import (
 )
 from ..runtime import concatenate_blocks
 from ..statistics import (
+    DETECTION_POWER,
     FAIL,
     INCONCLUSIVE,
     PASS,
@@ -52,8 +53,10 @@ from ..statistics import (
     all_finite,
     bootstrap_counts,
     detectable_effect,
+    effect_verdict,
     first_nonfinite,
     paths_to_resolve,
+    samples_to_decide,
     z_confidence,
 )
 
@@ -83,8 +86,10 @@ def coupled_observables(
     initial: InitialState,
     depths: Sequence[int] | None = None,
     progress: Callable[[int], None] | None = None,
+    start: int = 0,
 ) -> dict[str, np.ndarray]:
-    """Per-path observables at every depth, (paths, levels) each; all depths on one noise path."""
+    """Per-path observables at every depth, (paths, levels) each; all depths on one noise path (paths from ``start``
+    on, a block boundary)."""
     depths = list(design.depths if depths is None else depths)
     fine = depths[-1]
     levels = [Level(f"L={L}", layer_map, fine // L) for L in depths]
@@ -97,7 +102,8 @@ def coupled_observables(
 
     return concatenate_blocks(run_seeded(compute, name="coupled_observables",
                                          configuration=(design, depths, observables, layer_map, initial), seed=seed,
-                                         key=key, paths=design.paths, block_paths=design.block_paths, progress=progress))
+                                         key=key, paths=design.paths, block_paths=design.block_paths, progress=progress,
+                                         start=start))
 
 
 def coupled_layer_and_claims(
@@ -110,10 +116,11 @@ def coupled_layer_and_claims(
     initial: InitialState,
     reference_factor: int = 4,
     progress: Callable[[int], None] | None = None,
+    start: int = 0,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Per-path observables on one Brownian path of fine step h_ref = h_finest / ``reference_factor``: the layer at
     every depth of the ladder, (paths, levels) each, and every claim's Euler-Maruyama at steps 2 h_ref and h_ref,
-    (paths, claims, 2) each."""
+    (paths, claims, 2) each (paths from ``start`` on, a block boundary)."""
     depths = list(design.depths)
     fine = depths[-1] * reference_factor
     levels = [Level(f"L={L}", layer_map, fine // L) for L in depths]
@@ -130,7 +137,7 @@ def coupled_layer_and_claims(
     values = concatenate_blocks(run_seeded(
         compute, name="coupled_layer_and_claims", configuration=(design, observables, layer_map, tuple(claims),
                                                                  initial, reference_factor),
-        seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress))
+        seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress, start=start))
     layer = {name: v[:, :len(depths)] for name, v in values.items()}
     claimed = {name: v[:, len(depths):].reshape(v.shape[0], len(claims), 2) for name, v in values.items()}
     return layer, claimed
@@ -149,11 +156,12 @@ def _limit_rule(ci: tuple[float, float], half_width: float, allowance: float, sc
 
 
 def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: float, resolution: float, config: dict,
-                      name: str = "claim_limit") -> Check:
+                      name: str = "claim_limit", power: float = DETECTION_POWER) -> Check:
     """The layer's law at the finest depth against the claim's: mean of f(layer, L) - f(claim, h_ref) over the
     paired paths within z standard errors plus the allowance |Delta_last| + z SE(Delta_last) (the layer's remaining
-    O(h) bias) + |E f(claim, 2 h_ref) - E f(claim, h_ref)| + z SE (the Euler reference's). ``inconclusive`` when z SE
-    plus the allowance exceeds ``resolution`` times sd(f): the note then says how many paths would decide.
+    O(h) bias) + |E f(claim, 2 h_ref) - E f(claim, h_ref)| + z SE (the Euler reference's). The target is
+    ``resolution`` times sd(f): ``fail`` when the interval misses the allowance band, ``inconclusive`` when the
+    resolution (the effect rejected with probability ``power``) exceeds the target, saying what would decide.
 
     ``layer_values``: (paths, levels) on the ladder; ``claim_values``: (paths, 2), steps 2 h_ref and h_ref."""
     paths = layer_values.shape[0]
@@ -168,19 +176,20 @@ def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: flo
     lo, hi = estimate - z * se, estimate + z * se
     sd = float(layer_values[:, -1].std(ddof=1))
     confidence = z_confidence(z)
-    detectable = detectable_effect((lo, hi), allowance, confidence)
+    detectable = detectable_effect((lo, hi), allowance, confidence, power)
+    target = resolution * sd
     note = (f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: layer |Delta_last| "
-            f"{abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| {abs(euler_bias):.3g} (+ z SE each)")
-    verdict = _limit_rule((lo, hi), z * se, allowance, resolution * sd)
+            f"{abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| {abs(euler_bias):.3g} (+ z SE each); "
+            f"target {resolution:g} sd(f) = {target:.3g}")
+    verdict = effect_verdict((lo, hi), 0.0, allowance, detectable, target)
     bad = first_nonfinite({"layer values": layer_values, "claim values": claim_values})
     if bad:  # a NaN at a level the estimate does not use still means a scheme diverged
         verdict = FAIL
         note += f"; {bad}"
     elif verdict == INCONCLUSIVE:
-        target = resolution * sd - allowance
-        note += (f"; the bias allowance alone exceeds {resolution:g} sd(f): use deeper depths" if target <= 0 else
-                 f"; inconclusive above {resolution:g} sd(f) = {resolution * sd:.3g}: about "
-                 f"{paths_to_resolve(2 * z * se, 2 * target, paths)} paths would decide")
+        note += ("; the bias allowance alone exceeds the target: use deeper depths" if allowance >= target else
+                 f"; resolution {detectable:.3g} > target: about "
+                 f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power)} paths would decide")
     return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence, note=note,
                  resolution=detectable, relative_resolution=detectable / sd if sd > 0 else None)
 
