@@ -176,3 +176,15 @@ def test_the_weak_limit_check_decides_at_its_defaults():
     assert cv.check_weak_limit(model, _Transposed(model), _overlap_squared).verdict == PASS
     wrong = cv.check_weak_limit(model, DriftScaled(model.limit_sde(), 1.05), _overlap_squared)
     assert wrong.verdict == FAIL and wrong.params["paths"] == wrong.params["looks"][0], wrong.table()
+
+
+def test_a_drift_free_claim_has_no_relative_drift_target():
+    """Brownian motion, x + dW, against dx = dW: the claim with its drift x (1 + t) is the claim itself, so the
+    target plateau is 0; same_limit says so and judges the plateau by its interval (no division by zero)."""
+    noise = cv.field_noise((3,), 0.5)
+    layer = cv.layer_map(lambda x, dw, h: x + dw[:, None, :], 1, 3, noise)
+    claim = cv.limit_sde(lambda x: np.zeros_like(x), lambda x, dw: np.broadcast_to(dw[:, None, :], x.shape).copy(),
+                         1, 3, noise)
+    outcome = cv.check_strong_order(layer, claim, paths=256, depths=(4, 8, 16))
+    (same,) = [c for c in outcome.checks if c.name == "same_limit"]
+    assert same.verdict == PASS and "no drift target" in same.note, outcome.table()

@@ -230,13 +230,17 @@ def _paths_hint(ci: tuple[float, float], max_width: float, paths: int, verdict: 
 
 
 def _target_rule(verdict: str, note: str, ci: tuple[float, float], resolution: float, allowance: float,
-                 confidence: float, paths: int, target_ms: float, design: StrongDesign) -> tuple[str, str, float]:
+                 confidence: float, paths: int, target_ms: float,
+                 design: StrongDesign) -> tuple[str, str, float | None]:
     """same_limit against its target: the plateau ``target_ms`` a relative drift error t = ``design.target`` leaves
     (measured on the same paths, ``StrongData.target_sq``). A pass needs the resolution at most ``target_ms``, else
     inconclusive, saying what would decide. The relative resolution is t sqrt(resolution / target_ms) (the plateau
     of a small drift error e grows like e^2)."""
     t = design.target
-    relative = t * float(np.sqrt(max(resolution, 0.0) / target_ms)) if target_ms > 0 else float("inf")
+    if not target_ms > 0:  # the scaled claim is the claim itself: a relative drift error means nothing here
+        return verdict, note + ("; no drift target: the claim's drift vanishes on these paths, so the plateau is "
+                                "judged by its interval alone"), None
+    relative = t * float(np.sqrt(max(resolution, 0.0) / target_ms))
     note += (f"; target: a drift error of {t:g} leaves a plateau {target_ms:.3g}; resolution {resolution:.3g} "
              f"(a relative drift error of {relative:.3g})")
     if verdict == PASS and not resolution <= target_ms:
