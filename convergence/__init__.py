@@ -1,6 +1,6 @@
 """The numerical side: layer maps, limit-SDE integrators, Brownian paths, estimators, studies, reports."""
 
-from .api import (
+from .checks import (
     ClaimedSDE,
     Outcome,
     UserLayerMap,

@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run some studies and write their reports")
     run.add_argument("studies", nargs="+", metavar="STUDY", help=f"one of: {', '.join(STUDIES)}")
     common(run)
-    report = commands.add_parser("report", help="run every study and write all reports")
+    report = commands.add_parser("report", help="run every study (but calibration, run by name) and write all reports")
     common(report)
     bench = commands.add_parser("bench", help="measure speed side by side; write OUT/performance.{md,json}")
     bench.add_argument("--out", type=_folder("--out"), default=Path("reports"), help="report folder (default reports/)")
@@ -168,10 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         result = run_benchmarks(BenchConfig(paths=args.paths, repeats=args.repeats), progress=say)
         if args.breakdown:
-            result["breakdown"] = study_breakdowns(list(STUDIES), progress=say)
+            result["breakdown"] = study_breakdowns([n for n, s in STUDIES.items() if s.in_report], progress=say)
         print(f"performance: {write_performance(result, args.out)['md']}")
         return 0
-    names = list(STUDIES) if args.command == "report" else args.studies
+    names = [n for n, s in STUDIES.items() if s.in_report] if args.command == "report" else args.studies
     unknown = [name for name in names if name not in STUDIES]
     if unknown:
         parser.error(f"STUDY must be one of {sorted(STUDIES)}, got {', '.join(map(repr, unknown))}")

@@ -1,7 +1,7 @@
 """pytest plugin (entry point ``pytest11``): check layer maps from your own test suite.
 
 Fixture ``depth_limits`` gives ``assert_local_consistency``, ``assert_strong_order``, ``assert_weak_order`` and
-``assert_same_weak_limit`` (the checks of ``convergence.api``) and ``assert_expansion_matches`` (``verify.check_limit``
+``assert_same_weak_limit`` (the checks of ``convergence.checks``) and ``assert_expansion_matches`` (``verify.check_limit``
 on a sympy map). A ``fail`` fails the test with the table of levels, the fitted order, its interval and the verdict;
 an ``inconclusive`` outcome is never a pass: it is reported as a skip located at the test (its file and line), whose
 reason starts with ``INCONCLUSIVE`` (default), or as a failure with ``--depth-limits-inconclusive=fail``.
@@ -22,7 +22,7 @@ import pytest
 from verify import check_limit
 from verify.common import Verdict, check_real, file_stem
 
-from .api import (
+from .checks import (
     Outcome,
     check_local_consistency,
     check_same_weak_limit,
@@ -32,7 +32,8 @@ from .api import (
 )
 
 INCONCLUSIVE_MODES = ("skip", "fail")
-SAMPLE_OPTIONS = ("paths", "samples")  # the options ``--depth-limits-paths`` scales
+# the options ``--depth-limits-paths`` scales: a fixed size, or the staged looks' first size and budget
+SAMPLE_OPTIONS = ("paths", "samples", "first", "first_look", "budget")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,12 +74,13 @@ def _scaled(check, options: dict, factor: float) -> dict:
     for name in SAMPLE_OPTIONS:
         if name in parameters:
             value = options.get(name, parameters[name].default)
-            scaled[name] = max(2, round(value * factor))
+            if value is not None:  # None: staged looks (their first size and budget are scaled instead)
+                scaled[name] = max(2, round(value * factor))
     return scaled
 
 
 class DepthLimits:
-    """The ``depth_limits`` fixture: assertion helpers over ``convergence.api``'s checks.
+    """The ``depth_limits`` fixture: assertion helpers over ``convergence.checks``' checks.
 
     ``paths_factor`` scales every check's paths (samples); ``report`` is a folder where each check writes its report
     under ``name`` (the test's name, with ``-2``, ``-3``, ... for a test's later checks)."""

@@ -55,7 +55,8 @@ def test_the_import_scanner_sees_relative_and_nested_imports(monkeypatch):
 
 # convergence's subpackages, lowest first: a module imports only from its own subpackage and the ones before it;
 # the user's entry points (api, cli, pytest_plugin, __init__, __main__) sit on top.
-LAYERS = ("runtime", "statistics", "output", "models", "paths", "references", "experiments", "studies", "performance")
+LAYERS = ("runtime", "statistics", "output", "models", "paths", "references", "experiments", "checks", "studies",
+          "performance")
 
 
 def layer_of(module: str) -> int:
@@ -67,7 +68,7 @@ def layer_of(module: str) -> int:
 
 def test_every_convergence_module_lives_in_a_layer_or_is_an_entry_point():
     top = {p.name for p in (ROOT / "convergence").glob("*.py")}
-    assert top == {"__init__.py", "__main__.py", "api.py", "cli.py", "pytest_plugin.py"}
+    assert top == {"__init__.py", "__main__.py", "cli.py", "pytest_plugin.py"}
     assert {p.name for p in (ROOT / "convergence").iterdir() if p.is_dir() and p.name != "__pycache__"} == set(LAYERS)
 
 

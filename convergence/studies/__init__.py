@@ -1,10 +1,12 @@
 """The registry of studies: each module defines one study, its configurations and its quick and full profiles, and
 calls the experiments (``base``: what a study is). Studies: ``strong_fedorov``, ``weak_fedorov``,
-``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``."""
+``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``, and
+``calibration`` (the public checks' decision rates over seeds; run by name, not part of ``report``)."""
 
 from __future__ import annotations
 
 from .base import PROFILES, Study
+from .calibration import STUDY as CALIBRATION
 from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
 from .ldm_stopping import STUDY as LDM_STOPPING
@@ -16,7 +18,7 @@ from .sync_agazzi import STUDY as SYNC_AGAZZI
 from .weak_fedorov import STUDY as WEAK_FEDOROV
 
 STUDIES: dict[str, Study] = {study.name: study for study in (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION, STRONG_AGAZZI, SYNC_AGAZZI,
-                                                  CHAOS, COMMUTE, LDM_STOPPING, POWER)}
+                                                  CHAOS, COMMUTE, LDM_STOPPING, POWER, CALIBRATION)}
 
 __all__ = [
     "PROFILES", "STUDIES", "Study",

@@ -29,6 +29,7 @@ class Study:
     name: str
     summary: str
     execute: Callable[[str, int, ProgressFactory], StudyResult]
+    in_report: bool = True  # False: run by name only (``python -m convergence run``), not by ``report``
 
     def run(self, profile: str = "quick", seed: int = 0, progress: ProgressFactory = no_progress) -> StudyResult:
         check_choice("profile", profile, PROFILES)

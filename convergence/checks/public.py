@@ -39,7 +39,7 @@ import numpy as np
 
 from verify.common import check_int, check_real, check_tokens, file_stem
 
-from .experiments import (
+from ..experiments import (
     SAMPLE_BLOCK,
     STATES,
     DriftScaled,
@@ -59,11 +59,11 @@ from .experiments import (
     states_for,
     weak_order,
 )
-from .models import CommonNoise, JointNoise, LayerMap, LimitSDE, joint_noise, matrix_noise, scalar_noise
-from .output import Panel, StudyResult, write_study
-from .paths import InitialState, uniform_sphere
-from .runtime import concatenate_blocks
-from .statistics import (
+from ..models import CommonNoise, JointNoise, LayerMap, LimitSDE, joint_noise, matrix_noise, scalar_noise
+from ..output import Panel, StudyResult, write_study
+from ..paths import InitialState, uniform_sphere
+from ..runtime import concatenate_blocks
+from ..statistics import (
     FAIL,
     INCONCLUSIVE,
     PASS,
@@ -88,10 +88,10 @@ Observable = Callable[[np.ndarray], np.ndarray]
 USER_KEY = 9  # stream key of user checks (the suite's studies use 1 .. 8)
 WEAK_BLOCK = 4096  # paths per compute block of the weak checks (a look is a whole number of blocks)
 
-__all__ = ["ClaimedSDE", "Outcome", "UserLayerMap", "check_local_consistency", "check_same_weak_limit",
-           "check_strong_order",
-           "check_weak_order", "field_noise", "joint_noise", "layer_map", "limit_sde", "matrix_noise", "per_token_noise",
-           "scalar_noise"]
+__all__ = [
+    "ClaimedSDE", "Outcome", "UserLayerMap", "check_local_consistency", "check_same_weak_limit", "check_strong_order",
+    "check_weak_limit", "check_weak_order", "field_noise", "joint_noise", "layer_map", "limit_sde", "matrix_noise", "per_token_noise", "scalar_noise",
+]
 
 
 def field_noise(shape: tuple[int, ...], scale: float = 1.0) -> CommonNoise:

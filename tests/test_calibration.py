@@ -1,0 +1,49 @@
+"""The calibration study (``convergence.studies.calibration``): its rows meet or miss their targets as stated, its
+seeds depend on the study's seed alone, and its quick profile passes (slow: 10 seeds of three public checks)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from convergence.checks import Outcome
+from convergence.statistics import FAIL, INCONCLUSIVE, PASS, Check
+from convergence.studies import STUDIES
+from convergence.studies.calibration import case_seeds, rate_check
+
+
+def _outcome(verdict: str, effect_in_se: float = 20.0) -> Outcome:
+    """A run whose one claim check has ``verdict``; a failing one measured ``effect_in_se`` standard errors out."""
+    z = 2.5758293035489004
+    check = Check("drift_scale", 0.0, effect_in_se, (effect_in_se - z, effect_in_se + z), verdict)
+    return Outcome("run", [check], params={"samples": 4096})
+
+
+def test_a_true_claim_row_passes_only_when_every_seed_passes():
+    assert rate_check("decides_true_claim", [_outcome(PASS)] * 10, PASS, {}).verdict == PASS
+    missed = rate_check("decides_true_claim", [_outcome(PASS)] * 9 + [_outcome(INCONCLUSIVE)], PASS, {})
+    assert missed.verdict == FAIL and "TARGET MISSED" in missed.note and "1 inconclusive" in missed.note
+    assert missed.false_failure_rate == pytest.approx(1 - 0.99**10)
+
+
+def test_a_mutant_row_needs_nine_rejections_in_ten_and_states_its_chance_of_missing():
+    nine = rate_check("rejects", [_outcome(FAIL)] * 9 + [_outcome(PASS)], FAIL, {})
+    assert nine.verdict == PASS and nine.estimate == 0.9
+    eight = rate_check("rejects", [_outcome(FAIL)] * 8 + [_outcome(PASS)] * 2, FAIL, {})
+    assert eight.verdict == FAIL
+    # rejections far beyond the resolution: almost no chance of missing the target; near it, a real one
+    assert rate_check("rejects", [_outcome(FAIL)] * 10, FAIL, {}).false_failure_rate < 1e-6
+    assert rate_check("rejects", [_outcome(FAIL, 3.8)] * 10, FAIL, {}).false_failure_rate > 0.1
+
+
+def test_case_seeds_depend_on_the_study_seed_alone():
+    assert case_seeds(0, 1) == case_seeds(0, 1)
+    assert len(set(case_seeds(0, 1)) | set(case_seeds(0, 2)) | set(case_seeds(1, 1))) == 30
+    assert not STUDIES["calibration"].in_report  # run by name only: `report` runs the theorems' studies
+
+
+@pytest.mark.slow
+def test_the_quick_calibration_meets_its_targets():
+    result = STUDIES["calibration"].run("quick", 0)
+    assert result.verdict == PASS, [c.note for c in result.checks if c.verdict != PASS]
+    assert np.all([c.estimate >= c.expected for c in result.checks])
