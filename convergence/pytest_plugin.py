@@ -33,7 +33,7 @@ from .checks import (
 
 INCONCLUSIVE_MODES = ("skip", "fail")
 # the options ``--depth-limits-paths`` scales: a fixed size, or the staged looks' first size and budget
-SAMPLE_OPTIONS = ("paths", "samples", "first", "first_look", "budget")
+SAMPLE_OPTIONS = ("paths", "samples", "first", "first_look", "budget")  # (first_look: check_same_weak_limit's)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,7 +74,9 @@ def _scaled(check, options: dict, factor: float) -> dict:
     for name in SAMPLE_OPTIONS:
         if name in parameters:
             value = options.get(name, parameters[name].default)
-            if value is not None:  # None: staged looks (their first size and budget are scaled instead)
+            # None: staged looks (their first size and budget are scaled instead); a non-number is another
+            # parameter of that name (check_same_weak_limit's first map)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
                 scaled[name] = max(2, round(value * factor))
     return scaled
 

@@ -188,3 +188,30 @@ def test_a_drift_free_claim_has_no_relative_drift_target():
     outcome = cv.check_strong_order(layer, claim, paths=256, depths=(4, 8, 16))
     (same,) = [c for c in outcome.checks if c.name == "same_limit"]
     assert same.verdict == PASS and "no drift target" in same.note, outcome.table()
+
+
+def test_the_plugin_scales_staged_looks_and_leaves_a_map_named_first_alone():
+    from convergence.pytest_plugin import _scaled
+
+    model = cv.FedorovModel(2, 4)
+    scaled = _scaled(cv.check_same_weak_limit, {}, 0.5)
+    assert scaled == {"first_look": 2048, "budget": 32768}  # `first` is the first map there, not a size
+    assert _scaled(cv.check_local_consistency, {"samples": 1000}, 2.0)["samples"] == 2000
+    with pytest.raises(ValueError, match="first_look"):
+        cv.check_same_weak_limit(model, model, _overlap_squared, first_look=1)
+
+
+def test_a_non_finite_target_reference_fails_same_limit():
+    """The drift-scaled Euler level that sets same_limit's target blew up: the check fails, it does not pass."""
+    from convergence.experiments import StrongData, analyse_strong, bootstrap_generator
+
+    design = StrongDesign(depths=(4, 8, 16, 32), paths=256, target=0.1)
+    rng = np.random.default_rng(1)
+    steps = design.steps()
+    final = steps[None, :] * rng.exponential(1.0, (256, 4))
+    reference = 1e-4 * rng.exponential(1.0, (256, 3)) * np.array([1.0, 2.0, 4.0])
+    for bad in (np.nan, np.inf):
+        data = StrongData(final, final, reference, np.full(256, bad))
+        checks, _ = analyse_strong(data, design, {}, bootstrap_generator(0, (1,)))
+        (same,) = [c for c in checks if c.name == "same_limit"]
+        assert same.verdict == FAIL and "not finite" in same.note, same.note

@@ -85,7 +85,7 @@ from ..statistics import (
 
 Step = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 Observable = Callable[[np.ndarray], np.ndarray]
-USER_KEY = 9  # stream key of user checks (the suite's studies use 1 .. 8)
+USER_KEY = 9  # stream key of user checks (the suite's studies use others: 1 .. 8, 12 .. 14)
 WEAK_BLOCK = 4096  # paths per compute block of the weak checks (a look is a whole number of blocks)
 
 __all__ = [
@@ -404,8 +404,7 @@ def check_strong_order(
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = design_at(n, power)
         done = drawn[-1].final_sq.shape[0] if drawn else 0
-        more = coupled_strong_errors(layer, sde, design, seed, key, initial, start=done)
-        drawn.append(drawn[-1].extended(more) if drawn else more)
+        _extend(drawn, coupled_strong_errors(layer, sde, design, seed, key, initial, start=done), StrongData.extended)
         checks, panel = analyse_strong(drawn[-1], design, config, bootstrap_generator(seed, key),
                                        family_confidence(4, alpha))  # the four checks share the family-wise rate
         panels[:] = [panel]
@@ -447,10 +446,10 @@ def check_weak_order(
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=n, block_paths=WEAK_BLOCK, order=order)
         done = drawn[-1]["f"].shape[0] if drawn else 0
-        more = coupled_observables(layer, design, {"f": checked}, seed, key, initial, start=done)
-        drawn.append(concatenate_blocks([drawn[-1], more]) if drawn else more)
+        _extend(drawn, coupled_observables(layer, design, {"f": checked}, seed, key, initial, start=done))
         bad = first_nonfinite({f"f of {_name(layer)}": drawn[-1]["f"]}, [f"L={L}" for L in design.depths])
         if bad:
+            panels.clear()
             return _nonfinite_outcome(title, ["weak_order"], bad, config, {}, seed).checks
         z = z_value(1, alpha)
         fits = weak_order(drawn[-1], design.steps(), bootstrap_generator(seed, key), design.replicates, z)
@@ -488,7 +487,7 @@ def check_weak_limit(
     and 2 h_ref (``claim_limit``: E f(layer) - E f(claim) within its interval plus both discretisation biases;
     ``convergence.experiments.weak``). Laws, not paths, are compared: a claim equal in law but driven differently
     passes (the strong check tells them apart). ``resolution``: claim_limit's target, in standard deviations of f.
-    Where no coupled difference is significant and each lies below that target, the rate is not identifiable on
+    Where the order is undecided and every coupled difference lies below that target, the rate is not identifiable on
     this ladder: it is reported as a finding and claim_limit decides. ``near_misses``: for each eps, the claim with
     its drift x (1 + eps) is judged on the same paths; each row says whether the check rejects it (a finding beside
     the verdict: the smallest drift error this run can see). Looks at ``first``, 2 ``first``, ... paths up to
@@ -520,19 +519,19 @@ def check_weak_limit(
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=n, block_paths=WEAK_BLOCK, order=order)
         done = drawn[-1][0]["f"].shape[0] if drawn else 0
-        more = coupled_layer_and_claims(layer, claims, design, {"f": checked}, seed, key, initial, reference_factor,
-                                        start=done)
-        drawn.append(concatenate_blocks([drawn[-1], more]) if drawn else more)
+        _extend(drawn, coupled_layer_and_claims(layer, claims, design, {"f": checked}, seed, key, initial,
+                                                reference_factor, start=done))
         layer_values, claim_values = drawn[-1]
         bad = first_nonfinite({f"f of {_name(layer)}": layer_values["f"],
                                "f of the claims (Euler at 2 h_ref, h_ref)": claim_values["f"].reshape(n, -1)},
                               [f"L={L}" for L in design.depths])
         if bad:
+            panels.clear()
             return _nonfinite_outcome(title, ["weak_order", "claim_limit"], bad, config, {}, seed).checks
         z = z_value(2, alpha)  # the two claims (order and limit) share the family-wise rate
         fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
         limit = claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power)
-        rate = _identifiable_rate(order_check(fits, design, z, config), fits["f"], z, limit.allowance,
+        rate = _identifiable_rate(order_check(fits, design, z, config), fits["f"], z,
                                   resolution * float(layer_values["f"][:, -1].std(ddof=1)))
         checks = [rate, limit]
         for index, eps in enumerate(near_misses, start=1):
@@ -557,14 +556,23 @@ def check_weak_limit(
     return Outcome(title, checks, panels, params, seed)
 
 
-def _looks(fixed: int | None, first: int, budget: int, block: int) -> Looks:
-    """Staged looks from ``first`` to ``budget`` in whole blocks, or one look at a ``fixed`` size."""
+def _looks(fixed: int | None, first: int, budget: int, block: int,
+           names: tuple[str, str, str] = ("paths", "first", "budget"), minimum: int = 2) -> Looks:
+    """Staged looks from ``first`` to ``budget`` in whole blocks (both rounded up), or one look at a ``fixed`` size;
+    ``names``: the caller's names of the three parameters (for its error messages)."""
     if fixed is not None:
-        return Looks(check_int("paths", fixed, minimum=2), fixed)
-    return Looks(check_int("first", first, minimum=2), check_int("budget", budget, minimum=first), block)
+        return Looks(check_int(names[0], fixed, minimum=minimum), fixed)
+    first = check_int(names[1], first, minimum=minimum)
+    return Looks(first, check_int(names[2], budget, minimum=first), block)
 
 
-def _identifiable_rate(rate: Check, fit, z: float, allowance: float, target: float) -> Check:
+def _extend(drawn: list, more, extended: Callable | None = None) -> None:
+    """Append this look's data: the last look's followed by ``more`` (the next seeded blocks)."""
+    drawn.append(more if not drawn else extended(drawn[-1], more) if extended else
+                 concatenate_blocks([drawn[-1], more]))
+
+
+def _identifiable_rate(rate: Check, fit, z: float, target: float) -> Check:
     """A weak order claim is a finding, not a claim, when the rate cannot be identified on the ladder at the check's
     target: every coupled difference within rounding (an exact step), or an undecided order whose every coupled
     difference lies, by its upper bound, below claim_limit's target (the whole depth dependence is smaller than the
@@ -597,7 +605,8 @@ def check_same_weak_limit(
     """Richardson-extrapolated E f(first) - E f(second) at depths L/2 and L, driven by the same noise, is 0.
 
     The target is ``resolution`` times the observable's standard deviation: ``fail`` when the interval excludes 0
-    or any value is not finite; ``inconclusive`` while the resolution (the difference rejected with probability 90%)
+    or any value is not finite; ``inconclusive`` while the resolution (the difference rejected with probability 90%, or
+    1 - 0.1/K at one of K staged looks)
     exceeds the target. Looks at ``first_look``, 2 ``first_look``, ... paths up to ``budget``; ``paths``: one look at
     this fixed size instead.
     """
@@ -610,7 +619,7 @@ def check_same_weak_limit(
     resolution = check_real("resolution", resolution, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
     checked = _checked_observable(observable)
-    looks = _looks(paths, first_look, budget, WEAK_BLOCK)
+    looks = _looks(paths, first_look, budget, WEAK_BLOCK, ("paths", "first_look", "budget"))
     key = (USER_KEY, 3)
     config = {"first": _name(first), "second": _name(second), "depth": depth}
     drawn: list[tuple[np.ndarray, np.ndarray]] = []
@@ -619,9 +628,8 @@ def check_same_weak_limit(
         design = WeakDesign(depths=(depth // 4, depth // 2, depth), horizon=horizon, paths=n, block_paths=WEAK_BLOCK)
         used = design.depths[1:]  # the ladder's finest two levels (same Brownian path as the whole ladder)
         done = drawn[-1][0].shape[0] if drawn else 0
-        more = tuple(coupled_observables(m, design, {"f": checked}, seed, key, initial, used, start=done)["f"]
-                     for m in (first, second))
-        drawn.append(concatenate_blocks([drawn[-1], more]) if drawn else more)
+        _extend(drawn, tuple(coupled_observables(m, design, {"f": checked}, seed, key, initial, used, start=done)["f"]
+                             for m in (first, second)))
         a, b = drawn[-1]
         bad = first_nonfinite({f"f of {_name(first)}": a, f"f of {_name(second)}": b}, [f"L={L}" for L in used])
         if bad:
@@ -687,10 +695,7 @@ def check_local_consistency(
     _check_pair(layer, sde, "check_local_consistency", same_entry_law=False)
     title = _check_title(title)
     target = check_real("target", target, minimum=0.0, strict_minimum=True)
-    if samples is None:
-        looks = Looks(check_int("first", first, minimum=64), check_int("budget", budget, minimum=first), SAMPLE_BLOCK)
-    else:
-        looks = Looks(check_int("samples", samples, minimum=64), samples)
+    looks = _looks(samples, first, budget, SAMPLE_BLOCK, ("samples", "first", "budget"), 64)
     key = (USER_KEY, 4)
     if isinstance(states, dict):
         chosen = {str(name): check_tokens(f"states[{name!r}]", x[None], tokens=layer.tokens, dim=layer.dim)[0]

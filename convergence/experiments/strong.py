@@ -18,7 +18,9 @@ Claims checked (``analyse_strong``):
                      fitted-rate plateau is printed beside it as a diagnostic only.
 
 Each check states its resolution (``Check.resolution``): the smallest order deviation, or the smallest
-plateau, it rejects with probability 90% at this sample size.
+plateau, it rejects with probability ``StrongDesign.power`` (90%, or 1 - 0.1/K at one of K staged looks) at this
+sample size. With a ``StrongDesign.target`` t, same_limit passes only when its resolution is at most the plateau
+that the claim with its drift x (1 + t) leaves on the same paths (``StrongData.target_sq``).
 """
 
 from __future__ import annotations
@@ -237,6 +239,8 @@ def _target_rule(verdict: str, note: str, ci: tuple[float, float], resolution: f
     inconclusive, saying what would decide. The relative resolution is t sqrt(resolution / target_ms) (the plateau
     of a small drift error e grows like e^2)."""
     t = design.target
+    if not np.isfinite(target_ms):  # the drift-scaled reference blew up: nothing can be judged against it
+        return FAIL, note + f"; the target's reference (the claim with its drift x (1 + {t:g})) is not finite", None
     if not target_ms > 0:  # the scaled claim is the claim itself: a relative drift error means nothing here
         return verdict, note + ("; no drift target: the claim's drift vanishes on these paths, so the plateau is "
                                 "judged by its interval alone"), None

@@ -37,5 +37,5 @@ def run_seeded(
     def run_block(start: int, stop: int, advance) -> Any:
         return compute(PathStreams(seed, start, stop, key), advance)
 
-    label = f"{name}:{tuple(key)}:{identity(configuration)}"
+    label = f"{name}:{seed}:{tuple(key)}:{identity(configuration)}"  # the seed too: a study may run several
     return map_blocks(run_block, paths, block_paths, label, progress, start)

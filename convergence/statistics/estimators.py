@@ -106,8 +106,9 @@ class Check:
 
     ``claim`` is False for a finding: a conjecture the sources do not make (e.g. model F as N grows), reported
     with its own verdict but left out of the study's verdict. ``resolution`` is the smallest departure from
-    ``expected`` the check rejects with probability ``DETECTION_POWER`` (``detectable_effect``), in the check's
-    own units; ``relative_resolution`` the same as a relative coefficient error where the check has one.
+    ``expected`` the check rejects with probability ``DETECTION_POWER`` (``detectable_effect``; 1 - 0.1/K at one of
+    K staged looks, ``sequential``), in the check's own units; ``relative_resolution`` the same as a relative
+    coefficient error where the check has one.
 
     A check cannot pass on non-finite numbers: a ``pass`` whose estimate or interval holds NaN or infinity
     is turned into a ``fail`` here, whatever rule produced it.

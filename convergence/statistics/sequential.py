@@ -28,8 +28,9 @@ from .estimators import DETECTION_POWER, FAMILY_ALPHA, INCONCLUSIVE, Check, comb
 
 @dataclass(frozen=True)
 class Looks:
-    """Look sizes ``first``, 2 ``first``, 4 ``first``, ... and the ``budget`` (every size a multiple of ``unit``,
-    the samples one seeded block holds). ``first == budget`` is a one-look (fixed-size) run at the full level."""
+    """Look sizes ``first``, 2 ``first``, 4 ``first``, ... and the ``budget``, every size rounded up to a multiple of
+    ``unit`` (the samples one compute block holds: a look extends whole blocks, so the budget too is rounded up).
+    ``first == budget`` is a one-look (fixed-size) run at the full level."""
 
     first: int
     budget: int
@@ -87,14 +88,15 @@ def decide_in_stages(evaluate: Evaluate, looks: Looks, family_alpha: float = FAM
     """Run ``evaluate(n, look_alpha, look_power)`` at each look until its claim checks decide (module docstring).
 
     ``evaluate`` returns the checks at n samples, at the family-wise rate ``look_alpha`` and with resolutions at
-    power ``look_power``. Returns the checks of the look that stopped, each with its false-failure rate spent over
-    all K looks (K times its rate at one look) and its note naming the look, and that look's sample size."""
+    power ``look_power``. Returns the checks of the look that stopped, each claim check with its false-failure rate
+    spent over all K looks (K times its rate at one look; a finding keeps its own, e.g. a near miss's chance of
+    being missed), every note naming the look, and that look's sample size."""
     for n in looks.sizes:
         checks = evaluate(n, looks.alpha(family_alpha), looks.power())
         if stopping_verdict(checks) != INCONCLUSIVE:
             break
-    spent = [replace(c, false_failure_rate=min(1.0, looks.count * c.false_failure_rate),
-                     note=f"{c.note}; {looks.label(n)}") for c in checks]
+    spent = [replace(c, false_failure_rate=min(1.0, looks.count * c.false_failure_rate) if c.claim
+                     else c.false_failure_rate, note=f"{c.note}; {looks.label(n)}") for c in checks]
     return spent, n
 
 
