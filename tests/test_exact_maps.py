@@ -57,6 +57,8 @@ def test_the_weak_order_of_an_exact_step_is_not_identifiable_and_says_so():
     outcome = cv.check_weak_order(LAYER, first_coordinate, initial=START, paths=4096)
     assert outcome.verdict == "inconclusive", outcome.table()  # alone, nothing else can decide
     assert "order not identifiable" in outcome.checks[0].note and "nan" not in outcome.table().lower()
+    staged = cv.check_weak_order(LAYER, first_coordinate, initial=START)  # more paths cannot help: the first look
+    assert staged.verdict == "inconclusive" and staged.params["paths"] == staged.params["looks"][0]
 
 
 NEAR = cv.limit_sde(lambda x: 1.05 * A * x, diffusion, 1, 2, NOISE, name="drift x 1.05")

@@ -134,6 +134,22 @@ def test_cache_reuses_intact_entries_and_recomputes_corrupted_or_foreign_ones(tm
     assert other_seed.reused == 0  # another configuration never reads these entries
 
 
+def test_one_scope_never_shares_blocks_between_seeds(tmp_path):
+    """A study may run one experiment at several seeds in its scope (calibration): the seed is in the block's label,
+    so a resumed run never reads one seed's blocks for another."""
+    from convergence.paths import run_seeded, uniform_sphere
+
+    def draws(streams, advance):
+        return uniform_sphere(streams, 1, 3)
+
+    scope = {"study": "unit", "profile": "quick", "seed": 0}
+    with caching(tmp_path, scope):
+        first = run_seeded(draws, name="draws", configuration=1, seed=5, key=(3,), paths=64, block_paths=64)
+    with caching(tmp_path, scope, resume=True) as resumed:
+        other = run_seeded(draws, name="draws", configuration=1, seed=6, key=(3,), paths=64, block_paths=64)
+    assert resumed.reused == 0 and not np.array_equal(first[0], other[0])
+
+
 def _blocks(printed: str) -> tuple[int, int]:
     """(computed, reused) from the command line's summary line."""
     match = re.search(r"blocks: (\d+) computed, (\d+) reused", printed)

@@ -93,8 +93,8 @@ def decide_in_stages(evaluate: Evaluate, looks: Looks, family_alpha: float = FAM
     being missed), every note naming the look, and that look's sample size."""
     for n in looks.sizes:
         checks = evaluate(n, looks.alpha(family_alpha), looks.power())
-        if stopping_verdict(checks) != INCONCLUSIVE:
-            break
+        if stopping_verdict(checks) != INCONCLUSIVE or not any(c.claim for c in checks):
+            break  # decided, or nothing left to decide (e.g. an order not identifiable: more samples cannot help)
     spent = [replace(c, false_failure_rate=min(1.0, looks.count * c.false_failure_rate) if c.claim
                      else c.false_failure_rate, note=f"{c.note}; {looks.label(n)}") for c in checks]
     return spent, n
