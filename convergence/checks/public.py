@@ -40,6 +40,7 @@ import numpy as np
 from verify.common import check_int, check_real, check_tokens, file_stem
 
 from ..experiments import (
+    DRIFT_TARGET,
     SAMPLE_BLOCK,
     STATES,
     DriftScaled,
@@ -368,7 +369,7 @@ def check_strong_order(
     order: float = 0.5,
     depths: tuple[int, ...] = (8, 16, 32, 64),
     horizon: float = 1.0,
-    target: float = 0.2,
+    target: float = DRIFT_TARGET,
     budget: int = 16_384,
     first: int = 1024,
     paths: int | None = None,

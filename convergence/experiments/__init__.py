@@ -78,6 +78,7 @@ from .stopping_certificates import (
     switching_checks,
 )
 from .strong import (
+    DRIFT_TARGET,
     REFERENCE_LEVELS,
     StrongData,
     StrongDesign,
@@ -116,7 +117,7 @@ __all__ = [
     "probability_check",
     "CHECKS", "ChaosData", "ChaosDesign", "CommuteDesign", "DriftScaled", "EnergyDesign", "ExponentDesign",
     "FedorovAction", "FedorovEulerAction", "KernelMatrixNetwork", "LatentDesign", "LocalDesign", "MeanFieldDesign",
-    "REFERENCE_LEVELS", "SAMPLE_BLOCK", "STATES", "StrongData", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
+    "DRIFT_TARGET", "REFERENCE_LEVELS", "SAMPLE_BLOCK", "STATES", "StrongData", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
     "analyse_chaos", "analyse_commute", "analyse_strong", "analyse_width", "analyse_width_depth",
     "backward_samples", "baseline_variance", "bootstrap_generator", "catalogue", "commute_estimates",
     "compare_with_bound", "coupled_chaos", "coupled_energies", "coupled_observables", "coupled_strong_errors",
