@@ -43,6 +43,7 @@ from verify.models import beta as beta_symbol
 from verify.rigorous import LatentSetting, distance
 
 from ..experiments import (
+    DRIFT_TARGET,
     LocalDesign,
     StrongDesign,
     WeakDesign,
@@ -100,9 +101,11 @@ class PowerProfile:
 
 PROFILES = {
     "quick": PowerProfile(local_eps=(0.01, 0.2), strong_eps=(0.2,), target=0.2, local=LocalDesign(samples=40960),
-                          strong=StrongDesign(depths=(8, 16, 32, 64, 128), paths=1024), tokens_f=(2,)),
+                          strong=StrongDesign(depths=(8, 16, 32, 64, 128), paths=1024, target=DRIFT_TARGET),
+                          tokens_f=(2,)),
     "full": PowerProfile(local_eps=(0.01, 0.05, 0.2), strong_eps=(0.05,), target=0.05, local=LocalDesign(),
-                         strong=StrongDesign(depths=(8, 16, 32, 64, 128, 256), paths=2048), tokens_f=(2, 8)),
+                         strong=StrongDesign(depths=(8, 16, 32, 64, 128, 256), paths=2048, target=DRIFT_TARGET),
+                         tokens_f=(2, 8)),
 }
 
 
