@@ -2,8 +2,10 @@
 
 A verdict is worth what it decides at a user's settings. Each case runs one public check (``convergence.checks``,
 sampling in stages until it decides) on a model whose limit is known, for ``SEEDS`` seeds: the true claim, and the
-claim with its drift x (1 + eps) for the case's mutants. Targets (the issue's): no true claim fails and every true
-claim passes at every seed; every mutant at or beyond the check's target is rejected at >= 90% of the seeds.
+claim with its drift x (1 + eps) for the case's mutants: 5% drift errors, and each check's target where it is a
+drift error (the local check's pooled 1%, the strong check's 25% / 20%; the weak check's target is in standard
+deviations of f, so its mutant is the 5% drift error only). Targets: no true claim fails and every true claim
+passes at every seed; every mutant is rejected at >= 90% of the seeds.
 
 Cases: the local check on model F (n = 2, d = 4; mutants 5% and 1%, the pooled target); the weak limit check on
 model F (n = 2, d = 4, sigma = 1/2, f = <x_0, x_1>^2; mutant 5%); the strong check on model F (n = 2, d = 4, target
