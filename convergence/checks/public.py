@@ -456,7 +456,7 @@ def check_weak_order(
         fits = weak_order(drawn[-1], design.steps(), bootstrap_generator(seed, key), design.replicates, z)
         panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)],
                            order)]
-        rate = order_check(fits, design, z, config)
+        rate = order_check(fits, design, z, config, power)
         return [replace(rate, claim=False) if fits["f"].at_roundoff.all() else rate]  # an exact step: no rate
 
     checks, stopped = decide_in_stages(look, looks)
@@ -533,7 +533,7 @@ def check_weak_limit(
         z = z_value(2, alpha)  # the two claims (order and limit) share the family-wise rate
         fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
         limit = claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power)
-        rate = _identifiable_rate(order_check(fits, design, z, config), fits["f"], z,
+        rate = _identifiable_rate(order_check(fits, design, z, config, power), fits["f"], z,
                                   resolution * float(layer_values["f"][:, -1].std(ddof=1)))
         checks = [rate, limit]
         for index, eps in enumerate(near_misses, start=1):

@@ -272,12 +272,13 @@ def weak_order(values: dict[str, np.ndarray], steps: np.ndarray, rng: np.random.
             for k, n in enumerate(names)}
 
 
-def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, config: dict) -> Check:
+def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, config: dict,
+                power: float = DETECTION_POWER) -> Check:
     """``weak_order``: the claim is an error O(h) (one-sided), so the check fails when the interval lies below
     ``order - allowance`` and passes when it lies above it (an interval above ``order + allowance`` gets a note:
     this observable's leading error coefficient is small); an interval across ``order - allowance`` passes only
     when it is at most ``max_ci_width`` wide, else inconclusive (as when fewer than three differences are
-    significant)."""
+    significant). The resolution is at ``power`` (a staged look's)."""
     fit = next(iter(fits.values()))  # the order is common to all observables
     lo, hi = fit.order - z * fit.order_se, fit.order + z * fit.order_se
     usable = sum(int(f.significant.sum()) for f in fits.values())
@@ -314,7 +315,8 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
     elif verdict == INCONCLUSIVE and "not identifiable" not in note:
         note += _significance_plan(fits, z, design.paths)
     return Check("weak_order", design.order, fit.order, (lo, hi), verdict, config, design.order_allowance,
-                 confidence, note=note, resolution=detectable_effect((lo, hi), design.order_allowance, confidence))
+                 confidence, note=note,
+                 resolution=detectable_effect((lo, hi), design.order_allowance, confidence, power))
 
 
 def _significance_plan(fits: dict[str, WeakOrderFit], z: float, paths: int) -> str:
