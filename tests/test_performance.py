@@ -1,6 +1,7 @@
 """Performance reporting: cost-curve exponents, the performance report's figure, CPU time in the index."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -63,3 +64,18 @@ def test_breakdown_charges_numpy_kernels_to_the_suites_function_that_called_them
     sympy.series(expression, x, 0, 12)
     seconds = sampled_breakdown(lambda: [sympy.series(expression, x, 0, 12) for _ in range(3)], 0.001)
     assert seconds["symbolic"] > 0.6 * sum(seconds.values())
+
+
+def test_standard_library_frames_are_charged_to_their_caller():
+    """Time in a standard-library helper (here copy.deepcopy) called from sympy is sympy's (it was 'other')."""
+    from convergence.performance.breakdown import frame_category
+
+    class Grab:
+        def __deepcopy__(self, memo):
+            Grab.category = frame_category(sys._getframe(1))  # the live frame of copy.deepcopy, inside "sympy"
+            return self
+
+    scope: dict = {}
+    exec(compile("import copy\ndef caller(obj):\n    return copy.deepcopy(obj)\n", "/x/sympy/fake.py", "exec"), scope)
+    scope["caller"](Grab())
+    assert Grab.category == "symbolic"

@@ -21,6 +21,7 @@ Categories (``_RULES``, first match on ``file:function`` wins):
 from __future__ import annotations
 
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable
@@ -49,13 +50,19 @@ def categorise(where: str) -> str:
     return "other"
 
 
+_STDLIB = sysconfig.get_paths()["stdlib"]
+
+
 def _transparent(filename: str) -> bool:
-    """numpy's own Python wrappers: their time belongs to whoever called them."""
-    return "/numpy/" in filename
+    """numpy's own Python wrappers and the standard library (abc, functools, random, importlib, ...): their time
+    belongs to whoever called them (sympy spends part of its time in such helpers)."""
+    return ("/numpy/" in filename or filename.startswith("<frozen")
+            or (filename.startswith(_STDLIB) and "site-packages" not in filename))
 
 
 def frame_category(frame: FrameType | None) -> str:
-    """The category of the innermost frame, passing through numpy's wrappers to their caller."""
+    """The category of the innermost frame, passing through numpy's wrappers and the standard library to their
+    caller."""
     while frame is not None:
         code = frame.f_code
         category = categorise(f"{code.co_filename}:{code.co_name}")
