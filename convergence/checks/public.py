@@ -217,11 +217,10 @@ def _check_protocol(name: str, value: object, protocol: type) -> None:
                         f"got {type(value).__name__}")
 
 
-def _nonfinite_outcome(title: str, names: list[str], message: str, config: dict, params: dict, seed: int) -> Outcome:
-    """Every check of a run whose data hold NaN or infinity: ``fail``, with the message naming where."""
+def _nonfinite_checks(names: list[str], message: str, config: dict) -> list[Check]:
+    """Every check of a look whose data hold NaN or infinity: ``fail``, with the message naming where."""
     nan = float("nan")
-    return Outcome(title, [Check(name, 0.0, nan, (nan, nan), FAIL, config, note=message) for name in names],
-                   [], params, seed)
+    return [Check(name, 0.0, nan, (nan, nan), FAIL, config, note=message) for name in names]
 
 
 def _name(obj: object) -> str:
@@ -396,22 +395,18 @@ def check_strong_order(
     looks = _looks(paths, first, budget, block)
     key = (USER_KEY, 1)
     config = {"map": _name(layer), "sde": _name(sde)}
-    drawn: list[StrongData] = []
-
-    def design_at(n: int, power: float) -> StrongDesign:
-        return StrongDesign(depths=tuple(depths), horizon=horizon, paths=n, order=order, block_paths=block,
-                            reference_factor=reference_factor, target=target, power=power)
+    drawn = _Drawn(StrongData.extended)
+    panels: list[Panel] = []
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
-        design = design_at(n, power)
-        done = drawn[-1].final_sq.shape[0] if drawn else 0
-        _extend(drawn, coupled_strong_errors(layer, sde, design, seed, key, initial, start=done), StrongData.extended)
-        checks, panel = analyse_strong(drawn[-1], design, config, bootstrap_generator(seed, key),
+        design = StrongDesign(depths=tuple(depths), horizon=horizon, paths=n, order=order, block_paths=block,
+                              reference_factor=reference_factor, target=target, power=power)
+        data = drawn.extend(coupled_strong_errors(layer, sde, design, seed, key, initial, start=drawn.size), n)
+        checks, panel = analyse_strong(data, design, config, bootstrap_generator(seed, key),
                                        family_confidence(4, alpha))  # the four checks share the family-wise rate
         panels[:] = [panel]
         return checks
 
-    panels: list[Panel] = []
     checks, stopped = decide_in_stages(look, looks)
     return Outcome(title, checks, panels, {"depths": list(depths), "horizon": horizon, "paths": stopped,
                                            "target": target, "reference_factor": reference_factor,
@@ -441,23 +436,22 @@ def check_weak_order(
     looks = _looks(paths, first, budget, WEAK_BLOCK)
     key = (USER_KEY, 2)
     config = {"map": _name(layer)}
-    drawn: list[dict] = []
+    drawn = _Drawn()
     panels: list[Panel] = []
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=n, block_paths=WEAK_BLOCK, order=order)
-        done = drawn[-1]["f"].shape[0] if drawn else 0
-        _extend(drawn, coupled_observables(layer, design, {"f": checked}, seed, key, initial, start=done))
-        bad = first_nonfinite({f"f of {_name(layer)}": drawn[-1]["f"]}, [f"L={L}" for L in design.depths])
+        values = drawn.extend(coupled_observables(layer, design, {"f": checked}, seed, key, initial,
+                                                  start=drawn.size), n)
+        bad = first_nonfinite({f"f of {_name(layer)}": values["f"]}, [f"L={L}" for L in design.depths])
         if bad:
             panels.clear()
-            return _nonfinite_outcome(title, ["weak_order"], bad, config, {}, seed).checks
+            return _nonfinite_checks(["weak_order"], bad, config)
         z = z_value(1, alpha)
-        fits = weak_order(drawn[-1], design.steps(), bootstrap_generator(seed, key), design.replicates, z)
+        fits = weak_order(values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
         panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)],
                            order)]
-        rate = order_check(fits, design, z, config, power)
-        return [replace(rate, claim=False) if fits["f"].at_roundoff.all() else rate]  # an exact step: no rate
+        return [_identifiable_rate(order_check(fits, design, z, config, power), fits["f"], z)]
 
     checks, stopped = decide_in_stages(look, looks)
     return Outcome(title, checks, panels, {"depths": list(depths), "horizon": horizon, "paths": stopped,
@@ -515,21 +509,19 @@ def check_weak_limit(
     key = (USER_KEY, 5)
     claims = [sde, *(DriftScaled(sde, 1.0 + eps) for eps in near_misses)]
     config = {"map": _name(layer), "sde": _name(sde)}
-    drawn: list[tuple[dict, dict]] = []
+    drawn = _Drawn()
     panels: list[Panel] = []
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=n, block_paths=WEAK_BLOCK, order=order)
-        done = drawn[-1][0]["f"].shape[0] if drawn else 0
-        _extend(drawn, coupled_layer_and_claims(layer, claims, design, {"f": checked}, seed, key, initial,
-                                                reference_factor, start=done))
-        layer_values, claim_values = drawn[-1]
+        layer_values, claim_values = drawn.extend(coupled_layer_and_claims(
+            layer, claims, design, {"f": checked}, seed, key, initial, reference_factor, start=drawn.size), n)
         bad = first_nonfinite({f"f of {_name(layer)}": layer_values["f"],
                                "f of the claims (Euler at 2 h_ref, h_ref)": claim_values["f"].reshape(n, -1)},
                               [f"L={L}" for L in design.depths])
         if bad:
             panels.clear()
-            return _nonfinite_outcome(title, ["weak_order", "claim_limit"], bad, config, {}, seed).checks
+            return _nonfinite_checks(["weak_order", "claim_limit"], bad, config)
         z = z_value(2, alpha)  # the two claims (order and limit) share the family-wise rate
         fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
         limit = claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power)
@@ -568,19 +560,29 @@ def _looks(fixed: int | None, first: int, budget: int, block: int,
     return Looks(first, check_int(names[2], budget, minimum=first), block)
 
 
-def _extend(drawn: list, more, extended: Callable | None = None) -> None:
-    """Append this look's data: the last look's followed by ``more`` (the next seeded blocks)."""
-    drawn.append(more if not drawn else extended(drawn[-1], more) if extended else
-                 concatenate_blocks([drawn[-1], more]))
+class _Drawn:
+    """A staged check's data so far: ``size`` paths, extended at each look by the next seeded blocks."""
+
+    def __init__(self, extended: Callable = lambda data, more: concatenate_blocks([data, more])) -> None:
+        self.data, self.size, self._extended = None, 0, extended
+
+    def extend(self, more, size: int):
+        """The data of paths 0 .. ``size`` - 1: these followed by ``more`` (paths ``self.size`` .. ``size`` - 1)."""
+        self.data = more if self.data is None else self._extended(self.data, more)
+        self.size = size
+        return self.data
 
 
-def _identifiable_rate(rate: Check, fit, z: float, target: float) -> Check:
+def _identifiable_rate(rate: Check, fit, z: float, target: float | None = None) -> Check:
     """A weak order claim is a finding, not a claim, when the rate cannot be identified on the ladder at the check's
     target: every coupled difference within rounding (an exact step), or an undecided order whose every coupled
     difference lies, by its upper bound, below claim_limit's target (the whole depth dependence is smaller than the
-    effect the limit is judged at; claim_limit, which allows the last difference as a bias, decides)."""
+    effect the limit is judged at; claim_limit, which allows the last difference as a bias, decides). Without a
+    ``target`` (the weak order alone) only the first applies."""
     if fit.at_roundoff.all():
         return replace(rate, claim=False)
+    if target is None:
+        return rate
     upper = np.abs(fit.differences) + z * fit.standard_errors
     if rate.verdict == INCONCLUSIVE and np.all(upper <= target):
         return replace(rate, claim=False, note=rate.note + f"; order not identifiable at this target: every coupled "
@@ -624,18 +626,16 @@ def check_same_weak_limit(
     looks = _looks(paths, first_look, budget, WEAK_BLOCK, ("paths", "first_look", "budget"))
     key = (USER_KEY, 3)
     config = {"first": _name(first), "second": _name(second), "depth": depth}
-    drawn: list[tuple[np.ndarray, np.ndarray]] = []
+    drawn = _Drawn()
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(depths=(depth // 4, depth // 2, depth), horizon=horizon, paths=n, block_paths=WEAK_BLOCK)
         used = design.depths[1:]  # the ladder's finest two levels (same Brownian path as the whole ladder)
-        done = drawn[-1][0].shape[0] if drawn else 0
-        _extend(drawn, tuple(coupled_observables(m, design, {"f": checked}, seed, key, initial, used, start=done)["f"]
-                             for m in (first, second)))
-        a, b = drawn[-1]
+        a, b = drawn.extend(tuple(coupled_observables(m, design, {"f": checked}, seed, key, initial, used,
+                                                      start=drawn.size)["f"] for m in (first, second)), n)
         bad = first_nonfinite({f"f of {_name(first)}": a, f"f of {_name(second)}": b}, [f"L={L}" for L in used])
         if bad:
-            return _nonfinite_outcome(title, ["same_weak_limit"], bad, config, {}, seed).checks
+            return _nonfinite_checks(["same_weak_limit"], bad, config)
         extrapolated = 2 * (a[:, -1] - b[:, -1]) - (a[:, -2] - b[:, -2])
         mean, se = float(extrapolated.mean()), float(extrapolated.std(ddof=1) / np.sqrt(n))
         z = z_value(1, alpha)
