@@ -215,3 +215,18 @@ def test_a_non_finite_target_reference_fails_same_limit():
         checks, _ = analyse_strong(data, design, {}, bootstrap_generator(0, (1,)))
         (same,) = [c for c in checks if c.name == "same_limit"]
         assert same.verdict == FAIL and "not finite" in same.note, same.note
+
+
+def test_too_few_samples_never_pass_a_near_miss_and_staged_looks_reject_it():
+    """At 16 paths no staged-capable check passes a near miss it cannot see; sampled in stages, it is rejected, with
+    its resolution and target stated."""
+    small, wide = cv.FedorovModel(2, 4), cv.FedorovModel(2, 4, sigma=0.5)
+    assert cv.check_strong_order(small, DriftScaled(small.limit_sde(), 1.25), paths=16, depths=(8, 16, 32, 64),
+                                 target=0.25).verdict != PASS
+    assert cv.check_weak_limit(wide, DriftScaled(wide.limit_sde(), 1.05), _overlap_squared, paths=16,
+                               near_misses=()).verdict != PASS
+    hotter = cv.FedorovModel(2, 4, beta=1.05)  # attention 5% hotter: another weak limit
+    assert cv.check_same_weak_limit(small, hotter, _overlap_squared, paths=16).verdict == INCONCLUSIVE
+    staged = cv.check_same_weak_limit(small, hotter, _overlap_squared)
+    (check,) = staged.checks
+    assert staged.verdict == FAIL and check.resolution > 0 and "target 0.02 x sd(f)" in check.note, staged.table()
