@@ -15,7 +15,8 @@ from convergence.studies.calibration import case_seeds, rate_check
 def _outcome(verdict: str, effect_in_se: float = 20.0) -> Outcome:
     """A run whose one claim check has ``verdict``; a failing one measured ``effect_in_se`` standard errors out."""
     z = 2.5758293035489004
-    check = Check("drift_scale", 0.0, effect_in_se, (effect_in_se - z, effect_in_se + z), verdict)
+    check = Check("drift_scale", 0.0, effect_in_se, (effect_in_se - z, effect_in_se + z), verdict, resolution=3.8,
+                  target=4.0)
     return Outcome("run", [check], params={"samples": 4096})
 
 

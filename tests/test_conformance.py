@@ -135,7 +135,8 @@ def test_local_consistency_at_the_canonical_states(name):
     merged pair they are so small that the step's O(h^2) bias decides (inconclusive at this step)."""
     model = MODELS[name]()
     states = states_for(model.tokens, model.dim, ("uniform",), 0, (9,))
-    checks = local_checks(model, model.limit_sde(), states, LocalDesign(samples=32768, target=0.2, state_target=0.2),
+    checks = local_checks(model, model.limit_sde(), states, LocalDesign(samples=32768, target=0.2, state_target=0.2,
+                                                                         component_target=0.2),
                           0, (9, 1))
     assert combine_verdicts([c.verdict for c in checks]) == Verdict.PASS, [(c.name, c.config, c.verdict) for c in checks
                                                                           if c.verdict != Verdict.PASS]

@@ -10,9 +10,11 @@ from convergence.statistics import (
     FAIL,
     INCONCLUSIVE,
     PASS,
+    Check,
     bootstrap_counts,
     combine_verdicts,
     confidence_z,
+    detectable_effect,
     effect_verdict,
     fit_order,
     limit_verdict,
@@ -82,7 +84,24 @@ def test_flags(rng):
      ((0.1, 0.9), 5, INCONCLUSIVE), ((0.45, 0.55), 2, INCONCLUSIVE)],
 )
 def test_order_verdict(ci, usable, verdict):
-    assert order_verdict(ci, expected=0.5, allowance=0.05, max_width=0.3, usable_levels=usable) == verdict
+    resolution = detectable_effect(ci, 0.05, 0.99)  # (0.1, 0.9): 0.65, above the target
+    assert order_verdict(ci, 0.5, 0.05, resolution, target=0.3, usable_levels=usable) == verdict
+
+
+def test_a_statistical_claim_check_passes_only_at_a_stated_resolution_within_its_target():
+    def verdict(**fields):
+        return Check("x", 0.0, 0.0, (-1.0, 1.0), PASS, **fields).verdict
+
+    assert verdict(resolution=0.2, target=0.25) == PASS
+    assert verdict(resolution=0.3, target=0.25) == INCONCLUSIVE
+    assert verdict() == INCONCLUSIVE  # no resolution, no target
+    assert verdict(resolution=0.2) == INCONCLUSIVE
+    assert verdict(resolution=float("nan"), target=1.0) == INCONCLUSIVE
+    assert "resolution 0.3 > target 0.25" in Check("x", 0.0, 0.0, (-1.0, 1.0), PASS, resolution=0.3, target=0.25).note
+    # exact and certified checks (no chance of a false failure) and findings decide without one
+    assert verdict(false_failure_rate=0.0) == PASS
+    assert verdict(claim=False) == PASS
+    assert Check("x", 0.0, 0.0, (-1.0, 1.0), FAIL).verdict == FAIL
 
 
 def test_plateau_recovers_exact_model():
@@ -106,7 +125,7 @@ def test_findings_are_reported_but_do_not_decide_the_verdict():
     from convergence.output import StudyResult, to_markdown
     from convergence.statistics import Check
 
-    claim = Check("rate", 1.0, 1.0, (0.9, 1.1), "pass")
+    claim = Check("rate", 1.0, 1.0, (0.9, 1.1), "pass", resolution=0.2, target=0.25)
     finding = Check("rate", 1.0, 0.5, (0.4, 0.6), "fail", {"model": "F"}, claim=False)
     result = StudyResult(study="s", profile="quick", seed=0, params={}, checks=[claim, finding])
     assert result.verdict == "pass"

@@ -216,13 +216,15 @@ def test_a_noise_that_does_not_match_the_dimension_is_named_when_the_map_is_buil
 
 def test_verdict_rules_never_pass_on_nan_or_infinity():
     nan, inf = float("nan"), float("inf")
-    assert order_verdict((nan, nan), 0.5, 0.05, 0.1, 5) == FAIL
-    assert order_verdict((0.45, inf), 0.5, 0.05, 0.1, 5) == FAIL
+    assert order_verdict((nan, nan), 0.5, 0.05, 0.1, 0.2, 5) == FAIL
+    assert order_verdict((0.45, inf), 0.5, 0.05, 0.1, 0.2, 5) == FAIL
+    assert order_verdict((0.45, 0.55), 0.5, 0.05, nan, 0.2, 5) == FAIL
     assert limit_verdict((nan, 0.0), 1e-3, 1e-2) == FAIL
     assert limit_verdict((0.0, 1e-4), 1e-3, inf) == FAIL
     assert Check("x", 0.0, nan, (0.0, 0.0), PASS).verdict == FAIL
     assert Check("x", 0.0, 0.0, (-inf, 0.0), PASS).verdict == FAIL
-    assert Check("x", 0.0, 0.0, (-1.0, 1.0), PASS).verdict == PASS
+    assert Check("x", 0.0, 0.0, (-1.0, 1.0), PASS, resolution=0.1, target=0.2).verdict == PASS
+    assert Check("x", 0.0, 0.0, (-1.0, 1.0), PASS, resolution=inf, target=0.2).verdict == INCONCLUSIVE
 
 
 def test_a_plateau_interval_below_zero_is_inconclusive_not_a_pass():

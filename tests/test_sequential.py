@@ -66,7 +66,7 @@ def _staged_verdicts(mean: float, target: float, family_alpha: float, looks: Loo
             ci = (centre - z / math.sqrt(n), centre + z / math.sqrt(n))
             resolution = detectable_effect(ci, 0.0, 1 - alpha, power)
             return [Check("mean", 0.0, centre, ci, effect_verdict(ci, 0.0, 0.0, resolution, target),
-                          confidence=1 - alpha, resolution=resolution)]
+                          confidence=1 - alpha, resolution=resolution, target=target)]
 
         checks, _ = decide_in_stages(evaluate, looks, family_alpha)
         verdicts.append(checks[0].verdict)

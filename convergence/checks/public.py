@@ -649,7 +649,7 @@ def check_same_weak_limit(
             note += (f"; resolution {detectable:.3g} > target: about "
                      f"{samples_to_decide((lo, hi), 0.0, z_confidence(z), n, target, power)} paths would decide")
         return [Check("same_weak_limit", 0.0, mean, (lo, hi), verdict, config, 0.0, z_confidence(z), note=note,
-                      resolution=detectable)]
+                      resolution=detectable, target=target)]
 
     checks, stopped = decide_in_stages(look, looks)
     return Outcome(title, checks, [], {"depth": depth, "horizon": horizon, "paths": stopped,
@@ -687,8 +687,9 @@ def check_local_consistency(
 
     ``states``: names of ``convergence.experiments.local.STATES`` or a mapping name -> array (tokens, d); ``target``:
     the pooled checks' largest resolution (relative coefficient error) that still decides (a single state's is
-    twice that). Looks at ``first``, 2 ``first``, ... samples per state and step, up to ``budget``: fail as soon as
-    an interval excludes its allowance, pass as soon as every check passes at its target, inconclusive at the budget
+    twice that, a max-z check's five times that). Looks at ``first``, 2 ``first``, ... samples per state and step,
+    up to ``budget``: fail as soon as an interval excludes its allowance, pass as soon as every check passes at its
+    target, inconclusive at the budget
     (saying how many samples would decide). ``samples``: one look at this fixed size instead. Each check's
     resolution is reported; the family-wise false-failure rate over all checks and looks is 1%.
     """
@@ -710,7 +711,8 @@ def check_local_consistency(
     drawn: dict = {}
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
-        design = LocalDesign(step=step, samples=n, target=target, state_target=2 * target, power=power)
+        design = LocalDesign(step=step, samples=n, target=target, state_target=2 * target,
+                             component_target=5 * target, power=power)
         return local_checks(layer, sde, chosen, design, seed, key, config, alpha, drawn)
 
     checks, stopped = decide_in_stages(look, looks)

@@ -35,6 +35,7 @@ from .exponents import (
     record_log_distances,
 )
 from .latent_sampling import (
+    LIMIT_TARGET,
     LatentDesign,
     backward_samples,
     exact_discrete_convergence,
@@ -117,7 +118,7 @@ __all__ = [
     "probability_check",
     "CHECKS", "ChaosData", "ChaosDesign", "CommuteDesign", "DriftScaled", "EnergyDesign", "ExponentDesign",
     "FedorovAction", "FedorovEulerAction", "KernelMatrixNetwork", "LatentDesign", "LocalDesign", "MeanFieldDesign",
-    "DRIFT_TARGET", "REFERENCE_LEVELS", "SAMPLE_BLOCK", "STATES", "StrongData", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
+    "DRIFT_TARGET", "LIMIT_TARGET", "REFERENCE_LEVELS", "SAMPLE_BLOCK", "STATES", "StrongData", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
     "analyse_chaos", "analyse_commute", "analyse_strong", "analyse_width", "analyse_width_depth",
     "backward_samples", "baseline_variance", "bootstrap_generator", "catalogue", "commute_estimates",
     "compare_with_bound", "coupled_chaos", "coupled_energies", "coupled_observables", "coupled_strong_errors",

@@ -83,7 +83,7 @@ class CommuteDesign(RateTolerance):
     paths: int = 256
     block_paths: int = 256
     order_allowance: float = 0.2
-    max_ci_width: float = 0.6
+    order_target: float = 0.65
     resolution: float = 0.05  # iterated_limits and the ratio checks must resolve 5% of the grid's spread
 
     def __post_init__(self) -> None:
@@ -266,17 +266,19 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
     for name, note in (("depth_rate", "slope of |mean over N of u(N,L) - u(N,2L)| against h, finest 3 differences"),
                        ("token_rate", "slope of |mean over L of u(N,L) - u(2N,L)| against 1/N, finest 3 differences")):
         ci = _interval(point[name], boot[name], confidence)
+        resolution = detectable_effect(ci, design.order_allowance, confidence)
         checks.append(Check(name, design.order, float(point[name]), ci,
-                            order_verdict(ci, design.order, design.order_allowance, design.max_ci_width, 3), config,
-                            design.order_allowance, confidence, note=note,
-                            resolution=detectable_effect(ci, design.order_allowance, confidence)))
+                            order_verdict(ci, design.order, design.order_allowance, resolution, design.order_target,
+                                          3), config, design.order_allowance, confidence, note=note,
+                            resolution=resolution, target=design.order_target))
     ci = _interval(point["difference"], boot["difference"], confidence)
     allowance = float(point["allowance"])
     spread = float(np.ptp(point["grid"]))
     resolution = detectable_effect(ci, allowance, confidence)
     verdict = effect_verdict(ci, 0.0, allowance, resolution, design.resolution * spread)
     checks.append(Check("iterated_limits", 0.0, float(point["difference"]), ci, verdict, config, allowance, confidence,
-                        resolution=resolution, relative_resolution=resolution / spread, note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
+                        resolution=resolution, target=design.resolution * spread,
+                        relative_resolution=resolution / spread, note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
                               f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
                               f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
                               f"to their coarsest point; inconclusive when the resolution exceeds {design.resolution:g} x the "
@@ -288,7 +290,8 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
         verdict = effect_verdict(ci, 0.0, 0.0, resolution, design.resolution * spread / reach)
         power = 2 if name == "ratio_even" else 3
         checks.append(Check(name, 0.0, float(point[name]), ci, verdict, config, 0.0, confidence,
-                            resolution=resolution, relative_resolution=resolution * reach / spread, note=(
+                            resolution=resolution, relative_resolution=resolution * reach / spread,
+                            target=design.resolution * spread / reach, note=(
             f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), fitted "
             f"with the cross terms h/N, h^2/N, h/N^2 and the other power; largest |residual| "
             f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the resolution is a ratio effect "

@@ -28,7 +28,6 @@ from ..models import LayerMap
 from ..paths import PathStreams, RecordGrid, record_at_two_steps, uniform_sphere
 from ..statistics import (
     CONFIDENCE,
-    FAIL,
     INCONCLUSIVE,
     PASS,
     Check,
@@ -37,6 +36,7 @@ from ..statistics import (
     bootstrap_means,
     bootstrap_medians,
     detectable_effect,
+    effect_verdict,
     least_squares_slope,
     percentile_interval,
 )
@@ -50,7 +50,9 @@ class ExponentDesign(RecordGrid):
     delta0: float = 1e-4
     block_paths: int = 4096
     replicates: int = 400
-    max_ci_width: float = 0.5  # relative to max(|expected|, 0.05): the exponent measured to +-25%
+    # The largest exponent error the checks may miss, relative to max(|expected|, 0.05) (an interval 0.4 x that wide
+    # at 99% gives a resolution of about the allowance + 0.3)
+    target: float = 0.3
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -132,8 +134,8 @@ def mean_square_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.rando
 
 def exponent_check(name: str, expected: float, est: ExponentEstimate, design: ExponentDesign, config: dict,
                    allowance_floor: float = 0.005, note: str = "", confidence: float = CONFIDENCE) -> Check:
-    """``fail`` when the interval misses expected +- allowance; ``inconclusive`` when it is wider than
-    ``max_ci_width`` x max(|expected|, 0.05) or cannot tell the exponent's sign (contains 0).
+    """``fail`` when the interval misses expected +- allowance; ``inconclusive`` when its resolution exceeds
+    ``design.target`` x max(|expected|, 0.05) or it cannot tell the exponent's sign (contains 0).
 
     Allowance: half the first-order correction |s(h) - s(2h)| (the Richardson estimate's remaining
     O(h^2) bias is smaller when the expansion in h is regular) plus ``allowance_floor`` for the
@@ -142,13 +144,12 @@ def exponent_check(name: str, expected: float, est: ExponentEstimate, design: Ex
     allowance = 0.5 * abs(est.at_h - est.at_2h) + allowance_floor
     lo, hi = est.ci
     scale = max(abs(expected), 0.05)
-    if hi < expected - allowance or lo > expected + allowance:
-        verdict = FAIL
-    elif hi - lo > design.max_ci_width * scale or lo <= 0 <= hi:
+    target = design.target * scale
+    resolution = detectable_effect(est.ci, allowance, confidence)
+    verdict = effect_verdict(est.ci, float(expected), allowance, resolution, target)
+    if verdict == PASS and lo <= 0 <= hi:
         verdict = INCONCLUSIVE
-    else:
-        verdict = PASS
     detail = f"slopes at h: {est.at_h:.4g}, at 2h: {est.at_2h:.4g}; Richardson 2 s(h) - s(2h)"
     return Check(name=name, expected=float(expected), estimate=est.estimate, ci=est.ci, verdict=verdict, config=config,
-                 allowance=allowance, confidence=confidence,
-                 resolution=detectable_effect(est.ci, allowance, confidence), note=f"{detail}. {note}".strip())
+                 allowance=allowance, confidence=confidence, resolution=resolution, relative_resolution=resolution / scale,
+                 target=target, note=f"{detail}. {note}".strip())

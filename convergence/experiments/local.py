@@ -20,12 +20,14 @@ Checks at each state (``config["state"]``):
                    relative drift error along the true drift (a claim (1 + eps) b_true gives gamma = eps).
                    Expected 0. Where the layer's drift is not resolved (|m| < 10 z its se), measured along the
                    claimed drift b instead (with its resolution: few samples are inconclusive, never a pass).
-  drift            the largest |z| over the components of R_2 - b (any direction, e.g. a missing term).
+  drift            the largest |z| over the components of R_2 - b (any direction, e.g. a missing term); its
+                   resolution is the error in one component it rejects with 90%, relative to the drift's RMS
+                   component (the noise's for a drift-free claim), target ``component_target``.
   diffusion_scale  <D, C> / |C|^2 with C = E[G G^T] / h the claimed covariance: the relative error of the
                    noise variance (a claim with sigma^2 x (1 + eps) gives -eps / (1 + eps)). Expected 0.
   diffusion        the largest |z| of u^T D u over probe directions u (each token's radial direction, which
                    a missing tangent projection changes, and fixed random directions), relative to the mean
-                   claimed variance per direction tr(C) / (n d).
+                   claimed variance per direction tr(C) / (n d) (resolution likewise, in those units).
 and, pooled over the states (inverse-variance weights), drift_scale and diffusion_scale again (``config["state"] ==
 "pooled"``): the sharpest test of a coefficient error that is the same everywhere.
 Every interval is a normal interval at the Bonferroni level of all the checks of the run (family-wise
@@ -38,10 +40,12 @@ split into blocks nor on where the blocks run.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy import stats
 
 from verify.common import check_int, check_real
 
@@ -97,12 +101,16 @@ STATES: dict[str, State] = {"uniform": uniform_state, "merged": merged_state, "a
 @dataclass(frozen=True)
 class LocalDesign:
     """Steps h, h/2, h/4 at each state; ``samples`` draws of the noise per state; ``target`` the largest
-    resolution (relative error) that still decides a pooled check, ``state_target`` a single state's."""
+    resolution (relative error) that still decides a pooled check, ``state_target`` a single state's,
+    ``component_target`` a max-z check's (an error in one component, relative to the typical one)."""
 
     step: float = 1.0 / 64
     samples: int = 65536
     target: float = 0.01
     state_target: float = 0.02
+    # the max-z checks (drift, diffusion) may miss an error in one component this large (relative to a typical one: five
+    # times the pooled target, as a component's standard error is several times that of a projection on the drift)
+    component_target: float = 0.05
     power: float = DETECTION_POWER  # a resolution is the effect rejected with this probability
 
     def __post_init__(self) -> None:
@@ -110,6 +118,7 @@ class LocalDesign:
         check_int("samples", self.samples, minimum=64)
         check_real("target", self.target, minimum=0.0, strict_minimum=True)
         check_real("state_target", self.state_target, minimum=0.0, strict_minimum=True)
+        check_real("component_target", self.component_target, minimum=0.0, strict_minimum=True)
         check_real("power", self.power, minimum=0.5, maximum=1.0)
 
     @property
@@ -215,23 +224,29 @@ def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, ta
                  f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power)} samples would decide"
                  if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step")
     return Check(name, 0.0, mean, ci, verdict, config, bias, confidence, note=note,
-                 resolution=resolution, relative_resolution=resolution)
+                 resolution=resolution, relative_resolution=resolution, target=target)
 
 
 def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, config: dict, note: str,
-                 confidence: float) -> Check:
+                 confidence: float, scale: float, target: float, power: float) -> Check:
     """``fail`` when any column's mean is more than z_k standard errors beyond its bias allowance, z_k the
-    Bonferroni quantile over the k columns within this check's level (the maximum over k components)."""
+    Bonferroni quantile over the k columns within this check's level (the maximum over k components).
+
+    Resolution: the largest over the columns of bias_k + (z_k + z_power) se_k, the error in any one column that is
+    rejected with probability ``power``, relative to ``scale``; inconclusive when it exceeds ``target``."""
     z = z_value(per_sample.shape[1], 1.0 - confidence)
     mean = per_sample.mean(axis=0)
     se = per_sample.std(axis=0, ddof=1) / np.sqrt(per_sample.shape[0])
     excess = np.where(se > 0, (np.abs(mean) - bias) / np.where(se > 0, se, 1.0), np.where(np.abs(mean) > bias, np.inf, 0))
     worst = int(np.argmax(excess))
     score = float(np.max(excess))
-    verdict = FAIL if not np.all(np.isfinite(mean)) or score > z else PASS
+    resolution = float(np.max(bias + (z + float(stats.norm.ppf(power))) * se)) / scale if scale > 0 else math.inf
+    verdict = FAIL if not np.all(np.isfinite(mean)) or score > z else (INCONCLUSIVE if resolution > target else PASS)
     return Check(name, 0.0, score, (score, score), verdict, config, z, confidence, 1 - confidence,
                  f"{note}; largest excess over the bias allowance, in standard errors: {score:.3g} "
-                 f"(component {worst}), fails above z = {z:.3g}")
+                 f"(component {worst}), fails above z = {z:.3g}; resolution: an error of {resolution:.3g} x "
+                 f"{scale:.3g} in any one component", resolution=resolution, relative_resolution=resolution,
+                 target=target)
 
 
 def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarray], design: LocalDesign,
@@ -303,8 +318,12 @@ class _ClaimChecks:
                 + ("" if resolved else "; the layer's drift is not resolved at this sample size")
                 + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples", confidence,
                 design.power))
+        # the drift's typical component (the noise's, in the model's time unit, for a drift-free claim and map)
+        drift_scale = float(np.sqrt(max(norm2, float(np.trace(data.claimed_cov))) / claimed.size))
         checks.append(_max_z_check("drift", r2 - claimed, bias, z, cfg,
-                                   f"{claimed.size} drift components", confidence))
+                                   f"{claimed.size} drift components, relative to the drift's RMS component "
+                                   f"{drift_scale:.3g}", confidence, drift_scale, design.component_target,
+                                   design.power))
         c_norm2 = float(np.sum(data.claimed_cov**2))
         s1, s2 = richardson(data.scale_terms[..., None])
         checks.append(_interval_check(
@@ -316,7 +335,8 @@ class _ClaimChecks:
         p1, p2 = richardson(data.probe_terms)
         checks.append(_max_z_check("diffusion", p2 / scale, np.abs(p1.mean(0) - p2.mean(0)) / 3 / scale,
                                    z, cfg, f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "
-                                   "relative to the mean claimed variance per direction", confidence))
+                                   "relative to the mean claimed variance per direction", confidence, 1.0,
+                                   design.component_target, design.power))
         self.pooled["drift_scale"].append(gamma if scaled else None)
         self.pooled["diffusion_scale"].append(s2[:, 0] / c_norm2)
         self.pooled_bias["drift_scale"].append(checks[-4].allowance if scaled else None)

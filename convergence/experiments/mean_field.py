@@ -97,7 +97,8 @@ def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: floa
     if verdict == INCONCLUSIVE:
         note += f"; relative resolution {relative} above the target {target:g}: more paths needed"
     return Check(name, 0.0, mean, ci, verdict, config, 0.0, confidence, note=note,
-                 resolution=resolution, relative_resolution=relative)
+                 resolution=resolution, relative_resolution=relative,
+                 target=None if relative is None else target * abs(scale))
 
 
 def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: int, key: Sequence[int], config: dict,

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import math
+
 import numpy as np
 from scipy import stats
 
@@ -256,9 +258,27 @@ def rejection_row(kind: str, model: str, label: str, effect: float | None, check
     note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
             + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}")
             + f"; estimated chance of a miss at the measured effects {miss:.2g}" + unresolved)
+    if resolution is None:
+        resolution = _sharpest(checks)
+    note += "; a rejection is a decision at its own confidence, so the row needs no target (resolution: the inner's)"
     return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
                  {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=miss,
-                 resolution=resolution, relative_resolution=resolution)
+                 resolution=resolution, relative_resolution=resolution, target=math.inf)
+
+
+def _sharpest(checks: list[Check]) -> float | None:
+    """The smallest relative resolution (else resolution) of ``checks``."""
+    values = [c.relative_resolution if c.relative_resolution is not None else c.resolution for c in checks]
+    values = [v for v in values if v is not None]
+    return min(values, default=None)
+
+
+def _worst_ratio(checks: list[Check]) -> float | None:
+    """The largest resolution / target over the statistical claim checks of ``checks`` (None when one lacks
+    them): at most 1 when every one of them sees what it may not miss."""
+    ratios = [c.resolution / c.target if c.resolution is not None and c.target else None
+              for c in checks if c.claim and c.false_failure_rate > 0]
+    return None if not ratios or None in ratios else max(ratios)
 
 
 def true_claim_row(kind: str, model: str, checks: list[Check]) -> Check:
@@ -271,6 +291,7 @@ def true_claim_row(kind: str, model: str, checks: list[Check]) -> Check:
     return Check("true_claim", 1.0, 1.0 if inner == PASS else 0.0, (0.0, 1.0), inner,
                  {"check": kind, "model": model}, confidence=1 - alpha, false_failure_rate=alpha,
                  note=f"{kind} check on the true claim: {inner}; resolutions: "
-                 f"{resolutions or 'see the inner checks'}",
-                 resolution=None if drift is None else drift.resolution,
-                 relative_resolution=None if drift is None else drift.resolution)
+                 f"{resolutions or 'see the inner checks'}; resolution here: the largest resolution / target of the "
+                 "inner claim checks (target 1: each sees what it may not miss)",
+                 resolution=_worst_ratio(checks), relative_resolution=None if drift is None else drift.resolution,
+                 target=1.0)

@@ -7,9 +7,10 @@ A run is decided when its final overlap rho_T is within ``DELTA`` of an end. A d
 next tabulated distance at least as large as the run's own distance to its end (``SWITCH_GRID``; P(antipodal | rho)
 is monotone). ``probability_check`` compares the Wilson interval of the antipodal fraction with the prediction
 plus that allowance; it is inconclusive when its resolution (the smallest probability error it rejects with 90%
-power) exceeds ``PROBABILITY_RESOLUTION``. ``merge_probability_check`` takes the undecided fraction as its allowance
-and is inconclusive above ``MAX_UNDECIDED``; ``expectation_check`` allows the O(h) bias measured against a coarser
-depth; ``antipodal_share_check`` is a Student t interval over the paths' shares.
+power) exceeds its target (``PROBABILITY_TARGET`` unless the design says otherwise). ``merge_probability_check``
+takes the undecided fraction as its allowance; ``expectation_check`` allows the O(h) bias measured against a coarser
+depth; ``antipodal_share_check`` is a Student t interval over the paths' shares. Each is inconclusive when its
+resolution exceeds its target.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from ..statistics import (
 
 DELTA = 0.01
 SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated
-PROBABILITY_RESOLUTION = 0.2  # p_antipodal is inconclusive when it cannot see a probability error this large
-MAX_UNDECIDED = 0.05  # merge_probability_check is inconclusive when more runs than this are undecided
+PROBABILITY_TARGET = 0.075  # p_antipodal is inconclusive when it cannot see a probability error this large
+MERGE_TARGET = 0.075  # the same for merge_probability_check (its allowance, the undecided fraction, included)
+SHARE_TARGET = 0.3  # antipodal_share_check may miss a share this far on the other side of its threshold
 
 
 def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
@@ -70,54 +72,59 @@ def decided_ends(rho: np.ndarray, dim: int, beta: float) -> tuple[int, int, floa
 
 
 def probability_check(antipodal: int, paths: int, predicted: float, allowance: float, confidence: float,
-                      config: dict, note: str = "") -> Check:
+                      config: dict, note: str = "", target: float = PROBABILITY_TARGET) -> Check:
     """``p_antipodal``: the Wilson interval (at ``confidence``) of ``antipodal / paths`` against the predicted
-    probability +- ``allowance``; ``inconclusive`` when the resolution exceeds ``PROBABILITY_RESOLUTION``."""
+    probability +- ``allowance``; ``inconclusive`` when the resolution exceeds ``target`` (in probability)."""
     lo, hi = wilson(antipodal, paths, confidence_z(confidence))
     resolution = detectable_effect((lo, hi), allowance, confidence)
-    verdict = effect_verdict((lo, hi), predicted, allowance, resolution, PROBABILITY_RESOLUTION)
+    verdict = effect_verdict((lo, hi), predicted, allowance, resolution, target)
     return Check("p_antipodal", predicted, antipodal / paths, (lo, hi), verdict, config, allowance, confidence,
-                 note=f"{note}; inconclusive when the resolution exceeds {PROBABILITY_RESOLUTION:g}".lstrip("; "),
-                 resolution=resolution)
+                 note=note, resolution=resolution, target=target)
 
 
 def merge_probability_check(name: str, final_overlaps: np.ndarray, predicted: float, delta: float, alpha: float,
-                            config: dict, note: str = "") -> Check:
+                            config: dict, note: str = "", target: float = MERGE_TARGET) -> Check:
     """The fraction of runs ending merged (rho_T > 1 - ``delta``) against ``predicted``: its Wilson interval at level
-    1 - ``alpha`` must reach the prediction +- the undecided fraction (|rho_T| <= 1 - delta), the allowance; a pass
-    with more than ``MAX_UNDECIDED`` undecided is inconclusive."""
+    1 - ``alpha`` must reach the prediction +- the undecided fraction (|rho_T| <= 1 - delta), the allowance (an
+    undecided run may yet end either way); inconclusive when the resolution (``detectable_effect``, in probability)
+    exceeds ``target``."""
     z = z_value(1, alpha)
     runs = final_overlaps.size
     merged = int(np.sum(final_overlaps > 1 - delta))
     undecided = int(np.sum(np.abs(final_overlaps) <= 1 - delta))
     lo, hi = wilson(merged, runs, z)
     allowance = undecided / runs
-    verdict = FAIL if hi < predicted - allowance or lo > predicted + allowance else PASS
-    if allowance > MAX_UNDECIDED:
-        verdict = INCONCLUSIVE if verdict == PASS else verdict
+    resolution = detectable_effect((lo, hi), allowance, 1 - alpha)
+    verdict = effect_verdict((lo, hi), predicted, allowance, resolution, target)
     return Check(name, predicted, merged / runs, (lo, hi), verdict, config, allowance, false_failure_rate=alpha,
-                 confidence=1 - alpha, note=f"fraction with rho_T > 1 - {delta} {note}; allowance = undecided fraction "
-                                            f"(|rho_T| <= 1 - {delta})")
+                 confidence=1 - alpha, resolution=resolution, target=target,
+                 relative_resolution=resolution / predicted if predicted > 0 else None,
+                 note=f"fraction with rho_T > 1 - {delta} {note}; allowance = undecided fraction "
+                      f"(|rho_T| <= 1 - {delta}); target {target:g} in probability")
 
 
-def expectation_check(name: str, values: np.ndarray, coarse_values: np.ndarray, target: float, alpha: float,
-                      config: dict, note: str) -> Check:
-    """The mean of per-path ``values`` against ``target``: z standard errors (two-sided level 1 - ``alpha``) plus the
-    O(h) bias allowance |mean - mean of ``coarse_values``| (the same quantity at a coarser depth)."""
+def expectation_check(name: str, values: np.ndarray, coarse_values: np.ndarray, expected: float, alpha: float,
+                      config: dict, note: str, target: float) -> Check:
+    """The mean of per-path ``values`` against ``expected``: z standard errors (two-sided level 1 - ``alpha``) plus
+    the O(h) bias allowance |mean - mean of ``coarse_values``| (the same quantity at a coarser depth); inconclusive
+    when the resolution exceeds ``target`` (in the values' units)."""
     z = z_value(1, alpha)
     mean, se = float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
     allowance = abs(float(values.mean() - coarse_values.mean()))
-    verdict = FAIL if abs(mean - target) > z * se + allowance else PASS
-    return Check(name, target, mean, (mean - z * se, mean + z * se), verdict, config, allowance,
-                 false_failure_rate=alpha, confidence=1 - alpha, note=note)
+    ci = (mean - z * se, mean + z * se)
+    resolution = detectable_effect(ci, allowance, 1 - alpha)
+    return Check(name, expected, mean, ci, effect_verdict(ci, expected, allowance, resolution, target), config,
+                 allowance, false_failure_rate=alpha, confidence=1 - alpha, note=note, resolution=resolution,
+                 relative_resolution=resolution / abs(expected) if expected else None, target=target)
 
 
 def antipodal_share_check(name: str, shares: np.ndarray, threshold: float, aligned: float, above: bool, config: dict,
-                          alpha: float) -> Check:
+                          alpha: float, target: float = SHARE_TARGET) -> Check:
     """A claim about the typical final state of many tokens: the mean over paths of the share of antipodal pairs
     (cos < -``aligned``, ``shares`` one per path) lies above ``threshold`` (``above``: an antipodal formation) or below
     it (pairs synchronise; a transient antipodal group on one path is not a failure). Student t interval at level
-    1 - ``alpha``; inconclusive when the interval holds the threshold."""
+    1 - ``alpha``; inconclusive when the interval holds the threshold or the resolution (the distance from the
+    threshold at which the other side is rejected with 90%) exceeds ``target``."""
     paths = shares.size
     share, spread = float(shares.mean()), float(shares.std(ddof=1)) / np.sqrt(paths)
     t = float(stats.t.isf(alpha / 2, paths - 1))
@@ -130,5 +137,5 @@ def antipodal_share_check(name: str, shares: np.ndarray, threshold: float, align
     return Check(name, threshold, share, (lo, hi), verdict, config, 0.0, 1 - alpha, alpha,
                  note=f"mean over {paths} paths of the share of pairs at cos < -{aligned}, claimed {claim}; Student t "
                       f"interval ({paths - 1} df); per-path shares {', '.join(f'{v:.3f}' for v in shares)}",
-                 resolution=float((t + stats.norm.ppf(DETECTION_POWER)) * spread))
+                 resolution=float((t + stats.norm.ppf(DETECTION_POWER)) * spread), target=target)
 

@@ -54,6 +54,7 @@ from ..statistics import (
     INCONCLUSIVE,
     PASS,
     Check,
+    OrderFit,
     asymptotic_start,
     bootstrap_counts,
     bootstrap_interval,
@@ -64,7 +65,6 @@ from ..statistics import (
     limit_verdict,
     noise_floor_flags,
     order_verdict,
-    paths_to_resolve,
     pre_asymptotic_flags,
     samples_to_decide,
 )
@@ -87,10 +87,12 @@ class StrongDesign(DepthLadder):
     reference_factor: int = 16
     order: float = 0.5
     order_allowance: float = 0.05
-    max_ci_width: float = 0.1  # an interval wider than the band expected +- allowance cannot place the order in it
+    # The largest order error the order checks may miss: the allowance plus about the half-width of a 99% interval
+    # 0.1 wide (an interval wider than the band expected +- allowance cannot place the order in it).
+    order_target: float = 0.125
     # The reference's order is a calibration (same_limit's allowance uses its measured error, not its order): it
     # need only tell convergence from stagnation.
-    reference_max_ci_width: float = 0.3
+    reference_order_target: float = 0.275
     # The largest relative drift error same_limit may miss (None: no target, the plateau's interval alone decides).
     target: float | None = None
     power: float = DETECTION_POWER  # a resolution is the effect rejected with this probability
@@ -226,28 +228,35 @@ def _series(label: str, fit, flags_pre: np.ndarray, flags_floor: np.ndarray) -> 
     return Series.from_fit(label, fit, flags)
 
 
-def _paths_hint(ci: tuple[float, float], max_width: float, paths: int, verdict: str) -> str:
-    """For an interval too wide to decide: the paths that would narrow it to ``max_width`` (width ~ 1/sqrt(paths))."""
-    width = ci[1] - ci[0]
-    if verdict != INCONCLUSIVE or not width > max_width:
-        return ""
-    return (f"; interval width {width:.3g} > {max_width:g}: about {paths_to_resolve(width, max_width, paths)} "
-            "paths in all would decide")
+def _order_check(name: str, fit: OrderFit, expected: float, target: float, usable_levels: int, config: dict,
+                 note: str, paths: int, design: StrongDesign, confidence: float, claim: bool = True) -> Check:
+    """An order check at ``target`` (see ``order_verdict``), saying how many paths would decide when undecided."""
+    ci = fit.order_ci
+    resolution = detectable_effect(ci, design.order_allowance, confidence, design.power)
+    verdict = order_verdict(ci, expected, design.order_allowance, resolution, target, usable_levels)
+    if verdict == INCONCLUSIVE and resolution > target and claim:
+        advice = samples_to_decide(ci, design.order_allowance, confidence, paths, target, design.power)
+        note += f"; resolution {resolution:.3g} > target {target:g}: about {advice} paths in all would decide"
+    return Check(name=name, expected=expected, estimate=fit.order, ci=ci, verdict=verdict, config=config,
+                 allowance=design.order_allowance, note=note, claim=claim, resolution=resolution, target=target,
+                 confidence=confidence)
 
 
 def _target_rule(verdict: str, note: str, ci: tuple[float, float], resolution: float, allowance: float,
-                 confidence: float, paths: int, target_ms: float,
-                 design: StrongDesign) -> tuple[str, str, float | None]:
+                 confidence: float, paths: int, target_ms: float, fallback: float,
+                 design: StrongDesign) -> tuple[str, str, float | None, float]:
     """same_limit against its target: the plateau ``target_ms`` a relative drift error t = ``design.target`` leaves
     (measured on the same paths, ``StrongData.target_sq``). A pass needs the resolution at most ``target_ms``, else
     inconclusive, saying what would decide. The relative resolution is t sqrt(resolution / target_ms) (the plateau
-    of a small drift error e grows like e^2)."""
+    of a small drift error e grows like e^2). Returns the verdict, note, relative resolution and the target in
+    mean-square units (``fallback`` when the claim has no drift)."""
     t = design.target
     if not np.isfinite(target_ms):  # the drift-scaled reference blew up: nothing can be judged against it
-        return FAIL, note + f"; the target's reference (the claim with its drift x (1 + {t:g})) is not finite", None
+        return (FAIL, note + f"; the target's reference (the claim with its drift x (1 + {t:g})) is not finite", None,
+                fallback)
     if not target_ms > 0:  # the scaled claim is the claim itself: a relative drift error means nothing here
-        return verdict, note + ("; no drift target: the claim's drift vanishes on these paths, so the plateau is "
-                                "judged by its interval alone"), None
+        return verdict, note + ("; no drift target: the claim's drift vanishes on these paths; target = the finest "
+                                "level's mean-square error plus the allowance"), None, fallback
     relative = t * float(np.sqrt(max(resolution, 0.0) / target_ms))
     note += (f"; target: a drift error of {t:g} leaves a plateau {target_ms:.3g}; resolution {resolution:.3g} "
              f"(a relative drift error of {relative:.3g})")
@@ -260,7 +269,7 @@ def _target_rule(verdict: str, note: str, ci: tuple[float, float], resolution: f
         else:
             note += (f" > target: about {samples_to_decide(ci, allowance, confidence, paths, target_ms, design.power)}"
                      " paths would decide")
-    return verdict, note, relative
+    return verdict, note, relative, target_ms
 
 
 def analyse_strong(
@@ -300,37 +309,23 @@ def analyse_strong(
         fit = fit_order(steps, sq, counts, confidence)
         pre = pre_asymptotic_flags(fit, design.order, design.order_allowance)
         at_floor = noise_floor_flags(fit, floor, FLOOR_MARGIN)
-        verdict = order_verdict(fit.order_ci, design.order, design.order_allowance, design.max_ci_width,
-                                usable_levels=int(np.sum(~at_floor)))
-        note = (f"{int(pre.sum())} pre-asymptotic and {int(at_floor.sum())} noise-floor levels of {steps.size}"
-                + _paths_hint(fit.order_ci, design.max_ci_width, paths, verdict))
+        note = f"{int(pre.sum())} pre-asymptotic and {int(at_floor.sum())} noise-floor levels of {steps.size}"
         # an exact or higher-order map: even each level's upper bound is at the floor (the lower bound alone would
         # demote an under-powered run)
         identifiable = not np.all(fit.error_ci[:, 1] <= FLOOR_MARGIN * floor)
         if not identifiable:
             note = (f"order not identifiable: errors at the floor (the reference's own RMS error, {floor:.3g}) at "
                     f"every level; a finding, not a claim: same_limit decides")
-        checks.append(Check(
-            name=name, expected=design.order, estimate=fit.order, ci=fit.order_ci, verdict=verdict,
-            config=config, allowance=design.order_allowance, note=note, claim=identifiable,
-            resolution=detectable_effect(fit.order_ci, design.order_allowance, confidence, design.power),
-            confidence=confidence,
-        ))
+        checks.append(_order_check(name, fit, design.order, design.order_target, int(np.sum(~at_floor)), config,
+                                   note, paths, design, confidence, claim=identifiable))
         series.append(_series("RMS error at T" if name == "strong_order" else "RMS of max over grid times",
                               fit, pre, at_floor))
         if name == "strong_order":
             ms_fit, ms_pre = fit, pre
-    checks.append(Check(
-        name="reference_order", expected=REFERENCE_ORDER, estimate=reference.order, ci=reference.order_ci,
-        verdict=(reference_verdict := order_verdict(reference.order_ci, REFERENCE_ORDER, design.order_allowance,
-                                                    design.reference_max_ci_width, usable_levels=3)),
-        config=config, allowance=design.order_allowance,
-        note="consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
-             "whatever the map's)" + _paths_hint(reference.order_ci, design.reference_max_ci_width, paths,
-                                                  reference_verdict),
-        resolution=detectable_effect(reference.order_ci, design.order_allowance, confidence, design.power),
-        confidence=confidence,
-    ))
+    checks.append(_order_check(
+        "reference_order", reference, REFERENCE_ORDER, design.reference_order_target, 3, config,
+        "consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
+        "whatever the map's)", paths, design, confidence))
     finest_ms = float(ms_fit.error[-1] ** 2)
     point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre), confidence)
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
@@ -340,14 +335,18 @@ def analyse_strong(
             f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
             f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
             f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]")
-    relative = None
+    # without a drift target: a plateau as large as the finest level's whole error, beyond the reference's own
+    relative, target = None, finest_ms + reference_ms_hi
     if data.target_sq is not None:
-        verdict, note, relative = _target_rule(verdict, note, ci, resolution, reference_ms_hi, confidence, paths,
-                                               float(data.target_sq.mean()), design)
+        verdict, note, relative, target = _target_rule(verdict, note, ci, resolution, reference_ms_hi, confidence,
+                                                       paths, float(data.target_sq.mean()), target, design)
+    else:
+        note += ("; no drift target (design.target is None): target = the finest level's mean-square error plus the "
+                 "allowance")
     checks.append(Check(
         name="same_limit", expected=0.0, estimate=float(point), ci=ci, verdict=verdict, config=config,
         allowance=reference_ms_hi, note=note, resolution=resolution, relative_resolution=relative,
-        confidence=confidence,
+        confidence=confidence, target=target,
     ))
     series.append(_series("reference: consecutive EM differences", reference,
                           np.zeros(ref_steps.size, bool), np.zeros(ref_steps.size, bool)))

@@ -69,7 +69,9 @@ class WeakDesign(DepthLadder):
 
     order: float = 1.0
     order_allowance: float = 0.15
-    max_ci_width: float = 0.5
+    # weak_order may miss an order error up to this (the allowance plus about the half-width of a 99% interval 0.5
+    # wide); the limit checks may miss a mean error of ``resolution`` x sd(f)
+    order_target: float = 0.525
     resolution: float = 0.1
 
     def __post_init__(self) -> None:
@@ -143,18 +145,6 @@ def coupled_layer_and_claims(
     return layer, claimed
 
 
-def _limit_rule(ci: tuple[float, float], half_width: float, allowance: float, scale: float) -> str:
-    """A limit expected at 0: ``fail`` when the interval misses +- ``allowance`` or any number is not finite (a NaN
-    allowance would otherwise admit everything); ``inconclusive`` when its half-width plus the allowance exceeds
-    ``scale`` (the observable's resolution target: no power to see a wrong limit)."""
-    if not all_finite(*ci, half_width, allowance, scale):
-        return FAIL
-    lo, hi = ci
-    if hi < -allowance or lo > allowance:
-        return FAIL
-    return INCONCLUSIVE if half_width + allowance > scale else PASS
-
-
 def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: float, resolution: float, config: dict,
                       name: str = "claim_limit", power: float = DETECTION_POWER) -> Check:
     """The layer's law at the finest depth against the claim's: mean of f(layer, L) - f(claim, h_ref) over the
@@ -191,7 +181,7 @@ def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: flo
                  f"; resolution {detectable:.3g} > target: about "
                  f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power)} paths would decide")
     return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence, note=note,
-                 resolution=detectable, relative_resolution=detectable / sd if sd > 0 else None)
+                 resolution=detectable, relative_resolution=detectable / sd if sd > 0 else None, target=target)
 
 
 BATCHES = 400
@@ -276,15 +266,17 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
                 power: float = DETECTION_POWER) -> Check:
     """``weak_order``: the claim is an error O(h) (one-sided), so the check fails when the interval lies below
     ``order - allowance`` and passes when it lies above it (an interval above ``order + allowance`` gets a note:
-    this observable's leading error coefficient is small); an interval across ``order - allowance`` passes only
-    when it is at most ``max_ci_width`` wide, else inconclusive (as when fewer than three differences are
-    significant). The resolution is at ``power`` (a staged look's)."""
+    this observable's leading error coefficient is small), in both cases only when its resolution (at ``power``, a
+    staged look's) is at most ``design.order_target``, else inconclusive (as when fewer than three differences are
+    significant)."""
     fit = next(iter(fits.values()))  # the order is common to all observables
     lo, hi = fit.order - z * fit.order_se, fit.order + z * fit.order_se
     usable = sum(int(f.significant.sum()) for f in fits.values())
     total = sum(f.significant.size for f in fits.values())
     note = f"{usable} of {total} coupled differences significant (order pooled over {len(fits)} observables)"
     floor = design.order - design.order_allowance
+    confidence = z_confidence(z)
+    resolution = detectable_effect((lo, hi), design.order_allowance, confidence, power)
     bad = first_nonfinite({f"{kind} of {name}": getattr(f, field) for name, f in fits.items()
                            for kind, field in (("coupled differences", "differences"),
                                                ("standard errors", "standard_errors"))})
@@ -303,20 +295,20 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
         note += f"; the fitted order ({fit.order}) or its bootstrap SE ({fit.order_se}) is not finite"
     elif hi < floor:
         verdict = FAIL
-    elif lo < floor and hi - lo > design.max_ci_width:
+    elif resolution > design.order_target:
         verdict = INCONCLUSIVE
     else:
         verdict = PASS
         if lo > design.order + design.order_allowance:
             note += "; decays faster than order 1 (small leading coefficient: the O(h) bound holds)"
-    confidence = z_confidence(z)
     if verdict == INCONCLUSIVE and usable >= 3 and np.isfinite(fit.order):
-        note += f"; about {paths_to_resolve(hi - lo, design.max_ci_width, design.paths)} paths would decide"
+        advice = samples_to_decide((lo, hi), design.order_allowance, confidence, design.paths, design.order_target,
+                                   power)
+        note += f"; resolution {resolution:.3g} > target {design.order_target:g}: about {advice} paths would decide"
     elif verdict == INCONCLUSIVE and "not identifiable" not in note:
         note += _significance_plan(fits, z, design.paths)
     return Check("weak_order", design.order, fit.order, (lo, hi), verdict, config, design.order_allowance,
-                 confidence, note=note,
-                 resolution=detectable_effect((lo, hi), design.order_allowance, confidence, power))
+                 confidence, note=note, resolution=resolution, target=design.order_target)
 
 
 def _significance_plan(fits: dict[str, WeakOrderFit], z: float, paths: int) -> str:
@@ -336,20 +328,22 @@ def _significance_plan(fits: dict[str, WeakOrderFit], z: float, paths: int) -> s
 def limit_check(values: np.ndarray, last_difference: float, last_se: float, reference: float,
                 reference_error: float, design: WeakDesign, z: float, config: dict, name: str = "weak_limit") -> Check:
     """``weak_limit``: the finest mean minus the reference, within z SE plus the bias allowance
-    |Delta_last| + z SE(Delta_last) + reference error; inconclusive when that half-width exceeds
-    ``resolution`` times the observable's standard deviation (no power to see a wrong limit)."""
+    |Delta_last| + z SE(Delta_last) + reference error (``fail`` outside it or on any non-finite number);
+    inconclusive when the resolution exceeds the target ``design.resolution`` times the observable's standard
+    deviation (no power to see a wrong limit)."""
     finest = values[:, -1] if values.ndim == 2 else values
     estimate = float(finest.mean() - reference)
     se = float(finest.std(ddof=1) / np.sqrt(finest.size))
     allowance = abs(last_difference) + z * last_se + reference_error
     lo, hi = estimate - z * se, estimate + z * se
-    verdict = _limit_rule((lo, hi), z * se, allowance, design.resolution * float(finest.std(ddof=1)))
     confidence = z_confidence(z)
     resolution = detectable_effect((lo, hi), allowance, confidence)
     sd = float(finest.std(ddof=1))
-    note = f"finest mean {finest.mean():.6f} vs reference {reference:.6f}"
+    target = design.resolution * sd
+    verdict = effect_verdict((lo, hi), 0.0, allowance, resolution, target)
+    note = f"finest mean {finest.mean():.6f} vs reference {reference:.6f}; target {design.resolution:g} sd(f)"
     bad = first_nonfinite({"values": values, "reference and its error": np.array([reference, reference_error]),
                            "last difference and its SE": np.array([last_difference, last_se])})
     return Check(name, 0.0, estimate, (lo, hi), FAIL if bad else verdict, config, allowance, confidence,
                  note=note + (f"; {bad}" if bad else ""), resolution=resolution,
-                 relative_resolution=resolution / sd if sd > 0 else None)
+                 relative_resolution=resolution / sd if sd > 0 else None, target=target)

@@ -175,9 +175,8 @@ def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.ran
         config=config, allowance=allowance,
         note=(f"{how} (step 1/m); the infinite-width network is sampled exactly, the allowance "
               f"({design.limit_allowance:g} x the widest level's mean square {widest:.3g}) covers the higher-order "
-              "terms the fit ignores"),
-        confidence=confidence,
-        resolution=detectable_effect(ci, allowance, confidence),
+              "terms the fit ignores; target: a plateau as large as the widest level's mean square"),
+        confidence=confidence, resolution=detectable_effect(ci, allowance, confidence), target=widest,
     )
     series = Series.from_fit("RMS distance to infinite width at T", fit)
     label = ", ".join(f"{k}={v}" for k, v in config.items())

@@ -163,7 +163,8 @@ def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: 
     resolution = detectable_effect((lo, hi), 0.0, confidence)
     verdict = effect_verdict((lo, hi), 0.0, 0.0, resolution, design.resolution)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
-    check = Check("width_effect", 0.0, limit, (lo, hi), verdict, config, 0.0, confidence, resolution=resolution, note=(
+    check = Check("width_effect", 0.0, limit, (lo, hi), verdict, config, 0.0, confidence, resolution=resolution,
+                  target=design.resolution, note=(
         f"L -> infinity intercept a of u(m, L) - u(inf, L) = a + b h over L in {list(design.depths)}, smallest width "
         f"m = {design.widths[0]} (n = {design.tokens}, fresh features; u(inf, L) from the Gaussian-field map, same "
         f"initial tokens, own noise); finite-depth width effect b = {float(slope):.3g} [{slope_lo:.3g}, {slope_hi:.3g}] "

@@ -42,10 +42,11 @@ def to_json(result: StudyResult) -> str:
 
 
 def _resolution(check) -> str:
+    target = "" if check.target is None else f" / {_number(check.target, 3)}"
     if check.resolution is None:
-        return "-"
+        return "-" + target
     relative = "" if check.relative_resolution is None else f" ({_number(100 * check.relative_resolution, 2)}% rel.)"
-    return _number(check.resolution, 3) + relative
+    return _number(check.resolution, 3) + relative + target
 
 
 def to_markdown(result: StudyResult, image: str | None = None, extra_images: list[str] = ()) -> str:
@@ -67,9 +68,11 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
                                  if any(not c.claim for c in result.checks) else []),
               *(["Resolution: the smallest departure from the expected value that the check rejects with probability "
                  "90% at this run's sample size, in the check's units (as a relative coefficient error in "
-                 "parentheses where the check has one).", ""] if any(c.resolution is not None for c in result.checks)
-                else []),
-              "| check | configuration | expected | estimate | interval | allowance | resolution | verdict | note |",
+                 "parentheses where the check has one); target: the largest departure the check may miss, in the "
+                 "same units. A statistical claim check passes only when its resolution is at most its target.", ""]
+                if any(c.resolution is not None for c in result.checks) else []),
+              "| check | configuration | expected | estimate | interval | allowance | resolution / target | verdict "
+              "| note |",
               "|---|---|---|---|---|---|---|---|---|"]
     for check in result.checks:
         config = ", ".join(f"{k}={v}" for k, v in check.config.items())
@@ -233,10 +236,38 @@ def _run_line(out: Path) -> list[str]:
         return []
 
 
+def _target_lines(studies: list[dict]) -> list[str]:
+    """Per study and kind of statistical claim check: how many, their targets and their largest resolution."""
+    rows = []
+    for data in studies:
+        kinds: dict[str, list[dict]] = {}
+        for check in data["checks"]:
+            if check.get("claim", True) and check.get("false_failure_rate"):
+                kinds.setdefault(check["name"], []).append(check)
+        for name, checks in kinds.items():
+            targets = [c.get("target") for c in checks]
+            stated = [t for t in targets if t is not None]
+            worst = [c["resolution"] / c["target"] for c in checks
+                     if c.get("resolution") is not None and c.get("target")]
+            target = ("not stated" if not stated else _number(min(stated), 3) if min(stated) == max(stated)
+                      else f"{_number(min(stated), 3)} .. {_number(max(stated), 3)}")
+            if len(stated) < len(targets) and stated:
+                target += f" ({len(targets) - len(stated)} not stated)"
+            rows.append(f"| {data['study']} | `{name}` | {len(checks)} | {target} | "
+                        f"{_number(max(worst), 3) if worst else '-'} |")
+    if not rows:
+        return []
+    return ["## Targets", "",
+            "Every statistical claim check states its target (the largest departure it may miss, in its own units) "
+            "and passes only when its resolution is at most that target; generated from the reports' JSON.", "",
+            "| study | check | claim checks | target | largest resolution / target |", "|---|---|---|---|---|",
+            *rows, ""]
+
+
 def write_index(out: Path) -> Path:
     """``index.md``: every study whose JSON is in ``out``, with its verdict, profile and time."""
     out = Path(out)
-    rows, wall_total, cpu_total = [], 0.0, 0.0
+    rows, wall_total, cpu_total, studies = [], 0.0, 0.0, []
     for path in sorted(out.glob("*.json")):
         try:
             data = json.loads(path.read_text())
@@ -244,6 +275,7 @@ def write_index(out: Path) -> Path:
             continue
         if not {"study", "verdict", "checks"} <= set(data):
             continue
+        studies.append(data)
         counts, findings = {}, {}
         for check in data["checks"]:
             tally = counts if check.get("claim", True) else findings
@@ -267,7 +299,7 @@ def write_index(out: Path) -> Path:
              *_run_line(out),
              "| study | verdict | profile | seed | time (s) | CPU (s) | family-wise rate | checks |",
              "|---|---|---|---|---|---|---|---|", *rows, "",
-             f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.", ""]
+             f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.", "", *_target_lines(studies)]
     symbolic = out / "symbolic.json"
     if symbolic.exists():
         try:

@@ -47,12 +47,13 @@ class DepthLadder:
 
 @dataclass(frozen=True, kw_only=True)
 class RateTolerance:
-    """What an order check allows: expected (mean-square) order, bias allowance around it, the widest
-    interval that still decides, and the number of bootstrap replicates."""
+    """What an order check allows: expected (mean-square) order, bias allowance around it, the largest order error
+    it may miss (``order_target``: the allowance plus about the half-width of a 99% interval 0.5 wide), and the
+    number of bootstrap replicates."""
 
     order: float = 1.0
     order_allowance: float = 0.15
-    max_ci_width: float = 0.5
+    order_target: float = 0.525
     replicates: int = 1000
 
     def mean_square_order_check(self, name: str, fit: OrderFit, config: dict, note: str,
@@ -60,10 +61,11 @@ class RateTolerance:
         """Judge the mean-square order 2p of an RMS fit ``error ~ C step^p`` (intervals at ``confidence``)
         against ``order``."""
         ci = (2 * fit.order_ci[0], 2 * fit.order_ci[1])
-        verdict = order_verdict(ci, self.order, self.order_allowance, self.max_ci_width, fit.steps.size)
+        resolution = detectable_effect(ci, self.order_allowance, confidence)
+        verdict = order_verdict(ci, self.order, self.order_allowance, resolution, self.order_target, fit.steps.size)
         return Check(name=name, expected=self.order, estimate=2 * fit.order, ci=ci, verdict=verdict, config=config,
-                     allowance=self.order_allowance, note=note, confidence=confidence,
-                     resolution=detectable_effect(ci, self.order_allowance, confidence))
+                     allowance=self.order_allowance, note=note, confidence=confidence, resolution=resolution,
+                     target=self.order_target)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -108,10 +108,13 @@ class Check:
     with its own verdict but left out of the study's verdict. ``resolution`` is the smallest departure from
     ``expected`` the check rejects with probability ``DETECTION_POWER`` (``detectable_effect``; 1 - 0.1/K at one of
     K staged looks, ``sequential``), in the check's own units; ``relative_resolution`` the same as a relative
-    coefficient error where the check has one.
+    coefficient error where the check has one. ``target`` is the largest departure the check may miss, in the same
+    units (docs/checks.md lists the target of every kind of check).
 
-    A check cannot pass on non-finite numbers: a ``pass`` whose estimate or interval holds NaN or infinity
-    is turned into a ``fail`` here, whatever rule produced it.
+    Two rules hold here, whatever rule produced the verdict: a ``pass`` whose estimate or interval holds NaN or
+    infinity becomes a ``fail``; and a statistical claim check (one that can fail by chance: ``claim`` and
+    ``false_failure_rate > 0``) passes only at a stated resolution within its target; a ``pass`` without them, or
+    with ``resolution > target``, becomes ``inconclusive``, saying so.
     """
 
     name: str
@@ -127,6 +130,7 @@ class Check:
     claim: bool = True
     resolution: float | None = None
     relative_resolution: float | None = None
+    target: float | None = None
 
     def __post_init__(self) -> None:
         if self.false_failure_rate is None:
@@ -135,8 +139,20 @@ class Check:
             raise ValueError(f"verdict must be one of {tuple(map(str, VERDICTS))}, got {self.verdict!r}")
         object.__setattr__(self, "verdict", Verdict(self.verdict))
         if self.verdict == PASS and not all_finite(self.estimate, *self.ci):
-            object.__setattr__(self, "verdict", FAIL)
-            object.__setattr__(self, "note", f"non-finite estimate or interval: cannot pass. {self.note}".strip())
+            self._demote(FAIL, "non-finite estimate or interval: cannot pass")
+        elif self.verdict == PASS and self.claim and self.false_failure_rate > 0:
+            # an infinite target is a check that needs none (a rejection of a mutant is decided by its interval)
+            if self.resolution is None or self.target is None or not all_finite(self.resolution) or math.isnan(
+                    self.target):
+                self._demote(INCONCLUSIVE, f"resolution {self.resolution} or target {self.target} not stated: a "
+                                           "statistical check cannot pass without both")
+            elif self.resolution > self.target:
+                self._demote(INCONCLUSIVE, f"resolution {self.resolution:.3g} > target {self.target:.3g}: the check "
+                                           "cannot see every effect it may not miss")
+
+    def _demote(self, verdict: Verdict, reason: str) -> None:
+        object.__setattr__(self, "verdict", verdict)
+        object.__setattr__(self, "note", f"{reason}. {self.note}".strip())
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (non-finite numbers become None: reports are valid JSON)."""
@@ -299,24 +315,18 @@ def noise_floor_flags(fit: OrderFit, floor: float, margin: float = 3.0) -> np.nd
     return fit.error_ci[:, 0] <= margin * floor
 
 
-def order_verdict(
-    ci: tuple[float, float], expected: float, allowance: float, max_width: float, usable_levels: int
-) -> str:
+def order_verdict(ci: tuple[float, float], expected: float, allowance: float, resolution: float, target: float,
+                  usable_levels: int) -> str:
     """``fail`` when any number is not finite; ``inconclusive`` when fewer than three levels are above the noise
     floor (levels at the floor flatten the fitted slope, so the interval says nothing about the order); ``fail``
-    when the interval misses ``expected +- allowance``; ``inconclusive`` when it is wider than ``max_width``; else
-    ``pass``."""
+    when the interval misses ``expected +- allowance``; ``inconclusive`` when the ``resolution`` (the order error
+    rejected with probability ``DETECTION_POWER``, ``detectable_effect``) exceeds ``target``; else ``pass``."""
     check_real("allowance", allowance, minimum=0.0)
-    if not all_finite(*ci, expected, max_width):
+    if not all_finite(*ci, expected, resolution, target):
         return FAIL
     if usable_levels < 3:
         return INCONCLUSIVE
-    lo, hi = ci
-    if hi < expected - allowance or lo > expected + allowance:
-        return FAIL
-    if hi - lo > max_width:
-        return INCONCLUSIVE
-    return PASS
+    return effect_verdict(ci, expected, allowance, resolution, target)
 
 
 def paths_to_resolve(width: float, target_width: float, paths: int) -> int:
@@ -437,6 +447,30 @@ def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, r
 def combine_verdicts(verdicts: list[str]) -> Verdict:
     """A study fails if any check fails, is inconclusive if any is, and passes otherwise."""
     return Verdict.combine(verdicts)
+
+
+def excess_resolution(n: int, bound: float, z: float, power: float = DETECTION_POWER) -> float:
+    """The resolution of "the fraction is not above ``bound``", which fails when the Wilson interval of k successes
+    in ``n`` (at ``z``) lies above ``bound``: the smallest true fraction p that fails with probability ``power``
+    (exact: the (1 - power) quantile of Binomial(n, p) must give a lower bound above ``bound``; bisection over p).
+    With ``bound`` = 0 it is the smallest fraction whose presence ("the fraction is positive": one success) is
+    seen with probability ``power``, 1 - (1 - power)^(1/n)."""
+    check_int("n", n, minimum=1)
+    check_real("bound", bound, minimum=0.0, maximum=1.0)
+
+    def rejected(p: float) -> bool:
+        k = int(stats.binom.ppf(1.0 - power, n, p))
+        while stats.binom.cdf(k, n, p) < 1.0 - power:  # ppf's rounding: the quantile is the smallest such k
+            k += 1
+        return wilson(k, n, z)[0] > bound if bound > 0 else k >= 1
+
+    lo, hi = bound, 1.0
+    if not rejected(hi):
+        return math.inf
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if rejected(mid) else (mid, hi)
+    return hi
 
 
 def wilson(successes: int, n: int, z: float) -> tuple[float, float]:

@@ -43,6 +43,9 @@ STUDY_KEY = 14
 SEEDS = 10
 REJECT_SHARE = 0.9  # a mutant at or beyond the target is rejected at this share of seeds
 CONFIDENCE = 0.99
+# A rate row may miss a per-run rate of unwanted verdicts (false failures or undecided runs of a true claim, misses
+# of a mutant) up to this: a few seeds cannot certify a 1% rate, only catch a check that errs this often
+RATE_TARGET = 0.35
 
 
 def overlap_squared(x: np.ndarray) -> np.ndarray:
@@ -127,10 +130,24 @@ def rate_check(name: str, outcomes: list[Outcome], wanted: str, config: dict) ->
         chance = _below(runs, k, power)
         target = (f"rejected at >= {k} of {runs} seeds (estimated power per run {power:.3g}: fewer with probability "
                   f"{chance:.2g}; at exactly 90% power it would be {_below(runs, k, REJECT_SHARE):.2f})")
+    # fails at `allowed` + 1 unwanted verdicts: the per-run rate of them caught with probability 90%
+    allowed = runs - (runs if wanted == PASS else int(np.ceil(REJECT_SHARE * runs)))
+    resolution = _caught_rate(runs, allowed + 1)
     note = (f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive of {runs} seeds; "
-            f"target: {target}; decided at {min(sizes)}..{max(sizes)} samples or paths per run"
+            f"target: {target}; decided at {min(sizes)}..{max(sizes)} samples or paths per run; resolution: a "
+            f"per-run rate {resolution:.2f} of unwanted verdicts is caught with probability 90%"
             + ("" if verdict == PASS else "; TARGET MISSED"))
-    return Check(name, expected, hits / runs, (lo, hi), verdict, config, 0.0, CONFIDENCE, chance, note=note)
+    return Check(name, expected, hits / runs, (lo, hi), verdict, config, 0.0, CONFIDENCE, chance, note=note,
+                 resolution=resolution, target=RATE_TARGET)
+
+
+def _caught_rate(runs: int, unwanted: int, power: float = 0.9) -> float:
+    """The smallest per-run rate q with P(Binomial(runs, q) >= ``unwanted``) >= ``power`` (bisection)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if 1.0 - _below(runs, unwanted, mid) >= power else (mid, hi)
+    return hi
 
 
 def _below(runs: int, k: int, p: float) -> float:

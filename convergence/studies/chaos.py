@@ -48,7 +48,8 @@ STUDY_KEY = 6
 DIM, BETA, WIDTH, ACTIVATION = 5, 1.0, 64, "relu"
 
 DESIGNS = {
-    "quick": ChaosDesign(tokens=(16, 32, 64, 128, 256), large=1024, depth=16, horizon=1.0, paths=192),
+    "quick": ChaosDesign(tokens=(16, 32, 64, 128, 256), large=1024, depth=16, horizon=1.0, paths=192,
+                         sampler_target=0.5),
     "full": ChaosDesign(tokens=(16, 32, 64, 128, 256, 512, 1024), large=2048, depth=16, horizon=1.0, paths=256),
 }
 

@@ -27,6 +27,7 @@ import numpy as np
 from verify.rigorous import LatentSetting, distance, optimal_dimension
 
 from ..experiments import (
+    LIMIT_TARGET,
     capped_growth,
     criterion_search,
     data_rng,
@@ -63,9 +64,10 @@ class Profile:
     factors: tuple[int, ...] = (2, 4, 8)
     plugin_draws: int = 200
     criterion_draws: int = 20
+    limit_target: float = LIMIT_TARGET  # the Monte Carlo checks' target, a fraction of the distance a run removes
 
 
-PROFILES = {"quick": Profile(paths=8192, replicates=200),
+PROFILES = {"quick": Profile(paths=8192, replicates=200, limit_target=0.005),
             "full": Profile(paths=65536, replicates=400, plugin_draws=1000, criterion_draws=200)}
 
 
@@ -106,7 +108,8 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         setting = LatentSetting(variances, HORIZON, None if score == "exact" else hat, cap)
         stops = run_stops[index]
         run_checks, data = sampler_checks(name, sampler, setting, profile.steps, profile.factors, profile.paths,
-                                          profile.replicates, seed, (STUDY_KEY, index), z, stops)
+                                          profile.replicates, seed, (STUDY_KEY, index), z, stops,
+                                          profile.limit_target)
         checks += run_checks
         if method == "sde":
             plots.append(_distance_plot(name, score, data, switch_times if (name, score) == ("geometric", "exact")

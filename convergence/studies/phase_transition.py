@@ -34,9 +34,10 @@ from ..statistics import (
     PASS,
     Check,
     confidence_z,
-    detectable_effect,
+    excess_resolution,
     family_confidence,
     wilson,
+    z_confidence,
 )
 from .base import ProgressFactory, Study
 
@@ -68,12 +69,16 @@ class PhaseDesign:
     hybrid_paths: int = 300
     hybrid_step: float = 0.002
     block_paths: int = 1024  # compute block: a few per run so every core has one (no number depends on it)
+    # The largest errors the checks may miss: in the antipodal probability, and in a fraction claimed small (runs
+    # undecided at the horizon, still merging, at the wrong end) or claimed positive (antipodal pairs persisting).
+    probability_target: float = 0.075
+    fraction_target: float = 0.08
 
 
 DESIGNS = {
     "quick": PhaseDesign(dims=(3, 8), beta_factors=(0.6, 1.5, 2.5), betas_d3=(0.5, 1.0, 2.0),
                          rho0s=(0.0, -0.9), paths=400, step=0.01, max_horizon=80.0, many_paths=100,
-                         block_paths=256),
+                         block_paths=256, probability_target=0.15, fraction_target=0.2),
     "full": PhaseDesign(dims=(3, 4, 8, 16), beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5),
                         betas_d3=(0.5, 0.75, 1.0, 1.5, 2.5), rho0s=(0.0, -0.5, -0.9), paths=2000,
                         step=0.0025, max_horizon=80.0, many_paths=500, hybrid_paths=2000,
@@ -122,13 +127,12 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         antipodal, undecided, allowance = decided_ends(rho, dim, b)
         config = {"d": dim, "beta": b, "rho0": rho0}
         probability = probability_check(antipodal, design.paths, predicted, allowance, confidence, config,
-                                        f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}")
+                                        f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}",
+                                        design.probability_target)
         # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
-        u_lo, u_hi = wilson(undecided, design.paths, z)
-        undecided_check = Check("undecided", 0.0, undecided / design.paths, (u_lo, u_hi),
-                                FAIL if u_lo > MAX_UNDECIDED else PASS, config, MAX_UNDECIDED, confidence,
-                                note=f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}; fails when significantly above "
-                                     f"{MAX_UNDECIDED:.0%}")
+        undecided_check = small_fraction_check(
+            "undecided", undecided, design.paths, z, design.fraction_target, config,
+            f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}")
         advance(1)
         return [probability, undecided_check], {
             "d": dim, "beta": b, "rho0": rho0, "predicted": predicted, "fraction": antipodal / design.paths,
@@ -228,9 +232,12 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
         top = by_mode["noise"][-1]
         k = round((top["balanced antipodal"] + top["unbalanced antipodal"]) * design.many_paths)
         a_lo, a_hi = wilson(k, design.many_paths, z)
-        checks.append(Check("antipodal_persists", 0.0, k / design.many_paths, (a_lo, a_hi), PASS if a_lo > 0 else FAIL,
-                            config, 0.0, confidence, note="fraction of runs ending in two antipodal clusters (paper: they persist "
-                                              "for n > 2); the check asks that it is positive"))
+        seen = excess_resolution(design.many_paths, 0.0, z)
+        checks.append(Check("antipodal_persists", 0.0, k / design.many_paths, (a_lo, a_hi), PASS if k > 0 else FAIL,
+                            config, 0.0, confidence, resolution=seen, target=design.fraction_target,
+                            note="fraction of runs ending in two antipodal clusters (paper: they persist for n > 2); "
+                                 f"the check asks that it is positive (one run); resolution: a fraction of {seen:.3g} "
+                                 "shows in at least one run with probability 90%"))
         # Noise off: a run may still be merging metastable clusters at T ("other", like an undecided
         # run); the claim fails if any run ends antipodal or significantly more than 2% are still merging.
         off = by_mode["noise off"]
@@ -240,12 +247,26 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
         collapsed = min(f["one cluster"] for f in off)
         c_lo, c_hi = wilson(round(collapsed * design.many_paths), design.many_paths, z)
         verdict = FAIL if antipodal_off > 0 or merging_lo > MAX_UNDECIDED else PASS
+        merging_seen = excess_resolution(design.many_paths, MAX_UNDECIDED, z)
         checks.append(Check("noise_off_collapse", 1.0, collapsed, (c_lo, c_hi), verdict,
                             {"n": n, "d": design.many_dim}, MAX_UNDECIDED, confidence,
+                            resolution=merging_seen, target=design.fraction_target,
                             note=f"deterministic flow (sigma = 0, M = I, T = {NOISE_OFF_HORIZON:g}): smallest one-cluster "
-                                 f"fraction over beta in {betas}; antipodal {antipodal_off:.3f} (any fails), still "
-                                 f"merging {undecided_off:.3f} (fails when significantly above {MAX_UNDECIDED:.0%})"))
+                                 f"fraction over beta in {betas}; antipodal {antipodal_off:.3f} (any fails: a fraction "
+                                 f"{excess_resolution(design.many_paths, 0.0, z):.3g} shows with probability 90%), "
+                                 f"still merging {undecided_off:.3f} (fails when significantly above "
+                                 f"{MAX_UNDECIDED:.0%}; resolution: a merging fraction of {merging_seen:.3g})"))
     return checks, plots, rows
+
+
+def small_fraction_check(name: str, count: int, runs: int, z: float, target: float, config: dict,
+                         note: str) -> Check:
+    """A fraction claimed at most ``MAX_UNDECIDED``: fails when its Wilson interval (at ``z``) lies above it;
+    resolution ``excess_resolution``."""
+    lo, hi = wilson(count, runs, z)
+    return Check(name, 0.0, count / runs, (lo, hi), FAIL if lo > MAX_UNDECIDED else PASS, config, MAX_UNDECIDED,
+                 z_confidence(z), resolution=excess_resolution(runs, MAX_UNDECIDED, z), target=target,
+                 note=f"{note}; fails when significantly above {MAX_UNDECIDED:.0%}")
 
 
 def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple[list[Check], list[dict]]:
@@ -273,7 +294,8 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple
             verdict = FAIL if w_lo > allowance else PASS
             config = {"beta": b, "eps2_over_eps2c": factor, "expected": expected_end}
             checks.append(Check("hybrid_dichotomy", 0.0, wrong / design.hybrid_paths, (w_lo, w_hi), verdict, config,
-                                allowance, confidence, resolution=detectable_effect((w_lo, w_hi), allowance, confidence),
+                                allowance, confidence, target=design.fraction_target,
+                                resolution=excess_resolution(design.hybrid_paths, min(allowance, 1.0), z),
                                 note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
                                                 f"L = {depth}, {undecided} undecided of {design.hybrid_paths}"))
             rows.append({"beta": b, "eps2": factor * crit, "eps2_c": crit, "expected": expected_end,

@@ -70,7 +70,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"{CHECKS_PER_CONFIG * len(CONFIGS)} checks (normal, from the bootstrap standard error, since no feasible "
         "number of replicates resolves such tails), so the study fails with probability at most 1% when every "
         f"claim holds; order checks allow a bias of {design.order_allowance} around the expected order and are "
-        f"inconclusive when the interval is wider than {design.max_ci_width:g}; same_limit passes only when its "
+        f"inconclusive when their resolution exceeds the target {design.order_target:g}; same_limit passes only when its "
         f"resolution reaches its target, the plateau that the claim with its drift x (1 + {DRIFT_TARGET:g}) leaves "
         "on the same paths (a smaller drift error hides in the reference's own error at this reference factor: the "
         "local check and the power study resolve coefficient errors).",
