@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from convergence.checks import Outcome
+from convergence.output import StudyResult
 from convergence.statistics import FAIL, INCONCLUSIVE, PASS, Check
 from convergence.studies import STUDIES
 from convergence.studies.calibration import case_seeds, rate_check
@@ -49,3 +50,27 @@ def test_the_quick_calibration_meets_its_targets():
     result = STUDIES["calibration"].run("quick", 0)
     assert result.verdict == PASS, [c.note for c in result.checks if c.verdict != PASS]
     assert np.all([c.estimate >= c.expected for c in result.checks])
+
+
+def test_the_full_calibration_runs_every_studys_quick_profile_at_ten_seeds():
+    """``quick_profile_passes``: a study's quick profile must pass at every one of its seeds, which depend on the
+    calibration's seed alone (and differ from the cases' and from study to study)."""
+    from convergence.studies import Study
+    from convergence.studies.calibration import quick_profile_rows, study_seeds
+
+    seen = []
+
+    def study(name: str, failing_seed: int | None) -> Study:
+        def execute(profile, seed, progress):
+            seen.append((name, profile, seed))
+            verdict = INCONCLUSIVE if seed == failing_seed else PASS
+            return StudyResult(study=name, profile=profile, seed=seed, params={}, checks=[
+                Check("x", 0.0, 0.0, (-1.0, 1.0), verdict, resolution=0.5, target=1.0)])
+        return Study(name, "stub", execute)
+
+    one_undecided = study_seeds(7, 1)[3]
+    rows = quick_profile_rows([study("a", None), study("b", one_undecided)], 7, lambda total, name: lambda n: None)
+    assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
+    assert "1 inconclusive" in rows[1].note and "TARGET MISSED" in rows[1].note
+    assert [s for name, profile, s in seen if name == "a"] == study_seeds(7, 0) and {p for _, p, _ in seen} == {"quick"}
+    assert len(set(study_seeds(7, 0)) | set(study_seeds(7, 1)) | set(case_seeds(7, 0))) == 30

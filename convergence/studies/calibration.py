@@ -12,6 +12,9 @@ model F (n = 2, d = 4, sigma = 1/2, f = <x_0, x_1>^2; mutant 5%); the strong che
 a 25% drift error; mutant 25%). The full profile adds model F with n = 2, d = 16 at the checks' defaults (local and
 weak 5%, strong 20% = its default target).
 
+The full profile also runs the quick profile of every other study at ``SEEDS`` seeds (``quick_profile_passes``: it
+must pass at every seed).
+
 Study checks (one per case and claim): ``decides_true_claim`` (estimate: the share of seeds that pass; a fail at
 any seed, or any seed not decided, misses the target) and ``rejects`` (the share of seeds that fail; at least 9 of
 10). These are measurements of the suite's decision rates, each with its chance of missing its target by chance:
@@ -25,8 +28,9 @@ Intervals: Wilson at 99%.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -41,6 +45,7 @@ from .base import ProgressFactory, Study
 NAME = "calibration"
 STUDY_KEY = 14
 SEEDS = 10
+STUDY_CASES = 1000  # key offset of the studies' seeds (cases use 0, 1, ...)
 REJECT_SHARE = 0.9  # a mutant at or beyond the target is rejected at this share of seeds
 CONFIDENCE = 0.99
 # A rate row may miss a per-run rate of unwanted verdicts (false failures or undecided runs of a true claim, misses
@@ -110,9 +115,11 @@ def _miss(outcome: Outcome) -> float:
     return min(miss_probability(c) for c in failed) if failed else 1.0
 
 
-def rate_check(name: str, outcomes: list[Outcome], wanted: str, config: dict) -> Check:
-    """The share of seeds with the ``wanted`` verdict, against its target."""
-    verdicts, sizes = [o.verdict for o in outcomes], [o.sample_size for o in outcomes]
+def rate_check(name: str, outcomes: list[Outcome | StudyResult], wanted: str, config: dict) -> Check:
+    """The share of seeds with the ``wanted`` verdict, against its target (``outcomes``: public checks' outcomes or
+    studies' results, one per seed)."""
+    verdicts = [o.verdict for o in outcomes]
+    sizes = [o.sample_size for o in outcomes if isinstance(o, Outcome)]
     runs = len(verdicts)
     hits = verdicts.count(wanted)
     counts = {v.value: verdicts.count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
@@ -133,10 +140,10 @@ def rate_check(name: str, outcomes: list[Outcome], wanted: str, config: dict) ->
     # fails at `allowed` + 1 unwanted verdicts: the per-run rate of them caught with probability 90%
     allowed = runs - (runs if wanted == PASS else int(np.ceil(REJECT_SHARE * runs)))
     resolution = _caught_rate(runs, allowed + 1)
+    decided = f"decided at {min(sizes)}..{max(sizes)} samples or paths per run; " if sizes else ""
     note = (f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive of {runs} seeds; "
-            f"target: {target}; decided at {min(sizes)}..{max(sizes)} samples or paths per run; resolution: a "
-            f"per-run rate {resolution:.2f} of unwanted verdicts is caught with probability 90%"
-            + ("" if verdict == PASS else "; TARGET MISSED"))
+            f"target: {target}; {decided}resolution: a per-run rate {resolution:.2f} of unwanted verdicts is caught "
+            "with probability 90%" + ("" if verdict == PASS else "; TARGET MISSED"))
     return Check(name, expected, hits / runs, (lo, hi), verdict, config, 0.0, CONFIDENCE, chance, note=note,
                  resolution=resolution, target=RATE_TARGET)
 
@@ -155,7 +162,23 @@ def _below(runs: int, k: int, p: float) -> float:
     return float(sum(math.comb(runs, j) * p**j * (1 - p) ** (runs - j) for j in range(k)))
 
 
-def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
+def study_seeds(seed: int, index: int) -> list[int]:
+    """The seeds at which the ``index``-th study's quick profile runs: a function of the study's seed alone (a key
+    apart from the cases')."""
+    return case_seeds(seed, STUDY_CASES + index)
+
+
+def quick_profile_rows(studies: Sequence[Study], seed: int, progress: ProgressFactory) -> list[Check]:
+    """``quick_profile_passes`` per study: its quick profile at ``SEEDS`` seeds must pass at every one (the README's
+    first command must not depend on the seed)."""
+    rows = []
+    for index, study in enumerate(studies):
+        results = [study.execute("quick", study_seed, progress) for study_seed in study_seeds(seed, index)]
+        rows.append(rate_check("quick_profile_passes", results, PASS, {"study": study.name}))
+    return rows
+
+
+def execute(profile: str, seed: int, progress: ProgressFactory, studies: Sequence[Study] = ()) -> StudyResult:
     chosen = cases(profile)
     advance = progress(sum(SEEDS * (1 + len(c.mutants)) for c in chosen), NAME)
     checks, rows = [], []
@@ -172,6 +195,10 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             name = "decides_true_claim" if wanted == PASS else "rejects"
             checks.append(rate_check(name, outcomes, wanted, {"case": case.label, "claim": label}))
             rows.append((f"{case.label}: {label}", checks[-1]))
+    if profile == "full":
+        for row in quick_profile_rows(studies, seed, progress):
+            checks.append(row)
+            rows.append((f"quick profile of {row.config['study']}", row))
     x = list(range(len(rows)))
     plot = Plot("share of seeds decided as wanted (pass for true claims, fail for mutants)", "case", "share",
                 [Curve("measured (Wilson 99%)", x, [c.estimate for _, c in rows], [c.ci[0] for _, c in rows],
@@ -188,12 +215,15 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "effect of its target at most 10%, whichever look stops.",
         "The study's checks measure decision rates against targets; each states its chance of missing the target "
         "by chance (its false-failure rate), and the study's family-wise rate is their sum.",
-        "Quick profiles of the other studies over 10 seeds, and the catalogue's other mutants (sigma^2, beta, "
-        "(d-2)/2, the Stratonovich drift, a missing projection), are not yet in this study.",
+        "The full profile also runs every other study's quick profile at 10 seeds (quick_profile_passes: each must "
+        "pass at every seed). The catalogue's other mutants (sigma^2, beta, (d-2)/2, the Stratonovich drift, a "
+        "missing projection) over seeds are not yet in this study.",
     ]
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks,
                        plots={"": [plot]}, notes=notes)
 
 
-STUDY = Study(NAME, "calibration: the public checks' decision rates over seeds (true claims pass, mutants fail)",
-              execute, in_report=False)
+def calibration_study(studies: Sequence[Study]) -> Study:
+    """The calibration study over the public checks and, at the full profile, the quick profiles of ``studies``."""
+    return Study(NAME, "calibration: the public checks' and the studies' decision rates over seeds (true claims pass, "
+                 "mutants fail)", partial(execute, studies=tuple(studies)), in_report=False)
