@@ -9,6 +9,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 from convergence.statistics import (
     FAIL,
     INCONCLUSIVE,
+    NO_TARGET,
+    NO_TARGET_TEXT,
     PASS,
     Check,
     bootstrap_counts,
@@ -102,6 +104,10 @@ def test_a_statistical_claim_check_passes_only_at_a_stated_resolution_within_its
     assert verdict(false_failure_rate=0.0) == PASS
     assert verdict(claim=False) == PASS
     assert Check("x", 0.0, 0.0, (-1.0, 1.0), FAIL).verdict == FAIL
+    # an interval that decides alone (a rejection, an order above its floor) says so: NO_TARGET, "none needed"
+    decided = Check("x", 0.0, 0.0, (-1.0, 1.0), PASS, target=NO_TARGET)
+    assert decided.verdict == PASS and decided.to_dict()["target"] == NO_TARGET_TEXT
+    assert Check("x", 0.0, 0.0, (-1.0, 1.0), PASS, resolution=0.1, target=0.2).to_dict()["target"] == 0.2
 
 
 def test_plateau_recovers_exact_model():
@@ -162,3 +168,17 @@ def test_bootstrap_medians_equal_the_medians_of_the_same_resamples(paths):
     rng = np.random.default_rng(5)
     direct = np.stack([np.median(values[rng.integers(0, paths, paths)], axis=0) for _ in range(30)])
     np.testing.assert_array_equal(fast, direct)
+
+
+def test_binomial_resolutions_are_exact():
+    from scipy import stats
+
+    from convergence.statistics import detection_rate, excess_resolution, wilson
+
+    assert stats.binom.sf(1, 10, detection_rate(10, 2)) == pytest.approx(0.9, abs=1e-9)
+    assert detection_rate(10, 1) == pytest.approx(1 - 0.1**0.1, rel=1e-9)  # P(at least one) = 0.9
+    z = 2.576
+    first = next(k for k in range(1, 401) if wilson(k, 400, z)[0] > 0.02)  # the fewest successes that fail
+    assert stats.binom.sf(first - 1, 400, excess_resolution(400, 0.02, z)) == pytest.approx(0.9, abs=1e-9)
+    assert excess_resolution(400, 0.0, z) == pytest.approx(detection_rate(400, 1))
+    assert excess_resolution(50, 0.99, z) == float("inf")  # 50 runs can never show a fraction above 0.99

@@ -711,8 +711,7 @@ def check_local_consistency(
     drawn: dict = {}
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
-        design = LocalDesign(step=step, samples=n, target=target, state_target=2 * target,
-                             component_target=5 * target, power=power)
+        design = LocalDesign(step=step, samples=n, target=target, state_target=2 * target, power=power)
         return local_checks(layer, sde, chosen, design, seed, key, config, alpha, drawn)
 
     checks, stopped = decide_in_stages(look, looks)

@@ -21,6 +21,7 @@ from .chaos import (
 )
 from .commute import CommuteDesign, analyse_commute, commute_estimates, coupled_energies
 from .energy import (
+    ENERGY_TARGET,
     EnergyDesign,
     compare_with_bound,
     energy_bound_check,
@@ -118,7 +119,7 @@ __all__ = [
     "probability_check",
     "CHECKS", "ChaosData", "ChaosDesign", "CommuteDesign", "DriftScaled", "EnergyDesign", "ExponentDesign",
     "FedorovAction", "FedorovEulerAction", "KernelMatrixNetwork", "LatentDesign", "LocalDesign", "MeanFieldDesign",
-    "DRIFT_TARGET", "LIMIT_TARGET", "REFERENCE_LEVELS", "SAMPLE_BLOCK", "STATES", "StrongData", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
+    "DRIFT_TARGET", "ENERGY_TARGET", "LIMIT_TARGET", "REFERENCE_LEVELS", "SAMPLE_BLOCK", "STATES", "StrongData", "StrongDesign", "WeakDesign", "WidthDepthDesign", "WidthDesign", "WidthGroups",
     "analyse_chaos", "analyse_commute", "analyse_strong", "analyse_width", "analyse_width_depth",
     "backward_samples", "baseline_variance", "bootstrap_generator", "catalogue", "commute_estimates",
     "compare_with_bound", "coupled_chaos", "coupled_energies", "coupled_observables", "coupled_strong_errors",

@@ -50,8 +50,7 @@ class ExponentDesign(RecordGrid):
     delta0: float = 1e-4
     block_paths: int = 4096
     replicates: int = 400
-    # The largest exponent error the checks may miss, relative to max(|expected|, 0.05) (an interval 0.4 x that wide
-    # at 99% gives a resolution of about the allowance + 0.3)
+    # The largest exponent error the checks may miss, allowance included, relative to max(|expected|, 0.05)
     target: float = 0.3
 
     def __post_init__(self) -> None:

@@ -21,8 +21,9 @@ Checks at each state (``config["state"]``):
                    Expected 0. Where the layer's drift is not resolved (|m| < 10 z its se), measured along the
                    claimed drift b instead (with its resolution: few samples are inconclusive, never a pass).
   drift            the largest |z| over the components of R_2 - b (any direction, e.g. a missing term); its
-                   resolution is the error in one component it rejects with 90%, relative to the drift's RMS
-                   component (the noise's for a drift-free claim), target ``component_target``.
+                   resolution is the error in one component it rejects with 90%, relative to the larger of the
+                   drift's RMS component and the noise's, sqrt(tr C / (n d)) (both per unit of the model's time,
+                   depth T = 1), target ``max_z_target``.
   diffusion_scale  <D, C> / |C|^2 with C = E[G G^T] / h the claimed covariance: the relative error of the
                    noise variance (a claim with sigma^2 x (1 + eps) gives -eps / (1 + eps)). Expected 0.
   diffusion        the largest |z| of u^T D u over probe directions u (each token's radial direction, which
@@ -102,15 +103,16 @@ STATES: dict[str, State] = {"uniform": uniform_state, "merged": merged_state, "a
 class LocalDesign:
     """Steps h, h/2, h/4 at each state; ``samples`` draws of the noise per state; ``target`` the largest
     resolution (relative error) that still decides a pooled check, ``state_target`` a single state's,
-    ``component_target`` a max-z check's (an error in one component, relative to the typical one)."""
+    ``component_target`` a max-z check's (an error in one component, relative to a typical one; default five times
+    ``target``)."""
 
     step: float = 1.0 / 64
     samples: int = 65536
     target: float = 0.01
     state_target: float = 0.02
-    # the max-z checks (drift, diffusion) may miss an error in one component this large (relative to a typical one: five
-    # times the pooled target, as a component's standard error is several times that of a projection on the drift)
-    component_target: float = 0.05
+    # the max-z checks (drift, diffusion) may miss an error in one component this large, relative to a typical one
+    # (None: five times ``target``, as a component's standard error is several times that of a projection)
+    component_target: float | None = None
     power: float = DETECTION_POWER  # a resolution is the effect rejected with this probability
 
     def __post_init__(self) -> None:
@@ -118,8 +120,14 @@ class LocalDesign:
         check_int("samples", self.samples, minimum=64)
         check_real("target", self.target, minimum=0.0, strict_minimum=True)
         check_real("state_target", self.state_target, minimum=0.0, strict_minimum=True)
-        check_real("component_target", self.component_target, minimum=0.0, strict_minimum=True)
+        if self.component_target is not None:
+            check_real("component_target", self.component_target, minimum=0.0, strict_minimum=True)
         check_real("power", self.power, minimum=0.5, maximum=1.0)
+
+    @property
+    def max_z_target(self) -> float:
+        """The max-z checks' target: ``component_target``, else five times ``target``."""
+        return 5 * self.target if self.component_target is None else self.component_target
 
     @property
     def steps(self) -> tuple[float, float, float]:
@@ -318,11 +326,12 @@ class _ClaimChecks:
                 + ("" if resolved else "; the layer's drift is not resolved at this sample size")
                 + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples", confidence,
                 design.power))
-        # the drift's typical component (the noise's, in the model's time unit, for a drift-free claim and map)
+        # a typical component: the larger of the drift's and the noise's per unit of the model's time (the noise's
+        # alone for a drift-free claim and map)
         drift_scale = float(np.sqrt(max(norm2, float(np.trace(data.claimed_cov))) / claimed.size))
         checks.append(_max_z_check("drift", r2 - claimed, bias, z, cfg,
-                                   f"{claimed.size} drift components, relative to the drift's RMS component "
-                                   f"{drift_scale:.3g}", confidence, drift_scale, design.component_target,
+                                   f"{claimed.size} drift components, relative to a typical component "
+                                   f"{drift_scale:.3g} (the drift's or the noise's RMS one, the larger)", confidence, drift_scale, design.max_z_target,
                                    design.power))
         c_norm2 = float(np.sum(data.claimed_cov**2))
         s1, s2 = richardson(data.scale_terms[..., None])
@@ -336,7 +345,7 @@ class _ClaimChecks:
         checks.append(_max_z_check("diffusion", p2 / scale, np.abs(p1.mean(0) - p2.mean(0)) / 3 / scale,
                                    z, cfg, f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "
                                    "relative to the mean claimed variance per direction", confidence, 1.0,
-                                   design.component_target, design.power))
+                                   design.max_z_target, design.power))
         self.pooled["drift_scale"].append(gamma if scaled else None)
         self.pooled["diffusion_scale"].append(s2[:, 0] / c_norm2)
         self.pooled_bias["drift_scale"].append(checks[-4].allowance if scaled else None)

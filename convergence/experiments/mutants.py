@@ -25,14 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-import math
-
 import numpy as np
 from scipy import stats
 
 from ..models import AgazziSDE, FedorovSDE, LimitSDE, normalise
 from ..paths import drift_and_diffusion
-from ..statistics import FAIL, INCONCLUSIVE, PASS, Check, all_finite, combine_verdicts, confidence_z
+from ..statistics import FAIL, INCONCLUSIVE, NO_TARGET, PASS, Check, all_finite, combine_verdicts, confidence_z
 
 FD_STEP = 1e-6  # central differences of the diffusion along its own directions (error O(FD_STEP^2))
 
@@ -252,39 +250,31 @@ def rejection_row(kind: str, model: str, label: str, effect: float | None, check
     claim = (effect is None or abs(effect) >= target - 1e-12) and not unresolved
     verdict = PASS if inner == FAIL else (INCONCLUSIVE if inner == INCONCLUSIVE else FAIL)
     drift = pooled_check(checks, "drift_scale")
-    resolution = None if drift is None else drift.resolution
     # the row misses only when every inner check does: the smallest single chance bounds it
     miss = min((miss_probability(c) for c in checks), default=1.0)
     note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
             + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}")
             + f"; estimated chance of a miss at the measured effects {miss:.2g}" + unresolved)
-    if resolution is None:
-        resolution = _sharpest(checks)
-    note += "; a rejection is a decision at its own confidence, so the row needs no target (resolution: the inner's)"
+    note += ("; a rejection is decided by its interval, so the row needs no target (resolution: "
+             + ("the pooled drift_scale's relative one)" if drift else "the sharpest inner resolution / target)"))
     return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
                  {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=miss,
-                 resolution=resolution, relative_resolution=resolution, target=math.inf)
+                 resolution=_ratios(checks, min) if drift is None else drift.resolution,
+                 relative_resolution=None if drift is None else drift.resolution, target=NO_TARGET)
 
 
-def _sharpest(checks: list[Check]) -> float | None:
-    """The smallest relative resolution (else resolution) of ``checks``."""
-    values = [c.relative_resolution if c.relative_resolution is not None else c.resolution for c in checks]
-    values = [v for v in values if v is not None]
-    return min(values, default=None)
-
-
-def _worst_ratio(checks: list[Check]) -> float | None:
-    """The largest resolution / target over the statistical claim checks of ``checks`` (None when one lacks
-    them): at most 1 when every one of them sees what it may not miss."""
+def _ratios(checks: list[Check], pick: Callable) -> float | None:
+    """``pick`` (min or max) of resolution / target over the statistical claim checks of ``checks`` that have a
+    finite target (None when one of them lacks a resolution or target, or none has one): unit-free, at most 1 when
+    each sees what it may not miss."""
     ratios = [c.resolution / c.target if c.resolution is not None and c.target else None
-              for c in checks if c.claim and c.false_failure_rate > 0]
-    return None if not ratios or None in ratios else max(ratios)
+              for c in checks if c.claim and c.false_failure_rate > 0 and c.target != NO_TARGET]
+    return None if not ratios or None in ratios else pick(ratios)
 
 
 def true_claim_row(kind: str, model: str, checks: list[Check]) -> Check:
     """A study check: the true claim must pass every inner check; its false-failure rate is the sum of theirs."""
     inner = _combined(checks)
-    drift = pooled_check(checks, "drift_scale")
     resolutions = ", ".join(f"{c.name} {c.resolution:.3g}" for c in checks
                             if c.resolution is not None and c.config.get("state", "pooled") == "pooled")
     alpha = float(sum(c.false_failure_rate for c in checks))
@@ -293,5 +283,4 @@ def true_claim_row(kind: str, model: str, checks: list[Check]) -> Check:
                  note=f"{kind} check on the true claim: {inner}; resolutions: "
                  f"{resolutions or 'see the inner checks'}; resolution here: the largest resolution / target of the "
                  "inner claim checks (target 1: each sees what it may not miss)",
-                 resolution=_worst_ratio(checks), relative_resolution=None if drift is None else drift.resolution,
-                 target=1.0)
+                 resolution=_ratios(checks, max), target=1.0)

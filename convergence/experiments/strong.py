@@ -87,8 +87,9 @@ class StrongDesign(DepthLadder):
     reference_factor: int = 16
     order: float = 0.5
     order_allowance: float = 0.05
-    # The largest order error the order checks may miss: the allowance plus about the half-width of a 99% interval
-    # 0.1 wide (an interval wider than the band expected +- allowance cannot place the order in it).
+    # The largest order error the order checks may miss: the allowance plus the statistical part of the resolution of
+    # a 99% interval 0.1 wide ((z + z_0.9) / (2 z) ~ 0.75 of its width; a wider interval than the band expected +-
+    # allowance cannot place the order in it).
     order_target: float = 0.125
     # The reference's order is a calibration (same_limit's allowance uses its measured error, not its order): it
     # need only tell convergence from stagnation.

@@ -48,6 +48,7 @@ from ..statistics import (
     DETECTION_POWER,
     FAIL,
     INCONCLUSIVE,
+    NO_TARGET,
     PASS,
     Check,
     all_finite,
@@ -69,8 +70,9 @@ class WeakDesign(DepthLadder):
 
     order: float = 1.0
     order_allowance: float = 0.15
-    # weak_order may miss an order error up to this (the allowance plus about the half-width of a 99% interval 0.5
-    # wide); the limit checks may miss a mean error of ``resolution`` x sd(f)
+    # an interval of weak_order across its floor may miss an order error up to this (the allowance plus the
+    # resolution, (z + z_0.9) / (2 z) ~ 0.75 of the width, of a 99% interval 0.5 wide); the limit checks may miss a
+    # mean error of ``resolution`` x sd(f)
     order_target: float = 0.525
     resolution: float = 0.1
 
@@ -266,9 +268,9 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
                 power: float = DETECTION_POWER) -> Check:
     """``weak_order``: the claim is an error O(h) (one-sided), so the check fails when the interval lies below
     ``order - allowance`` and passes when it lies above it (an interval above ``order + allowance`` gets a note:
-    this observable's leading error coefficient is small), in both cases only when its resolution (at ``power``, a
-    staged look's) is at most ``design.order_target``, else inconclusive (as when fewer than three differences are
-    significant)."""
+    this observable's leading error coefficient is small: decided by the interval, target ``NO_TARGET``); an
+    interval across the floor passes only when its resolution (at ``power``, a staged look's) is at most
+    ``design.order_target``, else inconclusive (as when fewer than three differences are significant)."""
     fit = next(iter(fits.values()))  # the order is common to all observables
     lo, hi = fit.order - z * fit.order_se, fit.order + z * fit.order_se
     usable = sum(int(f.significant.sum()) for f in fits.values())
@@ -277,6 +279,7 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
     floor = design.order - design.order_allowance
     confidence = z_confidence(z)
     resolution = detectable_effect((lo, hi), design.order_allowance, confidence, power)
+    target = design.order_target
     bad = first_nonfinite({f"{kind} of {name}": getattr(f, field) for name, f in fits.items()
                            for kind, field in (("coupled differences", "differences"),
                                                ("standard errors", "standard_errors"))})
@@ -295,20 +298,22 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
         note += f"; the fitted order ({fit.order}) or its bootstrap SE ({fit.order_se}) is not finite"
     elif hi < floor:
         verdict = FAIL
-    elif resolution > design.order_target:
-        verdict = INCONCLUSIVE
-    else:
-        verdict = PASS
+    elif lo > floor:  # the one-sided claim holds at this level, however wide the interval
+        verdict, target = PASS, NO_TARGET
+        note += f"; the interval lies above the floor {floor:g}: decided by its interval, no target needed"
         if lo > design.order + design.order_allowance:
             note += "; decays faster than order 1 (small leading coefficient: the O(h) bound holds)"
-    if verdict == INCONCLUSIVE and usable >= 3 and np.isfinite(fit.order):
+    elif resolution > design.order_target:
+        verdict = INCONCLUSIVE
         advice = samples_to_decide((lo, hi), design.order_allowance, confidence, design.paths, design.order_target,
                                    power)
         note += f"; resolution {resolution:.3g} > target {design.order_target:g}: about {advice} paths would decide"
-    elif verdict == INCONCLUSIVE and "not identifiable" not in note:
+    else:
+        verdict = PASS
+    if verdict == INCONCLUSIVE and usable < 3 and "not identifiable" not in note:
         note += _significance_plan(fits, z, design.paths)
     return Check("weak_order", design.order, fit.order, (lo, hi), verdict, config, design.order_allowance,
-                 confidence, note=note, resolution=resolution, target=design.order_target)
+                 confidence, note=note, resolution=resolution, target=target)
 
 
 def _significance_plan(fits: dict[str, WeakOrderFit], z: float, paths: int) -> str:

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 
 from verify.common import atomic_write, atomic_write_set
 
-from ..statistics import confidence_label, json_safe
+from ..statistics import NO_TARGET, NO_TARGET_TEXT, confidence_label, json_safe
 from .results import Heatmap, Panel, Plot, StudyResult
 
 
@@ -42,7 +42,8 @@ def to_json(result: StudyResult) -> str:
 
 
 def _resolution(check) -> str:
-    target = "" if check.target is None else f" / {_number(check.target, 3)}"
+    target = ("" if check.target is None else f" / {NO_TARGET_TEXT}" if check.target == NO_TARGET
+              else f" / {_number(check.target, 3)}")
     if check.resolution is None:
         return "-" + target
     relative = "" if check.relative_resolution is None else f" ({_number(100 * check.relative_resolution, 2)}% rel.)"
@@ -246,13 +247,16 @@ def _target_lines(studies: list[dict]) -> list[str]:
                 kinds.setdefault(check["name"], []).append(check)
         for name, checks in kinds.items():
             targets = [c.get("target") for c in checks]
-            stated = [t for t in targets if t is not None]
-            worst = [c["resolution"] / c["target"] for c in checks
-                     if c.get("resolution") is not None and c.get("target")]
-            target = ("not stated" if not stated else _number(min(stated), 3) if min(stated) == max(stated)
-                      else f"{_number(min(stated), 3)} .. {_number(max(stated), 3)}")
-            if len(stated) < len(targets) and stated:
-                target += f" ({len(targets) - len(stated)} not stated)"
+            stated = [t for t in targets if isinstance(t, (int, float))]
+            needless = targets.count(NO_TARGET_TEXT)
+            worst = [c["resolution"] / t for c, t in zip(checks, targets)
+                     if c.get("resolution") is not None and t in stated and t]
+            parts = [] if not stated else [_number(min(stated), 3) if min(stated) == max(stated)
+                                           else f"{_number(min(stated), 3)} .. {_number(max(stated), 3)}"]
+            parts += [f"{needless} {NO_TARGET_TEXT}"] if needless else []
+            missing = len(targets) - len(stated) - needless
+            parts += [f"{missing} not stated"] if missing else []
+            target = "; ".join(parts)
             rows.append(f"| {data['study']} | `{name}` | {len(checks)} | {target} | "
                         f"{_number(max(worst), 3) if worst else '-'} |")
     if not rows:

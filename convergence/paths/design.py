@@ -48,8 +48,8 @@ class DepthLadder:
 @dataclass(frozen=True, kw_only=True)
 class RateTolerance:
     """What an order check allows: expected (mean-square) order, bias allowance around it, the largest order error
-    it may miss (``order_target``: the allowance plus about the half-width of a 99% interval 0.5 wide), and the
-    number of bootstrap replicates."""
+    it may miss (``order_target``: the allowance plus the statistical part of the resolution of a 99% interval 0.5
+    wide, (z + z_0.9) / (2 z) ~ 0.75 of its width), and the number of bootstrap replicates."""
 
     order: float = 1.0
     order_allowance: float = 0.15

@@ -81,7 +81,12 @@ class CpuClock:
         return time.thread_time() - self._thread_start
 
     def total(self) -> float:
-        return self.serial() + self._remote[0]
+        return self.split()[0]
+
+    def split(self) -> tuple[float, float]:
+        """(total, serial) from one reading of this thread's clock, so that serial <= total."""
+        serial = self.serial()
+        return serial + self._remote[0], serial
 
 
 @contextlib.contextmanager

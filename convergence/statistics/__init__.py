@@ -11,6 +11,8 @@ from .estimators import (
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,
+    NO_TARGET,
+    NO_TARGET_TEXT,
     PASS,
     Check,
     OrderFit,
@@ -25,6 +27,7 @@ from .estimators import (
     confidence_label,
     confidence_z,
     detectable_effect,
+    detection_rate,
     effect_verdict,
     excess_resolution,
     family_confidence,
@@ -52,9 +55,9 @@ from .frechet import frechet_estimate, frechet_estimates
 from .sequential import Looks, decide_in_stages, stopping_verdict
 
 __all__ = [
-    "ADVICE_MARGIN", "CONFIDENCE", "Check", "DETECTION_POWER", "FAIL", "FAMILY_ALPHA", "INCONCLUSIVE", "Looks", "OrderFit", "PASS",
+    "ADVICE_MARGIN", "CONFIDENCE", "Check", "DETECTION_POWER", "FAIL", "FAMILY_ALPHA", "INCONCLUSIVE", "Looks", "NO_TARGET", "NO_TARGET_TEXT", "OrderFit", "PASS",
     "Verdict", "all_finite", "asymptotic_start", "bootstrap_counts", "bootstrap_interval", "bootstrap_means",
-    "bootstrap_medians", "combine_verdicts", "confidence_label", "confidence_z", "decide_in_stages", "detectable_effect",
+    "bootstrap_medians", "combine_verdicts", "confidence_label", "confidence_z", "decide_in_stages", "detectable_effect", "detection_rate",
     "effect_verdict", "excess_resolution", "family_confidence", "first_nonfinite", "fit_order", "frechet_estimate", "frechet_estimates", "json_safe",
     "least_squares_line", "least_squares_slope", "limit_plateau", "limit_verdict", "log_log_slope",
     "noise_floor_flags", "order_verdict", "paths_for_effect", "paths_to_resolve", "percentile_interval", "plateau",

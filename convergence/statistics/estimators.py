@@ -25,6 +25,8 @@ PASS, FAIL, INCONCLUSIVE = Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE
 MIN_TAIL_REPLICATES = 5  # a percentile interval needs this many bootstrap replicates beyond each end
 VERDICTS = tuple(Verdict)
 DETECTION_POWER = 0.9  # a check's resolution is the effect it rejects with this probability
+NO_TARGET = math.inf  # the target of a check whose pass its interval decides alone (``Check``)
+NO_TARGET_TEXT = "none needed"  # how reports write it
 
 
 def all_finite(*values) -> bool:
@@ -109,7 +111,9 @@ class Check:
     ``expected`` the check rejects with probability ``DETECTION_POWER`` (``detectable_effect``; 1 - 0.1/K at one of
     K staged looks, ``sequential``), in the check's own units; ``relative_resolution`` the same as a relative
     coefficient error where the check has one. ``target`` is the largest departure the check may miss, in the same
-    units (docs/checks.md lists the target of every kind of check).
+    units (docs/checks.md lists the targets by kind of check); ``NO_TARGET`` for a check whose pass is decided by
+    its interval alone (an interval that excludes every wrong value: a mutant rejected, an order above its floor, a
+    run that shows an event exists), which its note says (JSON: "none needed").
 
     Two rules hold here, whatever rule produced the verdict: a ``pass`` whose estimate or interval holds NaN or
     infinity becomes a ``fail``; and a statistical claim check (one that can fail by chance: ``claim`` and
@@ -140,10 +144,8 @@ class Check:
         object.__setattr__(self, "verdict", Verdict(self.verdict))
         if self.verdict == PASS and not all_finite(self.estimate, *self.ci):
             self._demote(FAIL, "non-finite estimate or interval: cannot pass")
-        elif self.verdict == PASS and self.claim and self.false_failure_rate > 0:
-            # an infinite target is a check that needs none (a rejection of a mutant is decided by its interval)
-            if self.resolution is None or self.target is None or not all_finite(self.resolution) or math.isnan(
-                    self.target):
+        elif self.verdict == PASS and self.claim and self.false_failure_rate > 0 and self.target != NO_TARGET:
+            if self.resolution is None or self.target is None or not all_finite(self.resolution, self.target):
                 self._demote(INCONCLUSIVE, f"resolution {self.resolution} or target {self.target} not stated: a "
                                            "statistical check cannot pass without both")
             elif self.resolution > self.target:
@@ -158,7 +160,10 @@ class Check:
         """A JSON-ready dict (non-finite numbers become None: reports are valid JSON)."""
         data = asdict(self)
         data["ci"] = [float(self.ci[0]), float(self.ci[1])]
-        return json_safe(data)
+        data = json_safe(data)
+        if self.target == NO_TARGET:
+            data["target"] = NO_TARGET_TEXT
+        return data
 
 
 def json_safe(value):
@@ -449,28 +454,27 @@ def combine_verdicts(verdicts: list[str]) -> Verdict:
     return Verdict.combine(verdicts)
 
 
-def excess_resolution(n: int, bound: float, z: float, power: float = DETECTION_POWER) -> float:
-    """The resolution of "the fraction is not above ``bound``", which fails when the Wilson interval of k successes
-    in ``n`` (at ``z``) lies above ``bound``: the smallest true fraction p that fails with probability ``power``
-    (exact: the (1 - power) quantile of Binomial(n, p) must give a lower bound above ``bound``; bisection over p).
-    With ``bound`` = 0 it is the smallest fraction whose presence ("the fraction is positive": one success) is
-    seen with probability ``power``, 1 - (1 - power)^(1/n)."""
+def detection_rate(n: int, count: int, power: float = DETECTION_POWER) -> float:
+    """The smallest per-trial rate p at which at least ``count`` of ``n`` trials occur with probability ``power``:
+    P(Binomial(n, p) >= count) >= power (exact; bisection over p, the probability rising with p)."""
     check_int("n", n, minimum=1)
-    check_real("bound", bound, minimum=0.0, maximum=1.0)
-
-    def rejected(p: float) -> bool:
-        k = int(stats.binom.ppf(1.0 - power, n, p))
-        while stats.binom.cdf(k, n, p) < 1.0 - power:  # ppf's rounding: the quantile is the smallest such k
-            k += 1
-        return wilson(k, n, z)[0] > bound if bound > 0 else k >= 1
-
-    lo, hi = bound, 1.0
-    if not rejected(hi):
-        return math.inf
+    check_int("count", count, minimum=1, maximum=n)
+    lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if rejected(mid) else (mid, hi)
+        lo, hi = (lo, mid) if float(stats.binom.sf(count - 1, n, mid)) >= power else (mid, hi)
     return hi
+
+
+def excess_resolution(n: int, bound: float, z: float, power: float = DETECTION_POWER) -> float:
+    """The resolution of "the fraction is not above ``bound``", which fails when the Wilson interval (at ``z``) of
+    k successes in ``n`` lies above ``bound``: the smallest true fraction that fails with probability ``power``,
+    ``detection_rate`` at the smallest such k (infinite when none is). With ``bound`` = 0 the check is "the fraction
+    is positive" (one success): 1 - (1 - power)^(1/n) is the fraction seen with probability ``power``."""
+    check_int("n", n, minimum=1)
+    check_real("bound", bound, minimum=0.0, maximum=1.0)
+    first = next((k for k in range(1, n + 1) if bound == 0 or wilson(k, n, z)[0] > bound), None)
+    return math.inf if first is None else detection_rate(n, first, power)
 
 
 def wilson(successes: int, n: int, z: float) -> tuple[float, float]:

@@ -37,7 +37,7 @@ class Study:
         start = time.perf_counter()
         with cpu_meter() as cpu:
             result = self.execute(profile, seed, progress)
-            result.cpu_s, result.serial_cpu_s = round(cpu.total(), 3), round(cpu.serial(), 3)
+            result.cpu_s, result.serial_cpu_s = (round(seconds, 3) for seconds in cpu.split())
         result.elapsed_s = round(time.perf_counter() - start, 3)
         result.versions = package_versions()
         return result

@@ -39,7 +39,7 @@ from ..experiments import DriftScaled, miss_probability
 from ..models import FedorovModel
 from ..output import Curve, Plot, StudyResult
 from ..runtime import seed_block_sequence
-from ..statistics import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, confidence_z, wilson
+from ..statistics import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, confidence_z, detection_rate, wilson
 from .base import ProgressFactory, Study
 
 NAME = "calibration"
@@ -139,22 +139,13 @@ def rate_check(name: str, outcomes: list[Outcome | StudyResult], wanted: str, co
                   f"{chance:.2g}; at exactly 90% power it would be {_below(runs, k, REJECT_SHARE):.2f})")
     # fails at `allowed` + 1 unwanted verdicts: the per-run rate of them caught with probability 90%
     allowed = runs - (runs if wanted == PASS else int(np.ceil(REJECT_SHARE * runs)))
-    resolution = _caught_rate(runs, allowed + 1)
+    resolution = detection_rate(runs, allowed + 1)
     decided = f"decided at {min(sizes)}..{max(sizes)} samples or paths per run; " if sizes else ""
     note = (f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive of {runs} seeds; "
             f"target: {target}; {decided}resolution: a per-run rate {resolution:.2f} of unwanted verdicts is caught "
             "with probability 90%" + ("" if verdict == PASS else "; TARGET MISSED"))
     return Check(name, expected, hits / runs, (lo, hi), verdict, config, 0.0, CONFIDENCE, chance, note=note,
                  resolution=resolution, target=RATE_TARGET)
-
-
-def _caught_rate(runs: int, unwanted: int, power: float = 0.9) -> float:
-    """The smallest per-run rate q with P(Binomial(runs, q) >= ``unwanted``) >= ``power`` (bisection)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if 1.0 - _below(runs, unwanted, mid) >= power else (mid, hi)
-    return hi
 
 
 def _below(runs: int, k: int, p: float) -> float:

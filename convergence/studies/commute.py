@@ -46,8 +46,8 @@ def _grid(horizon: float, depths: tuple[int, ...], paths: int, tokens=(8, 16, 32
                          beta=BETA, paths=paths, block_paths=64, **tolerance)
 
 
-# The quick profile accepts coarser resolutions (its reports state them): rates to +-0.4 (target 0.8: the allowance
-# 0.2 plus about 0.6), limits to 10% of the spread.
+# The quick profile accepts coarser resolutions (its reports state them): rates to an order error of 0.8 (the
+# allowance 0.2 included), limits to 10% of the spread.
 QUICK = {"order_target": 0.8, "resolution": 0.1}
 
 

@@ -160,9 +160,12 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"Target: every structural mutant and every mutant with |eps| >= {settings.target:g} fails the check that "
         "should catch it, and every true claim passes. Rows with smaller eps are findings (the smallest errors "
         "the checks can see), outside the verdict.",
-        "Resolution column: for local rows, the pooled drift_scale check's resolution (the smallest relative "
-        "drift-coefficient error it rejects with probability 90%); for strong rows, same_limit's in mean-square "
-        "units (its relative-drift equivalent is in the note of the 5% drift row).",
+        "Resolution column: for true_claim rows, the largest resolution / target of their inner claim checks "
+        "(target 1: each sees what it may not miss); for local rejects rows, the pooled drift_scale check's "
+        "resolution (the smallest relative drift-coefficient error it rejects with probability 90%); for strong "
+        "rejects rows, same_limit's in mean-square units (its relative-drift equivalent is in the note of the 5% "
+        "drift row); other rejects rows, the sharpest inner resolution / target. A rejects row needs no target: the "
+        "rejection is decided by its interval.",
         f"Local design: steps h = {settings.local.step:g}, h/2, h/4 (Richardson), {settings.local.samples} samples "
         f"per state, states {', '.join(STATES)}. Strong design: depths {list(settings.strong.depths)}, "
         f"{settings.strong.paths} paths, Euler-Maruyama reference at x{settings.strong.reference_factor}.",

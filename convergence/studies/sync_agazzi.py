@@ -28,6 +28,7 @@ from verify.calculus import d as d_symbol
 from verify.rigorous import attention_energy_rate, lambda_bar_prime
 
 from ..experiments import (
+    ENERGY_TARGET,
     EnergyDesign,
     ExponentDesign,
     antipodal_share_check,
@@ -88,7 +89,7 @@ class SyncDesign:
     figure_depth: int
     figure_paths: int
     invariant_target: float = 0.1  # qf_invariant may miss a relative error of E S(rho_T) up to this
-    energy_target: float = 0.05  # energy_bound may miss the bound exceeded by this fraction of it
+    energy_target: float = ENERGY_TARGET  # energy_bound may miss the bound exceeded by this fraction of it
 
 
 DESIGNS = {
