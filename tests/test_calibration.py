@@ -52,11 +52,11 @@ def test_the_quick_calibration_meets_its_targets():
     assert np.all([c.estimate >= c.expected for c in result.checks])
 
 
-def test_the_full_calibration_runs_every_studys_quick_profile_at_ten_seeds():
-    """``quick_profile_passes``: a study's quick profile must pass at every one of its seeds, which depend on the
-    calibration's seed alone (and differ from the cases' and from study to study)."""
+def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
+    """``quick-profiles``: a study's quick profile must pass at every one of its seeds, which depend on this study's
+    seed alone (and differ from study to study); its full profile takes 10 seeds, its quick one 3."""
     from convergence.studies import Study
-    from convergence.studies.calibration import quick_profile_rows, study_seeds
+    from convergence.studies.quick_profiles import SEEDS, quick_profile_rows, study_seeds
 
     seen = []
 
@@ -68,9 +68,12 @@ def test_the_full_calibration_runs_every_studys_quick_profile_at_ten_seeds():
                 Check("x", 0.0, 0.0, (-1.0, 1.0), verdict, resolution=0.5, target=1.0)])
         return Study(name, "stub", execute)
 
-    one_undecided = study_seeds(7, 1)[3]
-    rows = quick_profile_rows([study("a", None), study("b", one_undecided)], 7, lambda total, name: lambda n: None)
+    assert SEEDS == {"quick": 3, "full": 10}
+    one_undecided = study_seeds(7, 1, 10)[3]
+    rows = quick_profile_rows([study("a", None), study("b", one_undecided)], 7, 10, lambda total, name: lambda n: None)
     assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
     assert "1 inconclusive" in rows[1].note and "TARGET MISSED" in rows[1].note
-    assert [s for name, profile, s in seen if name == "a"] == study_seeds(7, 0) and {p for _, p, _ in seen} == {"quick"}
-    assert len(set(study_seeds(7, 0)) | set(study_seeds(7, 1)) | set(case_seeds(7, 0))) == 30
+    assert [s for name, profile, s in seen if name == "a"] == study_seeds(7, 0, 10) and {p for _, p, _ in seen} == {"quick"}
+    assert len(set(study_seeds(7, 0, 10)) | set(study_seeds(7, 1, 10)) | set(study_seeds(8, 0, 10))) == 30
+    assert study_seeds(7, 0, 3) == study_seeds(7, 0, 10)[:3]
+    assert not STUDIES["quick-profiles"].in_report

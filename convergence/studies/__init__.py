@@ -1,17 +1,19 @@
 """The registry of studies: each module defines one study, its configurations and its quick and full profiles, and
 calls the experiments (``base``: what a study is). Studies: ``strong_fedorov``, ``weak_fedorov``,
-``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``, and
-``calibration`` (the public checks' decision rates over seeds; run by name, not part of ``report``)."""
+``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``; and,
+run by name only (not part of ``report``), ``calibration`` (the public checks' decision rates over seeds) and
+``quick_profiles`` (every study's quick profile over seeds)."""
 
 from __future__ import annotations
 
 from .base import PROFILES, Study
-from .calibration import calibration_study
+from .calibration import STUDY as CALIBRATION
 from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
 from .ldm_stopping import STUDY as LDM_STOPPING
 from .phase_transition import STUDY as PHASE_TRANSITION
 from .power import STUDY as POWER
+from .quick_profiles import quick_profiles_study
 from .strong_agazzi import STUDY as STRONG_AGAZZI
 from .strong_fedorov import STUDY as STRONG_FEDOROV
 from .sync_agazzi import STUDY as SYNC_AGAZZI
@@ -19,7 +21,7 @@ from .weak_fedorov import STUDY as WEAK_FEDOROV
 
 _REPORTED = (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION, STRONG_AGAZZI, SYNC_AGAZZI, CHAOS, COMMUTE, LDM_STOPPING,
              POWER)
-STUDIES: dict[str, Study] = {study.name: study for study in (*_REPORTED, calibration_study(_REPORTED))}
+STUDIES: dict[str, Study] = {study.name: study for study in (*_REPORTED, CALIBRATION, quick_profiles_study(_REPORTED))}
 
 __all__ = [
     "PROFILES", "STUDIES", "Study",

@@ -12,9 +12,6 @@ model F (n = 2, d = 4, sigma = 1/2, f = <x_0, x_1>^2; mutant 5%); the strong che
 a 25% drift error; mutant 25%). The full profile adds model F with n = 2, d = 16 at the checks' defaults (local and
 weak 5%, strong 20% = its default target).
 
-The full profile also runs the quick profile of every other study at ``SEEDS`` seeds (``quick_profile_passes``: it
-must pass at every seed).
-
 Study checks (one per case and claim): ``decides_true_claim`` (estimate: the share of seeds that pass; a fail at
 any seed, or any seed not decided, misses the target) and ``rejects`` (the share of seeds that fail; at least 9 of
 10). These are measurements of the suite's decision rates, each with its chance of missing its target by chance:
@@ -28,9 +25,8 @@ Intervals: Wilson at 99%.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 
@@ -45,7 +41,6 @@ from .base import ProgressFactory, Study
 NAME = "calibration"
 STUDY_KEY = 14
 SEEDS = 10
-STUDY_CASES = 1000  # key offset of the studies' seeds (cases use 0, 1, ...)
 REJECT_SHARE = 0.9  # a mutant at or beyond the target is rejected at this share of seeds
 CONFIDENCE = 0.99
 # A rate row may miss a per-run rate of unwanted verdicts (false failures or undecided runs of a true claim, misses
@@ -153,23 +148,7 @@ def _below(runs: int, k: int, p: float) -> float:
     return float(sum(math.comb(runs, j) * p**j * (1 - p) ** (runs - j) for j in range(k)))
 
 
-def study_seeds(seed: int, index: int) -> list[int]:
-    """The seeds at which the ``index``-th study's quick profile runs: a function of the study's seed alone (a key
-    apart from the cases')."""
-    return case_seeds(seed, STUDY_CASES + index)
-
-
-def quick_profile_rows(studies: Sequence[Study], seed: int, progress: ProgressFactory) -> list[Check]:
-    """``quick_profile_passes`` per study: its quick profile at ``SEEDS`` seeds must pass at every one (the README's
-    first command must not depend on the seed)."""
-    rows = []
-    for index, study in enumerate(studies):
-        results = [study.execute("quick", study_seed, progress) for study_seed in study_seeds(seed, index)]
-        rows.append(rate_check("quick_profile_passes", results, PASS, {"study": study.name}))
-    return rows
-
-
-def execute(profile: str, seed: int, progress: ProgressFactory, studies: Sequence[Study] = ()) -> StudyResult:
+def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     chosen = cases(profile)
     advance = progress(sum(SEEDS * (1 + len(c.mutants)) for c in chosen), NAME)
     checks, rows = [], []
@@ -186,10 +165,6 @@ def execute(profile: str, seed: int, progress: ProgressFactory, studies: Sequenc
             name = "decides_true_claim" if wanted == PASS else "rejects"
             checks.append(rate_check(name, outcomes, wanted, {"case": case.label, "claim": label}))
             rows.append((f"{case.label}: {label}", checks[-1]))
-    if profile == "full":
-        for row in quick_profile_rows(studies, seed, progress):
-            checks.append(row)
-            rows.append((f"quick profile of {row.config['study']}", row))
     x = list(range(len(rows)))
     plot = Plot("share of seeds decided as wanted (pass for true claims, fail for mutants)", "case", "share",
                 [Curve("measured (Wilson 99%)", x, [c.estimate for _, c in rows], [c.ci[0] for _, c in rows],
@@ -206,15 +181,13 @@ def execute(profile: str, seed: int, progress: ProgressFactory, studies: Sequenc
         "effect of its target at most 10%, whichever look stops.",
         "The study's checks measure decision rates against targets; each states its chance of missing the target "
         "by chance (its false-failure rate), and the study's family-wise rate is their sum.",
-        "The full profile also runs every other study's quick profile at 10 seeds (quick_profile_passes: each must "
-        "pass at every seed). The catalogue's other mutants (sigma^2, beta, (d-2)/2, the Stratonovich drift, a "
-        "missing projection) over seeds are not yet in this study.",
+        "Every study's quick profile over seeds is the study quick-profiles. The catalogue's other mutants "
+        "(sigma^2, beta, (d-2)/2, the Stratonovich drift, a missing projection) over seeds are not yet in this "
+        "study.",
     ]
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks,
                        plots={"": [plot]}, notes=notes)
 
 
-def calibration_study(studies: Sequence[Study]) -> Study:
-    """The calibration study over the public checks and, at the full profile, the quick profiles of ``studies``."""
-    return Study(NAME, "calibration: the public checks' and the studies' decision rates over seeds (true claims pass, "
-                 "mutants fail)", partial(execute, studies=tuple(studies)), in_report=False)
+STUDY = Study(NAME, "calibration: the public checks' decision rates over seeds (true claims pass, mutants fail)",
+              execute, in_report=False)
