@@ -81,7 +81,8 @@ class PhaseDesign:
 DESIGNS = {
     "quick": PhaseDesign(dims=(3, 8), beta_factors=(0.6, 1.5, 2.5), betas_d3=(0.5, 1.0, 2.0),
                          rho0s=(0.0, -0.9), paths=400, step=0.01, max_horizon=80.0, many_paths=100,
-                         block_paths=256, probability_target=0.15, fraction_target=0.2),
+                         block_paths=256, probability_target=0.15, fraction_target=0.2,
+                         hybrid_target=0.2),
     "full": PhaseDesign(dims=(3, 4, 8, 16), beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5),
                         betas_d3=(0.5, 0.75, 1.0, 1.5, 2.5), rho0s=(0.0, -0.5, -0.9), paths=2000,
                         step=0.0025, max_horizon=80.0, many_paths=500, hybrid_paths=2000,
