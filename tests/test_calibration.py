@@ -68,7 +68,7 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
                 Check("x", 0.0, 0.0, (-1.0, 1.0), verdict, resolution=0.5, target=1.0)])
         return Study(name, "stub", execute)
 
-    assert SEEDS == {"quick": 3, "full": 10}
+    assert SEEDS == {"quick": 6, "full": 10}
     one_undecided = study_seeds(7, 1, 10)[3]
     rows = quick_profile_rows([study("a", None), study("b", one_undecided)], 7, 10, lambda total, name: lambda n: None)
     assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
