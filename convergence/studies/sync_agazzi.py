@@ -98,7 +98,7 @@ DESIGNS = {
         energy=EnergyDesign(horizon=4.0, steps=200, records=20, paths=512), energy_tokens=16,
         qf_exponents=ExponentDesign(horizon=1.0, steps=200, records=20, paths=8192, target=0.5),
         qf_paths=20000, qf_depths=(100, 200), qf_merge_horizon=4.0, qf_merge_depth=400,
-        figure_width=256, figure_depth=500, figure_paths=16, invariant_target=0.2, energy_target=0.1),
+        figure_width=256, figure_depth=500, figure_paths=32, invariant_target=0.2, energy_target=0.1),
     "full": SyncDesign(
         exponents=ExponentDesign(horizon=4.0, steps=400, records=20, paths=32768),
         energy=EnergyDesign(horizon=4.0, steps=400, records=20, paths=2048), energy_tokens=16,
