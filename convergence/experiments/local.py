@@ -328,11 +328,11 @@ class _ClaimChecks:
                 design.power))
         # a typical component: the larger of the drift's and the noise's per unit of the model's time (the noise's
         # alone for a drift-free claim and map)
-        drift_scale = float(np.sqrt(max(norm2, float(np.trace(data.claimed_cov))) / claimed.size))
+        typical = float(np.sqrt(max(norm2, float(np.trace(data.claimed_cov))) / claimed.size))
         checks.append(_max_z_check("drift", r2 - claimed, bias, z, cfg,
                                    f"{claimed.size} drift components, relative to a typical component "
-                                   f"{drift_scale:.3g} (the drift's or the noise's RMS one, the larger)", confidence, drift_scale, design.max_z_target,
-                                   design.power))
+                                   f"{typical:.3g} (the drift's or the noise's RMS one, the larger)", confidence,
+                                   typical, design.max_z_target, design.power))
         c_norm2 = float(np.sum(data.claimed_cov**2))
         s1, s2 = richardson(data.scale_terms[..., None])
         checks.append(_interval_check(

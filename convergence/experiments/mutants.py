@@ -268,7 +268,7 @@ def _ratios(checks: list[Check], pick: Callable) -> float | None:
     finite target (None when one of them lacks a resolution or target, or none has one): unit-free, at most 1 when
     each sees what it may not miss."""
     ratios = [c.resolution / c.target if c.resolution is not None and c.target else None
-              for c in checks if c.claim and c.false_failure_rate > 0 and c.target != NO_TARGET]
+              for c in checks if c.statistical and c.target != NO_TARGET]
     return None if not ratios or None in ratios else pick(ratios)
 
 

@@ -144,13 +144,18 @@ class Check:
         object.__setattr__(self, "verdict", Verdict(self.verdict))
         if self.verdict == PASS and not all_finite(self.estimate, *self.ci):
             self._demote(FAIL, "non-finite estimate or interval: cannot pass")
-        elif self.verdict == PASS and self.claim and self.false_failure_rate > 0 and self.target != NO_TARGET:
+        elif self.verdict == PASS and self.statistical and self.target != NO_TARGET:
             if self.resolution is None or self.target is None or not all_finite(self.resolution, self.target):
                 self._demote(INCONCLUSIVE, f"resolution {self.resolution} or target {self.target} not stated: a "
                                            "statistical check cannot pass without both")
             elif self.resolution > self.target:
                 self._demote(INCONCLUSIVE, f"resolution {self.resolution:.3g} > target {self.target:.3g}: the check "
                                            "cannot see every effect it may not miss")
+
+    @property
+    def statistical(self) -> bool:
+        """A claim that can fail by chance (not a finding, not certified or exact)."""
+        return self.claim and self.false_failure_rate > 0
 
     def _demote(self, verdict: Verdict, reason: str) -> None:
         object.__setattr__(self, "verdict", verdict)
@@ -456,14 +461,11 @@ def combine_verdicts(verdicts: list[str]) -> Verdict:
 
 def detection_rate(n: int, count: int, power: float = DETECTION_POWER) -> float:
     """The smallest per-trial rate p at which at least ``count`` of ``n`` trials occur with probability ``power``:
-    P(Binomial(n, p) >= count) >= power (exact; bisection over p, the probability rising with p)."""
+    P(Binomial(n, p) >= count) = I_p(count, n - count + 1) (the regularised incomplete beta function), so p is the
+    ``power`` quantile of Beta(count, n - count + 1)."""
     check_int("n", n, minimum=1)
     check_int("count", count, minimum=1, maximum=n)
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if float(stats.binom.sf(count - 1, n, mid)) >= power else (mid, hi)
-    return hi
+    return float(stats.beta.ppf(power, count, n - count + 1))
 
 
 def excess_resolution(n: int, bound: float, z: float, power: float = DETECTION_POWER) -> float:
