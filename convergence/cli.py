@@ -142,8 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run some studies and write their reports")
     run.add_argument("studies", nargs="+", metavar="STUDY", help=f"one of: {', '.join(STUDIES)}")
     common(run)
-    report = commands.add_parser("report", help="run every study (but calibration and quick-profiles, run by name) "
-                                                "and write all reports")
+    report = commands.add_parser("report", help="run every study (but those over seeds, run by name: "
+                                                f"{', '.join(n for n, s in STUDIES.items() if not s.in_report)}) and "
+                                                "write all reports")
     common(report)
     bench = commands.add_parser("bench", help="measure speed side by side; write OUT/performance.{md,json}")
     bench.add_argument("--out", type=_folder("--out"), default=Path("reports"), help="report folder (default reports/)")

@@ -10,7 +10,12 @@ from convergence.checks import Outcome
 from convergence.output import StudyResult
 from convergence.statistics import FAIL, INCONCLUSIVE, PASS, Check
 from convergence.studies import STUDIES
-from convergence.studies.calibration import case_seeds, rate_check
+from convergence.studies.calibration import case_seeds, rate_check, run_miss_probability
+
+
+def _rate(name, outcomes, wanted):
+    """``rate_check`` over public checks' outcomes, as the study calls it."""
+    return rate_check(name, [o.verdict for o in outcomes], wanted, {}, [run_miss_probability(o) for o in outcomes])
 
 
 def _outcome(verdict: str, effect_in_se: float = 20.0) -> Outcome:
@@ -22,20 +27,20 @@ def _outcome(verdict: str, effect_in_se: float = 20.0) -> Outcome:
 
 
 def test_a_true_claim_row_passes_only_when_every_seed_passes():
-    assert rate_check("decides_true_claim", [_outcome(PASS)] * 10, PASS, {}).verdict == PASS
-    missed = rate_check("decides_true_claim", [_outcome(PASS)] * 9 + [_outcome(INCONCLUSIVE)], PASS, {})
+    assert _rate("decides_true_claim", [_outcome(PASS)] * 10, PASS).verdict == PASS
+    missed = _rate("decides_true_claim", [_outcome(PASS)] * 9 + [_outcome(INCONCLUSIVE)], PASS)
     assert missed.verdict == FAIL and "TARGET MISSED" in missed.note and "1 inconclusive" in missed.note
     assert missed.false_failure_rate == pytest.approx(1 - 0.99**10)
 
 
 def test_a_mutant_row_needs_nine_rejections_in_ten_and_states_its_chance_of_missing():
-    nine = rate_check("rejects", [_outcome(FAIL)] * 9 + [_outcome(PASS)], FAIL, {})
+    nine = _rate("rejects", [_outcome(FAIL)] * 9 + [_outcome(PASS)], FAIL)
     assert nine.verdict == PASS and nine.estimate == 0.9
-    eight = rate_check("rejects", [_outcome(FAIL)] * 8 + [_outcome(PASS)] * 2, FAIL, {})
+    eight = _rate("rejects", [_outcome(FAIL)] * 8 + [_outcome(PASS)] * 2, FAIL)
     assert eight.verdict == FAIL
     # rejections far beyond the resolution: almost no chance of missing the target; near it, a real one
-    assert rate_check("rejects", [_outcome(FAIL)] * 10, FAIL, {}).false_failure_rate < 1e-6
-    assert rate_check("rejects", [_outcome(FAIL, 3.8)] * 10, FAIL, {}).false_failure_rate > 0.1
+    assert _rate("rejects", [_outcome(FAIL)] * 10, FAIL).false_failure_rate < 1e-6
+    assert _rate("rejects", [_outcome(FAIL, 3.8)] * 10, FAIL).false_failure_rate > 0.1
 
 
 def test_case_seeds_depend_on_the_study_seed_alone():
@@ -77,3 +82,26 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
     assert len(set(study_seeds(7, 0, 10)) | set(study_seeds(7, 1, 10)) | set(study_seeds(8, 0, 10))) == 30
     assert study_seeds(7, 0, 3) == study_seeds(7, 0, 10)[:3]
     assert not STUDIES["quick-profiles"].in_report
+
+
+def test_the_power_studys_rows_over_seeds_need_every_seed_to_reject_and_to_pass():
+    """``mutant-seeds``: a mutant row passes when its mutant is rejected at >= 90% of 6 seeds (every one), a true
+    claim row when the claim passes at every seed; a row that is a finding at some seed is left out, by name."""
+    from convergence.studies.mutant_seeds import SEEDS, seed_rows
+
+    def power(seed: int, missed: bool, finding: bool) -> StudyResult:
+        rejects = Check("rejects", 1.0, 0.0 if missed else 1.0, (0.0, 1.0), FAIL if missed else PASS,
+                        {"mutant": "drift x 1.05"}, false_failure_rate=0.01, target=float("inf"))
+        weak = Check("rejects", 1.0, 1.0, (0.0, 1.0), PASS, {"mutant": "beta x 1.01"}, claim=not finding,
+                     false_failure_rate=0.2, target=float("inf"))
+        true = Check("true_claim", 1.0, 1.0, (0.0, 1.0), PASS, {"check": "local"}, resolution=0.5, target=1.0)
+        return StudyResult(study="power", profile="full", seed=seed, params={}, checks=[rejects, weak, true])
+
+    assert SEEDS == 6
+    rows, left_out = seed_rows([power(s, False, s == 3) for s in range(6)])
+    assert [(r.name, r.verdict) for r in rows] == [("mutant_rejected", PASS), ("true_claim_passes", PASS)]
+    assert left_out == ["rejects {'mutant': 'beta x 1.01'}"]
+    assert rows[0].false_failure_rate == pytest.approx(1 - 0.99**6)  # P(Binomial(6, 0.99) < 6)
+    missed, _ = seed_rows([power(s, s == 5, False) for s in range(6)])
+    assert missed[0].verdict == FAIL and missed[0].note.startswith("1 pass, 5 fail") and "TARGET MISSED" in missed[0].note
+    assert STUDIES["mutant-seeds"].in_report is False

@@ -2,7 +2,8 @@
 calls the experiments (``base``: what a study is). Studies: ``strong_fedorov``, ``weak_fedorov``,
 ``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``; and,
 run by name only (not part of ``report``), ``calibration`` (the public checks' decision rates over seeds) and
-``quick_profiles`` (every study's quick profile over seeds)."""
+``quick_profiles`` (every study's quick profile over seeds) and ``mutant_seeds`` (the power study's near misses over
+seeds)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
 from .ldm_stopping import STUDY as LDM_STOPPING
 from .phase_transition import STUDY as PHASE_TRANSITION
+from .mutant_seeds import mutant_seeds_study
 from .power import STUDY as POWER
 from .quick_profiles import quick_profiles_study
 from .strong_agazzi import STUDY as STRONG_AGAZZI
@@ -21,7 +23,8 @@ from .weak_fedorov import STUDY as WEAK_FEDOROV
 
 _REPORTED = (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION, STRONG_AGAZZI, SYNC_AGAZZI, CHAOS, COMMUTE, LDM_STOPPING,
              POWER)
-STUDIES: dict[str, Study] = {study.name: study for study in (*_REPORTED, CALIBRATION, quick_profiles_study(_REPORTED))}
+STUDIES: dict[str, Study] = {study.name: study for study in (*_REPORTED, CALIBRATION, quick_profiles_study(_REPORTED),
+                                                            mutant_seeds_study(POWER))}
 
 __all__ = [
     "PROFILES", "STUDIES", "Study",

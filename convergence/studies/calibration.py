@@ -25,7 +25,7 @@ Intervals: Wilson at 99%.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,21 +103,22 @@ def case_seeds(seed: int, case: int) -> list[int]:
     return [int(s) for s in state]
 
 
-def _miss(outcome: Outcome) -> float:
+def run_miss_probability(outcome: Outcome) -> float:
     """A run's estimated chance of missing the mutant it rejected, at the measured effect (its most decisive failing
     check, ``mutants.miss_probability``); 1 for a run that did not reject it."""
     failed = [c for c in outcome.checks if c.claim and c.verdict == FAIL]
     return min(miss_probability(c) for c in failed) if failed else 1.0
 
 
-def rate_check(name: str, outcomes: list[Outcome | StudyResult], wanted: str, config: dict) -> Check:
-    """The share of seeds with the ``wanted`` verdict, against its target (``outcomes``: public checks' outcomes or
-    studies' results, one per seed)."""
-    verdicts = [o.verdict for o in outcomes]
-    sizes = [o.sample_size for o in outcomes if isinstance(o, Outcome)]
+def rate_check(name: str, verdicts: Sequence[str], wanted: str, config: dict, misses: Sequence[float] = (),
+               sizes: Sequence[int] = ()) -> Check:
+    """The share of seeds with the ``wanted`` verdict, against its target. ``verdicts``: one per seed (a public
+    check's outcome, a study's result, or the inner verdict a mutant met); for ``wanted`` = fail, ``misses`` are the
+    runs' estimated chances of missing the mutant (1 for a run that did not reject it, ``run_miss_probability``); ``sizes`` the
+    samples or paths at which each run decided, when it sampled in stages."""
     runs = len(verdicts)
-    hits = verdicts.count(wanted)
-    counts = {v.value: verdicts.count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
+    hits = list(verdicts).count(wanted)
+    counts = {v.value: list(verdicts).count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
     lo, hi = wilson(hits, runs, confidence_z(CONFIDENCE))
     if wanted == PASS:
         verdict = PASS if hits == runs else FAIL
@@ -125,10 +126,12 @@ def rate_check(name: str, outcomes: list[Outcome | StudyResult], wanted: str, co
         target = (f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
                   "seed at the budget has no such bound, and also misses the target)")
     else:
+        if len(misses) != runs:
+            raise ValueError(f"misses must hold one chance per verdict ({runs}), got {len(misses)}")
         verdict = PASS if hits >= REJECT_SHARE * runs else FAIL
         expected = REJECT_SHARE
         k = int(np.ceil(REJECT_SHARE * runs))
-        power = 1.0 - float(np.mean([_miss(o) for o in outcomes]))  # estimated at the measured effects
+        power = 1.0 - float(np.mean(misses))  # estimated at the measured effects
         chance = _below(runs, k, power)
         target = (f"rejected at >= {k} of {runs} seeds (estimated power per run {power:.3g}: fewer with probability "
                   f"{chance:.2g}; at exactly 90% power it would be {_below(runs, k, REJECT_SHARE):.2f})")
@@ -163,7 +166,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 outcomes.append(case.run(case.model, claim, check_seed, **case.options))
                 advance(1)
             name = "decides_true_claim" if wanted == PASS else "rejects"
-            checks.append(rate_check(name, outcomes, wanted, {"case": case.label, "claim": label}))
+            checks.append(rate_check(name, [o.verdict for o in outcomes], wanted, {"case": case.label, "claim": label},
+                                     [run_miss_probability(o) for o in outcomes], [o.sample_size for o in outcomes]))
             rows.append((f"{case.label}: {label}", checks[-1]))
     x = list(range(len(rows)))
     plot = Plot("share of seeds decided as wanted (pass for true claims, fail for mutants)", "case", "share",
