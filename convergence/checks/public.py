@@ -60,7 +60,15 @@ from ..experiments import (
     states_for,
     weak_order,
 )
-from ..models import CommonNoise, JointNoise, LayerMap, LimitSDE, joint_noise, matrix_noise, scalar_noise
+from ..models import (
+    CommonNoise,
+    JointNoise,
+    LayerMap,
+    LimitSDE,
+    joint_noise,
+    matrix_noise,
+    scalar_noise,
+)
 from ..output import Panel, StudyResult, write_study
 from ..paths import InitialState, uniform_sphere
 from ..runtime import concatenate_blocks
@@ -74,8 +82,7 @@ from ..statistics import (
     combine_verdicts,
     confidence_label,
     decide_in_stages,
-    detectable_effect,
-    effect_verdict,
+    effect_check,
     family_confidence,
     first_nonfinite,
     paths_for_effect,
@@ -639,17 +646,16 @@ def check_same_weak_limit(
         extrapolated = 2 * (a[:, -1] - b[:, -1]) - (a[:, -2] - b[:, -2])
         mean, se = float(extrapolated.mean()), float(extrapolated.std(ddof=1) / np.sqrt(n))
         z = z_value(1, alpha)
-        lo, hi = mean - z * se, mean + z * se
+        ci = (mean - z * se, mean + z * se)
         target = resolution * float(np.std(a[:, -1], ddof=1))
-        detectable = detectable_effect((lo, hi), 0.0, z_confidence(z), power)
-        verdict = effect_verdict((lo, hi), 0.0, 0.0, detectable, target)
-        note = (f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; target {resolution:g} x sd(f) "
-                f"= {target:.3g}")
-        if verdict == INCONCLUSIVE and target > 0:
-            note += (f"; resolution {detectable:.3g} > target: about "
-                     f"{samples_to_decide((lo, hi), 0.0, z_confidence(z), n, target, power)} paths would decide")
-        return [Check("same_weak_limit", 0.0, mean, (lo, hi), verdict, config, 0.0, z_confidence(z), note=note,
-                      resolution=detectable, target=target)]
+        check = effect_check("same_weak_limit", 0.0, mean, ci, 0.0, target, config, confidence=z_confidence(z),
+                             power=power, note=(f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; "
+                                                f"target {resolution:g} x sd(f) = {target:.3g}"))
+        if check.verdict == INCONCLUSIVE and target > 0:
+            check = replace(check, note=f"{check.note}; resolution {check.resolution:.3g} > target: about "
+                                        f"{samples_to_decide(ci, 0.0, z_confidence(z), n, target, power)} paths "
+                                        "would decide")
+        return [check]
 
     checks, stopped = decide_in_stages(look, looks)
     return Outcome(title, checks, [], {"depth": depth, "horizon": horizon, "paths": stopped,

@@ -50,7 +50,7 @@ from ..statistics import (
     Check,
     bootstrap_counts,
     detectable_effect,
-    effect_verdict,
+    effect_check,
     fit_order,
     limit_plateau,
     limit_verdict,
@@ -218,13 +218,9 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     for j, name in enumerate(TEST_FUNCTIONS):
         mean, se = float(scaled[:, j].mean()), float(scaled[:, j].std(ddof=1) / np.sqrt(scaled.shape[0]))
         variance = float(baseline_variance(dim)[j])
-        ci = (mean - z * se, mean + z * se)
-        resolution = detectable_effect(ci, 0.0, confidence)
-        checks.append(Check("sampler_baseline", variance, mean, ci,
-                            effect_verdict(ci, variance, 0.0, resolution, design.sampler_target * variance),
-                            {**config, "phi": name}, confidence=confidence, resolution=resolution,
-                            relative_resolution=resolution / variance, target=design.sampler_target * variance,
-                            note="time 0: N E|<phi, mu_a> - <phi, mu_b>|^2 / 2 = Var(phi) under the uniform law; "
+        checks.append(effect_check("sampler_baseline", variance, mean, (mean - z * se, mean + z * se), 0.0,
+                                   design.sampler_target * variance, {**config, "phi": name}, confidence=confidence,
+                                   scale=variance, note="time 0: N E|<phi, mu_a> - <phi, mu_b>|^2 / 2 = Var(phi) under the uniform law; "
                                  f"target {design.sampler_target:.0%} of Var(phi) (a calibration of the initial "
                                  "sampler)"))
     panels = [Panel(f"chaos: {_label(config)}", "1/N", "RMS |<phi,mu_a> - <phi,mu_b>|", series, design.order / 2)]

@@ -59,7 +59,7 @@ from ..statistics import (
     bootstrap_interval,
     bootstrap_means,
     detectable_effect,
-    effect_verdict,
+    effect_check,
     least_squares_line,
     least_squares_slope,
     order_verdict,
@@ -274,11 +274,8 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
     ci = _interval(point["difference"], boot["difference"], confidence)
     allowance = float(point["allowance"])
     spread = float(np.ptp(point["grid"]))
-    resolution = detectable_effect(ci, allowance, confidence)
-    verdict = effect_verdict(ci, 0.0, allowance, resolution, design.resolution * spread)
-    checks.append(Check("iterated_limits", 0.0, float(point["difference"]), ci, verdict, config, allowance, confidence,
-                        resolution=resolution, target=design.resolution * spread,
-                        relative_resolution=resolution / spread, note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
+    checks.append(effect_check("iterated_limits", 0.0, float(point["difference"]), ci, allowance,
+                               design.resolution * spread, config, confidence=confidence, scale=spread, note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
                               f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
                               f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
                               f"to their coarsest point; inconclusive when the resolution exceeds {design.resolution:g} x the "
@@ -286,12 +283,9 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
     for name, row in (("ratio_even", 0), ("ratio_odd", 1)):
         ci = _interval(point[name], boot[name], confidence)
         reach = float(np.ptp(point["ratio_regressors"][row]))  # residual change per unit coefficient
-        resolution = detectable_effect(ci, 0.0, confidence)
-        verdict = effect_verdict(ci, 0.0, 0.0, resolution, design.resolution * spread / reach)
         power = 2 if name == "ratio_even" else 3
-        checks.append(Check(name, 0.0, float(point[name]), ci, verdict, config, 0.0, confidence,
-                            resolution=resolution, relative_resolution=resolution * reach / spread,
-                            target=design.resolution * spread / reach, note=(
+        checks.append(effect_check(name, 0.0, float(point[name]), ci, 0.0, design.resolution * spread / reach, config,
+                                   confidence=confidence, scale=spread / reach, note=(
             f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), fitted "
             f"with the cross terms h/N, h^2/N, h/N^2 and the other power; largest |residual| "
             f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the resolution is a ratio effect "

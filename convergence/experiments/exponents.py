@@ -18,7 +18,7 @@ paths (both levels resampled together).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,8 +35,7 @@ from ..statistics import (
     bootstrap_interval,
     bootstrap_means,
     bootstrap_medians,
-    detectable_effect,
-    effect_verdict,
+    effect_check,
     least_squares_slope,
     percentile_interval,
 )
@@ -141,14 +140,10 @@ def exponent_check(name: str, expected: float, est: ExponentEstimate, design: Ex
     linearisation (distances stay below about 100 delta_0).
     """
     allowance = 0.5 * abs(est.at_h - est.at_2h) + allowance_floor
-    lo, hi = est.ci
     scale = max(abs(expected), 0.05)
-    target = design.target * scale
-    resolution = detectable_effect(est.ci, allowance, confidence)
-    verdict = effect_verdict(est.ci, float(expected), allowance, resolution, target)
-    if verdict == PASS and lo <= 0 <= hi:
-        verdict = INCONCLUSIVE
     detail = f"slopes at h: {est.at_h:.4g}, at 2h: {est.at_2h:.4g}; Richardson 2 s(h) - s(2h)"
-    return Check(name=name, expected=float(expected), estimate=est.estimate, ci=est.ci, verdict=verdict, config=config,
-                 allowance=allowance, confidence=confidence, resolution=resolution, relative_resolution=resolution / scale,
-                 target=target, note=f"{detail}. {note}".strip())
+    check = effect_check(name, float(expected), est.estimate, est.ci, allowance, design.target * scale, config,
+                         confidence=confidence, scale=scale, note=f"{detail}. {note}".strip())
+    if check.verdict == PASS and est.ci[0] <= 0 <= est.ci[1]:
+        return replace(check, verdict=INCONCLUSIVE, note=f"interval holds 0: the sign is not decided. {check.note}")
+    return check

@@ -29,6 +29,7 @@ from ..statistics import (
     bootstrap_counts,
     bootstrap_interval,
     detectable_effect,
+    effect_check,
     effect_verdict,
     frechet_estimate,
     frechet_estimates,
@@ -217,12 +218,9 @@ def _effect_check(name: str, expected: float, estimate: float, half: float, allo
                   removed: float, config: dict, level: dict, note: str) -> Check:
     """A Monte Carlo estimate +- ``half`` against ``expected`` +- ``allowance``, inconclusive when its resolution
     exceeds ``target`` (``LIMIT_TARGET`` of the distance ``removed`` by the run; also its relative resolution)."""
-    interval = (estimate - half, estimate + half)
-    resolution = detectable_effect(interval, allowance, level["confidence"])
-    return Check(name, expected, estimate, interval, effect_verdict(interval, expected, allowance, resolution, target),
-                 config, allowance, **level, resolution=resolution,
-                 relative_resolution=resolution / abs(removed) if removed else None, target=target,
-                 note=f"{note}; target {target:.3g}, a fraction of the distance the run removes ({removed:.4g}), also "
+    return effect_check(name, expected, estimate, (estimate - half, estimate + half), allowance, target, config,
+                        **level, scale=removed,
+                        note=f"{note}; target {target:.3g}, a fraction of the distance the run removes ({removed:.4g}), also "
                       "the unit of the relative resolution")
 
 

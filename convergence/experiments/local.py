@@ -59,8 +59,7 @@ from ..statistics import (
     INCONCLUSIVE,
     PASS,
     Check,
-    detectable_effect,
-    effect_verdict,
+    effect_check,
     first_nonfinite,
     samples_to_decide,
     z_value,
@@ -225,14 +224,14 @@ def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, ta
     mean = float(per_sample.mean())
     se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
     ci = (mean - z * se, mean + z * se)
-    resolution = detectable_effect(ci, bias, confidence, power)
-    verdict = effect_verdict(ci, 0.0, bias, resolution, target)
-    if verdict == INCONCLUSIVE:
-        note += (f"; resolution {resolution:.3g} > target {target:g}: about "
-                 f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power)} samples would decide"
-                 if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step")
-    return Check(name, 0.0, mean, ci, verdict, config, bias, confidence, note=note,
-                 resolution=resolution, relative_resolution=resolution, target=target)
+    check = effect_check(name, 0.0, mean, ci, bias, target, config, confidence=confidence, power=power, scale=1.0,
+                         note=note)
+    if check.verdict == INCONCLUSIVE:
+        return replace(check, note=note + (
+            f"; resolution {check.resolution:.3g} > target {target:g}: about "
+            f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power)} samples would decide"
+            if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step"))
+    return check
 
 
 def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, config: dict, note: str,

@@ -24,7 +24,6 @@ recorded data.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -37,8 +36,7 @@ from ..statistics import (
     FAMILY_ALPHA,
     INCONCLUSIVE,
     Check,
-    detectable_effect,
-    effect_verdict,
+    effect_check,
     first_nonfinite,
     z_confidence,
     z_value,
@@ -90,15 +88,12 @@ def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: floa
     mean = float(per_path.mean())
     se = float(per_path.std(ddof=1) / np.sqrt(per_path.size))
     ci = (mean - z * se, mean + z * se)
-    confidence = z_confidence(z)
-    resolution = detectable_effect(ci, 0.0, confidence)
-    relative = resolution / abs(scale) if scale else None
-    verdict = effect_verdict(ci, 0.0, 0.0, math.inf if relative is None else relative, target)
-    if verdict == INCONCLUSIVE:
-        note += f"; relative resolution {relative} above the target {target:g}: more paths needed"
-    return Check(name, 0.0, mean, ci, verdict, config, 0.0, confidence, note=note,
-                 resolution=resolution, relative_resolution=relative,
-                 target=None if relative is None else target * abs(scale))
+    check = effect_check(name, 0.0, mean, ci, 0.0, target * abs(scale), config, confidence=z_confidence(z),
+                         scale=scale, note=note)
+    if check.verdict == INCONCLUSIVE:
+        return replace(check, note=f"{note}; relative resolution {check.relative_resolution} above the target "
+                                   f"{target:g}: more paths needed")
+    return check
 
 
 def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: int, key: Sequence[int], config: dict,

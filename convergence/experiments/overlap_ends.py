@@ -29,8 +29,7 @@ from ..statistics import (
     PASS,
     Check,
     confidence_z,
-    detectable_effect,
-    effect_verdict,
+    effect_check,
     wilson,
     z_value,
 )
@@ -75,11 +74,8 @@ def probability_check(antipodal: int, paths: int, predicted: float, allowance: f
                       config: dict, note: str = "", target: float = PROBABILITY_TARGET) -> Check:
     """``p_antipodal``: the Wilson interval (at ``confidence``) of ``antipodal / paths`` against the predicted
     probability +- ``allowance``; ``inconclusive`` when the resolution exceeds ``target`` (in probability)."""
-    lo, hi = wilson(antipodal, paths, confidence_z(confidence))
-    resolution = detectable_effect((lo, hi), allowance, confidence)
-    verdict = effect_verdict((lo, hi), predicted, allowance, resolution, target)
-    return Check("p_antipodal", predicted, antipodal / paths, (lo, hi), verdict, config, allowance, confidence,
-                 note=note, resolution=resolution, target=target)
+    return effect_check("p_antipodal", predicted, antipodal / paths, wilson(antipodal, paths, confidence_z(confidence)),
+                        allowance, target, config, confidence=confidence, note=note)
 
 
 def merge_probability_check(name: str, final_overlaps: np.ndarray, predicted: float, delta: float, alpha: float,
@@ -92,14 +88,9 @@ def merge_probability_check(name: str, final_overlaps: np.ndarray, predicted: fl
     runs = final_overlaps.size
     merged = int(np.sum(final_overlaps > 1 - delta))
     undecided = int(np.sum(np.abs(final_overlaps) <= 1 - delta))
-    lo, hi = wilson(merged, runs, z)
-    allowance = undecided / runs
-    resolution = detectable_effect((lo, hi), allowance, 1 - alpha)
-    verdict = effect_verdict((lo, hi), predicted, allowance, resolution, target)
-    return Check(name, predicted, merged / runs, (lo, hi), verdict, config, allowance, false_failure_rate=alpha,
-                 confidence=1 - alpha, resolution=resolution, target=target,
-                 relative_resolution=resolution / predicted if predicted > 0 else None,
-                 note=f"fraction with rho_T > 1 - {delta} {note}; allowance = undecided fraction "
+    return effect_check(name, predicted, merged / runs, wilson(merged, runs, z), undecided / runs, target, config,
+                        confidence=1 - alpha, false_failure_rate=alpha, scale=predicted,
+                        note=f"fraction with rho_T > 1 - {delta} {note}; allowance = undecided fraction "
                       f"(|rho_T| <= 1 - {delta}); target {target:g} in probability")
 
 
@@ -111,11 +102,8 @@ def expectation_check(name: str, values: np.ndarray, coarse_values: np.ndarray, 
     z = z_value(1, alpha)
     mean, se = float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
     allowance = abs(float(values.mean() - coarse_values.mean()))
-    ci = (mean - z * se, mean + z * se)
-    resolution = detectable_effect(ci, allowance, 1 - alpha)
-    return Check(name, expected, mean, ci, effect_verdict(ci, expected, allowance, resolution, target), config,
-                 allowance, false_failure_rate=alpha, confidence=1 - alpha, note=note, resolution=resolution,
-                 relative_resolution=resolution / abs(expected) if expected else None, target=target)
+    return effect_check(name, expected, mean, (mean - z * se, mean + z * se), allowance, target, config,
+                        confidence=1 - alpha, false_failure_rate=alpha, scale=expected, note=note)
 
 
 def antipodal_share_check(name: str, shares: np.ndarray, threshold: float, aligned: float, above: bool, config: dict,

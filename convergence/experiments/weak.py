@@ -25,7 +25,7 @@ checks of a study the probability of a false ``fail`` is at most ``FAMILY_ALPHA`
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,7 +54,7 @@ from ..statistics import (
     all_finite,
     bootstrap_counts,
     detectable_effect,
-    effect_verdict,
+    effect_check,
     first_nonfinite,
     paths_to_resolve,
     samples_to_decide,
@@ -168,22 +168,21 @@ def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: flo
     lo, hi = estimate - z * se, estimate + z * se
     sd = float(layer_values[:, -1].std(ddof=1))
     confidence = z_confidence(z)
-    detectable = detectable_effect((lo, hi), allowance, confidence, power)
     target = resolution * sd
-    note = (f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: layer |Delta_last| "
-            f"{abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| {abs(euler_bias):.3g} (+ z SE each); "
-            f"target {resolution:g} sd(f) = {target:.3g}")
-    verdict = effect_verdict((lo, hi), 0.0, allowance, detectable, target)
+    check = effect_check(name, 0.0, estimate, (lo, hi), allowance, target, config, confidence=confidence, power=power,
+                         scale=sd, note=(f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: "
+                                         f"layer |Delta_last| {abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| "
+                                         f"{abs(euler_bias):.3g} (+ z SE each); target {resolution:g} sd(f) = "
+                                         f"{target:.3g}"))
     bad = first_nonfinite({"layer values": layer_values, "claim values": claim_values})
     if bad:  # a NaN at a level the estimate does not use still means a scheme diverged
-        verdict = FAIL
-        note += f"; {bad}"
-    elif verdict == INCONCLUSIVE:
-        note += ("; the bias allowance alone exceeds the target: use deeper depths" if allowance >= target else
-                 f"; resolution {detectable:.3g} > target: about "
-                 f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power)} paths would decide")
-    return Check(name, 0.0, estimate, (lo, hi), verdict, config, allowance, confidence, note=note,
-                 resolution=detectable, relative_resolution=detectable / sd if sd > 0 else None, target=target)
+        return replace(check, verdict=FAIL, note=f"{check.note}; {bad}")
+    if check.verdict == INCONCLUSIVE:
+        return replace(check, note=check.note + (
+            "; the bias allowance alone exceeds the target: use deeper depths" if allowance >= target else
+            f"; resolution {check.resolution:.3g} > target: about "
+            f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power)} paths would decide"))
+    return check
 
 
 BATCHES = 400
@@ -342,13 +341,11 @@ def limit_check(values: np.ndarray, last_difference: float, last_se: float, refe
     allowance = abs(last_difference) + z * last_se + reference_error
     lo, hi = estimate - z * se, estimate + z * se
     confidence = z_confidence(z)
-    resolution = detectable_effect((lo, hi), allowance, confidence)
     sd = float(finest.std(ddof=1))
-    target = design.resolution * sd
-    verdict = effect_verdict((lo, hi), 0.0, allowance, resolution, target)
-    note = f"finest mean {finest.mean():.6f} vs reference {reference:.6f}; target {design.resolution:g} sd(f)"
+    check = effect_check(name, 0.0, estimate, (lo, hi), allowance, design.resolution * sd, config,
+                         confidence=confidence, scale=sd,
+                         note=f"finest mean {finest.mean():.6f} vs reference {reference:.6f}; target "
+                              f"{design.resolution:g} sd(f)")
     bad = first_nonfinite({"values": values, "reference and its error": np.array([reference, reference_error]),
                            "last difference and its SE": np.array([last_difference, last_se])})
-    return Check(name, 0.0, estimate, (lo, hi), FAIL if bad else verdict, config, allowance, confidence,
-                 note=note + (f"; {bad}" if bad else ""), resolution=resolution,
-                 relative_resolution=resolution / sd if sd > 0 else None, target=target)
+    return replace(check, verdict=FAIL, note=f"{check.note}; {bad}") if bad else check

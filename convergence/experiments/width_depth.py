@@ -43,12 +43,10 @@ from ..paths import (
 from ..runtime import concatenate_blocks
 from ..statistics import (
     CONFIDENCE,
-    Check,
     bootstrap_counts,
     bootstrap_interval,
     bootstrap_means,
-    detectable_effect,
-    effect_verdict,
+    effect_check,
     least_squares_line,
 )
 from .energy import interaction_energy, mean_system_energy
@@ -160,11 +158,9 @@ def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: 
     lo, hi = (float(v) for v in bootstrap_interval(limit, boot_limit, confidence))
     slope_lo, slope_hi = (float(v) for v in bootstrap_interval(slope, boot_slope, confidence))
     limit = float(limit)
-    resolution = detectable_effect((lo, hi), 0.0, confidence)
-    verdict = effect_verdict((lo, hi), 0.0, 0.0, resolution, design.resolution)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
-    check = Check("width_effect", 0.0, limit, (lo, hi), verdict, config, 0.0, confidence, resolution=resolution,
-                  target=design.resolution, note=(
+    check = effect_check("width_effect", 0.0, limit, (lo, hi), 0.0, design.resolution, config, confidence=confidence,
+                         note=(
         f"L -> infinity intercept a of u(m, L) - u(inf, L) = a + b h over L in {list(design.depths)}, smallest width "
         f"m = {design.widths[0]} (n = {design.tokens}, fresh features; u(inf, L) from the Gaussian-field map, same "
         f"initial tokens, own noise); finite-depth width effect b = {float(slope):.3g} [{slope_lo:.3g}, {slope_hi:.3g}] "

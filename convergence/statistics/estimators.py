@@ -454,6 +454,19 @@ def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, r
     return INCONCLUSIVE if resolution > target else PASS
 
 
+def effect_check(name: str, expected: float, estimate: float, ci: tuple[float, float], allowance: float,
+                 target: float, config: dict | None = None, *, confidence: float = CONFIDENCE,
+                 power: float = DETECTION_POWER, scale: float | None = None, **fields) -> Check:
+    """The check of an effect expected at ``expected`` +- ``allowance`` (two-sided), measured as ``estimate`` with
+    interval ``ci`` at ``confidence``: its resolution is ``detectable_effect`` at ``power``, its verdict
+    ``effect_verdict`` at ``target``; ``scale`` (when given and non-zero) turns the resolution into the relative one.
+    ``fields``: the Check's other fields (``note``, ``false_failure_rate``, ``claim``)."""
+    resolution = detectable_effect(ci, allowance, confidence, power)
+    return Check(name, expected, estimate, ci, effect_verdict(ci, expected, allowance, resolution, target),
+                 {} if config is None else config, allowance, confidence, resolution=resolution, target=target,
+                 relative_resolution=resolution / abs(scale) if scale else None, **fields)
+
+
 def combine_verdicts(verdicts: list[str]) -> Verdict:
     """A study fails if any check fails, is inconclusive if any is, and passes otherwise."""
     return Verdict.combine(verdicts)
