@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from convergence.models import CommonNoise, attention_average
-from convergence.output import StudyResult, write_index, write_study
+from convergence.output import StudyResult, write_index, write_run, write_study
 from convergence.paths import PathStreams
 from convergence.performance.breakdown import categorise, sampled_breakdown
 from convergence.performance.cost import CostAxis, cost_curves
@@ -39,6 +39,13 @@ def test_index_reports_wall_and_cpu_time(tmp_path):
     assert json.loads((tmp_path / "s.json").read_text())["cpu_s"] == 19.5
     index = write_index(tmp_path).read_text()
     assert "| 10.0 | 19.5 |" in index and "Sum over studies: 10 s wall, 20 s CPU." in index
+    # the run line names the studies a `run` ran (the index lists every report in the folder, not only those)
+    run = {"command": "run", "profile": "full", "seed": 0, "studies": ["s", "t"], "wall_s": 12.0,
+           "scheduler": "processes", "workers": 2, "concurrent_studies": 1, "cores": 2}
+    write_run(tmp_path, run)
+    assert "Last run (`run s t`, profile full, 2 studies" in write_index(tmp_path).read_text()
+    write_run(tmp_path, {**run, "command": "report"})
+    assert "Last run (`report`, profile full" in write_index(tmp_path).read_text()
 
 
 def test_breakdown_charges_numpy_kernels_to_the_suites_function_that_called_them():

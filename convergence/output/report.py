@@ -230,7 +230,8 @@ def write_run(out: Path, run: dict) -> Path:
 def _run_line(out: Path) -> list[str]:
     try:
         run = json.loads((out / RUN_FILE).read_text())
-        return [f"Last run (`{run['command']}`, profile {run['profile']}, {len(run['studies'])} studies, "
+        command = run["command"] + ("" if run["command"] == "report" else " " + " ".join(run["studies"]))
+        return [f"Last run (`{command}`, profile {run['profile']}, {len(run['studies'])} studies, "
                 f"{run['concurrent_studies']} at a time on {run['workers']} {run['scheduler']} worker(s) of "
                 f"{run['cores']} cores): **{run['wall_s']:.0f} s wall** from start to the last report.", ""]
     except (OSError, ValueError, KeyError, TypeError):
