@@ -350,3 +350,27 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
         predicted = float(p_antipodal_double(d, b, [rho0], diffusion_factor=factor)[0])
         verdicts[label] = probability_check(antipodal, paths, predicted, allowance, confidence, {}).verdict
     assert verdicts == {label: PASS if label == "true" else FAIL for label in claims}
+
+
+def test_sync_merge_and_expectation_checks_reject_five_percent_and_cannot_pass_below_their_resolution():
+    """The rules behind sync-agazzi's merge probability and expectation checks, on data whose answer is known
+    exactly: 1/3 of the runs end merged (the quadratic-form invariant's prediction), or values of mean 1. The true
+    value passes, a prediction 5% off fails, and a sample too small to see 5% is inconclusive, never a pass."""
+    from convergence.experiments import expectation_check, merge_probability_check
+
+    def ends(runs: int) -> np.ndarray:  # exactly a third merged (rho_T = 1), the rest antipodal, none undecided
+        return np.where(np.arange(runs) % 3 == 0, 1.0, -1.0)
+
+    def merge(runs: int, predicted: float) -> str:
+        return merge_probability_check("merge", ends(runs), predicted, 0.01, 0.01, {}).verdict
+
+    assert [merge(30000, p) for p in (1 / 3, 1.05 / 3, 0.95 / 3)] == [PASS, FAIL, FAIL]
+    assert merge(90, 1 / 3) == INCONCLUSIVE  # resolution about 0.19 in probability > its target 0.075
+
+    values = 1.0 + 0.1 * np.random.default_rng(3).standard_normal(4000)
+
+    def expectation(n: int, expected: float) -> str:
+        return expectation_check("energy", values[:n], values[:n], expected, 0.01, {}, "", target=0.05).verdict
+
+    assert [expectation(4000, e) for e in (1.0, 1.05, 0.95)] == [PASS, FAIL, FAIL]
+    assert expectation(16, 1.0) == INCONCLUSIVE  # resolution 0.1 (10% of the mean) > the 5% target
