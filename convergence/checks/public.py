@@ -675,6 +675,20 @@ def _check_title(title: object) -> str:
     return title
 
 
+def resolve_states(tokens: int, dim: int, states: tuple[str, ...] | dict[str, np.ndarray], seed: int,
+                   key: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The states a check is judged at: ``states`` names ``convergence.experiments.local.STATES`` (each drawn from
+    ``seed`` and its own name) or maps names to arrays (tokens, dim), checked against that shape."""
+    if isinstance(states, dict):
+        chosen = {str(name): check_tokens(f"states[{name!r}]", x[None], tokens=tokens, dim=dim)[0]
+                  for name, x in states.items()}
+    else:
+        chosen = states_for(tokens, dim, tuple(states), seed, key)
+    if not chosen:
+        raise ValueError(f"states must name at least one state of {sorted(STATES)} or give arrays")
+    return chosen
+
+
 def check_local_consistency(
     layer: UserLayerMap,
     sde: ClaimedSDE,
@@ -706,13 +720,7 @@ def check_local_consistency(
     target = check_real("target", target, minimum=0.0, strict_minimum=True)
     looks = _looks(samples, first, budget, SAMPLE_BLOCK, ("samples", "first", "budget"), 64)
     key = (USER_KEY, 4)
-    if isinstance(states, dict):
-        chosen = {str(name): check_tokens(f"states[{name!r}]", x[None], tokens=layer.tokens, dim=layer.dim)[0]
-                  for name, x in states.items()}
-    else:
-        chosen = states_for(layer.tokens, layer.dim, tuple(states), seed, key)
-    if not chosen:
-        raise ValueError(f"states must name at least one state of {sorted(STATES)} or give arrays")
+    chosen = resolve_states(layer.tokens, layer.dim, states, seed, key)
     config = {"map": _name(layer), "sde": _name(sde)}
     drawn: dict = {}
 

@@ -1,5 +1,6 @@
 """The models: each layer map beside its limit SDE (``fedorov``, ``hybrid``, ``agazzi``, ``quadratic_form``,
-``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``), the registry of
+``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``) and its Ito limit by automatic
+differentiation (``autodiff_limit``), the registry of
 those that declare their claims (``registry``), model F's exact in-law
 samplers (``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share:
 the interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
@@ -17,6 +18,7 @@ from .attention import (
     softmax_weights,
     tangent_projection,
 )
+from .autodiff_limit import AutodiffLimit, derive_limit
 from .fedorov import FedorovModel, FedorovSDE
 from .fedorov_overlap_chain import FrameNoise, TwoTokenOverlapChain, plane_coordinates
 from .fedorov_reduced import (
@@ -53,11 +55,11 @@ from .noise import (
 )
 from .protocols import ClaimingModel, LayerMap, LimitSDE
 from .quadratic_form import QuadraticFormModel
-from .torch_block import TorchBlockLayer, torch_layer_map
 from .registry import MODELS, ROTATE_NOISE, symbolic_values
+from .torch_block import TorchBlockLayer, torch_layer_map
 
 __all__ = [
-    "ATTENTION", "AgazziModel", "AgazziSDE", "ClaimingModel", "CommonNoise", "ENTRY_LAWS", "FedorovModel",
+    "ATTENTION", "AgazziModel", "AutodiffLimit", "derive_limit", "AgazziSDE", "ClaimingModel", "CommonNoise", "ENTRY_LAWS", "FedorovModel",
     "FedorovSDE", "FrameNoise", "FreshFeatureField", "FrozenFeatureField", "GaussianField", "HybridModel",
     "HybridSDE", "JointNoise", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "ROTATE_NOISE", "QuadraticFormModel", "ReducedFedorov",
     "ReducedFedorovSDE", "TorchBlockLayer", "TwoTokenOverlapChain", "attention_average", "attention_half_step", "attention_scores",

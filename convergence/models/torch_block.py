@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -32,6 +33,24 @@ from .noise import CommonNoise, JointNoise, joint_noise
 
 
 _ONE_THREAD = threading.Lock()
+
+
+@contextmanager
+def one_thread(torch):
+    """Run torch on one thread, without gradients (torch's thread count is per process: one block at a time sets
+    and restores it), quiet about vmap's path-by-path fallback for attention kernels (slower, same numbers) and
+    torch's own deprecation notice when forward-mode AD first loads."""
+    with _ONE_THREAD:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
+                # torch's forward-mode AD loads its jvp decompositions through torch.jit.script, deprecated in 2.13
+                warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated", category=DeprecationWarning)
+                yield
+        finally:
+            torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,39 +89,41 @@ class TorchBlockLayer:
         return joint_noise({k: CommonNoise(shape=tuple(parameters[k].shape), scale=s) for k, s in self.noise_parameters})
 
     @cached_property
-    def _batched(self):
-        import torch
-        from torch.func import functional_call, vmap
+    def torch_step(self):
+        """The step of one path in torch, ``step(x, dw, h)``: tokens (n, d) and the packed increment (total,) ->
+        tokens (n, d), each noise parameter set to its part of ``dw`` times its scale (as ``noise.split``). The block
+        sees ``h`` only through ``dw``. Differentiable (``torch.func``): ``convergence.derive_limit`` expands it."""
+        from torch.func import functional_call
 
         block = self.template
         random = {k for k, _ in self.noise_parameters}
         fixed = {k: v.detach() for k, v in block.named_parameters() if k not in random}
         fixed.update({k: v.detach() for k, v in block.named_buffers()})
+        parts = [(name, part.shape, part.scale, int(np.prod(part.shape, dtype=int))) for name, part in self.noise.parts]
 
-        def one_path(weights: dict, x):
+        def step(x, dw, h):
+            weights, start = {}, 0
+            for name, shape, scale, size in parts:
+                weights[name] = scale * dw[start:start + size].reshape(shape)
+                start += size
             return functional_call(block, {**fixed, **weights}, (x[None],))[0]
 
-        return torch, vmap(one_path)
+        return step
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         """One layer: the block with each noise parameter set to its increment ``sigma sqrt(h) z`` on each path."""
-        torch, batched = self._batched
-        weights = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.noise.split(dw).items()}
-        with _ONE_THREAD:  # torch's thread count is per process: one block at a time sets and restores it
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)
-            try:
-                with torch.no_grad(), warnings.catch_warnings():
-                    # vmap runs attention kernels without a batching rule path by path: slower, same numbers
-                    warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
-                    out = batched(weights, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)))
-            finally:
-                torch.set_num_threads(threads)
+        import torch
+        from torch.func import vmap
+
+        step = self.torch_step
+        with one_thread(torch):
+            out = vmap(lambda xp, dwp: step(xp, dwp, h))(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
+                                                         torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)))
         return out.numpy()
 
     def __getstate__(self) -> dict:
         """Pickled without the built torch objects (workers rebuild them from the factory and the seed)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("template", "_batched")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("template", "torch_step")}
 
 
 def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: dict[str, float], *,

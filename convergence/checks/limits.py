@@ -1,0 +1,93 @@
+"""Two limit SDEs compared coefficient by coefficient at states, deterministically (no sampling).
+
+For a derived limit (``convergence.derive_limit``) against a claim, or any two ``LimitSDE`` on the same noise: at
+each state x the drifts b(x) and the diffusions' covariances G(x) C G(x)^T (C the noise's covariance per unit time;
+G is read off by applying the diffusion to each basis increment) must agree to ``rtol`` relative to the larger
+coefficient. The covariance is what the law of the limit depends on (a claim with its noise rotated is the same
+limit in law, and passes); whether G itself agrees, which a strong check needs, is reported beside it. Both are
+exact computations to rounding, so the checks have no false-failure rate and no resolution: their tolerance is
+rounding (1e-8 by default; a block computing in float32 needs about 1e-5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.common import check_real
+
+from ..models import LimitSDE
+from ..statistics import FAIL, PASS, Check
+from .public import (
+    USER_KEY,
+    Outcome,
+    _check_protocol,
+    _check_title,
+    _name,
+    resolve_states,
+)
+
+SHOWN = 4  # components of each coefficient printed in a check's note
+
+
+def compare_limits(
+    derived: LimitSDE,
+    claim: LimitSDE,
+    states: tuple[str, ...] | dict[str, np.ndarray] = ("uniform", "merged", "antipodal", "near merged"),
+    *,
+    rtol: float = 1e-8,
+    seed: int = 0,
+    title: str = "limits compared",
+) -> Outcome:
+    """``drift`` and ``diffusion`` checks per state (module docstring): pass when the largest difference is at most
+    ``rtol`` times the larger coefficient's largest entry (1e-300 at least), else fail.
+
+    ``states``: names of ``convergence.experiments.local.STATES`` (drawn from ``seed``: the states
+    ``check_local_consistency`` uses at that seed) or a mapping name -> array
+    (tokens, d), e.g. states on a LayerNorm sphere for a block that lives there."""
+    _check_protocol("derived", derived, LimitSDE)
+    _check_protocol("claim", claim, LimitSDE)
+    if (derived.tokens, derived.dim) != (claim.tokens, claim.dim) or derived.noise.shape != claim.noise.shape:
+        raise ValueError(f"claim must have the derived limit's tokens, dim and noise shape "
+                         f"{(derived.tokens, derived.dim, derived.noise.shape)}, got "
+                         f"{(claim.tokens, claim.dim, claim.noise.shape)}")
+    rtol = check_real("rtol", rtol, minimum=0.0)
+    chosen = resolve_states(derived.tokens, derived.dim, states, seed, (USER_KEY, 4))  # the local check's states
+    config = {"derived": _name(derived), "claim": _name(claim)}
+    checks = []
+    for name, x in chosen.items():
+        b_derived, b_claim = derived.drift(x[None])[0], claim.drift(x[None])[0]
+        g_derived, g_claim = diffusion_matrix(derived, x), diffusion_matrix(claim, x)
+        variance = derived.noise.scale ** 2
+        pathwise = _relative(g_derived, g_claim)
+        checks.append(_equal_check("drift", b_derived, b_claim, rtol, {**config, "state": name}, ""))
+        checks.append(_equal_check("diffusion", variance * g_derived @ g_derived.T, variance * g_claim @ g_claim.T,
+                                   rtol, {**config, "state": name},
+                                   f"covariance G C G^T per unit time; G itself differs by {pathwise:.3g} (relative: "
+                                   f"{'the same map of the noise' if pathwise <= rtol else 'equal in law at most'})"))
+    return Outcome(_check_title(title), checks, [], {"states": list(chosen), "rtol": rtol}, seed)
+
+
+def diffusion_matrix(sde: LimitSDE, x: np.ndarray) -> np.ndarray:
+    """G(x) as a (tokens d) x (noise size) matrix: the diffusion applied to each basis increment at the state x."""
+    size = int(np.prod(sde.noise.shape, dtype=int))
+    basis = np.eye(size).reshape(size, *sde.noise.shape)
+    out = sde.diffusion(np.broadcast_to(x, (size, *x.shape)).copy(), basis)
+    return out.reshape(size, -1).T
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)), 1e-300)
+    return float(np.max(np.abs(a - b), initial=0.0)) / scale
+
+
+def _equal_check(name: str, derived: np.ndarray, claimed: np.ndarray, rtol: float, config: dict, note: str) -> Check:
+    finite = bool(np.all(np.isfinite(derived)) and np.all(np.isfinite(claimed)))
+    error = _relative(derived, claimed) if finite else float("nan")
+    shown = (f"derived {np.array2string(derived.ravel()[:SHOWN], precision=6)}, claimed "
+             f"{np.array2string(claimed.ravel()[:SHOWN], precision=6)} (first {SHOWN} entries)")
+    verdict = PASS if finite and error <= rtol else FAIL
+    return Check(name, 0.0, error, (error, error), verdict, config, rtol, 1.0, 0.0,
+                 note="; ".join(filter(None, [f"largest difference / largest entry (tolerance {rtol:g})", note, shown]
+                                       + ([] if finite else ["non-finite coefficient: cannot pass"]))),
+                 target=rtol)
+

@@ -1,0 +1,113 @@
+"""Limits derived from torch modules by automatic differentiation (``convergence.derive_limit``), compared with
+limits derived another way (``convergence.compare_limits``): model F's closed form (``convergence.FedorovSDE``,
+numpy) against a torch module written from the layer map's definition, and the post-LN example's limit (derived
+with sympy by ``verify.one_step_limit``) against the torch ``TransformerEncoderLayer``. Near misses fail: the
+Ito factor (d - 2)/2, a 5% drift error, a missing tangent projection. Needs the torch extra."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import convergence as cv  # noqa: E402
+from convergence.statistics import FAIL, PASS  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "post_ln_torch.py"
+spec = importlib.util.spec_from_file_location("post_ln_torch", EXAMPLE)
+post_ln = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(post_ln)
+
+N, D, BETA, SIGMA = 3, 5, 1.3, 0.7
+
+
+def _unit_tokens(seed: int, paths: int, tokens: int, dim: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((paths, tokens, dim))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+class ModelF(torch.nn.Module):
+    """Model F's layer from its definition: x_i <- N(x_i + V a_i), a_i = sum_j softmax_j(beta <x_i, x_j>) x_j."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.value = torch.nn.Parameter(torch.zeros(D, D))
+
+    def forward(self, x):
+        a = torch.softmax(BETA * x @ x.transpose(-1, -2), dim=-1) @ x
+        y = x + a @ self.value.T
+        return y / torch.linalg.vector_norm(y, dim=-1, keepdim=True)
+
+
+LAYER_F = cv.torch_layer_map(ModelF, N, D, {"value": SIGMA}, name="model F in torch")
+CLOSED_FORM = cv.FedorovModel(N, D, BETA, sigma=SIGMA).limit_sde()
+
+
+def _model_f_claim(ito: float = (D - 1) / 2, drift_factor: float = 1.0, project: bool = True, transpose=False):
+    """Model F's limit in closed form on the torch layer's noise (its part 'value', scaled by sigma)."""
+    def drift(x):
+        a = CLOSED_FORM.model.attention(x)
+        return -drift_factor * ito * SIGMA**2 * np.sum(a * a, axis=-1, keepdims=True) * x
+
+    def diffusion(x, parts):
+        dw = parts["value"]
+        v = CLOSED_FORM.model.attention(x) @ (dw if transpose else np.swapaxes(dw, -1, -2))
+        return v - np.sum(x * v, axis=-1, keepdims=True) * x if project else v
+
+    return cv.limit_sde(drift, diffusion, N, D, LAYER_F.noise)
+
+
+def test_model_fs_limit_by_automatic_differentiation_is_its_closed_form():
+    derived = cv.derive_limit(LAYER_F)
+    outcome = cv.compare_limits(derived, _model_f_claim(), rtol=1e-10)
+    assert outcome.verdict == PASS, outcome.table()
+    # the closed form as the suite implements it (FedorovSDE, driven by its own d x d matrix noise of scale sigma)
+    x = _unit_tokens(0, 4, N, D)
+    np.testing.assert_allclose(derived.drift(x), CLOSED_FORM.drift(x), rtol=0, atol=1e-12)
+    dw = np.random.default_rng(1).standard_normal((4, D * D))
+    np.testing.assert_allclose(derived.diffusion(x, dw), CLOSED_FORM.diffusion(x, SIGMA * dw.reshape(4, D, D)),
+                               rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("claim, failing", [
+    (_model_f_claim(ito=(D - 2) / 2), {"drift"}),
+    (_model_f_claim(drift_factor=1.05), {"drift"}),
+    (_model_f_claim(project=False), {"diffusion"}),
+], ids=["(d-2)/2", "drift x 1.05", "no projection"])
+def test_near_misses_of_model_fs_limit_fail_the_comparison(claim, failing):
+    outcome = cv.compare_limits(cv.derive_limit(LAYER_F), claim, rtol=1e-8)
+    assert outcome.verdict == FAIL
+    assert {c.name for c in outcome.checks if c.verdict == FAIL} == failing, outcome.table()
+
+
+def test_a_claim_equal_in_law_passes_and_the_note_says_it_is_not_the_same_map_of_the_noise():
+    outcome = cv.compare_limits(cv.derive_limit(LAYER_F), _model_f_claim(transpose=True), rtol=1e-10)
+    assert outcome.verdict == PASS, outcome.table()
+    assert all("equal in law at most" in c.note for c in outcome.checks if c.name == "diffusion")
+
+
+def test_the_post_ln_blocks_limit_by_automatic_differentiation_is_the_sympy_derived_one():
+    derived = cv.derive_limit(post_ln.LAYER)
+    assert cv.compare_limits(derived, post_ln.CLAIM, post_ln.STATES, rtol=1e-10).verdict == PASS
+    for wrong in (post_ln.MODEL_F_FACTOR, post_ln.DRIFT_5_PERCENT):
+        assert cv.compare_limits(derived, wrong, post_ln.STATES).verdict == FAIL
+
+
+def test_the_derived_limit_is_a_claim_every_check_accepts():
+    outcome = cv.check_local_consistency(post_ln.LAYER, cv.derive_limit(post_ln.LAYER), states=post_ln.STATES,
+                                         target=0.02)
+    assert outcome.verdict == PASS, outcome.table()
+
+
+def test_a_state_the_step_moves_at_h_0_and_a_numpy_map_are_refused_by_name():
+    off_sphere = _unit_tokens(0, 1, post_ln.N, post_ln.D)  # not on the LayerNorm sphere
+    with pytest.raises(ValueError, match=r"post-LN encoder layer: the step's change at dW = 0, h = 0 must vanish"):
+        cv.derive_limit(post_ln.LAYER).drift(off_sphere)
+    with pytest.raises(TypeError, match="layer must be a torch layer map"):
+        cv.derive_limit(cv.FedorovModel(2, 4))
+    with pytest.raises(ValueError, match="claim must have the derived limit's tokens, dim and noise shape"):
+        cv.compare_limits(cv.derive_limit(LAYER_F), CLOSED_FORM.model.__class__(2, D).limit_sde())
