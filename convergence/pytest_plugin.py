@@ -1,8 +1,9 @@
 """pytest plugin (entry point ``pytest11``): check layer maps from your own test suite.
 
-Fixture ``depth_limits`` gives ``assert_local_consistency``, ``assert_strong_order``, ``assert_weak_order`` and
-``assert_same_weak_limit`` (the checks of ``convergence.checks``) and ``assert_expansion_matches`` (``verify.check_limit``
-on a sympy map). A ``fail`` fails the test with the table of levels, the fitted order, its interval and the verdict;
+Fixture ``depth_limits`` gives ``assert_local_consistency``, ``assert_strong_order``, ``assert_weak_limit``,
+``assert_weak_order`` and ``assert_same_weak_limit`` (the checks of ``convergence.checks``), ``assert_limits_equal``
+(``convergence.compare_limits``), ``assert_rejects`` (any of them must reject a claim the test knows is wrong) and
+``assert_expansion_matches`` (``verify.check_limit`` on a sympy map). A ``fail`` fails the test with the table of levels, the fitted order, its interval and the verdict;
 an ``inconclusive`` outcome is never a pass: it is reported as a skip located at the test (its file and line), whose
 reason starts with ``INCONCLUSIVE`` (default), or as a failure with ``--depth-limits-inconclusive=fail``.
 
@@ -29,9 +30,14 @@ from .checks import (
     check_strong_order,
     check_weak_limit,
     check_weak_order,
+    compare_limits,
 )
 
 INCONCLUSIVE_MODES = ("skip", "fail")
+# the checks ``assert_rejects`` runs, by name
+CHECKS = {"local_consistency": check_local_consistency, "strong_order": check_strong_order,
+          "weak_limit": check_weak_limit, "weak_order": check_weak_order, "same_weak_limit": check_same_weak_limit,
+          "limits": compare_limits}
 # the options ``--depth-limits-paths`` scales: a fixed size, or the staged looks' first size and budget
 SAMPLE_OPTIONS = ("paths", "samples", "first", "first_look", "budget")  # (first_look: check_same_weak_limit's)
 
@@ -52,10 +58,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "depth_limits_slow: a depth-limit check that takes minutes")
 
 
-def judge(outcome: Outcome, inconclusive: str = "skip") -> Outcome:
-    """Return a passing outcome; fail the test on ``fail``; skip or fail it on ``inconclusive`` (a skip is located at
-    the calling test, not in this plugin)."""
-    if outcome.verdict == Verdict.FAIL:
+def judge(outcome: Outcome, inconclusive: str = "skip", wanted: Verdict = Verdict.PASS) -> Outcome:
+    """Return an outcome with the ``wanted`` verdict (pass, or fail for a claim the test knows is wrong); fail the
+    test on the other decided verdict; skip or fail it on ``inconclusive`` (a skip is located at the calling test,
+    not in this plugin)."""
+    if outcome.verdict == Verdict.PASS and wanted == Verdict.FAIL:
+        pytest.fail("PASSED A WRONG CLAIM (the check cannot see this error at its settings: give it more samples or "
+                    "a smaller target)\n" + outcome.table(), pytrace=False)
+    if outcome.verdict == Verdict.FAIL and wanted == Verdict.PASS:
         pytest.fail(outcome.table(), pytrace=False)
     if outcome.verdict == Verdict.INCONCLUSIVE:
         message = "INCONCLUSIVE (noise too large to decide; not a pass)\n" + outcome.table()
@@ -97,13 +107,26 @@ class DepthLimits:
         self.name = file_stem(name)
         self._written = 0
 
-    def _run(self, check, *args, **options) -> Outcome:
+    def _run(self, check, *args, wanted: Verdict = Verdict.PASS, **options) -> Outcome:
         outcome = check(*args, **_scaled(check, options, self.paths_factor))
         if self.report is not None:
             self._written += 1
             suffix = "" if self._written == 1 else f"-{self._written}"
             outcome.write(self.report / f"{self.name}{suffix}")
-        return judge(outcome, self.inconclusive)
+        return judge(outcome, self.inconclusive, wanted)
+
+    def assert_rejects(self, check: str, *args, **options) -> Outcome:
+        """The check named ``check`` (a key of ``CHECKS``: "local_consistency", "strong_order", "weak_limit",
+        "weak_order", "same_weak_limit", "limits"), called with ``args`` and ``options``, rejects a claim the test
+        knows is wrong: a ``pass`` fails the test, an ``inconclusive`` outcome is handled as by every assertion."""
+        if check not in CHECKS:
+            raise ValueError(f"check must be one of {sorted(CHECKS)}, got {check!r}")
+        return self._run(CHECKS[check], *args, wanted=Verdict.FAIL, **options)
+
+    def assert_limits_equal(self, derived, claim, states=None, **options) -> Outcome:
+        """Two limit SDEs (e.g. ``convergence.derive_limit`` of a torch block and a claim) have the same drift and
+        diffusion covariance at ``states`` (``convergence.compare_limits``; deterministic, to ``rtol``)."""
+        return self._run(compare_limits, derived, claim, *(() if states is None else (states,)), **options)
 
     def assert_local_consistency(self, layer, sde, **options) -> Outcome:
         """One step of ``layer`` has the claimed drift and diffusion at the test states (to about 1%)."""

@@ -68,11 +68,28 @@ def test_an_undecidable_check_is_reported_inconclusive_not_passed():
         DepthLimits("fail").assert_weak_order(LAYER, overlap, paths=64, depths=(2, 4, 8))
 
 
-def test_outcomes_write_the_suites_reports(tmp_path):
+@pytest.mark.depth_limits_quick
+def test_the_plugin_asserts_that_a_wrong_claim_is_rejected(depth_limits):
+    outcome = depth_limits.assert_rejects("strong_order", LAYER, WRONG, order=0.5)
+    assert outcome.verdict == "fail"
+    with pytest.raises(pytest.fail.Exception, match="PASSED A WRONG CLAIM"):  # a right claim "rejected": the test fails
+        depth_limits.assert_rejects("strong_order", LAYER, RIGHT, order=0.5)
+    with pytest.raises(ValueError, match="check must be one of .* got 'strong'"):
+        depth_limits.assert_rejects("strong", LAYER, WRONG)
+
+
+def test_outcomes_write_the_suites_reports_with_their_time_and_no_empty_figure(tmp_path):
     outcome = cv.check_strong_order(LAYER, WRONG, paths=64, depths=(4, 8, 16), title="wrong-sde")
     assert outcome.verdict == "fail"
+    assert outcome.elapsed_s > 0 and outcome.cpu_s > 0  # measured, not 0.0
     paths = outcome.write(tmp_path)
     assert paths["md"].exists() and "same_limit" in paths["md"].read_text()
+    assert json.loads(paths["json"].read_text())["elapsed_s"] == round(outcome.elapsed_s, 3)
+    assert paths["png"].read_bytes()[:4] == b"\x89PNG"  # convergence panels to draw
+    local = cv.check_local_consistency(LAYER, RIGHT, samples=256, title="local")  # no panels: no figure
+    written = local.write(tmp_path)
+    assert "png" not in written and not (tmp_path / "local.png").exists()
+    assert ".png" not in written["md"].read_text()
 
 
 def test_bad_input_names_the_parameter():

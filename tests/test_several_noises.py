@@ -64,7 +64,7 @@ def test_two_heads_derived_limit_is_the_closed_form():
 
 def test_the_derivation_is_cached_and_check_limit_reuses_it():
     first = verify.one_step_limit(two_heads_sym, N, D, NOISE)
-    assert verify.one_step_limit(two_heads_sym, N, D, NOISE) is first
+    assert verify.one_step_limit(two_heads_sym, N, D, NOISE) is first and isinstance(first, verify.StepLimit)
     assert first.drift.shape == (N * D, 1) and first.loadings.shape == (N * D, 2 * D * D)
 
 

@@ -8,10 +8,10 @@ Public interface (names fixed):
     critical_eps2(beta) -> the hybrid model's critical eps^2
     activation_constants(act, d, sigma_u, sigma_w) -> {k1, k1_prime, lambda_1, lambda_bar} (model A)
     lambda_bar_prime(act, d, sigma_u, sigma_w, beta) -> certified enclosure of the energy decay rate
-    one_step_limit(step, tokens, dim, noise) -> the limit SDE one step of a user's layer map defines (several
-        independent noises: a tuple or dict of noises; cached)
-    check_limit(step, drift, diffusion, tokens, dim, noise) -> derived against claimed coefficients, the entries
-        that differ most side by side
+    one_step_limit(step, tokens, dim, noise) -> StepLimit: the limit SDE one step of a user's layer map defines
+        (several independent noises: a tuple or dict of noises; cached)
+    check_limit(step, drift, diffusion, tokens, dim, noise) -> LimitComparison: derived against claimed
+        coefficients, the entries that differ most side by side
     ldm_distance(variances, t, d, T=2.0, variances_hat=None) -> squared W2 of the latent diffusion sample (mpmath)
     ldm_switching_times(variances, T=2.0) -> [t_1, ..., t_{D+1}] (latent dimension d optimal on (t_d, t_{d+1}))
 """
@@ -30,7 +30,7 @@ from .analysis import (
     p_antipodal,
 )
 from .models import beta as _beta
-from .models import check_limit, one_step_limit
+from .models import LimitComparison, StepLimit, check_limit, one_step_limit
 from .rigorous import critical_beta, lambda_bar_prime, ldm_distance, ldm_switching_times
 
 
@@ -48,5 +48,5 @@ def critical_eps2(beta_value, dps: int = 30):
         return mpmath.mpf(sp.N(expr, dps + 5))
 
 
-__all__ = ["KernelSpec", "activation_constants", "boundary_exponents", "check_limit", "critical_beta", "critical_eps2",
+__all__ = ["KernelSpec", "LimitComparison", "StepLimit", "activation_constants", "boundary_exponents", "check_limit", "critical_beta", "critical_eps2",
            "lambda_bar_prime", "ldm_distance", "ldm_switching_times", "one_step_limit", "overlap_sde", "p_antipodal"]

@@ -24,11 +24,13 @@ from .public import (
     _check_title,
     _name,
     resolve_states,
+    timed,
 )
 
 SHOWN = 4  # components of each coefficient printed in a check's note
 
 
+@timed
 def compare_limits(
     derived: LimitSDE,
     claim: LimitSDE,

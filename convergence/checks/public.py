@@ -30,7 +30,9 @@ writes the same Markdown/JSON/PNG report as the suite's own studies.
 
 from __future__ import annotations
 
+import functools
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -71,7 +73,7 @@ from ..models import (
 )
 from ..output import Panel, StudyResult, write_study
 from ..paths import InitialState, uniform_sphere
-from ..runtime import concatenate_blocks
+from ..runtime import concatenate_blocks, cpu_meter
 from ..statistics import (
     FAIL,
     INCONCLUSIVE,
@@ -310,6 +312,8 @@ class Outcome:
     panels: list[Panel] = field(default_factory=list)
     params: dict = field(default_factory=dict)
     seed: int = 0
+    elapsed_s: float = 0.0  # wall seconds of the check
+    cpu_s: float = 0.0  # CPU seconds: this thread's and every block a dask worker ran for it
 
     @property
     def verdict(self) -> str:
@@ -364,10 +368,25 @@ class Outcome:
         """Write ``<out>/<stem>.{json,md,png}`` like the suite's studies (stem: the title with every character
         other than letters, digits, '.', '_' and '-' replaced by '-', so a title never names a folder)."""
         result = StudyResult(study=file_stem(self.title), profile="user", seed=self.seed, params=self.params,
-                             checks=self.checks, panels=self.panels)
+                             checks=self.checks, panels=self.panels, elapsed_s=round(self.elapsed_s, 3),
+                             cpu_s=round(self.cpu_s, 3))
         return write_study(result, Path(out))
 
 
+
+def timed(check: Callable[..., Outcome]) -> Callable[..., Outcome]:
+    """``check`` with its outcome's wall and CPU seconds recorded (``runtime.cpu_meter``; the signature kept)."""
+    @functools.wraps(check)
+    def run(*args, **options) -> Outcome:
+        start = time.perf_counter()
+        with cpu_meter() as cpu:
+            outcome = check(*args, **options)
+            seconds = cpu.split()[0]
+        return replace(outcome, elapsed_s=time.perf_counter() - start, cpu_s=seconds)
+
+    return run
+
+@timed
 def check_strong_order(
     layer: UserLayerMap,
     sde: ClaimedSDE,
@@ -420,6 +439,7 @@ def check_strong_order(
                                            "looks": list(looks.sizes), "stages": looks.describe()}, seed)
 
 
+@timed
 def check_weak_order(
     layer: UserLayerMap,
     observable: Observable,
@@ -465,6 +485,7 @@ def check_weak_order(
                                            "looks": list(looks.sizes), "stages": looks.describe()}, seed)
 
 
+@timed
 def check_weak_limit(
     layer: UserLayerMap,
     sde: ClaimedSDE,
@@ -598,6 +619,7 @@ def _identifiable_rate(rate: Check, fit, z: float, target: float | None = None) 
     return rate
 
 
+@timed
 def check_same_weak_limit(
     first: UserLayerMap,
     second: UserLayerMap,
@@ -689,6 +711,7 @@ def resolve_states(tokens: int, dim: int, states: tuple[str, ...] | dict[str, np
     return chosen
 
 
+@timed
 def check_local_consistency(
     layer: UserLayerMap,
     sde: ClaimedSDE,

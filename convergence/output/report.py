@@ -202,17 +202,19 @@ def panels_png(result: StudyResult, key: str = "") -> bytes:
 
 def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
     """Write ``<study>.json``, ``<study>.md`` and ``<study>.png`` (and ``<study>-<key>.png`` per plot group) into
-    ``out`` as one unit (``atomic_write_set``); return their paths."""
+    ``out`` as one unit (``atomic_write_set``); return their paths. No ``<study>.png`` when the result has nothing
+    to draw there (a figure would hold only its title)."""
     out = Path(out)
-    paths = {kind: out / f"{result.study}.{kind}" for kind in ("json", "md", "png")}
-    files = {paths["png"]: panels_png(result)}
+    drawn = bool(result.panels or result.plots.get(""))
+    paths = {kind: out / f"{result.study}.{kind}" for kind in ("json", "md", "png") if drawn or kind != "png"}
+    files = {paths["png"]: panels_png(result)} if drawn else {}
     for key in result.plots:
         if key:
             paths[key] = out / f"{result.study}-{key}.png"
             files[paths[key]] = panels_png(result, key)
     extra = [paths[key].name for key in result.plots if key]
     files[paths["json"]] = to_json(result).encode()
-    files[paths["md"]] = to_markdown(result, image=paths["png"].name, extra_images=extra).encode()
+    files[paths["md"]] = to_markdown(result, image=paths["png"].name if drawn else None, extra_images=extra).encode()
     atomic_write_set(files)
     return paths
 

@@ -17,9 +17,9 @@ from .layer_steps import (
     quadratic_form_system,
     v_sign,
 )
-from .user_maps import check_limit, one_step_limit
+from .user_maps import LimitComparison, StepLimit, check_limit, one_step_limit
 
 __all__ = [
-    "MODELS", "activation", "beta", "check_limit", "eps", "fedorov_system", "hybrid_system", "m", "model_system",
+    "LimitComparison", "MODELS", "StepLimit", "activation", "beta", "check_limit", "eps", "fedorov_system", "hybrid_system", "m", "model_system",
     "one_step_limit", "quadratic_form_system", "v_sign",
 ]
