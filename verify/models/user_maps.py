@@ -510,7 +510,6 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
     """
     derived = one_step_limit(step, tokens, dim, noise)
     xs = derived.tokens
-    symbols = [symbol for token in xs for symbol in token]
     frozen = _Frozen(set(noise_spec(noise).symbols()), derived.definitions)  # the claim shares the derivation's
     claimed_drift = _stack(drift(xs), "drift(xs)", tokens, dim).applyfunc(frozen)
     claimed_j = claimed_loadings(diffusion, xs, noise, frozen)
