@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verify.common import check_int, check_real, check_tokens, file_stem
+from verify.common import check_choice, check_int, check_real, check_tokens, file_stem
 
 from ..experiments import (
     DRIFT_TARGET,
@@ -71,6 +71,7 @@ from ..models import (
     matrix_noise,
     scalar_noise,
 )
+from ..models.stratonovich import ito_correction
 from ..output import Panel, StudyResult, write_study
 from ..paths import InitialState, uniform_sphere
 from ..runtime import concatenate_blocks, cpu_meter
@@ -132,7 +133,9 @@ class UserLayerMap:
 
 @dataclass(frozen=True, eq=False)
 class ClaimedSDE:
-    """A limit SDE given by numpy callables; implements ``convergence.LimitSDE``."""
+    """A limit SDE given by numpy callables; implements ``convergence.LimitSDE`` (an Ito SDE). ``form``: "ito", or
+    "stratonovich" when ``drift_fn`` is the Stratonovich drift: ``drift`` then returns the Ito drift, with the
+    correction of ``convergence.models.stratonovich`` added."""
 
     drift_fn: Callable[[np.ndarray], np.ndarray]
     diffusion_fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -140,9 +143,14 @@ class ClaimedSDE:
     dim: int
     noise: CommonNoise
     name: str = "claimed SDE"
+    form: str = "ito"
 
     def drift(self, x: np.ndarray) -> np.ndarray:
-        return _checked_array(f"{self.name}: drift(x)", _called(self.name, "drift(x)", self.drift_fn, None, x), x.shape)
+        drift = _checked_array(f"{self.name}: drift(x)", _called(self.name, "drift(x)", self.drift_fn, None, x),
+                               x.shape)
+        if self.form == "stratonovich":
+            drift = drift + ito_correction(self.diffusion, self.noise.shape, self.noise.scale**2, x)
+        return drift
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
         return _checked_array(f"{self.name}: diffusion(x, dw)",
@@ -264,20 +272,26 @@ def layer_map(step: Step, tokens: int, dim: int, noise, name: str = "layer map")
 
 
 def limit_sde(drift: Callable, diffusion: Callable, tokens: int, dim: int, noise,
-              name: str = "claimed SDE") -> ClaimedSDE:
+              name: str = "claimed SDE", form: str = "ito") -> ClaimedSDE:
     """The claimed limit ``dx = drift(x) dt + diffusion(x, dW)`` driven by ``noise`` (numpy callables; with several
-    noises, ``dW`` is a tuple / dict as for ``layer_map``)."""
+    noises, ``dW`` is a tuple / dict as for ``layer_map``). ``form="stratonovich"`` reads it as
+    ``dx = drift(x) dt + diffusion(x, o dW)``: the checks then test its Ito form (the Ito-Stratonovich correction
+    added to the drift, ``convergence.models.stratonovich``), and its name says so."""
     for label, fn in (("drift", drift), ("diffusion", diffusion)):
         if not callable(fn):
             raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
+    form = check_choice("form", form, FORMS)
     tokens, dim, noise = _check_shape(tokens, dim, noise)
-    sde = ClaimedSDE(drift, diffusion, tokens, dim, noise, name)
+    if form == "stratonovich":
+        name = f"{name} (Stratonovich, tested in Ito form)"
+    sde = ClaimedSDE(drift, diffusion, tokens, dim, noise, name, form)
     _probe(sde, "drift(x)", lambda x, dw: sde.drift(x))
     _probe(sde, "diffusion(x, dw)", sde.diffusion)
     return sde
 
 
 PROBE_STEP = 1.0 / 64
+FORMS = ("ito", "stratonovich")  # how a claim's drift is read
 NUMPY_SHAPE_ERROR = re.compile(r"broadcast|core dimension|not aligned|cannot reshape|shapes? \(")
 
 
