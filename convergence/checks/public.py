@@ -71,7 +71,7 @@ from ..models import (
     matrix_noise,
     scalar_noise,
 )
-from ..models.stratonovich import ito_correction
+from ..models.ito_correction import ito_correction
 from ..output import Panel, StudyResult, write_study
 from ..paths import InitialState, uniform_sphere
 from ..runtime import concatenate_blocks, cpu_meter
@@ -135,7 +135,7 @@ class UserLayerMap:
 class ClaimedSDE:
     """A limit SDE given by numpy callables; implements ``convergence.LimitSDE`` (an Ito SDE). ``form``: "ito", or
     "stratonovich" when ``drift_fn`` is the Stratonovich drift: ``drift`` then returns the Ito drift, with the
-    correction of ``convergence.models.stratonovich`` added."""
+    correction of ``convergence.models.ito_correction`` added."""
 
     drift_fn: Callable[[np.ndarray], np.ndarray]
     diffusion_fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -276,7 +276,7 @@ def limit_sde(drift: Callable, diffusion: Callable, tokens: int, dim: int, noise
     """The claimed limit ``dx = drift(x) dt + diffusion(x, dW)`` driven by ``noise`` (numpy callables; with several
     noises, ``dW`` is a tuple / dict as for ``layer_map``). ``form="stratonovich"`` reads it as
     ``dx = drift(x) dt + diffusion(x, o dW)``: the checks then test its Ito form (the Ito-Stratonovich correction
-    added to the drift, ``convergence.models.stratonovich``), and its name says so."""
+    added to the drift, ``convergence.models.ito_correction``), and its name says so."""
     for label, fn in (("drift", drift), ("diffusion", diffusion)):
         if not callable(fn):
             raise TypeError(f"{label} must be callable, got {type(fn).__name__}")

@@ -5,7 +5,7 @@ those that declare their claims (``registry``), model F's exact in-law
 samplers (``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share:
 the interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
 covariance (``noise``), softmax attention (``attention``) and the derived Ito drift of a normalised step
-(``normalised_step``), and the Ito-Stratonovich correction of a claim's drift (``stratonovich``).
+(``normalised_step``), and the Ito-Stratonovich correction of a claim's drift (``ito_correction``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ the columns of G). The
 directional derivative of each column along itself is taken by central differences at steps delta and 2 delta,
 Richardson-extrapolated (error O(delta^4) plus rounding / delta, about 1e-11 relative for smooth coefficients at
 delta = 1e-3 of the state's size): the diffusion is a user's numpy function, which cannot be differentiated
-exactly. Cost: 5 evaluations of the diffusion on p stacked increments per state, p the noise's size.
+exactly (the suite's own models convert symbolically: ``verify.calculus.stratonovich``). Cost: 5 evaluations of the
+diffusion on p stacked increments per state, p the noise's size.
 """
 
 from __future__ import annotations
