@@ -73,3 +73,20 @@ def test_an_exact_step_rejects_a_five_percent_drift_error_and_never_passes_it_un
     weak = cv.check_weak_limit(LAYER, NEAR, first_coordinate, initial=START, paths=8192, near_misses=())
     assert weak.verdict == "fail", weak.table()
     assert cv.check_strong_order(LAYER, NEAR, initial=START, paths=16).verdict != "pass"
+
+
+ON_LINE = cv.layer_map(lambda x, dw, h: x * np.exp((A - B * B / 2) * h + B * dw[:, :, None]), 1, 1, NOISE,
+                       name="GBM exact step on R")
+
+
+@pytest.mark.parametrize("drift_factor, verdict", [(1.0, "pass"), (1.05, "fail")])
+def test_a_map_on_the_real_line_is_checked_from_any_state(drift_factor, verdict):
+    """d = 1, a state off any sphere (x = 1.5, and a fixed start 2.0): the same checks apply."""
+    claim = cv.limit_sde(lambda x: drift_factor * A * x, diffusion, 1, 1, NOISE)
+    local = cv.check_local_consistency(ON_LINE, claim, states={"x = 1.5": np.array([[1.5]])})
+    assert local.verdict == verdict, local.table()
+    if verdict == "pass":
+        strong = cv.check_strong_order(ON_LINE, claim, initial=cv.fixed_state([[2.0]], unit=False), paths=512)
+        assert strong.verdict == "pass", strong.table()
+    with pytest.raises(ValueError, match="pass unit=False"):
+        cv.fixed_state([[2.0]])

@@ -84,3 +84,18 @@ def test_bad_block_arguments_are_named():
         cv.torch_layer_map(lambda: 3, 2, 4, {"w": 1.0})
     with pytest.raises(ValueError, match="noise_parameters must be a non-empty dict"):
         cv.torch_layer_map(post_ln.block, 2, 4, {})
+
+
+def test_default_states_move_to_the_layer_norm_sphere_where_the_block_lives():
+    """The named states are drawn on the unit sphere; the post-LN block lives on its LayerNorm sphere (radius
+    sqrt(d), centred): each is moved there by one step without noise, and the check passes the derived limit there
+    and rejects model F's factor."""
+    from convergence.checks.public import where_it_lives
+
+    x = np.array([[0.6, 0.8, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    moved = where_it_lives(post_ln.LAYER, x, "x")
+    np.testing.assert_allclose(np.linalg.norm(moved, axis=-1), np.sqrt(post_ln.D), rtol=1e-12)
+    np.testing.assert_allclose(moved.sum(axis=-1), 0.0, atol=1e-12)
+    for claim, verdict in ((post_ln.CLAIM, "pass"), (post_ln.MODEL_F_FACTOR, "fail")):
+        outcome = cv.check_local_consistency(post_ln.LAYER, claim, states=("uniform", "near merged"), target=0.02)
+        assert outcome.verdict == verdict, outcome.table()

@@ -256,7 +256,7 @@ def _check_shape(tokens: int, dim: int, noise) -> tuple[int, int, CommonNoise]:
     if not isinstance(noise, CommonNoise):
         raise TypeError(f"noise must be a CommonNoise (matrix_noise, field_noise, scalar_noise, per_token_noise) or "
                         f"a tuple or dict of them, got {type(noise).__name__}")
-    return check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=2), noise
+    return check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=1), noise
 
 
 def layer_map(step: Step, tokens: int, dim: int, noise, name: str = "layer map") -> UserLayerMap:
@@ -711,6 +711,30 @@ def _check_title(title: object) -> str:
     return title
 
 
+RESTING_TOLERANCE = 1e-12  # relative: a state the zero-noise step moves by less is where the map lives
+
+
+def where_it_lives(layer: LayerMap, x: np.ndarray, name: str) -> np.ndarray:
+    """A named state (drawn on the unit sphere) moved to where ``layer`` lives: x itself when the map's step at
+    dW = 0, h = 0 leaves it in place (to ``RESTING_TOLERANCE``), else that step's image y = F(x, 0, 0), e.g. a
+    LayerNorm block's sphere of radius sqrt(d); an error when y is moved again (the map has no resting states
+    there: give ``states`` as arrays)."""
+    def rest(y: np.ndarray) -> tuple[np.ndarray, float]:
+        moved = np.asarray(layer.layer(y[None], np.zeros((1, *layer.noise.shape)), 0.0), dtype=np.float64)[0]
+        return moved, float(np.max(np.abs(moved - y))) / max(1.0, float(np.max(np.abs(y))))
+
+    image, change = rest(x)
+    if not np.isfinite(change):
+        raise ValueError(f"{_name(layer)}: the step at dW = 0, h = 0 gave a non-finite state at {name!r}")
+    if change <= RESTING_TOLERANCE:
+        return x
+    if rest(image)[1] > RESTING_TOLERANCE:
+        raise ValueError(f"{_name(layer)}: the step at dW = 0, h = 0 moves the state {name!r} and then moves its "
+                         "image again, so the map has no resting state near it; give states as arrays (name -> "
+                         "(tokens, dim)) where the map lives")
+    return image
+
+
 def resolve_states(tokens: int, dim: int, states: tuple[str, ...] | dict[str, np.ndarray], seed: int,
                    key: tuple[int, ...]) -> dict[str, np.ndarray]:
     """The states a check is judged at: ``states`` names ``convergence.experiments.local.STATES`` (each drawn from
@@ -742,7 +766,9 @@ def check_local_consistency(
     """One layer step's conditional moments against the claim (``convergence.experiments.local``) at each state,
     sampled in stages until the checks decide (``convergence.statistics.sequential``).
 
-    ``states``: names of ``convergence.experiments.local.STATES`` or a mapping name -> array (tokens, d); ``target``:
+    ``states``: names of ``convergence.experiments.local.STATES`` (drawn on the unit sphere; for a map that lives
+    elsewhere, moved there by one step without noise, ``where_it_lives``) or a mapping name -> array (tokens, d),
+    taken as given; ``target``:
     the pooled checks' largest resolution (relative coefficient error) that still decides (a single state's is
     twice that, a max-z check's five times that). Looks at ``first``, 2 ``first``, ... samples per state and step,
     up to ``budget``: fail as soon as an interval excludes its allowance, pass as soon as every check passes at its
@@ -758,6 +784,8 @@ def check_local_consistency(
     looks = _looks(samples, first, budget, SAMPLE_BLOCK, ("samples", "first", "budget"), 64)
     key = (USER_KEY, 4)
     chosen = resolve_states(layer.tokens, layer.dim, states, seed, key)
+    if not isinstance(states, dict):
+        chosen = {name: where_it_lives(layer, x, name) for name, x in chosen.items()}
     config = {"map": _name(layer), "sde": _name(sde)}
     drawn: dict = {}
 

@@ -137,7 +137,7 @@ def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: 
         raise ValueError(f"noise_parameters must be a non-empty dict name -> sigma, got {noise_parameters!r}")
     pairs = tuple((str(k), check_real(f"noise_parameters[{k!r}]", float(v), minimum=0.0))
                   for k, v in noise_parameters.items())
-    layer = TorchBlockLayer(factory, check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=2), pairs,
+    layer = TorchBlockLayer(factory, check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=1), pairs,
                             check_int("template_seed", template_seed, minimum=0), name)
     layer.noise  # noqa: B018  (builds the template now: a wrong name or factory is reported here)
     return layer

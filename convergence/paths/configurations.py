@@ -26,19 +26,20 @@ def _on_sphere(name: str, x: np.ndarray, tokens: int, dim: int, unit: bool = Tru
     radius = np.linalg.norm(x, axis=-1)
     if np.max(np.abs(radius - 1.0)) > 1e-9:
         raise ValueError(f"{name} must give unit tokens (on the sphere), got norms from {radius.min():.6g} to "
-                         f"{radius.max():.6g}")
+                         f"{radius.max():.6g}; pass unit=False for a map that lives elsewhere")
     return x
 
 
-def fixed_state(tokens: np.ndarray):
-    """Initial state: the configuration ``tokens`` (n, d), unit rows, on every path."""
+def fixed_state(tokens: np.ndarray, unit: bool = True):
+    """Initial state: the configuration ``tokens`` (n, d) on every path; unit rows unless ``unit=False`` (a map on
+    R^d, or on a sphere of another radius)."""
     state = np.array(tokens, dtype=float)
     if state.ndim != 2:
         raise ValueError(f"tokens must be an array (n, d), got shape {state.shape}")
-    _on_sphere("tokens", state, *state.shape)
+    _on_sphere("tokens", state, *state.shape, unit)
 
     def initial(streams, n, dim):
-        return np.broadcast_to(_on_sphere("fixed_state", state, n, dim), (streams.paths, n, dim)).copy()
+        return np.broadcast_to(_on_sphere("fixed_state", state, n, dim, unit), (streams.paths, n, dim)).copy()
 
     return initial
 
