@@ -37,6 +37,7 @@ from .models import (
     matrix_noise,
     scalar_noise,
     torch_layer_map,
+    wrap_library_layer,
 )
 from .paths import (
     EulerMaruyama,
@@ -86,4 +87,5 @@ __all__ = [
     "scalar_noise",
     "TorchBlockLayer",
     "torch_layer_map",
+    "wrap_library_layer",
 ]

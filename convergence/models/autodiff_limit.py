@@ -13,11 +13,13 @@ so its Ito limit is dx = b(x) dt + G(x) dW with
 expansion of a Markov chain with small steps, as ``verify.one_step_limit`` derives it symbolically). Here every
 derivative is taken by ``torch.func.jvp`` at the state asked for: G dW is one forward-mode derivative along dW,
 exact to rounding and linear in dW; the trace of the Hessian is the sum of the second directional derivatives
-along the p basis directions of dW, each by forward-over-reverse differentiation (batched with ``vmap`` in chunks),
-no Monte Carlo. Not forward over forward: torch's forward-mode rule for ``layer_norm`` (and ``batch_norm``) is
-right to first order only, its nested second derivative off by O(1) (pytorch/pytorch#196700, umbrella #198017; seen
-on torch 2.13), while reverse then forward is right, and LayerNorm is in every transformer block. The cost is about p n d backward passes of the block per state: cheap for the local check (a few
-states), heavy for an integrator that asks for the drift at every path and step of a large noise.
+along the p basis directions of dW, each by reverse-over-reverse differentiation (batched with ``vmap`` in chunks),
+no Monte Carlo. Not forward mode at second order: torch's forward-mode rule for ``layer_norm`` (and ``batch_norm``)
+is right to first order only, its nested second derivative off by O(1), also when reverse mode is applied over it
+(pytorch/pytorch#196700, umbrella #198017; seen on torch 2.13), and ``silu_backward`` (Llama's MLP) has no
+forward-mode rule, so forward over reverse fails; reverse over reverse is right for all of them. The cost is about
+2 p n d backward passes of the block per state: cheap for the local check (a few states), heavy for an integrator
+that asks for the drift at every path and step of a large noise.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class AutodiffLimit:
     def drift(self, x: np.ndarray) -> np.ndarray:
         """b(x) = d_h F + (1/2) s^2 sum_j d^2 F / dW_j^2 at (x, 0, 0), per path: x (paths, n, d) -> (paths, n, d)."""
         import torch
-        from torch.func import jacfwd, jacrev, jvp, vmap
+        from torch.func import jacrev, jvp, vmap
 
         step, size, variance = self.model.torch_step, self.noise.shape[0], self.noise.scale ** 2
         zero_w, zero_h, one_h = (torch.zeros(size, dtype=torch.float64), torch.zeros((), dtype=torch.float64),
@@ -64,8 +66,8 @@ class AutodiffLimit:
         basis = torch.eye(size, dtype=torch.float64)
 
         def one_path(xp):
-            def along(v):  # d^2/dt^2 F(x, t v, 0) at t = 0, forward over reverse (module docstring: not forward twice)
-                return jacfwd(jacrev(lambda t: step(xp, t * v, zero_h)))(zero_h)
+            def along(v):  # d^2/dt^2 F(x, t v, 0) at t = 0, reverse over reverse (module docstring)
+                return jacrev(jacrev(lambda t: step(xp, t * v, zero_h)))(zero_h)
 
             curvature = vmap(along, chunk_size=BASIS_CHUNK)(basis).sum(dim=0)
             rate = jvp(lambda hh: step(xp, zero_w, hh), (zero_h,), (one_h,))[1]

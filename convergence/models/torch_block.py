@@ -116,14 +116,50 @@ class TorchBlockLayer:
         from torch.func import vmap
 
         step = self.torch_step
-        with one_thread(torch):
+        with one_thread(torch), self._reported("layer(x, dw, h)", h, x, dw):
             out = vmap(lambda xp, dwp: step(xp, dwp, h))(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
                                                          torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)))
         return out.numpy()
 
+    @contextmanager
+    def _reported(self, what: str, h: float | None, *arrays: np.ndarray):
+        """An exception inside the block re-raised naming the map, the call, the step h and the shapes (as numpy
+        maps' are), with the usual cause for a library layer."""
+        try:
+            yield
+        except Exception as error:
+            shapes = ", ".join(str(np.shape(a)) for a in arrays)
+            at = "" if h is None else f" at step h = {h:g}"
+            raise RuntimeError(f"{self.name}: {what} raised {type(error).__name__}: {error}{at} (arrays shaped "
+                               f"{shapes}; the block is called on one path's tokens (1, n, d)). A library layer that "
+                               "needs positions, a mask or returns a tuple: wrap it, "
+                               "convergence.wrap_library_layer") from error
+
+    @cached_property
+    def internal_dtypes(self) -> dict[str, str]:
+        """Floating dtypes other than float64 that the block computes in, each with the first torch function that
+        produced it (e.g. Hugging Face's RMSNorm and softmax compute in float32), from one forward pass on a probe."""
+        import torch
+        from torch.overrides import TorchFunctionMode
+
+        seen: dict[str, str] = {}
+
+        class Record(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                for value in out if isinstance(out, (tuple, list)) else (out,):
+                    if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != torch.float64:
+                        seen.setdefault(str(value.dtype).removeprefix("torch."), getattr(func, "__name__", str(func)))
+                return out
+
+        x = torch.from_numpy(np.random.default_rng(0).standard_normal((1, self.tokens, self.dim)))
+        with one_thread(torch), self._reported("the block's forward pass", None, x.numpy()), Record():
+            self.template(x)
+        return seen
+
     def __getstate__(self) -> dict:
         """Pickled without the built torch objects (workers rebuild them from the factory and the seed)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("template", "torch_step")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("template", "torch_step", "internal_dtypes")}
 
 
 def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: dict[str, float], *,
@@ -140,4 +176,10 @@ def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: 
     layer = TorchBlockLayer(factory, check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=1), pairs,
                             check_int("template_seed", template_seed, minimum=0), name)
     layer.noise  # noqa: B018  (builds the template now: a wrong name or factory is reported here)
+    if layer.internal_dtypes:  # also runs the block once: a block that cannot run on (1, n, d) is reported here
+        found = ", ".join(f"{dtype} (first from {func})" for dtype, func in layer.internal_dtypes.items())
+        warnings.warn(f"{name}: the block computes in {found} internally, although it runs in float64: its numbers "
+                      "carry that type's rounding (about 1e-7 relative for float32), so a one-step drift is resolved "
+                      "to about 1e-7 / h at best and derived and claimed limits agree to about 1e-6 (compare_limits' "
+                      "rtol), not 1e-12", UserWarning, stacklevel=2)
     return layer

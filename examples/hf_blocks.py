@@ -1,0 +1,91 @@
+"""Example (d): Hugging Face decoder layers (Llama, GPT-2) as depth limits, their limits derived by the suite.
+
+Each layer is built from a small config (no weights downloaded; eager attention), wrapped with
+``convergence.wrap_library_layer`` (positions 0..n-1, the rotary embedding for Llama, a causal mask), and turned into
+a layer map with some weights drawn fresh at every layer with entry variance sigma^2 h: the attention's output
+weights (Llama ``o_proj``, GPT-2 ``c_proj``) and the MLP's first weights (Llama's ``gate_proj``, GPT-2's ``c_fc``),
+so that the activation's curvature (SiLU, GELU) makes a drift. (With only output weights as noise the branches are
+linear in the noise and the drift is 0: a "5% drift error" would then be the claim itself.) Both are pre-norm: the residual stream lives in R^d (no sphere), so the
+step at h = 0 leaves every state in place and the default named states are resting states.
+
+The limit is not written by hand: ``convergence.derive_limit`` differentiates the layer's step at h = 0. The local
+check then compares one step's sampled moments with it (pass) and with its drift x 1.05 (fail). Hugging Face
+computes RMSNorm, softmax and the rotary embedding in float32 although the block runs in float64:
+``torch_layer_map`` warns and names the first such operation.
+
+Run it:  python examples/hf_blocks.py  (about a minute)  or  python -m pytest examples/hf_blocks.py
+Needs the torch and hf extras: pip install torch==2.13.0 && pip install -e ".[torch,hf]".
+"""
+
+import warnings
+from dataclasses import dataclass
+
+from transformers import GPT2Config, LlamaConfig
+from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+
+import convergence as cv
+
+N, D, WIDTH, SIGMA = 3, 4, 8, 0.5
+LLAMA = LlamaConfig(hidden_size=D, intermediate_size=WIDTH, num_attention_heads=1, num_key_value_heads=1,
+                    num_hidden_layers=1, vocab_size=8, attn_implementation="eager")
+GPT2 = GPT2Config(n_embd=D, n_inner=WIDTH, n_head=1, n_layer=1, vocab_size=8, bos_token_id=0, eos_token_id=0,
+                  attn_implementation="eager",
+                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+
+
+def llama_block():
+    return cv.wrap_library_layer(LlamaDecoderLayer(LLAMA, layer_idx=0), rotary=LlamaRotaryEmbedding(LLAMA))
+
+
+def gpt2_block():
+    return cv.wrap_library_layer(GPT2Block(GPT2, layer_idx=0))
+
+
+with warnings.catch_warnings(record=True) as FLOAT32_NOTICES:  # kept: the test reads them
+    warnings.simplefilter("always")
+    LLAMA_LAYER = cv.torch_layer_map(llama_block, N, D, {"layer.self_attn.o_proj.weight": SIGMA,
+                                                         "layer.mlp.gate_proj.weight": SIGMA}, name="Llama layer")
+    GPT2_LAYER = cv.torch_layer_map(gpt2_block, N, D, {"layer.attn.c_proj.weight": SIGMA,
+                                                       "layer.mlp.c_fc.weight": SIGMA}, name="GPT-2 block")
+LAYERS = {"llama": LLAMA_LAYER, "gpt2": GPT2_LAYER}
+STATES = ("uniform", "near merged")
+
+
+@dataclass(frozen=True)
+class DriftTimes:
+    """A limit SDE (``convergence.LimitSDE``) with ``limit``'s drift x ``factor``: a near miss."""
+
+    limit: object
+    factor: float
+
+    tokens, dim, noise = property(lambda s: s.limit.tokens), property(lambda s: s.limit.dim), \
+        property(lambda s: s.limit.noise)
+    name = property(lambda s: f"derived drift x {s.factor:g}")
+
+    def drift(self, x):
+        return self.factor * self.limit.drift(x)
+
+    def diffusion(self, x, dw):
+        return self.limit.diffusion(x, dw)
+
+
+def check(layer, drift_factor: float = 1.0):
+    """The local check of ``layer`` against its derived limit with the drift x ``drift_factor``."""
+    derived = cv.derive_limit(layer)
+    claim = derived if drift_factor == 1.0 else DriftTimes(derived, drift_factor)
+    return cv.check_local_consistency(layer, claim, states=STATES, target=0.02, title=f"{layer.name} vs {claim.name}")
+
+
+def test_each_layer_has_its_derived_limit_and_a_5_percent_drift_error_is_rejected():
+    for layer in LAYERS.values():
+        assert check(layer).verdict == "pass", check(layer).table()
+        assert check(layer, 1.05).verdict == "fail"
+
+
+if __name__ == "__main__":
+    for notice in FLOAT32_NOTICES:
+        print("warning:", notice.message, end="\n\n")
+    for layer in LAYERS.values():
+        for factor in (1.0, 1.05):
+            print(check(layer, factor).table(), end="\n\n")
