@@ -413,6 +413,7 @@ def check_strong_order(
     first: int = 1024,
     paths: int | None = None,
     reference_factor: int = 16,
+    reference: UserLayerMap | None = None,
     seed: int = 0,
     initial: InitialState = uniform_sphere,
     title: str = "strong order",
@@ -424,10 +425,17 @@ def check_strong_order(
     2 ``first``, ... paths up to ``budget`` (``convergence.statistics.sequential``); ``paths``: one look at this
     fixed size instead. The reference runs at h_ref = T / (``reference_factor`` x max depth): its own mean-square
     error is same_limit's allowance, so a target it cannot see needs a larger factor (the note says which).
+    ``reference``: the claim's exact solution, as its one-step flow X(t + h) = reference.layer(X(t), dW, h) (a
+    layer map, e.g. ``layer_map(lambda x, dw, h: x * np.exp((a - b**2 / 2) * h + b * dw), ...)`` for geometric
+    Brownian motion), run at the same steps instead of Euler-Maruyama: the errors are then against the exact
+    solution, ``reference_exact`` checks that its steps agree to rounding, and same_limit's allowance is that rounding.
     """
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)
     _check_pair(layer, sde, "check_strong_order", same_entry_law=False)
+    if reference is not None:
+        _check_protocol("reference", reference, LayerMap)
+        _check_pair(layer, reference, "check_strong_order", same_entry_law=True)
     order = check_real("order", order, minimum=0.0, strict_minimum=True)
     target = check_real("target", target, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
@@ -441,15 +449,18 @@ def check_strong_order(
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = StrongDesign(depths=tuple(depths), horizon=horizon, paths=n, order=order, block_paths=block,
                               reference_factor=reference_factor, target=target, power=power)
-        data = drawn.extend(coupled_strong_errors(layer, sde, design, seed, key, initial, start=drawn.size), n)
+        data = drawn.extend(coupled_strong_errors(layer, sde, design, seed, key, initial, start=drawn.size,
+                                                  exact=reference), n)
         checks, panel = analyse_strong(data, design, config, bootstrap_generator(seed, key),
-                                       family_confidence(4, alpha))  # the four checks share the family-wise rate
+                                       family_confidence(4, alpha),  # the four checks share the family-wise rate
+                                       exact_reference=reference is not None)
         panels[:] = [panel]
         return checks
 
     checks, stopped = decide_in_stages(look, looks)
     return Outcome(title, checks, panels, {"depths": list(depths), "horizon": horizon, "paths": stopped,
                                            "target": target, "reference_factor": reference_factor,
+                                           "reference": "Euler-Maruyama" if reference is None else _name(reference),
                                            "looks": list(looks.sizes), "stages": looks.describe()}, seed)
 
 

@@ -72,6 +72,7 @@ from ..statistics import (
 REFERENCE_LEVELS = (1, 2, 4, 8)
 FLOOR_MARGIN = 3.0  # noise_floor_flags' margin: a level within 3 x the reference's RMS error is at its floor
 REFERENCE_ORDER = 0.5  # Euler-Maruyama's strong order: the reference's claim, separate from the map's ``order``
+EXACT_TOLERANCE = 1e-10  # an exact reference's consecutive levels may differ by this RMS at T (rounding; O(1) states)
 BOOTSTRAP_STREAM = 0
 # same_limit's default target: a 20% relative drift error. At reference_factor 16 the Euler reference's own mean-square
 # error (the allowance) hides smaller drift errors (model F, n = 2, d = 16: a 5% error leaves a plateau of 1.9e-4 below
@@ -158,11 +159,13 @@ def coupled_strong_errors(
     initial: InitialState = uniform_sphere,
     progress: Callable[[int], None] | None = None,
     start: int = 0,
+    exact: LayerMap | None = None,
 ) -> StrongData:
     """Run the coupled experiment over all paths (from path ``start`` on, a block boundary), block by block (blocks do
-    not change any number)."""
+    not change any number). ``exact``: the claim's exact solution as its one-step flow, the reference instead of
+    Euler-Maruyama."""
     return coupled_strong_errors_for_claims(layer_map, {"claim": sde}, design, seed, key, initial, progress,
-                                            start)["claim"]
+                                            start, None if exact is None else {"claim": exact})["claim"]
 
 
 def coupled_strong_errors_for_claims(
@@ -174,18 +177,26 @@ def coupled_strong_errors_for_claims(
     initial: InitialState = uniform_sphere,
     progress: Callable[[int], None] | None = None,
     start: int = 0,
+    exact: Mapping[str, LayerMap] | None = None,
 ) -> dict[str, StrongData]:
     """The coupled experiment against several claimed limits at once: one Brownian path per path and the layer map
     at every depth are computed once, and each claim adds its reference levels (its numbers equal those of
     ``coupled_strong_errors`` with that claim alone, bit for bit). With a design target t, each claim also adds
-    itself with its drift x (1 + t) at the coarsest reference step (``StrongData.target_sq``)."""
+    itself with its drift x (1 + t) at the coarsest reference step (``StrongData.target_sq``). ``exact`` maps a
+    claim's name to its exact solution's one-step flow X(t + h) = F(X(t), W(t + h) - W(t), h), the reference instead
+    of Euler-Maruyama (the target is still measured between two Euler-Maruyama runs, the claim's and the
+    drift-scaled one's, so that it holds the drift error alone)."""
     if not layer_map.noise.brownian:
         raise ValueError(f"strong convergence needs Gaussian (Brownian) noise, got law {layer_map.noise.law!r}")
-    fine = design.fine_steps
-    levels, comparisons = strong_ladder(design, layer_map, *(EulerMaruyama(sde) for sde in sdes.values()))
+    fine, exact = design.fine_steps, dict(exact or {})
+    levels, comparisons = strong_ladder(design, layer_map, *(exact.get(name) or EulerMaruyama(sde)
+                                                             for name, sde in sdes.items()))
     if design.target is not None:
-        for claim, sde in enumerate(sdes.values()):
+        for claim, (name, sde) in enumerate(sdes.items()):
             coarsest = len(design.depths) + (claim + 1) * len(REFERENCE_LEVELS) - 1  # the claim's EM x8 level
+            if name in exact:
+                levels.append(Level(f"EM x{REFERENCE_LEVELS[-1]}", EulerMaruyama(sde), REFERENCE_LEVELS[-1]))
+                coarsest = len(levels) - 1
             levels.append(Level(f"EM x{REFERENCE_LEVELS[-1]} drift x (1 + {design.target:g})",
                                 EulerMaruyama(DriftScaled(sde, 1.0 + design.target)), REFERENCE_LEVELS[-1]))
             comparisons.append((len(levels) - 1, coarsest))
@@ -195,7 +206,9 @@ def coupled_strong_errors_for_claims(
         run = run_coupled(levels, comparisons, x0, BrownianBlock(layer_map.noise, streams, design.h_fine), fine, advance)
         return run.final_sq, run.sup_sq
 
-    blocks = run_seeded(compute, name="coupled_strong", configuration=(design, layer_map, initial, list(sdes.values())),
+    blocks = run_seeded(compute, name="coupled_strong",
+                        configuration=(design, layer_map, initial, list(sdes.values()))
+                        + ((list(exact.items()),) if exact else ()),
                         seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress,
                         start=start)
     return {name: StrongData.from_blocks(blocks, design, claim, len(sdes)) for claim, name in enumerate(sdes)}
@@ -274,9 +287,12 @@ def _target_rule(verdict: str, note: str, ci: tuple[float, float], resolution: f
 
 
 def analyse_strong(
-    data: StrongData, design: StrongDesign, config: dict, rng: np.random.Generator, confidence: float = CONFIDENCE
+    data: StrongData, design: StrongDesign, config: dict, rng: np.random.Generator, confidence: float = CONFIDENCE,
+    exact_reference: bool = False,
 ) -> tuple[list[Check], Panel]:
-    """Checks and a convergence panel for one configuration (see the module docstring).
+    """Checks and a convergence panel for one configuration (see the module docstring). With an
+    ``exact_reference`` (the claim's exact flow), ``reference_order`` is replaced by ``reference_exact``: its
+    consecutive levels must agree to rounding (``EXACT_TOLERANCE``), and that rounding is same_limit's allowance.
 
     Every interval is at ``confidence`` (a study passes ``family_confidence`` of its number of checks, so that
     its family-wise false-failure rate stays at 1%). A run in which any distance is not finite (a scheme blew
@@ -298,10 +314,14 @@ def analyse_strong(
     counts = bootstrap_counts(rng, paths, design.replicates)
     steps = design.steps()
     ref_steps = design.h_fine * np.asarray(REFERENCE_LEVELS[:-1], dtype=np.float64)
-    reference = fit_order(ref_steps[::-1], data.reference_sq[:, ::-1], counts, confidence)
-    # The finest reference's own mean-square error is about that of its first consecutive difference.
-    reference_ms = float(reference.ms_replicates[:, -1].mean())
-    reference_ms_hi = float(bootstrap_interval(reference_ms, reference.ms_replicates[:, -1], confidence)[1])
+    if exact_reference:  # consecutive levels differ by rounding, possibly 0: nothing to fit
+        reference = None
+        reference_ms = reference_ms_hi = float(np.max(np.mean(data.reference_sq, axis=0)))
+    else:
+        reference = fit_order(ref_steps[::-1], data.reference_sq[:, ::-1], counts, confidence)
+        # The finest reference's own mean-square error is about that of its first consecutive difference.
+        reference_ms = float(reference.ms_replicates[:, -1].mean())
+        reference_ms_hi = float(bootstrap_interval(reference_ms, reference.ms_replicates[:, -1], confidence)[1])
     floor = np.sqrt(reference_ms_hi)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
 
@@ -323,10 +343,18 @@ def analyse_strong(
                               fit, pre, at_floor))
         if name == "strong_order":
             ms_fit, ms_pre = fit, pre
-    checks.append(_order_check(
-        "reference_order", reference, REFERENCE_ORDER, design.reference_order_target, 3, config,
-        "consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
-        "whatever the map's)", paths, design, confidence))
+    if exact_reference:
+        rms = float(np.sqrt(reference_ms))
+        checks.append(Check("reference_exact", 0.0, rms, (rms, rms), PASS if rms <= EXACT_TOLERANCE else FAIL, config,
+                            EXACT_TOLERANCE, 1.0, 0.0, target=EXACT_TOLERANCE,
+                            note=f"the exact reference's consecutive levels (steps h_ref, 2 h_ref, 4 h_ref, 8 h_ref) "
+                                 f"differ by RMS {rms:.3g} at T (largest pair): an exact flow agrees with itself to "
+                                 f"rounding at every step (tolerance {EXACT_TOLERANCE:g})"))
+    else:
+        checks.append(_order_check(
+            "reference_order", reference, REFERENCE_ORDER, design.reference_order_target, 3, config,
+            "consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
+            "whatever the map's)", paths, design, confidence))
     finest_ms = float(ms_fit.error[-1] ** 2)
     point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre), confidence)
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
@@ -349,8 +377,9 @@ def analyse_strong(
         allowance=reference_ms_hi, note=note, resolution=resolution, relative_resolution=relative,
         confidence=confidence, target=target,
     ))
-    series.append(_series("reference: consecutive EM differences", reference,
-                          np.zeros(ref_steps.size, bool), np.zeros(ref_steps.size, bool)))
+    if reference is not None:
+        series.append(_series("reference: consecutive EM differences", reference,
+                              np.zeros(ref_steps.size, bool), np.zeros(ref_steps.size, bool)))
     panel = Panel(title=label, xlabel="step h", ylabel="RMS error", series=series, reference_order=design.order)
     return checks, panel
 
