@@ -1,7 +1,9 @@
 """Limits derived from torch modules by automatic differentiation (``convergence.derive_limit``), compared with
-limits derived another way (``convergence.compare_limits``): model F's closed form (``convergence.FedorovSDE``,
-numpy) against a torch module written from the layer map's definition, and the post-LN example's limit (derived
-with sympy by ``verify.one_step_limit``) against the torch ``TransformerEncoderLayer``. Near misses fail: the
+limits derived another way (``convergence.compare_limits``): model F's and model A's closed forms
+(``convergence.FedorovSDE``, ``convergence.AgazziSDE`` with frozen tanh features and repulsive attention, numpy)
+against torch modules written from the layer maps' definitions (model A's takes the step h: its attention half-step
+is a drift term), and the post-LN example's limit (derived with sympy by ``verify.one_step_limit``) against the torch
+``TransformerEncoderLayer``. Near misses fail: the
 Ito factor (d - 2)/2, a 5% drift error, a missing tangent projection. Needs the torch extra."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import convergence as cv  # noqa: E402
+import verify  # noqa: E402
 from convergence.statistics import FAIL, PASS  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "post_ln_torch.py"
@@ -88,6 +91,51 @@ def test_a_claim_equal_in_law_passes_and_the_note_says_it_is_not_the_same_map_of
     outcome = cv.compare_limits(cv.derive_limit(LAYER_F), _model_f_claim(transpose=True), rtol=1e-10)
     assert outcome.verdict == PASS, outcome.table()
     assert all("equal in law at most" in c.note for c in outcome.checks if c.name == "diffusion")
+
+
+WIDTH, V, SIGMA_U, SIGMA_W = 6, -1.0, 0.3, 0.2
+
+
+def _model_a():
+    """Model A with frozen tanh features and repulsive attention, as the suite implements it (numpy) and as a torch
+    module written from the layer map's definition, whose forward takes the step h (the attention half-step
+    N(X + h v a(X)) is a drift term): derive_limit's h-derivative is exercised."""
+    rng = np.random.default_rng(7)
+    field = cv.FrozenFeatureField.draw(verify.KernelSpec("tanh", D, SIGMA_U, SIGMA_W), WIDTH, rng)
+    model = cv.AgazziModel(N, field, beta=BETA, v=V)
+    u, b = torch.from_numpy(field.u), torch.from_numpy(field.b)
+
+    class ModelA(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.omega = torch.nn.Parameter(torch.zeros(D, WIDTH + 1))
+
+        def forward(self, x, h):
+            def unit(y):
+                return y / torch.linalg.vector_norm(y, dim=-1, keepdim=True)
+
+            y = unit(x + h * V * (torch.softmax(BETA * x @ x.transpose(-1, -2), dim=-1) @ x))
+            hidden = torch.tanh(y @ u.T / D**0.5 + b) / WIDTH**0.5
+            psi = torch.cat([hidden, torch.full_like(hidden[..., :1], SIGMA_W)], dim=-1)
+            return unit(y + psi @ self.omega.T)
+
+    layer = cv.torch_layer_map(ModelA, N, D, {"omega": 1.0}, name="model A in torch")
+    sde = model.limit_sde()
+    claim = cv.limit_sde(sde.drift, lambda x, parts: sde.diffusion(x, parts["omega"]), N, D, layer.noise,
+                         name="AgazziSDE")
+    return layer, claim
+
+
+def test_model_as_limit_by_automatic_differentiation_is_its_closed_form():
+    layer, claim = _model_a()
+    derived = cv.derive_limit(layer)
+    assert cv.compare_limits(derived, claim, rtol=1e-10).verdict == PASS
+    # near miss: the attention's drift left out (v = 0 in the claim), which only the h-derivative supplies
+    field = cv.FrozenFeatureField.draw(verify.KernelSpec("tanh", D, SIGMA_U, SIGMA_W), WIDTH, np.random.default_rng(7))
+    without = cv.AgazziModel(N, field, beta=BETA, v=0.0).limit_sde()
+    wrong = cv.limit_sde(without.drift, lambda x, parts: without.diffusion(x, parts["omega"]), N, D, layer.noise)
+    outcome = cv.compare_limits(derived, wrong)
+    assert {c.name for c in outcome.checks if c.verdict == FAIL} == {"drift"}, outcome.table()
 
 
 def test_the_post_ln_blocks_limit_by_automatic_differentiation_is_the_sympy_derived_one():

@@ -91,8 +91,12 @@ class TorchBlockLayer:
     @cached_property
     def torch_step(self):
         """The step of one path in torch, ``step(x, dw, h)``: tokens (n, d) and the packed increment (total,) ->
-        tokens (n, d), each noise parameter set to its part of ``dw`` times its scale (as ``noise.split``). The block
-        sees ``h`` only through ``dw``. Differentiable (``torch.func``): ``convergence.derive_limit`` expands it."""
+        tokens (n, d), each noise parameter set to its part of ``dw`` times its scale (as ``noise.split``). A block
+        whose ``forward`` takes a keyword ``h`` receives the step (a 0-d float64 tensor), e.g. for a drift term
+        ``h M a``; otherwise it sees h only through ``dw``. Differentiable (``torch.func``):
+        ``convergence.derive_limit`` expands it."""
+        import inspect
+
         from torch.func import functional_call
 
         block = self.template
@@ -101,12 +105,14 @@ class TorchBlockLayer:
         fixed.update({k: v.detach() for k, v in block.named_buffers()})
         parts = [(name, part.shape, part.scale, int(np.prod(part.shape, dtype=int))) for name, part in self.noise.parts]
 
+        takes_h = "h" in inspect.signature(block.forward).parameters
+
         def step(x, dw, h):
             weights, start = {}, 0
             for name, shape, scale, size in parts:
                 weights[name] = scale * dw[start:start + size].reshape(shape)
                 start += size
-            return functional_call(block, {**fixed, **weights}, (x[None],))[0]
+            return functional_call(block, {**fixed, **weights}, (x[None],), {"h": h} if takes_h else {})[0]
 
         return step
 
@@ -115,9 +121,9 @@ class TorchBlockLayer:
         import torch
         from torch.func import vmap
 
-        step = self.torch_step
+        step, step_size = self.torch_step, torch.tensor(float(h), dtype=torch.float64)
         with one_thread(torch), self._reported("layer(x, dw, h)", h, x, dw):
-            out = vmap(lambda xp, dwp: step(xp, dwp, h))(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
+            out = vmap(lambda xp, dwp: step(xp, dwp, step_size))(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
                                                          torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)))
         return out.numpy()
 
@@ -153,8 +159,10 @@ class TorchBlockLayer:
                 return out
 
         x = torch.from_numpy(np.random.default_rng(0).standard_normal((1, self.tokens, self.dim)))
+        step = self.torch_step
+        zero = torch.zeros(self.noise.shape[0], dtype=torch.float64)
         with one_thread(torch), self._reported("the block's forward pass", None, x.numpy()), Record():
-            self.template(x)
+            step(x[0], zero, torch.tensor(1.0 / 64, dtype=torch.float64))
         return seen
 
     def __getstate__(self) -> dict:
