@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .noise import CommonNoise
+from .protocols import Wrapper
 from .torch_block import TorchBlockLayer, one_thread
 
 # A step must return its input at dW = 0, h = 0 to this relative accuracy (else it has no diffusion limit)
@@ -37,19 +38,11 @@ BASIS_CHUNK = 64  # basis directions of dW per batched pass (memory: paths x chu
 
 
 @dataclass(frozen=True, eq=False)
-class AutodiffLimit:
+class AutodiffLimit(Wrapper):
     """The Ito limit (a ``LimitSDE``) of a torch layer map, derived from its step (module docstring)."""
 
     model: TorchBlockLayer
     name: str = "limit by automatic differentiation"
-
-    @property
-    def tokens(self) -> int:
-        return self.model.tokens
-
-    @property
-    def dim(self) -> int:
-        return self.model.dim
 
     @property
     def noise(self) -> CommonNoise:
