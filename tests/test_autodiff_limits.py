@@ -157,5 +157,16 @@ def test_a_state_the_step_moves_at_h_0_and_a_numpy_map_are_refused_by_name():
         cv.derive_limit(post_ln.LAYER).drift(off_sphere)
     with pytest.raises(TypeError, match="layer must be a torch layer map"):
         cv.derive_limit(cv.FedorovModel(2, 4))
-    with pytest.raises(ValueError, match="claim must have the derived limit's tokens, dim and noise shape"):
+    with pytest.raises(ValueError, match="claim must have the derived limit's tokens and dim"):
         cv.compare_limits(cv.derive_limit(LAYER_F), CLOSED_FORM.model.__class__(2, D).limit_sde())
+
+
+def test_limits_on_differently_scaled_noises_compare_in_law_each_with_its_own_scale():
+    """A claim on model F's own d x d matrix noise of scale sigma (FedorovSDE as the suite implements it) against the
+    limit derived on the torch layer's packed noise of scale 1 (the part scaled by sigma inside): equal; the same
+    claim with its noise's scale doubled: its covariance 4 times too large, a fail."""
+    derived = cv.derive_limit(LAYER_F)
+    assert cv.compare_limits(derived, CLOSED_FORM, rtol=1e-10).verdict == PASS
+    doubled = cv.FedorovModel(N, D, BETA, sigma=2 * SIGMA).limit_sde()
+    outcome = cv.compare_limits(derived, doubled)
+    assert {c.name for c in outcome.checks if c.verdict == FAIL} >= {"diffusion"}, outcome.table()

@@ -371,3 +371,22 @@ def test_a_cache_entry_whose_key_was_rewritten_is_rejected_when_it_is_read(tmp_p
     with pytest.warns(UserWarning, match=re.escape(str(cache.path(key_a))) + ".*checksum mismatch"):
         assert cache.load(key_a) is None
     assert cache.load(key_b)["x"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_nested_cpu_meter_passes_its_remote_seconds_on_to_the_enclosing_one():
+    """A timed public check inside a study: the work run beside the inner meter's thread (here a helper thread, as
+    dask workers' blocks are) counts for both meters, not only the inner one."""
+    from convergence.runtime import as_finished, cpu_meter
+
+    def busy(_):
+        end = time.thread_time() + 0.2
+        while time.thread_time() < end:
+            pass
+
+    with cpu_meter() as outer:
+        with cpu_meter() as inner:
+            list(as_finished(busy, [0], 1))
+        inner_total, inner_serial = inner.split()
+        assert inner_total - inner_serial >= 0.2  # the helper thread's seconds, charged as remote
+        total, serial = outer.split()
+    assert total - serial >= 0.2

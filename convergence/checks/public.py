@@ -426,9 +426,10 @@ def check_strong_order(
     fixed size instead. The reference runs at h_ref = T / (``reference_factor`` x max depth): its own mean-square
     error is same_limit's allowance, so a target it cannot see needs a larger factor (the note says which).
     ``reference``: the claim's exact solution, as its one-step flow X(t + h) = reference.layer(X(t), dW, h) (a
-    layer map, e.g. ``layer_map(lambda x, dw, h: x * np.exp((a - b**2 / 2) * h + b * dw), ...)`` for geometric
-    Brownian motion), run at the same steps instead of Euler-Maruyama: the errors are then against the exact
-    solution, ``reference_exact`` checks that its steps agree to rounding, and same_limit's allowance is that rounding.
+    layer map, e.g. ``layer_map(lambda x, dw, h: x * np.exp((a - b**2 / 2) * h + b * dw[:, :, None]), ...)`` for
+    geometric Brownian motion with a field_noise((1,))), run at the same steps instead of Euler-Maruyama: the errors
+    are then against the exact solution, ``reference_exact`` checks that its steps agree to rounding, and
+    same_limit's allowance is that rounding.
     """
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)
@@ -727,19 +728,18 @@ RESTING_TOLERANCE = 1e-12  # relative: a state the zero-noise step moves by less
 
 def where_it_lives(layer: LayerMap, x: np.ndarray, name: str) -> np.ndarray:
     """A named state (drawn on the unit sphere) moved to where ``layer`` lives: x itself when the map's step at
-    dW = 0, h = 0 leaves it in place (to ``RESTING_TOLERANCE``), else that step's image y = F(x, 0, 0), e.g. a
-    LayerNorm block's sphere of radius sqrt(d); an error when y is moved again (the map has no resting states
-    there: give ``states`` as arrays)."""
+    dW = 0, h = 0 leaves it in place (to ``RESTING_TOLERANCE``) or cannot be taken there (a non-finite result, e.g. a
+    step that divides by h), else that step's image y = F(x, 0, 0), e.g. a LayerNorm block's sphere of radius
+    sqrt(d); an error when y is moved again (the map has no resting states there: give ``states`` as arrays)."""
     def rest(y: np.ndarray) -> tuple[np.ndarray, float]:
         moved = np.asarray(layer.layer(y[None], np.zeros((1, *layer.noise.shape)), 0.0), dtype=np.float64)[0]
         return moved, float(np.max(np.abs(moved - y))) / max(1.0, float(np.max(np.abs(y))))
 
-    image, change = rest(x)
-    if not np.isfinite(change):
-        raise ValueError(f"{_name(layer)}: the step at dW = 0, h = 0 gave a non-finite state at {name!r}")
-    if change <= RESTING_TOLERANCE:
-        return x
-    if rest(image)[1] > RESTING_TOLERANCE:
+    with np.errstate(all="ignore"):
+        image, change = rest(x)
+    if not np.isfinite(change) or change <= RESTING_TOLERANCE:
+        return x  # resting, or a step that cannot be taken at h = 0 (e.g. it divides by h): nothing to tell
+    if not rest(image)[1] <= RESTING_TOLERANCE:
         raise ValueError(f"{_name(layer)}: the step at dW = 0, h = 0 moves the state {name!r} and then moves its "
                          "image again, so the map has no resting state near it; give states as arrays (name -> "
                          "(tokens, dim)) where the map lives")

@@ -35,6 +35,7 @@ from ..statistics import (
     FAIL,
     FAMILY_ALPHA,
     INCONCLUSIVE,
+    PASS,
     Check,
     effect_check,
     first_nonfinite,
@@ -90,9 +91,9 @@ def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: floa
     ci = (mean - z * se, mean + z * se)
     check = effect_check(name, 0.0, mean, ci, 0.0, target * abs(scale), config, confidence=z_confidence(z),
                          scale=scale, note=note)
-    if check.verdict == INCONCLUSIVE:
-        return replace(check, note=f"{note}; relative resolution {check.relative_resolution} above the target "
-                                   f"{target:g}: more paths needed")
+    if check.verdict == INCONCLUSIVE or (check.verdict == PASS and not scale):  # no scale: nothing resolved
+        return replace(check, verdict=INCONCLUSIVE, note=f"{note}; relative resolution {check.relative_resolution} "
+                                                         f"above the target {target:g}: more paths needed")
     return check
 
 

@@ -299,15 +299,18 @@ def analyse_strong(
     up) fails every check at once.
     """
     depth_labels = [f"L={L}" for L in design.depths]
+    reference_name, reference_check = (("exact reference", "reference_exact") if exact_reference else
+                                       ("Euler-Maruyama reference", "reference_order"))
     bad = first_nonfinite({"layer map (distance at T)": data.final_sq, "layer map (max over grid times)": data.sup_sq},
                           depth_labels) or first_nonfinite(
-        {"Euler-Maruyama reference": data.reference_sq}, [f"EM x{f}" for f in REFERENCE_LEVELS[1:]])
+        {reference_name: data.reference_sq}, [f"x{f}" for f in REFERENCE_LEVELS[1:]])
     if bad:
         nan = float("nan")
         note = bad
         checks = [Check(name, expected, nan, (nan, nan), FAIL, config, note=note)
                   for name, expected in (("strong_order", design.order), ("strong_order_sup", design.order),
-                                         ("reference_order", REFERENCE_ORDER), ("same_limit", 0.0))]
+                                         (reference_check, 0.0 if exact_reference else REFERENCE_ORDER),
+                                         ("same_limit", 0.0))]
         return checks, Panel(title=str(config), xlabel="step h", ylabel="RMS error", series=[],
                              reference_order=design.order)
     paths = data.final_sq.shape[0]

@@ -11,7 +11,7 @@ so its Ito limit is dx = b(x) dt + G(x) dW with
 
 (the moments of one step: E[F - x] = b h + o(h), Cov[F - x] = G C G^T h + o(h); source: the Kramers-Moyal
 expansion of a Markov chain with small steps, as ``verify.one_step_limit`` derives it symbolically). Here every
-derivative is taken by ``torch.func.jvp`` at the state asked for: G dW is one forward-mode derivative along dW,
+derivative is taken by ``torch.func`` at the state asked for: G dW and d_h F are forward-mode derivatives (``jvp``),
 exact to rounding and linear in dW; the trace of the Hessian is the sum of the second directional derivatives
 along the p basis directions of dW, each by reverse-over-reverse differentiation (batched with ``vmap`` in chunks),
 no Monte Carlo. Not forward mode at second order: torch's forward-mode rule for ``layer_norm`` (and ``batch_norm``)

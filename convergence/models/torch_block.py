@@ -188,6 +188,6 @@ def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: 
         found = ", ".join(f"{dtype} (first from {func})" for dtype, func in layer.internal_dtypes.items())
         warnings.warn(f"{name}: the block computes in {found} internally, although it runs in float64: its numbers "
                       "carry that type's rounding (about 1e-7 relative for float32), so a one-step drift is resolved "
-                      "to about 1e-7 / h at best and derived and claimed limits agree to about 1e-6 (compare_limits' "
+                      "to about 1e-7 / h at best and derived and claimed limits agree to about 1e-5 (compare_limits' "
                       "rtol), not 1e-12", UserWarning, stacklevel=2)
     return layer

@@ -93,13 +93,18 @@ class CpuClock:
 def cpu_meter() -> Iterator[CpuClock]:
     """Yield a ``CpuClock`` of the CPU seconds used so far inside the ``with``: this thread's (in-process blocks
     included) plus every block that dask workers ran for it (each measured on its worker). Exact under
-    concurrency: two studies run side by side in two threads are each charged only their own work."""
+    concurrency: two studies run side by side in two threads are each charged only their own work. Nested meters
+    (a timed public check inside a study) each see their own; on leaving, the inner one's worker seconds are passed
+    on to the enclosing meter (this thread's own seconds it reads from the same clock)."""
+    outer = _REMOTE_CPU.get()
     remote = [0.0]
     token = _REMOTE_CPU.set(remote)
     try:
         yield CpuClock(time.thread_time(), remote)
     finally:
         _REMOTE_CPU.reset(token)
+        if outer is not None:
+            outer[0] += remote[0]
 
 
 def as_finished(function: Callable[[Any], Any], items: Sequence[Any], threads: int) -> Iterator[tuple[int, Any]]:
