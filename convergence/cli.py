@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="paths per worker task, rounded up to whole blocks of each design (default: one block; "
                               "results do not depend on it)")
         sub.add_argument("--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)")
+        sub.add_argument("--replace-full", action="store_true",
+                         help="let a quick run replace full-profile reports in OUT (refused otherwise: reports/ holds "
+                              "the committed full reports)")
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
         sub.add_argument("--concurrent-studies", type=_integer("--concurrent-studies", 1, 64),
                          default=default_concurrency,
@@ -177,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [name for name in names if name not in STUDIES]
     if unknown:
         parser.error(f"STUDY must be one of {sorted(STUDIES)}, got {', '.join(map(repr, unknown))}")
+    full = [name for name in names if _profile_of(args.out, name) == "full"]
+    if args.profile == "quick" and full and not args.replace_full:
+        parser.error(f"--out {str(args.out)!r} holds full-profile reports of {', '.join(full)}, which this quick run "
+                     "would replace: write elsewhere (--out reports/quick), run --profile full, or pass --replace-full")
     progress = _progress_factory(sys.stderr.isatty())
     cache_dir = args.cache if args.cache is not None else args.out / ".cache"
     _check_writable(parser, "--out", args.out)
@@ -228,6 +235,14 @@ def _concurrently(run_study, names: list[str], threads: int):
     """Yield ``(name, *run_study(name))`` as studies finish, ``threads`` at a time (``runtime.as_finished``)."""
     for index, outcome in as_finished(run_study, names, threads):
         yield (names[index], *outcome)
+
+
+def _profile_of(out: Path, name: str) -> str | None:
+    """The profile of the study's report in ``out`` (None when there is none or it is unreadable)."""
+    try:
+        return json.loads((Path(out) / f"{name}.json").read_text()).get("profile")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _previous_wall(out: Path, name: str, profile: str, cores: int) -> float:

@@ -390,3 +390,15 @@ def test_a_nested_cpu_meter_passes_its_remote_seconds_on_to_the_enclosing_one():
         assert inner_total - inner_serial >= 0.2  # the helper thread's seconds, charged as remote
         total, serial = outer.split()
     assert total - serial >= 0.2
+
+
+def test_a_quick_run_refuses_to_replace_full_reports_unless_told(tmp_path, capsys):
+    """The committed reports/ holds full-profile reports: `run STUDY` (quick, --out reports/ by default) would have
+    replaced them silently."""
+    from convergence.output import StudyResult, write_study
+
+    write_study(StudyResult("strong-fedorov", "full", 0, {}, []), tmp_path)
+    with pytest.raises(SystemExit):
+        main(["run", "strong-fedorov", "--out", str(tmp_path)])
+    assert "holds full-profile reports of strong-fedorov" in capsys.readouterr().err
+    assert json.loads((tmp_path / "strong-fedorov.json").read_text())["profile"] == "full"  # untouched
