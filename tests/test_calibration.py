@@ -78,6 +78,7 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
     rows = quick_profile_rows([study("a", None), study("b", one_undecided)], 7, 10, lambda total, name: lambda n: None)
     assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
     assert "1 inconclusive" in rows[1].note and "TARGET MISSED" in rows[1].note
+    assert f"not passed: seed {one_undecided}: x {{}} inconclusive" in rows[1].note  # which seed, which check
     assert [s for name, profile, s in seen if name == "a"] == study_seeds(7, 0, 10) and {p for _, p, _ in seen} == {"quick"}
     assert len(set(study_seeds(7, 0, 10)) | set(study_seeds(7, 1, 10)) | set(study_seeds(8, 0, 10))) == 30
     assert study_seeds(7, 0, 3) == study_seeds(7, 0, 10)[:3]

@@ -12,6 +12,7 @@ probability 90% at 10 seeds, 0.32 at 6).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 
 from ..output import Curve, Plot, StudyResult
@@ -36,7 +37,11 @@ def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress
     rows = []
     for index, study in enumerate(studies):
         results = [study.execute("quick", study_seed, progress) for study_seed in study_seeds(seed, index, count)]
-        rows.append(rate_check("quick_profile_passes", [r.verdict for r in results], PASS, {"study": study.name}))
+        row = rate_check("quick_profile_passes", [r.verdict for r in results], PASS, {"study": study.name})
+        missed = "; ".join(f"seed {r.seed}: " + ", ".join(f"{c.name} {c.config} {c.verdict}" for c in r.checks
+                                                            if c.claim and c.verdict != PASS)
+                           for r in results if r.verdict != PASS)
+        rows.append(replace(row, note=f"{row.note}; not passed: {missed}") if missed else row)
     return rows
 
 
