@@ -67,7 +67,7 @@ class Profile:
     limit_target: float = LIMIT_TARGET  # the Monte Carlo checks' target, a fraction of the distance a run removes
 
 
-PROFILES = {"quick": Profile(paths=8192, replicates=200, limit_target=0.005),
+PROFILES = {"quick": Profile(paths=12288, replicates=200, limit_target=0.005),
             "full": Profile(paths=65536, replicates=400, plugin_draws=1000, criterion_draws=200)}
 
 
