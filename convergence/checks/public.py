@@ -71,6 +71,7 @@ from ..models import (
     matrix_noise,
     scalar_noise,
 )
+from ..models.autodiff_limit import RESTING_TOLERANCE, zero_noise_step
 from ..models.ito_correction import ito_correction
 from ..output import Panel, StudyResult, write_study
 from ..paths import InitialState, uniform_sphere
@@ -723,27 +724,20 @@ def _check_title(title: object) -> str:
     return title
 
 
-RESTING_TOLERANCE = 1e-12  # relative: a state the zero-noise step moves by less is where the map lives
-
-
 def where_it_lives(layer: LayerMap, x: np.ndarray, name: str) -> np.ndarray:
     """A named state (drawn on the unit sphere) moved to where ``layer`` lives: x itself when the map's step at
     dW = 0, h = 0 leaves it in place (to ``RESTING_TOLERANCE``) or cannot be taken there (a non-finite result, e.g. a
     step that divides by h), else that step's image y = F(x, 0, 0), e.g. a LayerNorm block's sphere of radius
     sqrt(d); an error when y is moved again (the map has no resting states there: give ``states`` as arrays)."""
-    def rest(y: np.ndarray) -> tuple[np.ndarray, float]:
-        moved = np.asarray(layer.layer(y[None], np.zeros((1, *layer.noise.shape)), 0.0), dtype=np.float64)[0]
-        return moved, float(np.max(np.abs(moved - y))) / max(1.0, float(np.max(np.abs(y))))
-
     with np.errstate(all="ignore"):
-        image, change = rest(x)
+        image, change = zero_noise_step(layer, x[None])
     if not np.isfinite(change) or change <= RESTING_TOLERANCE:
         return x  # resting, or a step that cannot be taken at h = 0 (e.g. it divides by h): nothing to tell
-    if not rest(image)[1] <= RESTING_TOLERANCE:
+    if not zero_noise_step(layer, image)[1] <= RESTING_TOLERANCE:
         raise ValueError(f"{_name(layer)}: the step at dW = 0, h = 0 moves the state {name!r} and then moves its "
                          "image again, so the map has no resting state near it; give states as arrays (name -> "
                          "(tokens, dim)) where the map lives")
-    return image
+    return image[0]
 
 
 def resolve_states(tokens: int, dim: int, states: tuple[str, ...] | dict[str, np.ndarray], seed: int,

@@ -90,14 +90,21 @@ class AutodiffLimit(Wrapper):
         """``x`` as float64, after checking that the step leaves it in place at dW = 0, h = 0 (a step that moves x
         by O(1) has no diffusion limit: its change does not vanish with h)."""
         states = np.ascontiguousarray(x, dtype=np.float64)
-        moved = self.model.layer(states, np.zeros((states.shape[0], self.noise.shape[0])), 0.0)
-        change = float(np.max(np.abs(moved - states))) if states.size else 0.0
-        scale = max(1.0, float(np.max(np.abs(states)))) if states.size else 1.0
-        if not change <= RESTING_TOLERANCE * scale:
+        change = zero_noise_step(self.model, states)[1]
+        if not change <= RESTING_TOLERANCE:
             raise ValueError(f"{self.model.name}: the step's change at dW = 0, h = 0 must vanish (F(x, 0, 0) = x) for "
-                             f"a diffusion limit to exist; got max |F(x, 0, 0) - x| = {change:.3g} at x of size "
-                             f"{scale:.3g} (is the state where the block lives, e.g. on its LayerNorm sphere?)")
+                             f"a diffusion limit to exist; got max |F(x, 0, 0) - x| / max(1, |x|) = {change:.3g} (is "
+                             "the state where the block lives, e.g. on its LayerNorm sphere?)")
         return states
+
+
+def zero_noise_step(layer, x: np.ndarray) -> tuple[np.ndarray, float]:
+    """The layer's step without noise at h = 0, y = F(x, 0, 0), for states x (paths, n, d), and its largest change
+    max |y - x| / max(1, max |x|) (0 where x is a resting state; ``RESTING_TOLERANCE`` allows rounding)."""
+    moved = np.asarray(layer.layer(x, np.zeros((x.shape[0], *layer.noise.shape)), 0.0), dtype=np.float64)
+    if not x.size:
+        return moved, 0.0
+    return moved, float(np.max(np.abs(moved - x))) / max(1.0, float(np.max(np.abs(x))))
 
 
 def derive_limit(layer: TorchBlockLayer, name: str = "limit by automatic differentiation") -> AutodiffLimit:
