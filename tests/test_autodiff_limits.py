@@ -170,3 +170,59 @@ def test_limits_on_differently_scaled_noises_compare_in_law_each_with_its_own_sc
     doubled = cv.FedorovModel(N, D, BETA, sigma=2 * SIGMA).limit_sde()
     outcome = cv.compare_limits(derived, doubled)
     assert {c.name for c in outcome.checks if c.verdict == FAIL} >= {"diffusion"}, outcome.table()
+
+
+class _ExpMinusOne(torch.autograd.Function):
+    """u -> e^u - 1 with a right backward (differentiable: reverse over reverse is right) and a forward-mode rule
+    right at first order only (its factor e^u detached, so forward over forward sees no curvature): the kind of rule
+    torch's layer_norm has."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(u):
+        return torch.expm1(u)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_forward(inputs[0])
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * torch.exp(ctx.saved_tensors[0])
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        return tangent * torch.exp(ctx.saved_tensors[0].detach())
+
+
+class _Exponential(torch.nn.Module):
+    """x_i <- x_i + e^{W x_i} - 1 (entrywise), W with entries of variance s^2 h: drift s^2 |x_i|^2 / 2 per entry."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(D, D))
+
+    def forward(self, x):
+        return x + _ExpMinusOne.apply(x @ self.weight.T)
+
+
+def test_a_block_whose_forward_mode_rule_is_wrong_at_second_order_gets_its_drift_by_reverse_mode_with_a_warning():
+    layer = cv.torch_layer_map(_Exponential, N, D, {"weight": SIGMA}, name="exponential block")
+    x = np.random.default_rng(3).standard_normal((4, N, D))
+    with pytest.warns(RuntimeWarning, match=r"exponential block: the drift's forward-mode curvature differs by 1 "):
+        drift = cv.derive_limit(layer).drift(x)
+    np.testing.assert_allclose(drift, np.broadcast_to(SIGMA**2 / 2 * np.sum(x * x, -1, keepdims=True), x.shape),
+                               rtol=1e-12)
+
+
+def test_blocks_with_layer_norm_and_silu_get_their_drift_by_forward_mode_without_a_warning():
+    """torch's own layer_norm (post-LN, whose forward-mode rule is wrong at second order: computed from its
+    definition instead) and model F agree with reverse mode at the first state (else the warning above)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        cv.derive_limit(post_ln.LAYER).drift(np.stack(list(post_ln.STATES.values())))
+        cv.derive_limit(LAYER_F).drift(_unit_tokens(0, 2, N, D))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -41,3 +42,111 @@ def test_the_local_check_passes_the_derived_limit_and_rejects_its_drift_x_1_05(n
     layer = hf.LAYERS[name]
     assert hf.check(layer).verdict == "pass", hf.check(layer).table()
     assert hf.check(layer, 1.05).verdict == "fail"
+
+
+# --- Each layer's limit written by hand from the block's definition (numpy), against derive_limit's -----------------
+# Only the MLP's activation is curved, so the drift is its second-order term: with its noisy first weights G (entry
+# variance sigma^2 h) and input m_i (the normalised token), E[phi(G m_i)_k] = phi''(0)/2 sigma^2 h |m_i|^2 for every
+# hidden unit k; the diffusion is the first-order term, the attention output a_i through the noisy output weights
+# plus phi'(0) G m_i through the rest of the MLP. (Cross terms of the two noises have mean 0.)
+
+def _softmax_causal(scores):
+    scores = scores + np.triu(np.full(scores.shape[-2:], -np.inf), 1)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def _weights(layer):
+    return {k.removeprefix("layer."): v.detach().numpy() for k, v in layer.template.named_parameters()}
+
+
+def _llama_limit(drift_factor=1.0, rotary=True, causal=True):
+    """Llama: RMSNorm, rotary attention (one head), SwiGLU MLP down(silu(gate m) * up m): silu(u) = u/2 + u^2/4 + ..."""
+    w, sigma = _weights(hf.LLAMA_LAYER), hf.SIGMA
+    eps, half = hf.LLAMA.rms_norm_eps, hf.D // 2
+    theta = hf.LLAMA.rope_parameters["rope_theta"]
+    angles = np.arange(hf.N)[:, None] * theta ** (-np.arange(half) / half)[None]  # positions x frequencies
+    cos, sin = np.tile(np.cos(angles), 2), np.tile(np.sin(angles), 2)
+
+    def rms(x, weight):
+        return weight * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+
+    def rotate(q):
+        return q * cos + np.concatenate([-q[..., half:], q[..., :half]], axis=-1) * sin if rotary else q
+
+    def attention(x):
+        y = rms(x, w["input_layernorm.weight"])
+        q, k, v = (y @ w[f"self_attn.{p}_proj.weight"].T for p in "qkv")
+        q, k = rotate(q), rotate(k)
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(hf.D)
+        return (_softmax_causal(scores) if causal else _softmax(scores)) @ v
+
+    def drift(x):
+        m = rms(x, w["post_attention_layernorm.weight"])
+        return drift_factor * sigma**2 / 4 * np.sum(m * m, axis=-1, keepdims=True) * (
+            m @ w["mlp.up_proj.weight"].T @ w["mlp.down_proj.weight"].T)
+
+    def diffusion(x, parts):
+        m = rms(x, w["post_attention_layernorm.weight"])
+        gate = np.einsum("pkj,pij->pik", parts["layer.mlp.gate_proj.weight"], m)
+        mlp = (gate / 2 * (m @ w["mlp.up_proj.weight"].T)) @ w["mlp.down_proj.weight"].T
+        return np.einsum("pij,pnj->pni", parts["layer.self_attn.o_proj.weight"], attention(x)) + mlp
+
+    return cv.limit_sde(drift, diffusion, hf.N, hf.D, hf.LLAMA_LAYER.noise, name="Llama limit by hand")
+
+
+def _softmax(scores):
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def _gpt2_limit(drift_factor=1.0, causal=True):
+    """GPT-2: LayerNorm, attention (one head, Conv1D weights x @ W), MLP c_proj(gelu_new(c_fc m)):
+    gelu_new(u) = u/2 + u^2 / sqrt(2 pi) + O(u^3)."""
+    w, sigma, eps = _weights(hf.GPT2_LAYER), hf.SIGMA, hf.GPT2.layer_norm_epsilon
+
+    def norm(x, name):
+        centred = x - x.mean(axis=-1, keepdims=True)
+        return centred / np.sqrt(np.mean(centred**2, axis=-1, keepdims=True) + eps) * w[f"{name}.weight"] + w[f"{name}.bias"]
+
+    def attention(x):
+        q, k, v = np.split(norm(x, "ln_1") @ w["attn.c_attn.weight"] + w["attn.c_attn.bias"], 3, axis=-1)
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(hf.D)
+        return (_softmax_causal(scores) if causal else _softmax(scores)) @ v
+
+    def drift(x):
+        m = norm(x, "ln_2")
+        return drift_factor * sigma**2 / np.sqrt(2 * np.pi) * np.sum(m * m, axis=-1, keepdims=True) * \
+            w["mlp.c_proj.weight"].sum(axis=0)
+
+    def diffusion(x, parts):
+        m = norm(x, "ln_2")
+        mlp = (m @ parts["layer.mlp.c_fc.weight"] / 2) @ w["mlp.c_proj.weight"]
+        return attention(x) @ parts["layer.attn.c_proj.weight"] + mlp
+
+    return cv.limit_sde(drift, diffusion, hf.N, hf.D, hf.GPT2_LAYER.noise, name="GPT-2 limit by hand")
+
+
+STATES_R_D = {f"gaussian {i}": 1.5 * np.random.default_rng(i).standard_normal((hf.N, hf.D)) for i in range(3)}
+# Llama's RMSNorm, softmax and rotary embedding compute in float32: its derived limit agrees to float32's precision
+TOLERANCE = {"llama": 16 * np.finfo(np.float32).eps, "gpt2": 1e-10}  # Llama: 3e-7 measured
+BY_HAND = {"llama": _llama_limit, "gpt2": _gpt2_limit}
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # forward-mode curvature (SiLU, LayerNorm) without a fallback
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_the_derived_limit_is_the_limit_written_by_hand_from_the_blocks_definition(name):
+    derived = cv.derive_limit(hf.LAYERS[name])
+    outcome = cv.compare_limits(derived, BY_HAND[name](), STATES_R_D, rtol=TOLERANCE[name], atol=1e-12)
+    assert outcome.verdict == "pass", outcome.table()
+
+
+@pytest.mark.parametrize("name, near_miss, failing", [
+    ("llama", {"drift_factor": 1.05}, {"drift"}), ("llama", {"rotary": False}, {"diffusion"}),
+    ("llama", {"causal": False}, {"diffusion"}), ("gpt2", {"drift_factor": 1.05}, {"drift"}),
+    ("gpt2", {"causal": False}, {"diffusion"}),
+], ids=["llama drift x 1.05", "llama without rotary", "llama without mask", "gpt2 drift x 1.05", "gpt2 without mask"])
+def test_near_misses_of_the_limit_by_hand_fail_the_comparison(name, near_miss, failing):
+    outcome = cv.compare_limits(cv.derive_limit(hf.LAYERS[name]), BY_HAND[name](**near_miss), STATES_R_D,
+                                rtol=TOLERANCE[name], atol=1e-12)
+    assert {c.name for c in outcome.checks if c.verdict == "fail"} == failing, outcome.table()

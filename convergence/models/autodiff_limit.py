@@ -13,18 +13,23 @@ so its Ito limit is dx = b(x) dt + G(x) dW with
 expansion of a Markov chain with small steps, as ``verify.one_step_limit`` derives it symbolically). Here every
 derivative is taken by ``torch.func`` at the state asked for: G dW and d_h F are forward-mode derivatives (``jvp``),
 exact to rounding and linear in dW; the trace of the Hessian is the sum of the second directional derivatives
-along the p basis directions of dW, each by reverse-over-reverse differentiation (batched with ``vmap`` in chunks),
-no Monte Carlo. Not forward mode at second order: torch's forward-mode rule for ``layer_norm`` (and ``batch_norm``)
-is right to first order only, its nested second derivative off by O(1), also when reverse mode is applied over it
-(pytorch/pytorch#196700, umbrella #198017; seen on torch 2.13), and ``silu_backward`` (Llama's MLP) has no
-forward-mode rule, so forward over reverse fails; reverse over reverse is right for all of them. The cost is about
-2 p n d backward passes of the block per state: cheap for the local check (a few states), heavy for an integrator
-that asks for the drift at every path and step of a large noise.
+d^2/dt^2 F(x, t v, 0) along the p basis directions v of dW, each a jvp of a jvp (forward over forward, batched with
+``vmap``): about 4 p forward passes of the block per state, no Monte Carlo.
+
+Forward over forward needs every operation's forward-mode rule to be right at second order. torch's rule for
+``layer_norm`` is right to first order only (its nested second derivative is off by O(1): 0.88 on the post-LN
+example; pytorch/pytorch#196700, umbrella #198017; seen on torch 2.13), so ``layer_norm`` and ``rms_norm`` are
+computed from their definitions (mean, variance, rsqrt) while the curvature is taken (``_composite_norms``). Any other
+operation may have such a rule: at the first state a limit is asked for, the forward curvature is compared with
+reverse over reverse (right for all of them, ``silu_backward``'s missing forward rule included, but about n d times
+the work: 57 times slower on the Hugging Face Llama layer of ``examples/hf_blocks.py``), and a block on which they
+differ, or whose forward curvature raises, keeps reverse over reverse, with a warning naming the difference.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,6 +40,8 @@ from .torch_block import TorchBlockLayer, one_thread
 # A step must return its input at dW = 0, h = 0 to this relative accuracy (else it has no diffusion limit)
 RESTING_TOLERANCE = 1e-12
 BASIS_CHUNK = 64  # basis directions of dW per batched pass (memory: paths x chunk x the block's activations)
+# Forward and reverse curvature agree to this relative accuracy on a block whose forward rules are right
+CURVATURE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +50,7 @@ class AutodiffLimit(Wrapper):
 
     model: TorchBlockLayer
     name: str = "limit by automatic differentiation"
+    _modes: list = field(default_factory=list, repr=False, compare=False)  # the curvature's mode, once decided
 
     @property
     def noise(self) -> CommonNoise:
@@ -51,24 +59,36 @@ class AutodiffLimit(Wrapper):
     def drift(self, x: np.ndarray) -> np.ndarray:
         """b(x) = d_h F + (1/2) s^2 sum_j d^2 F / dW_j^2 at (x, 0, 0), per path: x (paths, n, d) -> (paths, n, d)."""
         import torch
-        from torch.func import jacrev, jvp, vmap
+        from torch.func import jvp, vmap
 
         step, size, variance = self.model.torch_step, self.noise.shape[0], self.noise.scale ** 2
         zero_w, zero_h, one_h = (torch.zeros(size, dtype=torch.float64), torch.zeros((), dtype=torch.float64),
                                  torch.ones((), dtype=torch.float64))
-        basis = torch.eye(size, dtype=torch.float64)
-
-        def one_path(xp):
-            def along(v):  # d^2/dt^2 F(x, t v, 0) at t = 0, reverse over reverse (module docstring)
-                return jacrev(jacrev(lambda t: step(xp, t * v, zero_h)))(zero_h)
-
-            curvature = vmap(along, chunk_size=BASIS_CHUNK)(basis).sum(dim=0)
-            rate = jvp(lambda hh: step(xp, zero_w, hh), (zero_h,), (one_h,))[1]
-            return rate + 0.5 * variance * curvature
-
-        states = self._resting(x)
+        states = torch.from_numpy(self._resting(x))
+        if not states.shape[0]:
+            return states.numpy().copy()
         with one_thread(torch):
-            return vmap(one_path)(torch.from_numpy(states)).numpy()
+            curvature = _curvature(step, size, states, self._mode(step, size, states[:1]))
+            rate = vmap(lambda xp: jvp(lambda hh: step(xp, zero_w, hh), (zero_h,), (one_h,))[1])(states)
+            return (rate + 0.5 * variance * curvature).numpy()
+
+    def _mode(self, step, size: int, first) -> str:
+        """The curvature's mode: forward, unless it differs from reverse over reverse at the first state asked for (or
+        raises): then reverse, with a warning (module docstring). Decided once per limit."""
+        if not self._modes:
+            reverse = _curvature(step, size, first, "reverse")
+            try:
+                forward = _curvature(step, size, first, "forward")
+                difference = float((forward - reverse).abs().max()) / max(float(reverse.abs().max()), 1e-300)
+                problem = None if difference <= CURVATURE_TOLERANCE else f"differs by {difference:.3g} (relative)"
+            except Exception as error:  # an operation without a forward-mode rule at second order
+                problem = f"raised {type(error).__name__}: {error}"
+            if problem is not None:
+                warnings.warn(f"{self.model.name}: the drift's forward-mode curvature {problem} from reverse over "
+                              "reverse at the first state; using reverse over reverse (right, but about n d times "
+                              "slower)", RuntimeWarning, stacklevel=3)
+            self._modes.append("forward" if problem is None else "reverse")
+        return self._modes[0]
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
         """G(x) dW = D_W F(x, 0, 0) dW per path: x (paths, n, d), dw (paths, total) -> (paths, n, d)."""
@@ -96,6 +116,58 @@ class AutodiffLimit(Wrapper):
                              f"a diffusion limit to exist; got max |F(x, 0, 0) - x| / max(1, |x|) = {change:.3g} (is "
                              "the state where the block lives, e.g. on its LayerNorm sphere?)")
         return states
+
+
+def _curvature(step, size: int, states, mode: str):
+    """sum_j d^2/dt^2 F(x, t e_j, 0) at t = 0 for each state x of ``states`` (paths, n, d): forward over forward
+    (under ``_composite_norms``) or reverse over reverse (module docstring)."""
+    import torch
+    from torch.func import jacrev, jvp, vmap
+
+    zero_w, zero_h = torch.zeros(size, dtype=torch.float64), torch.zeros((), dtype=torch.float64)
+    basis = torch.eye(size, dtype=torch.float64)
+
+    def one_path(xp):
+        def along(v):
+            if mode == "forward":
+                return jvp(lambda w: jvp(lambda u: step(xp, u, zero_h), (w,), (v,))[1], (zero_w,), (v,))[1]
+            return jacrev(jacrev(lambda t: step(xp, t * v, zero_h)))(zero_h)
+
+        return vmap(along, chunk_size=BASIS_CHUNK)(basis).sum(dim=0)
+
+    if mode == "forward":  # with grad mode on, silu's forward rule is itself differentiable (its no-grad one is not)
+        with torch.enable_grad(), _composite_norms():
+            return vmap(one_path)(states)
+    return vmap(one_path)(states)
+
+
+def _composite_norms():
+    """A torch function mode computing ``layer_norm`` and ``rms_norm`` from their definitions (their forward-mode
+    rules are wrong at second order, module docstring)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+
+    def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+        dims = tuple(range(-len(normalized_shape), 0))
+        centred = x - x.mean(dim=dims, keepdim=True)
+        y = centred * torch.rsqrt((centred * centred).mean(dim=dims, keepdim=True) + eps)
+        y = y if weight is None else y * weight
+        return y if bias is None else y + bias
+
+    def rms_norm(x, normalized_shape, weight=None, eps=None):
+        dims = tuple(range(-len(normalized_shape), 0))
+        eps = torch.finfo(x.dtype).eps if eps is None else eps
+        y = x * torch.rsqrt((x * x).mean(dim=dims, keepdim=True) + eps)
+        return y if weight is None else y * weight
+
+    composite = {F.layer_norm: layer_norm, F.rms_norm: rms_norm}
+
+    class Composite(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return composite.get(func, func)(*args, **(kwargs or {}))
+
+    return Composite()
 
 
 def zero_noise_step(layer, x: np.ndarray) -> tuple[np.ndarray, float]:
