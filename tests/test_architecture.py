@@ -116,7 +116,7 @@ def _docstring(path: Path) -> str:
 
 
 def layout_markdown() -> str:
-    """The README's description of both packages: each subpackage's docstring, lowest layer first, then the entry
+    """docs/architecture.md's description of both packages: each subpackage's docstring, lowest layer first, then the entry
     points with the first sentence of theirs."""
     lines = [LAYOUT_START]
     for package, layers, role in (("convergence", LAYERS, "the numerical side"), ("verify", VERIFY_LAYERS,
@@ -132,13 +132,13 @@ def layout_markdown() -> str:
 
 
 def test_the_readme_layout_is_the_tree():
-    readme = (ROOT / "README.md").read_text()
-    start, end = readme.index(LAYOUT_START), readme.index(LAYOUT_END) + len(LAYOUT_END)
-    assert readme[start:end] == layout_markdown(), "README layout is stale: run python -m tests.test_architecture"
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    start, end = page.index(LAYOUT_START), page.index(LAYOUT_END) + len(LAYOUT_END)
+    assert page[start:end] == layout_markdown(), "docs/architecture.md's layout is stale: run python -m tests.test_architecture"
 
 
 def test_every_module_is_named_in_its_subpackage_docstring():
-    """A subpackage's docstring is its table of contents (the README's layout is made of them)."""
+    """A subpackage's docstring is its table of contents (docs/architecture.md's layout is made of them)."""
     for package in ("convergence", "verify"):
         for init in (ROOT / package).glob("*/__init__.py"):
             doc = _docstring(init)
@@ -146,8 +146,8 @@ def test_every_module_is_named_in_its_subpackage_docstring():
             assert not missing, f"{init.parent.relative_to(ROOT)}'s docstring does not name {missing}"
 
 
-if __name__ == "__main__":  # rewrite the README's layout from the tree
-    readme_path = ROOT / "README.md"
+if __name__ == "__main__":  # rewrite docs/architecture.md's layout from the tree
+    readme_path = ROOT / "docs" / "architecture.md"
     readme = readme_path.read_text()
     start, end = readme.index(LAYOUT_START), readme.index(LAYOUT_END) + len(LAYOUT_END)
     readme_path.write_text(readme[:start] + layout_markdown() + readme[end:])

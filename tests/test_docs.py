@@ -1,10 +1,12 @@
 """The documentation: the site builds (mkdocs, strict: every page in the nav, every API reference resolves), every
-relative link in the README and the docs points to a file of the repository, and every Python example in the docs
-runs as written."""
+relative link in the README and the docs points to a file of the repository, every Python example in the README and
+the docs runs as written, the README fits on one screen, and its results table is the committed reports' (``python
+-m tests.test_docs`` rewrites it)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -44,7 +46,8 @@ def test_no_page_points_outside_the_repository():
 EXTRA = re.compile(r"^\s*(?:import|from) (torch)\b", re.M)  # an optional extra's package, imported by a block
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if PYTHON_BLOCK.search(p.read_text())], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [p for p in [ROOT / "README.md", *PAGES] if PYTHON_BLOCK.search(p.read_text())],
+                         ids=lambda p: p.name)
 def test_every_python_example_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
     namespace: dict = {"__name__": f"docs_{page.stem}"}
@@ -54,3 +57,46 @@ def test_every_python_example_runs(page, tmp_path, monkeypatch):
                 pytest.skip(f"{page.name}, python block {number} (and the blocks after it) needs the {package} extra")
         code = compile(block, f"{page.name}, python block {number}", "exec")
         exec(code, namespace)  # noqa: S102  (the docs' own examples)
+
+
+RESULTS_START = "<!-- results: generated from reports/*.json by `python -m tests.test_docs` -->"
+RESULTS_END = "<!-- end of results -->"
+README_LIMIT = 6500  # bytes: one screen, with the generated table
+
+
+def results_markdown() -> str:
+    """The README's results table: every study of ``convergence.studies.STUDIES`` with a committed report, its
+    summary, verdict, claim checks and CPU seconds, from ``reports/<study>.json``."""
+    from convergence.studies import STUDIES
+
+    rows = [RESULTS_START, "| study | what it checks | verdict | claim checks | CPU s |", "|---|---|---|---|---|"]
+    for name, study in STUDIES.items():
+        path = ROOT / "reports" / f"{name}.json"
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        claims = [c["verdict"] for c in data["checks"] if c.get("claim", True)]
+        tally = ", ".join(f"{claims.count(v)} {v}" for v in ("pass", "fail", "inconclusive") if claims.count(v))
+        rows.append(f"| [{name}](reports/{name}.md) | {study.summary} | **{data['verdict']}** ({data['profile']}) | "
+                    f"{tally} | {data.get('cpu_s') or 0:.0f} |")
+    return "\n".join([*rows, RESULTS_END])
+
+
+def _readme_with_results(readme: str) -> str:
+    start, end = readme.index(RESULTS_START), readme.index(RESULTS_END) + len(RESULTS_END)
+    return readme[:start] + results_markdown() + readme[end:]
+
+
+def test_the_readme_results_are_the_committed_reports():
+    readme = (ROOT / "README.md").read_text()
+    assert readme == _readme_with_results(readme), "README results are stale: run python -m tests.test_docs"
+
+
+def test_the_readme_fits_on_one_screen():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size <= README_LIMIT, f"README.md is {size} bytes, more than {README_LIMIT}: move the detail into docs/"
+
+
+if __name__ == "__main__":  # rewrite the README's results table from reports/*.json
+    readme_path = ROOT / "README.md"
+    readme_path.write_text(_readme_with_results(readme_path.read_text()))
