@@ -59,6 +59,20 @@ def test_every_python_example_runs(page, tmp_path, monkeypatch):
         exec(code, namespace)  # noqa: S102  (the docs' own examples)
 
 
+def test_every_exported_name_is_in_the_api_reference():
+    """Each name of ``convergence.__all__`` and ``verify.__all__`` has its own ``:::`` directive in docs/api.md, or
+    the module that defines it has one (whose members mkdocstrings lists)."""
+    import convergence
+    import verify
+
+    directives = re.findall(r"^::: (\S+)", (ROOT / "docs" / "api.md").read_text(), re.M)
+    for package in (convergence, verify):
+        missing = [name for name in package.__all__
+                   if not any(d.endswith(f".{name}") or d == getattr(getattr(package, name), "__module__", None)
+                              for d in directives)]
+        assert not missing, f"docs/api.md does not document {package.__name__}'s {missing}"
+
+
 RESULTS_START = "<!-- results: generated from reports/*.json by `python -m tests.test_docs` -->"
 RESULTS_END = "<!-- end of results -->"
 README_LIMIT = 6500  # bytes: one screen, with the generated table
