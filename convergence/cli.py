@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--profile", choices=PROFILES, default="quick", help="quick (default) or full")
         sub.add_argument("--seed", type=_integer("--seed", 0, 2**63 - 1), default=0,
                          help="the one seed of every random number (default 0)")
-        sub.add_argument("--out", type=_folder("--out"), default=Path("reports"), help="report folder (default reports/)")
+        sub.add_argument("--out", type=_folder("--out"), default=None,
+                         help="report folder (default reports/quick/ for the quick profile, reports/ for the full one)")
         sub.add_argument("--scheduler", type=_scheduler, default=default_name,
                          help=f"sync (in process), processes (local dask cluster) or tcp://host:port (default "
                               f"{default_name}: one worker per available core; results do not depend on it)")
@@ -133,9 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="paths per worker task, rounded up to whole blocks of each design (default: one block; "
                               "results do not depend on it)")
         sub.add_argument("--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)")
-        sub.add_argument("--replace-full", action="store_true",
-                         help="let a quick run replace full-profile reports in OUT (refused otherwise: reports/ holds "
-                              "the committed full reports)")
+        sub.add_argument("--replace-other-profile", action="store_true",
+                         help="let this run replace reports of the other profile in OUT (refused otherwise: reports/ "
+                              "holds the committed full reports)")
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
         sub.add_argument("--concurrent-studies", type=_integer("--concurrent-studies", 1, 64),
                          default=default_concurrency,
@@ -180,10 +181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [name for name in names if name not in STUDIES]
     if unknown:
         parser.error(f"STUDY must be one of {sorted(STUDIES)}, got {', '.join(map(repr, unknown))}")
-    full = [name for name in names if _profile_of(args.out, name) == "full"]
-    if args.profile == "quick" and full and not args.replace_full:
-        parser.error(f"--out {str(args.out)!r} holds full-profile reports of {', '.join(full)}, which this quick run "
-                     "would replace: write elsewhere (--out reports/quick), run --profile full, or pass --replace-full")
+    if args.out is None:
+        args.out = DEFAULT_OUT[args.profile]
+    other = [name for name in names if _profile_of(args.out, name) not in (None, args.profile)]
+    if other and not args.replace_other_profile:
+        parser.error(f"--out {str(args.out)!r} holds reports of another profile than {args.profile} for "
+                     f"{', '.join(other)}, which this run would replace: write elsewhere (the default --out for "
+                     f"{args.profile} is {DEFAULT_OUT[args.profile]}/), or pass --replace-other-profile")
     progress = _progress_factory(sys.stderr.isatty())
     cache_dir = args.cache if args.cache is not None else args.out / ".cache"
     _check_writable(parser, "--out", args.out)
@@ -235,6 +239,9 @@ def _concurrently(run_study, names: list[str], threads: int):
     """Yield ``(name, *run_study(name))`` as studies finish, ``threads`` at a time (``runtime.as_finished``)."""
     for index, outcome in as_finished(run_study, names, threads):
         yield (names[index], *outcome)
+
+
+DEFAULT_OUT = {"quick": Path("reports") / "quick", "full": Path("reports")}  # reports/ holds the committed full reports
 
 
 def _profile_of(out: Path, name: str) -> str | None:

@@ -392,13 +392,19 @@ def test_a_nested_cpu_meter_passes_its_remote_seconds_on_to_the_enclosing_one():
     assert total - serial >= 0.2
 
 
-def test_a_quick_run_refuses_to_replace_full_reports_unless_told(tmp_path, capsys):
-    """The committed reports/ holds full-profile reports: `run STUDY` (quick, --out reports/ by default) would have
-    replaced them silently."""
+def test_a_run_refuses_to_replace_reports_of_the_other_profile_unless_told(tmp_path, capsys):
+    """The committed reports/ holds full-profile reports: a quick run into it would have replaced them silently; a
+    full run into a folder of quick reports is refused the same way. The quick profile's default folder is
+    reports/quick/."""
+    from convergence.cli import DEFAULT_OUT, build_parser
     from convergence.output import StudyResult, write_study
 
-    write_study(StudyResult("strong-fedorov", "full", 0, {}, []), tmp_path)
-    with pytest.raises(SystemExit):
-        main(["run", "strong-fedorov", "--out", str(tmp_path)])
-    assert "holds full-profile reports of strong-fedorov" in capsys.readouterr().err
-    assert json.loads((tmp_path / "strong-fedorov.json").read_text())["profile"] == "full"  # untouched
+    write_study(StudyResult("strong-fedorov", "full", 0, {}, []), tmp_path / "full")
+    write_study(StudyResult("strong-fedorov", "quick", 0, {}, []), tmp_path / "quick")
+    for profile, folder in (("quick", "full"), ("full", "quick")):
+        with pytest.raises(SystemExit):
+            main(["run", "strong-fedorov", "--profile", profile, "--out", str(tmp_path / folder)])
+        assert f"holds reports of another profile than {profile} for strong-fedorov" in capsys.readouterr().err
+        assert json.loads((tmp_path / folder / "strong-fedorov.json").read_text())["profile"] == folder  # untouched
+    assert build_parser().parse_args(["run", "chaos"]).out is None  # resolved by profile:
+    assert DEFAULT_OUT == {"quick": Path("reports") / "quick", "full": Path("reports")}
