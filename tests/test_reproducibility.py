@@ -61,3 +61,23 @@ def test_a_checks_report_is_bit_identical_on_any_scheduler_worker_count_and_task
             assert report == reference, f"{kind}: {label} differs from the in-process report"
     if "torch" not in checks:
         pytest.skip("the torch layer map's half needs the torch extra (the numpy half passed)")
+
+
+def test_every_stream_key_has_one_owner_and_comes_from_the_one_table():
+    """Two owners with the same first key entry would draw the same numbers: the keys are distinct, every study has
+    one, and no module sets a key of its own (a literal ``STUDY_KEY = 3``)."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    from convergence.runtime import STREAM_KEYS
+    from convergence.studies import STUDIES
+
+    assert len(set(STREAM_KEYS.values())) == len(STREAM_KEYS), STREAM_KEYS
+    for name in STUDIES:
+        module = importlib.import_module(f"convergence.studies.{name.replace('-', '_')}")
+        assert module.STUDY_KEY == STREAM_KEYS[name], name
+    literal = re.compile(r"^\s*\w*_KEY\s*=\s*\d", re.M)  # (a sub-stream, e.g. FEATURE_STREAM = 1, is not one)
+    root = Path(__file__).resolve().parents[1] / "convergence"
+    own = [str(p.relative_to(root)) for p in root.rglob("*.py") if literal.search(p.read_text())]
+    assert not own, f"stream keys set outside convergence.runtime.STREAM_KEYS: {own}"

@@ -75,7 +75,7 @@ from ..models.autodiff_limit import RESTING_TOLERANCE, zero_noise_step
 from ..models.ito_correction import ito_correction
 from ..output import Panel, StudyResult, write_study
 from ..paths import InitialState, uniform_sphere
-from ..runtime import concatenate_blocks, cpu_meter
+from ..runtime import STREAM_KEYS, concatenate_blocks, cpu_meter
 from ..statistics import (
     FAIL,
     INCONCLUSIVE,
@@ -97,7 +97,7 @@ from ..statistics import (
 
 Step = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 Observable = Callable[[np.ndarray], np.ndarray]
-USER_KEY = 9  # stream key of user checks (the suite's studies use others: 1 .. 8, 12 .. 14)
+USER_KEY = STREAM_KEYS["user checks"]  # the first entry of every user check's stream key
 WEAK_BLOCK = 4096  # paths per compute block of the weak checks (a look is a whole number of blocks)
 
 __all__ = [

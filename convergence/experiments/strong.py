@@ -45,8 +45,7 @@ from ..paths import (
     run_seeded,
     uniform_sphere,
 )
-from ..runtime import concatenate_blocks
-from .mutants import DriftScaled
+from ..runtime import STREAM_KEYS, concatenate_blocks
 from ..statistics import (
     CONFIDENCE,
     DETECTION_POWER,
@@ -68,12 +67,13 @@ from ..statistics import (
     pre_asymptotic_flags,
     samples_to_decide,
 )
+from .mutants import DriftScaled
 
 REFERENCE_LEVELS = (1, 2, 4, 8)
 FLOOR_MARGIN = 3.0  # noise_floor_flags' margin: a level within 3 x the reference's RMS error is at its floor
 REFERENCE_ORDER = 0.5  # Euler-Maruyama's strong order: the reference's claim, separate from the map's ``order``
 EXACT_TOLERANCE = 1e-10  # an exact reference's consecutive levels may differ by this RMS at T (rounding; O(1) states)
-BOOTSTRAP_STREAM = 0
+BOOTSTRAP_STREAM = STREAM_KEYS["bootstrap"]
 # same_limit's default target: a 20% relative drift error. At reference_factor 16 the Euler reference's own mean-square
 # error (the allowance) hides smaller drift errors (model F, n = 2, d = 16: a 5% error leaves a plateau of 1.9e-4 below
 # the reference's 3.4e-4); coefficient errors are the local check's to resolve.

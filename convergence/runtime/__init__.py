@@ -5,7 +5,7 @@ dask) with the resumable block cache (``execution``), and the explicit identity 
 
 from __future__ import annotations
 
-from .blocks import SEED_BLOCK, compute_blocks, seed_block_sequence
+from .blocks import SEED_BLOCK, STREAM_KEYS, compute_blocks, seed_block_sequence
 from .execution import (
     BlockCache,
     as_finished,
@@ -23,7 +23,7 @@ from .execution import (
 from .identity import identity
 
 __all__ = [
-    "BlockCache", "SEED_BLOCK", "as_finished", "available_cores", "block_count", "caching", "check_scheduler", "compute_blocks",
+    "BlockCache", "SEED_BLOCK", "STREAM_KEYS", "as_finished", "available_cores", "block_count", "caching", "check_scheduler", "compute_blocks",
     "concatenate_blocks", "concurrent_map", "cpu_meter", "default_scheduler", "identity", "map_blocks", "scheduler",
     "seed_block_sequence",
 ]

@@ -12,8 +12,8 @@ from .calibration import STUDY as CALIBRATION
 from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
 from .ldm_stopping import STUDY as LDM_STOPPING
-from .phase_transition import STUDY as PHASE_TRANSITION
 from .mutant_seeds import mutant_seeds_study
+from .phase_transition import STUDY as PHASE_TRANSITION
 from .power import STUDY as POWER
 from .quick_profiles import quick_profiles_study
 from .strong_agazzi import STUDY as STRONG_AGAZZI

@@ -30,16 +30,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checks import Outcome, check_local_consistency, check_strong_order, check_weak_limit
+from ..checks import (
+    Outcome,
+    check_local_consistency,
+    check_strong_order,
+    check_weak_limit,
+)
 from ..experiments import DriftScaled, miss_probability
 from ..models import FedorovModel
 from ..output import Curve, Plot, StudyResult
-from ..runtime import seed_block_sequence
-from ..statistics import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, confidence_z, detection_rate, wilson
+from ..runtime import STREAM_KEYS, seed_block_sequence
+from ..statistics import (
+    FAIL,
+    FAMILY_ALPHA,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    confidence_z,
+    detection_rate,
+    wilson,
+)
 from .base import ProgressFactory, Study
 
 NAME = "calibration"
-STUDY_KEY = 14
+STUDY_KEY = STREAM_KEYS[NAME]
 SEEDS = 10
 REJECT_SHARE = 0.9  # a mutant at or beyond the target is rejected at this share of seeds
 CONFIDENCE = 0.99

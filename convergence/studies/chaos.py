@@ -39,12 +39,12 @@ from ..models import (
 )
 from ..output import StudyResult
 from ..paths import RecordGrid
-from ..runtime import block_count
+from ..runtime import STREAM_KEYS, block_count
 from ..statistics import FAMILY_ALPHA, family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "chaos"
-STUDY_KEY = 6
+STUDY_KEY = STREAM_KEYS[NAME]
 DIM, BETA, WIDTH, ACTIVATION = 5, 1.0, 64, "relu"
 
 DESIGNS = {

@@ -29,13 +29,13 @@ from ..experiments import (
 )
 from ..models import AgazziModel, FedorovModel, FrozenFeatureField
 from ..output import StudyResult
-from ..runtime import block_count, seed_block_sequence
+from ..runtime import STREAM_KEYS, block_count, seed_block_sequence
 from ..statistics import confidence_label, family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "commute"
 CLAIMED = ("A",)  # the theorem covers model A; model F's results as N grows are findings
-STUDY_KEY = 7
+STUDY_KEY = STREAM_KEYS[NAME]
 CLAIM_CHECKS = 6  # model A's five commute checks and width_effect: one Bonferroni family at 1%
 DIM, BETA, WIDTH, ACTIVATION = 5, 1.0, 32, "relu"
 FEATURE_STREAM = 1

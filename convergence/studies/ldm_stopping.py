@@ -39,11 +39,12 @@ from ..experiments import (
 )
 from ..models import LatentSampler, plugin_variances
 from ..output import Curve, Plot, StudyResult
+from ..runtime import STREAM_KEYS
 from ..statistics import Check, z_value
 from .base import ProgressFactory, Study
 
 NAME = "ldm-stopping"
-STUDY_KEY = 12
+STUDY_KEY = STREAM_KEYS[NAME]
 HORIZON = 2.0
 SPECTRA = {
     "geometric": tuple([0.6**k for k in range(7)] + [1e-10, 1e-10]),

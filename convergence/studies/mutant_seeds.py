@@ -22,13 +22,14 @@ import json
 from functools import partial
 
 from ..output import Curve, Plot, StudyResult
+from ..runtime import STREAM_KEYS
 from ..statistics import FAIL, INCONCLUSIVE, PASS, Check
 from .base import ProgressFactory, Study
 from .calibration import rate_check
 from .quick_profiles import study_seeds
 
 NAME = "mutant-seeds"
-STUDY_KEY = 16
+STUDY_KEY = STREAM_KEYS[NAME]
 SEEDS = 6
 # A rejects row's verdict, as the verdict its mutant met in the inner check
 _INNER = {PASS: FAIL, FAIL: PASS, INCONCLUSIVE: INCONCLUSIVE}

@@ -28,7 +28,7 @@ from ..experiments import DELTA, decided_ends, probability_check
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
 from ..output import Curve, Plot, StudyResult
 from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, simulate
-from ..runtime import concurrent_map
+from ..runtime import STREAM_KEYS, concurrent_map
 from ..statistics import (
     FAIL,
     NO_TARGET,
@@ -43,7 +43,7 @@ from ..statistics import (
 from .base import ProgressFactory, Study
 
 NAME = "phase-transition"
-STUDY_KEY = 3
+STUDY_KEY = STREAM_KEYS[NAME]
 HORIZON_FACTOR = 30.0
 MAX_UNDECIDED = 0.02
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05

@@ -74,7 +74,7 @@ from ..models import (
 from ..output import Curve, Plot, StudyResult
 from ..paths import fixed_overlap, overlap, simulate
 from ..references import expectation, lambdify_overlap
-from ..runtime import seed_block_sequence
+from ..runtime import STREAM_KEYS, seed_block_sequence
 from ..statistics import (
     FAMILY_ALPHA,
     Check,
@@ -85,7 +85,7 @@ from .base import ProgressFactory, Study
 from .chaos import mean_field_section
 
 NAME = "power"
-STUDY_KEY = 13
+STUDY_KEY = STREAM_KEYS[NAME]
 STATES = ("uniform", "merged", "antipodal", "near merged")
 
 

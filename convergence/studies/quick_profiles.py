@@ -16,13 +16,13 @@ from dataclasses import replace
 from functools import partial
 
 from ..output import Curve, Plot, StudyResult
-from ..runtime import seed_block_sequence
+from ..runtime import STREAM_KEYS, seed_block_sequence
 from ..statistics import PASS, Check
 from .base import ProgressFactory, Study
 from .calibration import rate_check
 
 NAME = "quick-profiles"
-STUDY_KEY = 15
+STUDY_KEY = STREAM_KEYS[NAME]
 SEEDS = {"quick": 6, "full": 10}
 
 

@@ -31,12 +31,12 @@ from ..experiments import (
 )
 from ..models import ATTENTION, AgazziModel, FrozenFeatureField, GaussianField
 from ..output import StudyResult
-from ..runtime import block_count, seed_block_sequence
+from ..runtime import STREAM_KEYS, block_count, seed_block_sequence
 from ..statistics import family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "strong-agazzi"
-STUDY_KEY = 4
+STUDY_KEY = STREAM_KEYS[NAME]
 PATH_STREAM, FEATURE_STREAM = 0, 1
 WIDTH_KEY_OFFSET = 100
 TOKENS, BETA = 4, 1.0

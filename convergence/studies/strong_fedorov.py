@@ -19,12 +19,12 @@ from ..experiments import (
 )
 from ..models import FedorovModel
 from ..output import StudyResult
-from ..runtime import block_count
+from ..runtime import STREAM_KEYS, block_count
 from ..statistics import family_confidence
 from .base import ProgressFactory, Study
 
 NAME = "strong-fedorov"
-STUDY_KEY = 1
+STUDY_KEY = STREAM_KEYS[NAME]
 CONFIGS = ((2, 4), (2, 16), (8, 4), (8, 16))
 BETA = 1.0
 CHECKS_PER_CONFIG = 4  # strong_order, strong_order_sup, reference_order, same_limit

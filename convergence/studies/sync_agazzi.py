@@ -52,7 +52,7 @@ from ..models import (
 )
 from ..output import Curve, Plot, StudyResult
 from ..paths import fixed_overlap, overlap, simulate
-from ..runtime import block_count
+from ..runtime import STREAM_KEYS, block_count
 from ..statistics import (
     FAMILY_ALPHA,
     Check,
@@ -60,7 +60,7 @@ from ..statistics import (
 from .base import ProgressFactory, Study
 
 NAME = "sync-agazzi"
-STUDY_KEY = 5
+STUDY_KEY = STREAM_KEYS[NAME]
 BETA = 1.0
 EXPONENT_CONFIGS = tuple((act, d, bias) for act in ("relu", "sigmoid") for d in (5, 16) for bias in (0.0, 0.1))
 ENERGY_CONFIGS = (("sigmoid", 5, 0.0, "attractive"), ("sigmoid", 5, 0.0, "repulsive"), ("relu", 5, 0.0, "attractive"),

@@ -31,12 +31,12 @@ from ..models import FedorovModel
 from ..output import Panel, StudyResult
 from ..paths import fixed_overlap, overlap, simulate
 from ..references import expectation, lambdify_overlap
-from ..runtime import block_count
+from ..runtime import STREAM_KEYS, block_count
 from ..statistics import z_value
 from .base import ProgressFactory, Study
 
 NAME = "weak-fedorov"
-STUDY_KEY = 2
+STUDY_KEY = STREAM_KEYS[NAME]
 RHO0 = -0.5
 OBSERVABLES = {
     "rho": (lambda r: r),
