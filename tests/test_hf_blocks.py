@@ -26,8 +26,9 @@ def test_a_bare_library_layer_is_refused_when_the_map_is_built_naming_the_wrappe
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer
 
     with pytest.raises(RuntimeError, match=r"bare: the block's forward pass raised .*wrap_library_layer"):
-        cv.torch_layer_map(lambda: LlamaDecoderLayer(hf.LLAMA, layer_idx=0), hf.N, hf.D,
-                           {"self_attn.o_proj.weight": 0.5}, name="bare")
+        cv.torch_layer_map(
+            lambda: LlamaDecoderLayer(hf.LLAMA, layer_idx=0), hf.N, hf.D, {"self_attn.o_proj.weight": 0.5}, name="bare"
+        )
 
 
 def test_float32_internals_are_detected_and_warned_about():
@@ -49,6 +50,7 @@ def test_the_local_check_passes_the_derived_limit_and_rejects_its_drift_x_1_05(n
 # variance sigma^2 h) and input m_i (the normalised token), E[phi(G m_i)_k] = phi''(0)/2 sigma^2 h |m_i|^2 for every
 # hidden unit k; the diffusion is the first-order term, the attention output a_i through the noisy output weights
 # plus phi'(0) G m_i through the rest of the MLP. (Cross terms of the two noises have mean 0.)
+
 
 def _softmax_causal(scores):
     scores = scores + np.triu(np.full(scores.shape[-2:], -np.inf), 1)
@@ -83,8 +85,13 @@ def _llama_limit(drift_factor=1.0, rotary=True, causal=True):
 
     def drift(x):
         m = rms(x, w["post_attention_layernorm.weight"])
-        return drift_factor * sigma**2 / 4 * np.sum(m * m, axis=-1, keepdims=True) * (
-            m @ w["mlp.up_proj.weight"].T @ w["mlp.down_proj.weight"].T)
+        return (
+            drift_factor
+            * sigma**2
+            / 4
+            * np.sum(m * m, axis=-1, keepdims=True)
+            * (m @ w["mlp.up_proj.weight"].T @ w["mlp.down_proj.weight"].T)
+        )
 
     def diffusion(x, parts):
         m = rms(x, w["post_attention_layernorm.weight"])
@@ -107,7 +114,10 @@ def _gpt2_limit(drift_factor=1.0, causal=True):
 
     def norm(x, name):
         centred = x - x.mean(axis=-1, keepdims=True)
-        return centred / np.sqrt(np.mean(centred**2, axis=-1, keepdims=True) + eps) * w[f"{name}.weight"] + w[f"{name}.bias"]
+        return (
+            centred / np.sqrt(np.mean(centred**2, axis=-1, keepdims=True) + eps) * w[f"{name}.weight"]
+            + w[f"{name}.bias"]
+        )
 
     def attention(x):
         q, k, v = np.split(norm(x, "ln_1") @ w["attn.c_attn.weight"] + w["attn.c_attn.bias"], 3, axis=-1)
@@ -116,8 +126,13 @@ def _gpt2_limit(drift_factor=1.0, causal=True):
 
     def drift(x):
         m = norm(x, "ln_2")
-        return drift_factor * sigma**2 / np.sqrt(2 * np.pi) * np.sum(m * m, axis=-1, keepdims=True) * \
-            w["mlp.c_proj.weight"].sum(axis=0)
+        return (
+            drift_factor
+            * sigma**2
+            / np.sqrt(2 * np.pi)
+            * np.sum(m * m, axis=-1, keepdims=True)
+            * w["mlp.c_proj.weight"].sum(axis=0)
+        )
 
     def diffusion(x, parts):
         m = norm(x, "ln_2")
@@ -141,12 +156,29 @@ def test_the_derived_limit_is_the_limit_written_by_hand_from_the_blocks_definiti
     assert outcome.verdict == "pass", outcome.table()
 
 
-@pytest.mark.parametrize("name, near_miss, failing", [
-    ("llama", {"drift_factor": 1.05}, {"drift"}), ("llama", {"rotary": False}, {"diffusion"}),
-    ("llama", {"causal": False}, {"diffusion"}), ("gpt2", {"drift_factor": 1.05}, {"drift"}),
-    ("gpt2", {"causal": False}, {"diffusion"}),
-], ids=["llama drift x 1.05", "llama without rotary", "llama without mask", "gpt2 drift x 1.05", "gpt2 without mask"])
+@pytest.mark.parametrize(
+    "name, near_miss, failing",
+    [
+        ("llama", {"drift_factor": 1.05}, {"drift"}),
+        ("llama", {"rotary": False}, {"diffusion"}),
+        ("llama", {"causal": False}, {"diffusion"}),
+        ("gpt2", {"drift_factor": 1.05}, {"drift"}),
+        ("gpt2", {"causal": False}, {"diffusion"}),
+    ],
+    ids=["llama drift x 1.05", "llama without rotary", "llama without mask", "gpt2 drift x 1.05", "gpt2 without mask"],
+)
 def test_near_misses_of_the_limit_by_hand_fail_the_comparison(name, near_miss, failing):
-    outcome = cv.compare_limits(cv.derive_limit(hf.LAYERS[name]), BY_HAND[name](**near_miss), STATES_R_D,
-                                rtol=TOLERANCE[name], atol=1e-12)
+    outcome = cv.compare_limits(
+        cv.derive_limit(hf.LAYERS[name]), BY_HAND[name](**near_miss), STATES_R_D, rtol=TOLERANCE[name], atol=1e-12
+    )
     assert {c.name for c in outcome.checks if c.verdict == "fail"} == failing, outcome.table()
+
+
+@pytest.mark.slow  # about 800 CPU s: the Euler reference differentiates the block at every path and step
+def test_the_weak_check_passes_gpt2s_derived_limit_and_rejects_its_drift_x_1_05():
+    """Measured at this seed: claim_limit passes at 16384 paths (its allowance is the layer's last coupled difference:
+    the order over depths 4, 8, 16 has two differences and stays undecided, resolution 0.45), and the near miss's
+    claim_limit fails on the same paths."""
+    checks = {c.name: c for c in hf.weak(hf.GPT2_LAYER).checks}
+    assert checks["claim_limit"].verdict == "pass", checks["claim_limit"]
+    assert checks["rejects"].verdict == "pass", checks["rejects"]  # the drift x 1.05 rejected
