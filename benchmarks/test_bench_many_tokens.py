@@ -14,8 +14,11 @@ TOKENS, DIM = 4096, 16
 
 @pytest.mark.parametrize("name", ["fedorov", "agazzi-fresh-m64"])
 def test_layer_4096_tokens(benchmark, name):
-    model = (FedorovModel(TOKENS, DIM, 1.0) if name == "fedorov"
-             else AgazziModel(TOKENS, FreshFeatureField(KernelSpec("relu", DIM), 64), 1.0, 1.0))
+    model = (
+        FedorovModel(TOKENS, DIM, 1.0)
+        if name == "fedorov"
+        else AgazziModel(TOKENS, FreshFeatureField(KernelSpec("relu", DIM), 64), 1.0, 1.0)
+    )
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, TOKENS, DIM))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)

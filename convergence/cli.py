@@ -79,8 +79,11 @@ def _integer(name: str, minimum: int, maximum: int | None = None):
             return check_int(name, int(text), minimum=minimum, maximum=maximum)
         except ValueError as error:
             high = "inf" if maximum is None else str(maximum)
-            raise argparse.ArgumentTypeError(str(error) if "must" in str(error) else
-                                             f"{name} must be an integer in [{minimum}, {high}], got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                str(error)
+                if "must" in str(error)
+                else f"{name} must be an integer in [{minimum}, {high}], got {text!r}"
+            ) from None
 
     return parse
 
@@ -120,42 +123,76 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--profile", choices=PROFILES, default="quick", help="quick (default) or full")
-        sub.add_argument("--seed", type=_integer("--seed", 0, 2**63 - 1), default=0,
-                         help="the one seed of every random number (default 0)")
-        sub.add_argument("--out", type=_folder("--out"), default=None,
-                         help="report folder (default reports/quick/ for the quick profile, reports/ for the full one)")
-        sub.add_argument("--scheduler", type=_scheduler, default=default_name,
-                         help=f"sync (in process), processes (local dask cluster) or tcp://host:port (default "
-                              f"{default_name}: one worker per available core; results do not depend on it)")
-        sub.add_argument("--workers", type=_integer("--workers", 1, 1024), default=default_workers,
-                         help=f"worker processes for --scheduler processes, 1 to 1024 (default {default_workers}, the "
-                              "available cores)")
-        sub.add_argument("--task-paths", type=_integer("--task-paths", 1), default=None,
-                         help="paths per worker task, rounded up to whole blocks of each design (default: one block; "
-                              "results do not depend on it)")
-        sub.add_argument("--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)")
-        sub.add_argument("--replace-other-profile", action="store_true",
-                         help="let this run replace reports of the other profile in OUT (refused otherwise: reports/ "
-                              "holds the committed full reports)")
+        sub.add_argument(
+            "--seed",
+            type=_integer("--seed", 0, 2**63 - 1),
+            default=0,
+            help="the one seed of every random number (default 0)",
+        )
+        sub.add_argument(
+            "--out",
+            type=_folder("--out"),
+            default=None,
+            help="report folder (default reports/quick/ for the quick profile, reports/ for the full one)",
+        )
+        sub.add_argument(
+            "--scheduler",
+            type=_scheduler,
+            default=default_name,
+            help=f"sync (in process), processes (local dask cluster) or tcp://host:port (default "
+            f"{default_name}: one worker per available core; results do not depend on it)",
+        )
+        sub.add_argument(
+            "--workers",
+            type=_integer("--workers", 1, 1024),
+            default=default_workers,
+            help=f"worker processes for --scheduler processes, 1 to 1024 (default {default_workers}, the "
+            "available cores)",
+        )
+        sub.add_argument(
+            "--task-paths",
+            type=_integer("--task-paths", 1),
+            default=None,
+            help="paths per worker task, rounded up to whole blocks of each design (default: one block; "
+            "results do not depend on it)",
+        )
+        sub.add_argument(
+            "--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)"
+        )
+        sub.add_argument(
+            "--replace-other-profile",
+            action="store_true",
+            help="let this run replace reports of the other profile in OUT (refused otherwise: reports/ "
+            "holds the committed full reports)",
+        )
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
-        sub.add_argument("--concurrent-studies", type=_integer("--concurrent-studies", 1, 64),
-                         default=default_concurrency,
-                         help=f"studies run at a time on the same workers, 1 to 64 (default {default_concurrency}; "
-                              "results do not depend on it)")
+        sub.add_argument(
+            "--concurrent-studies",
+            type=_integer("--concurrent-studies", 1, 64),
+            default=default_concurrency,
+            help=f"studies run at a time on the same workers, 1 to 64 (default {default_concurrency}; "
+            "results do not depend on it)",
+        )
 
     run = commands.add_parser("run", help="run some studies and write their reports")
     run.add_argument("studies", nargs="+", metavar="STUDY", help=f"one of: {', '.join(STUDIES)}")
     common(run)
-    report = commands.add_parser("report", help="run every study (but those over seeds, run by name: "
-                                                f"{', '.join(n for n, s in STUDIES.items() if not s.in_report)}) and "
-                                                "write all reports")
+    report = commands.add_parser(
+        "report",
+        help="run every study (but those over seeds, run by name: "
+        f"{', '.join(n for n, s in STUDIES.items() if not s.in_report)}) and "
+        "write all reports",
+    )
     common(report)
     bench = commands.add_parser("bench", help="measure speed side by side; write OUT/performance.{md,json}")
     bench.add_argument("--out", type=_folder("--out"), default=Path("reports"), help="report folder (default reports/)")
     bench.add_argument("--repeats", type=_integer("--repeats", 1), default=3, help="timed runs per measurement")
     bench.add_argument("--paths", type=_integer("--paths", 1), default=4096, help="paths of the model F workload")
-    bench.add_argument("--breakdown", action="store_true",
-                       help="also profile every study's quick profile and report where its time goes (slow)")
+    bench.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also profile every study's quick profile and report where its time goes (slow)",
+    )
     return parser
 
 
@@ -185,9 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out = DEFAULT_OUT[args.profile]
     other = [name for name in names if _profile_of(args.out, name) not in (None, args.profile)]
     if other and not args.replace_other_profile:
-        parser.error(f"--out {str(args.out)!r} holds reports of another profile than {args.profile} for "
-                     f"{', '.join(other)}, which this run would replace: write elsewhere (the default --out for "
-                     f"{args.profile} is {DEFAULT_OUT[args.profile]}/), or pass --replace-other-profile")
+        parser.error(
+            f"--out {str(args.out)!r} holds reports of another profile than {args.profile} for "
+            f"{', '.join(other)}, which this run would replace: write elsewhere (the default --out for "
+            f"{args.profile} is {DEFAULT_OUT[args.profile]}/), or pass --replace-other-profile"
+        )
     progress = _progress_factory(sys.stderr.isatty())
     cache_dir = args.cache if args.cache is not None else args.out / ".cache"
     _check_writable(parser, "--out", args.out)
@@ -197,9 +236,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         if error.errno not in WRITE_ERRORS:
             raise
-        print(f"error: cannot write {error.filename or 'a report or cache file'}: {error.strerror} (--out "
-              f"{str(args.out)!r}, --cache {str(cache_dir)!r}); finished blocks stay in the cache, --resume reuses them",
-              file=sys.stderr)
+        print(
+            f"error: cannot write {error.filename or 'a report or cache file'}: {error.strerror} (--out "
+            f"{str(args.out)!r}, --cache {str(cache_dir)!r}); finished blocks stay in the cache, --resume reuses them",
+            file=sys.stderr,
+        )
         return 2
 
 
@@ -222,15 +263,28 @@ def _run_studies(args: argparse.Namespace, names: list[str], progress, cache_dir
     with scheduler(args.scheduler, args.workers, args.task_paths):
         for name, result, block_cache in _concurrently(run_study, order, args.concurrent_studies):
             paths = write_study(result, args.out)  # written here: plotting stays in the main thread
-            print(f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
-                  f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}")
+            print(
+                f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
+                f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}"
+            )
             worst = max(worst, int(result.verdict == Verdict.FAIL))
     wall = time.perf_counter() - start
     workers = 1 if args.scheduler == "sync" else args.workers
-    write_run(args.out, {"command": args.command, "profile": args.profile, "seed": args.seed, "studies": names,
-                         "wall_s": round(wall, 1), "scheduler": args.scheduler, "workers": workers,
-                         "concurrent_studies": args.concurrent_studies, "cores": cores,
-                         "timeline": sorted(timeline, key=lambda row: row["start_s"])})
+    write_run(
+        args.out,
+        {
+            "command": args.command,
+            "profile": args.profile,
+            "seed": args.seed,
+            "studies": names,
+            "wall_s": round(wall, 1),
+            "scheduler": args.scheduler,
+            "workers": workers,
+            "concurrent_studies": args.concurrent_studies,
+            "cores": cores,
+            "timeline": sorted(timeline, key=lambda row: row["start_s"]),
+        },
+    )
     print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; index: {write_index(args.out)}")
     return worst
 

@@ -3,7 +3,8 @@
 Fixture ``depth_limits`` gives ``assert_local_consistency``, ``assert_strong_order``, ``assert_weak_limit``,
 ``assert_weak_order`` and ``assert_same_weak_limit`` (the checks of ``convergence.checks``), ``assert_limits_equal``
 (``convergence.compare_limits``), ``assert_rejects`` (any of them must reject a claim the test knows is wrong) and
-``assert_expansion_matches`` (``verify.check_limit`` on a sympy map). A ``fail`` fails the test with the table of levels, the fitted order, its interval and the verdict;
+``assert_expansion_matches`` (``verify.check_limit`` on a sympy map). A ``fail`` fails the test with the table of
+levels, the fitted order, its interval and the verdict;
 an ``inconclusive`` outcome is never a pass: it is reported as a skip located at the test (its file and line), whose
 reason starts with ``INCONCLUSIVE`` (default), or as a failure with ``--depth-limits-inconclusive=fail``.
 
@@ -35,22 +36,39 @@ from .checks import (
 
 INCONCLUSIVE_MODES = ("skip", "fail")
 # the checks ``assert_rejects`` runs, by name
-CHECKS = {"local_consistency": check_local_consistency, "strong_order": check_strong_order,
-          "weak_limit": check_weak_limit, "weak_order": check_weak_order, "same_weak_limit": check_same_weak_limit,
-          "limits": compare_limits}
+CHECKS = {
+    "local_consistency": check_local_consistency,
+    "strong_order": check_strong_order,
+    "weak_limit": check_weak_limit,
+    "weak_order": check_weak_order,
+    "same_weak_limit": check_same_weak_limit,
+    "limits": compare_limits,
+}
 # the options ``--depth-limits-paths`` scales: a fixed size, or the staged looks' first size and budget
 SAMPLE_OPTIONS = ("paths", "samples", "first", "first_look", "budget")  # (first_look: check_same_weak_limit's)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("depth-limits")
-    group.addoption("--depth-limits-inconclusive", choices=INCONCLUSIVE_MODES, default="skip",
-                    help="report an inconclusive depth-limit check as a skip (default) or a failure")
-    group.addoption("--depth-limits-paths", type=float, default=1.0, metavar="FACTOR",
-                    help="multiply the paths (local consistency: samples) of every depth-limit check by FACTOR > 0 "
-                         "(default 1)")
-    group.addoption("--depth-limits-report", default=None, metavar="DIR",
-                    help="write each depth-limit check's report (JSON, Markdown, figure) under DIR")
+    group.addoption(
+        "--depth-limits-inconclusive",
+        choices=INCONCLUSIVE_MODES,
+        default="skip",
+        help="report an inconclusive depth-limit check as a skip (default) or a failure",
+    )
+    group.addoption(
+        "--depth-limits-paths",
+        type=float,
+        default=1.0,
+        metavar="FACTOR",
+        help="multiply the paths (local consistency: samples) of every depth-limit check by FACTOR > 0 (default 1)",
+    )
+    group.addoption(
+        "--depth-limits-report",
+        default=None,
+        metavar="DIR",
+        help="write each depth-limit check's report (JSON, Markdown, figure) under DIR",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,8 +81,11 @@ def judge(outcome: Outcome, inconclusive: str = "skip", wanted: Verdict = Verdic
     test on the other decided verdict; skip or fail it on ``inconclusive`` (a skip is located at the calling test,
     not in this plugin)."""
     if outcome.verdict == Verdict.PASS and wanted == Verdict.FAIL:
-        pytest.fail("PASSED A WRONG CLAIM (the check cannot see this error at its settings: give it more samples or "
-                    "a smaller target)\n" + outcome.table(), pytrace=False)
+        pytest.fail(
+            "PASSED A WRONG CLAIM (the check cannot see this error at its settings: give it more samples or "
+            "a smaller target)\n" + outcome.table(),
+            pytrace=False,
+        )
     if outcome.verdict == Verdict.FAIL and wanted == Verdict.PASS:
         pytest.fail(outcome.table(), pytrace=False)
     if outcome.verdict == Verdict.INCONCLUSIVE:
@@ -97,8 +118,13 @@ class DepthLimits:
     ``paths_factor`` scales every check's paths (samples); ``report`` is a folder where each check writes its report
     under ``name`` (the test's name, with ``-2``, ``-3``, ... for a test's later checks)."""
 
-    def __init__(self, inconclusive: str = "skip", paths_factor: float = 1.0, report: str | Path | None = None,
-                 name: str = "check"):
+    def __init__(
+        self,
+        inconclusive: str = "skip",
+        paths_factor: float = 1.0,
+        report: str | Path | None = None,
+        name: str = "check",
+    ):
         if inconclusive not in INCONCLUSIVE_MODES:
             raise ValueError(f"inconclusive must be one of {INCONCLUSIVE_MODES}, got {inconclusive!r}")
         self.inconclusive = inconclusive
@@ -165,5 +191,9 @@ def depth_limits(request: pytest.FixtureRequest) -> DepthLimits:
     inconclusive one is a skip at the test (``--depth-limits-inconclusive=fail`` makes it a failure).
     ``--depth-limits-paths FACTOR`` scales the paths, ``--depth-limits-report DIR`` writes each check's report."""
     config = request.config
-    return DepthLimits(config.getoption("--depth-limits-inconclusive"), config.getoption("--depth-limits-paths"),
-                       config.getoption("--depth-limits-report"), request.node.name)
+    return DepthLimits(
+        config.getoption("--depth-limits-inconclusive"),
+        config.getoption("--depth-limits-paths"),
+        config.getoption("--depth-limits-report"),
+        request.node.name,
+    )

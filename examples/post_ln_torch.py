@@ -33,8 +33,9 @@ NOISE_PARAMETERS = {"self_attn.out_proj.weight": SIGMA, "linear2.weight": SIGMA}
 
 
 def block():
-    return torch.nn.TransformerEncoderLayer(D, 1, M, dropout=0.0, activation="gelu", layer_norm_eps=0.0,
-                                            batch_first=True, norm_first=False, bias=False)
+    return torch.nn.TransformerEncoderLayer(
+        D, 1, M, dropout=0.0, activation="gelu", layer_norm_eps=0.0, batch_first=True, norm_first=False, bias=False
+    )
 
 
 LAYER = cv.torch_layer_map(block, N, D, NOISE_PARAMETERS, name="post-LN encoder layer")
@@ -75,14 +76,18 @@ def diffusion(x, dw):
 
 
 CLAIM = cv.limit_sde(drift, diffusion, N, D, LAYER.noise, name="derived limit")
-MODEL_F_FACTOR = cv.limit_sde(lambda x: drift(x, (D - 1) / (2 * D)), diffusion, N, D, LAYER.noise,
-                              name="model F's Ito factor")
+MODEL_F_FACTOR = cv.limit_sde(
+    lambda x: drift(x, (D - 1) / (2 * D)), diffusion, N, D, LAYER.noise, name="model F's Ito factor"
+)
 DRIFT_5_PERCENT = cv.limit_sde(lambda x: 1.05 * drift(x), diffusion, N, D, LAYER.noise, name="drift x 1.05")
 _rng = np.random.default_rng(5)
-STATES = {"generic": on_layer_norm_sphere(_rng.standard_normal((N, D))),
-          "near merged": on_layer_norm_sphere(_rng.standard_normal(D) + 0.1 * _rng.standard_normal((N, D)))}
-INITIAL = cv.sampled_state(lambda rng, paths, n, d: on_layer_norm_sphere(rng.standard_normal((paths, n, d))),
-                           unit=False)
+STATES = {
+    "generic": on_layer_norm_sphere(_rng.standard_normal((N, D))),
+    "near merged": on_layer_norm_sphere(_rng.standard_normal(D) + 0.1 * _rng.standard_normal((N, D))),
+}
+INITIAL = cv.sampled_state(
+    lambda rng, paths, n, d: on_layer_norm_sphere(rng.standard_normal((paths, n, d))), unit=False
+)
 
 
 def overlap(x):
@@ -136,8 +141,9 @@ def diffusion_sym(xs, dw):
 def test_the_expansion_gives_the_derived_limit(depth_limits):
     points = list(STATES.values())  # on the LayerNorm sphere, where the limit lives
     depth_limits.assert_expansion_matches(step_sym, drift_sym, diffusion_sym, N, D, LAYER.noise, points=points)
-    wrong = verify.check_limit(step_sym, lambda xs: drift_sym(xs, sp.Rational(D - 1, 2 * D)), diffusion_sym, N, D,
-                               LAYER.noise, points=points)
+    wrong = verify.check_limit(
+        step_sym, lambda xs: drift_sym(xs, sp.Rational(D - 1, 2 * D)), diffusion_sym, N, D, LAYER.noise, points=points
+    )
     assert not wrong.consistent
 
 
@@ -163,5 +169,7 @@ if __name__ == "__main__":
     for drift_claim in (drift_sym, lambda xs: drift_sym(xs, sp.Rational(D - 1, 2 * D))):
         print(verify.check_limit(step_sym, drift_claim, diffusion_sym, N, D, LAYER.noise, points=list(STATES.values())))
     for claim in (CLAIM, MODEL_F_FACTOR, DRIFT_5_PERCENT):
-        print(cv.check_local_consistency(LAYER, claim, states=STATES, target=0.02, title=claim.name).table(), end="\n\n")
+        print(
+            cv.check_local_consistency(LAYER, claim, states=STATES, target=0.02, title=claim.name).table(), end="\n\n"
+        )
     print(cv.check_weak_limit(LAYER, CLAIM, overlap, **WEAK).table())

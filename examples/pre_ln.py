@@ -47,8 +47,9 @@ def claimed_diffusion_sym(xs, dw):
 
 
 def model_f_drift_sym(xs):  # the wrong claim: model F's Ito correction, which Pre-LN does not have
-    return [-sp.Rational(D - 1, 2) * SIGMA**2 * (attention_sym(xs, i).T * attention_sym(xs, i))[0] * xs[i]
-            for i in range(N)]
+    return [
+        -sp.Rational(D - 1, 2) * SIGMA**2 * (attention_sym(xs, i).T * attention_sym(xs, i))[0] * xs[i] for i in range(N)
+    ]
 
 
 # --- the same in numpy (for the simulations) -----------------------------------------------------------
@@ -69,8 +70,14 @@ def model_f_drift(x):
 
 
 LAYER = cv.layer_map(step, N, D, NOISE, name="Pre-LN")
-CLAIM = cv.limit_sde(lambda x: np.zeros_like(x), lambda x, dw: attention(x) @ np.swapaxes(dw, -1, -2), N, D, NOISE,
-                     name="dx = dW a(N(X))")
+CLAIM = cv.limit_sde(
+    lambda x: np.zeros_like(x),
+    lambda x, dw: attention(x) @ np.swapaxes(dw, -1, -2),
+    N,
+    D,
+    NOISE,
+    name="dx = dW a(N(X))",
+)
 WRONG = cv.limit_sde(model_f_drift, CLAIM.diffusion_fn, N, D, NOISE, name="with model F's Ito drift")
 
 

@@ -62,8 +62,12 @@ def test_kernel_matches_random_feature_average(act, rng):
     m = 1_000_000
     u_feat = rng.standard_normal((m, 5))
     b = spec.sigma_u * rng.standard_normal(m)
-    act_np = {"relu": lambda z: np.maximum(z, 0), "tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
-              "silu": lambda z: z / (1 + np.exp(-z))}[act]
+    act_np = {
+        "relu": lambda z: np.maximum(z, 0),
+        "tanh": np.tanh,
+        "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+        "silu": lambda z: z / (1 + np.exp(-z)),
+    }[act]
     for u in (-0.7, 0.2, 0.9):
         x, y = two_points(5, u)
         prod = act_np(u_feat @ x / np.sqrt(5) + b) * act_np(u_feat @ y / np.sqrt(5) + b)
@@ -86,8 +90,15 @@ def test_kernel_matrices_are_positive_semidefinite(n, act, seed):
     assert np.linalg.eigvalsh(gram).min() > -1e-12
 
 
-@pytest.mark.parametrize("bad,match", [({"activation": "gelu"}, "activation"), ({"dim": 1}, "dim"),
-                                       ({"sigma_u": -0.1}, "sigma_u"), ({"sigma_w": float("nan")}, "sigma_w")])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ({"activation": "gelu"}, "activation"),
+        ({"dim": 1}, "dim"),
+        ({"sigma_u": -0.1}, "sigma_u"),
+        ({"sigma_w": float("nan")}, "sigma_w"),
+    ],
+)
 def test_kernel_spec_rejects_bad_input(bad, match):
     args = {"activation": "relu", "dim": 5, "sigma_u": 0.0, "sigma_w": 0.0, **bad}
     with pytest.raises(ValueError, match=match):
@@ -152,7 +163,9 @@ def test_frozen_field_increment_covariance_is_the_feature_kernel(rng):
     psi = field.features(pts)[0]
     assert abs(prod.mean() - psi[0] @ psi[1]) < K_SE * prod.std() / np.sqrt(draws)
     # linear in the Brownian increment, so increments of nested grids add up
-    assert_allclose(field.increment(pts, dw[:1] + dw[1:2], h), field.increment(pts, dw[:1], h) + field.increment(pts, dw[1:2], h))
+    assert_allclose(
+        field.increment(pts, dw[:1] + dw[1:2], h), field.increment(pts, dw[:1], h) + field.increment(pts, dw[1:2], h)
+    )
 
 
 def test_fresh_field_covariance_is_the_kernel(rng):
@@ -267,7 +280,12 @@ def test_exponent_estimators_on_exact_geometric_brownian_motion(rng):
     design = ExponentDesign(horizon=2.0, steps=40, records=20, paths=20000, replicates=200)
     lam, s = -0.3, 0.5
     dt = design.horizon / design.records
-    walk = np.cumsum(np.concatenate([np.zeros((design.paths, 1)), s * np.sqrt(dt) * rng.standard_normal((design.paths, design.records))], 1), 1)
+    walk = np.cumsum(
+        np.concatenate(
+            [np.zeros((design.paths, 1)), s * np.sqrt(dt) * rng.standard_normal((design.paths, design.records))], 1
+        ),
+        1,
+    )
     logs = np.log(design.delta0) + lam * design.times + walk
     both = np.stack([logs, logs], axis=1)  # two identical "levels": no step bias
     med = median_exponent(both, design, rng)

@@ -28,7 +28,11 @@ from verify.analysis import KernelSpec, activation_constants, exponents
 def quick_reports(tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
     status = main(["run", "strong-agazzi", "sync-agazzi", "--profile", "quick", "--seed", "0", "--out", str(out)])
-    return out, status, {name: json.loads((out / f"{name}.json").read_text()) for name in ("strong-agazzi", "sync-agazzi")}
+    return (
+        out,
+        status,
+        {name: json.loads((out / f"{name}.json").read_text()) for name in ("strong-agazzi", "sync-agazzi")},
+    )
 
 
 @pytest.mark.slow  # a whole quick-profile study: minutes on 2 cores
@@ -39,8 +43,14 @@ def test_quick_studies_pass(quick_reports):
         assert report["verdict"] == "pass", [c for c in report["checks"] if c["verdict"] != "pass"]
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     strong = reports["strong-agazzi"]["checks"]
-    assert {c["name"] for c in strong} == {"strong_order", "strong_order_sup", "reference_order", "same_limit",
-                                          "width_order", "width_limit"}
+    assert {c["name"] for c in strong} == {
+        "strong_order",
+        "strong_order_sup",
+        "reference_order",
+        "same_limit",
+        "width_order",
+        "width_limit",
+    }
     for check in strong:
         if check["name"] == "strong_order":
             assert check["ci"][0] <= 0.55 and check["ci"][1] >= 0.45
@@ -48,8 +58,17 @@ def test_quick_studies_pass(quick_reports):
             assert check["ci"][0] <= 1.15 and check["ci"][1] >= 0.85
     sync = reports["sync-agazzi"]
     names = {c["name"] for c in sync["checks"]}
-    assert {"median_exponent", "mean_square_exponent", "energy_bound", "qf_exponent_diagonal", "qf_exponent_antipodal",
-            "qf_invariant", "qf_merge_probability", "figure_tanh_antipodal", "figure_relu_one_cluster"} == names
+    assert {
+        "median_exponent",
+        "mean_square_exponent",
+        "energy_bound",
+        "qf_exponent_diagonal",
+        "qf_exponent_antipodal",
+        "qf_invariant",
+        "qf_merge_probability",
+        "figure_tanh_antipodal",
+        "figure_relu_one_cluster",
+    } == names
     for suffix in ("exponents", "energy"):
         assert (out / f"sync-agazzi-{suffix}.png").exists()
 
@@ -112,8 +131,9 @@ def test_the_figure_rule_rejects_swapped_activations_and_tolerates_a_transient_g
     from convergence.studies.sync_agazzi import ALIGNED, ANTIPODAL_SHARE
 
     # per-path antipodal shares of seed 11's quick run (one ReLU path kept a transient group of tokens)
-    tanh = np.array([0.5, 0.442, 0.507, 0.506, 0.503, 0.452, 0.436, 0.496, 0.471, 0.354, 0.486, 0.492, 0.491, 0.491,
-                     0.471, 0.508])
+    tanh = np.array(
+        [0.5, 0.442, 0.507, 0.506, 0.503, 0.452, 0.436, 0.496, 0.471, 0.354, 0.486, 0.492, 0.491, 0.491, 0.471, 0.508]
+    )
     relu = np.zeros(16)
     relu[[4, 5, 10]] = 0.16, 0.006, 0.005
 

@@ -36,8 +36,11 @@ def test_verify_never_imports_convergence(path):
     assert not offending, f"{path.relative_to(ROOT)} imports {offending}: verify is the lower package"
 
 
-@pytest.mark.parametrize("path", [p for pkg in ("convergence", "verify") for p in sources(pkg) if p.name == "__init__.py"],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [p for pkg in ("convergence", "verify") for p in sources(pkg) if p.name == "__init__.py"],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_no_package_loads_names_lazily(path):
     """A module-level ``__getattr__`` in a package is how an import cycle is dodged: there must be none."""
     tree = ast.parse(path.read_text())
@@ -48,15 +51,27 @@ def test_the_import_scanner_sees_relative_and_nested_imports(monkeypatch):
     """The checks here can fail: a function-level absolute import and a relative one are both found."""
     fake = ROOT / "verify" / "calculus" / "_scanner_probe.py"
     text = "def f():\n    from convergence.paths import brownian\n    from ..common import files\n"
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text if self == fake else Path.read_bytes(self).decode())
+    monkeypatch.setattr(
+        Path, "read_text", lambda self, *a, **k: text if self == fake else Path.read_bytes(self).decode()
+    )
     found = imported_modules(fake)
     assert {"convergence.paths.brownian", "verify.common.files"} <= found
 
 
 # convergence's subpackages, lowest first: a module imports only from its own subpackage and the ones before it;
 # the user's entry points (api, cli, pytest_plugin, __init__, __main__) sit on top.
-LAYERS = ("runtime", "statistics", "output", "models", "paths", "references", "experiments", "checks", "studies",
-          "performance")
+LAYERS = (
+    "runtime",
+    "statistics",
+    "output",
+    "models",
+    "paths",
+    "references",
+    "experiments",
+    "checks",
+    "studies",
+    "performance",
+)
 
 
 def layer_of(module: str) -> int:
@@ -103,12 +118,17 @@ def test_verify_imports_only_downward(path):
 
 def test_no_module_name_is_shared_by_the_two_packages():
     """A name like ``report.py`` in both packages, with different roles, misleads a reader."""
-    names = {pkg: {p.stem for p in sources(pkg) if p.stem not in ("__init__", "__main__")} for pkg in ("convergence",
-                                                                                                      "verify")}
+    names = {
+        pkg: {p.stem for p in sources(pkg) if p.stem not in ("__init__", "__main__")}
+        for pkg in ("convergence", "verify")
+    }
     assert not names["convergence"] & names["verify"]
 
 
-LAYOUT_START, LAYOUT_END = "<!-- layout: generated from the tree by `python -m tests.test_architecture` -->", "<!-- end of layout -->"
+LAYOUT_START, LAYOUT_END = (
+    "<!-- layout: generated from the tree by `python -m tests.test_architecture` -->",
+    "<!-- end of layout -->",
+)
 
 
 def _docstring(path: Path) -> str:
@@ -116,13 +136,17 @@ def _docstring(path: Path) -> str:
 
 
 def layout_markdown() -> str:
-    """docs/architecture.md's description of both packages: each subpackage's docstring, lowest layer first, then the entry
-    points with the first sentence of theirs."""
+    """docs/architecture.md's description of both packages: each subpackage's docstring, lowest layer first, then the
+    entry points with the first sentence of theirs."""
     lines = [LAYOUT_START]
-    for package, layers, role in (("convergence", LAYERS, "the numerical side"), ("verify", VERIFY_LAYERS,
-                                                                                 "the symbolic and rigorous side")):
-        lines.append(f"- `{package}/`: {role}; subpackages from the lowest layer up (a module imports only from its "
-                     "own subpackage and the ones listed before it):")
+    for package, layers, role in (
+        ("convergence", LAYERS, "the numerical side"),
+        ("verify", VERIFY_LAYERS, "the symbolic and rigorous side"),
+    ):
+        lines.append(
+            f"- `{package}/`: {role}; subpackages from the lowest layer up (a module imports only from its "
+            "own subpackage and the ones listed before it):"
+        )
         lines += [f"  - `{package}/{layer}/`: {_docstring(ROOT / package / layer / '__init__.py')}" for layer in layers]
         entry = sorted(p for p in (ROOT / package).glob("*.py") if p.name != "__init__.py")
         described = "; ".join(f"`{p.name}` ({_docstring(p).split('. ')[0].rstrip('.')})" for p in entry)
@@ -134,7 +158,9 @@ def layout_markdown() -> str:
 def test_the_readme_layout_is_the_tree():
     page = (ROOT / "docs" / "architecture.md").read_text()
     start, end = page.index(LAYOUT_START), page.index(LAYOUT_END) + len(LAYOUT_END)
-    assert page[start:end] == layout_markdown(), "docs/architecture.md's layout is stale: run python -m tests.test_architecture"
+    assert page[start:end] == layout_markdown(), (
+        "docs/architecture.md's layout is stale: run python -m tests.test_architecture"
+    )
 
 
 def test_every_module_is_named_in_its_subpackage_docstring():
@@ -155,18 +181,29 @@ if __name__ == "__main__":  # rewrite docs/architecture.md's layout from the tre
 
 def _from_modules(path: Path) -> set[str]:
     """The modules ``path`` takes names from (``from a.b.c import x`` gives a.b.c), at any depth of the file."""
-    return {node.module for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.ImportFrom) and not node.level and node.module}
+    return {
+        node.module
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module
+    }
 
 
-@pytest.mark.parametrize("path", [p for d in ("tests", "examples", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [p for d in ("tests", "examples", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_tests_and_examples_use_the_public_names(path):
     """A subpackage's ``__init__`` is its API: code outside the packages takes names from it, not from its modules
     (a module object may be imported to monkeypatch it; the studies and the performance tools are applications,
     imported by module)."""
-    internal = sorted(m for m in _from_modules(path) if len(m.split(".")) >= 3
-                      and m.split(".")[0] in ("convergence", "verify") and m.split(".")[1] not in ("studies", "performance"))
+    internal = sorted(
+        m
+        for m in _from_modules(path)
+        if len(m.split(".")) >= 3
+        and m.split(".")[0] in ("convergence", "verify")
+        and m.split(".")[1] not in ("studies", "performance")
+    )
     assert not internal, f"{path.relative_to(ROOT)} takes names from internal modules {internal}"
 
 
@@ -179,10 +216,14 @@ def test_the_suite_imports_its_own_modules_at_the_top(path):
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in ast.walk(node):
-                if isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").split(".")[0] in
-                                                          ("convergence", "verify")):
+                if isinstance(inner, ast.ImportFrom) and (
+                    inner.level or (inner.module or "").split(".")[0] in ("convergence", "verify")
+                ):
                     deferred.append(f"line {inner.lineno}: from {'.' * inner.level}{inner.module or ''}")
-                elif isinstance(inner, ast.Import) and any(a.name.split(".")[0] in ("convergence", "verify")
-                                                           for a in inner.names):
+                elif isinstance(inner, ast.Import) and any(
+                    a.name.split(".")[0] in ("convergence", "verify") for a in inner.names
+                ):
                     deferred.append(f"line {inner.lineno}: import")
-    assert not deferred, f"{package}: deferred imports of the suite's own modules in {path.relative_to(ROOT)}: {deferred}"
+    assert not deferred, (
+        f"{package}: deferred imports of the suite's own modules in {path.relative_to(ROOT)}: {deferred}"
+    )

@@ -52,6 +52,7 @@ CLOSED_FORM = cv.FedorovModel(N, D, BETA, sigma=SIGMA).limit_sde()
 
 def _model_f_claim(ito: float = (D - 1) / 2, drift_factor: float = 1.0, project: bool = True, transpose=False):
     """Model F's limit in closed form on the torch layer's noise (its part 'value', scaled by sigma)."""
+
     def drift(x):
         a = CLOSED_FORM.model.attention(x)
         return -drift_factor * ito * SIGMA**2 * np.sum(a * a, axis=-1, keepdims=True) * x
@@ -72,15 +73,20 @@ def test_model_fs_limit_by_automatic_differentiation_is_its_closed_form():
     x = _unit_tokens(0, 4, N, D)
     np.testing.assert_allclose(derived.drift(x), CLOSED_FORM.drift(x), rtol=0, atol=1e-12)
     dw = np.random.default_rng(1).standard_normal((4, D * D))
-    np.testing.assert_allclose(derived.diffusion(x, dw), CLOSED_FORM.diffusion(x, SIGMA * dw.reshape(4, D, D)),
-                               rtol=0, atol=1e-13)
+    np.testing.assert_allclose(
+        derived.diffusion(x, dw), CLOSED_FORM.diffusion(x, SIGMA * dw.reshape(4, D, D)), rtol=0, atol=1e-13
+    )
 
 
-@pytest.mark.parametrize("claim, failing", [
-    (_model_f_claim(ito=(D - 2) / 2), {"drift"}),
-    (_model_f_claim(drift_factor=1.05), {"drift"}),
-    (_model_f_claim(project=False), {"diffusion"}),
-], ids=["(d-2)/2", "drift x 1.05", "no projection"])
+@pytest.mark.parametrize(
+    "claim, failing",
+    [
+        (_model_f_claim(ito=(D - 2) / 2), {"drift"}),
+        (_model_f_claim(drift_factor=1.05), {"drift"}),
+        (_model_f_claim(project=False), {"diffusion"}),
+    ],
+    ids=["(d-2)/2", "drift x 1.05", "no projection"],
+)
 def test_near_misses_of_model_fs_limit_fail_the_comparison(claim, failing):
     outcome = cv.compare_limits(cv.derive_limit(LAYER_F), claim, rtol=1e-8)
     assert outcome.verdict == FAIL
@@ -121,8 +127,9 @@ def _model_a():
 
     layer = cv.torch_layer_map(ModelA, N, D, {"omega": 1.0}, name="model A in torch")
     sde = model.limit_sde()
-    claim = cv.limit_sde(sde.drift, lambda x, parts: sde.diffusion(x, parts["omega"]), N, D, layer.noise,
-                         name="AgazziSDE")
+    claim = cv.limit_sde(
+        sde.drift, lambda x, parts: sde.diffusion(x, parts["omega"]), N, D, layer.noise, name="AgazziSDE"
+    )
     return layer, claim
 
 
@@ -146,8 +153,9 @@ def test_the_post_ln_blocks_limit_by_automatic_differentiation_is_the_sympy_deri
 
 
 def test_the_derived_limit_is_a_claim_every_check_accepts():
-    outcome = cv.check_local_consistency(post_ln.LAYER, cv.derive_limit(post_ln.LAYER), states=post_ln.STATES,
-                                         target=0.02)
+    outcome = cv.check_local_consistency(
+        post_ln.LAYER, cv.derive_limit(post_ln.LAYER), states=post_ln.STATES, target=0.02
+    )
     assert outcome.verdict == PASS, outcome.table()
 
 
@@ -213,8 +221,9 @@ def test_a_block_whose_forward_mode_rule_is_wrong_at_second_order_gets_its_drift
     x = np.random.default_rng(3).standard_normal((4, N, D))
     with pytest.warns(RuntimeWarning, match=r"exponential block: the drift's forward-mode curvature differs by 1 "):
         drift = cv.derive_limit(layer).drift(x)
-    np.testing.assert_allclose(drift, np.broadcast_to(SIGMA**2 / 2 * np.sum(x * x, -1, keepdims=True), x.shape),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        drift, np.broadcast_to(SIGMA**2 / 2 * np.sum(x * x, -1, keepdims=True), x.shape), rtol=1e-12
+    )
 
 
 def test_blocks_with_layer_norm_and_silu_get_their_drift_by_forward_mode_without_a_warning():

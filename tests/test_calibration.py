@@ -21,8 +21,9 @@ def _rate(name, outcomes, wanted):
 def _outcome(verdict: str, effect_in_se: float = 20.0) -> Outcome:
     """A run whose one claim check has ``verdict``; a failing one measured ``effect_in_se`` standard errors out."""
     z = 2.5758293035489004
-    check = Check("drift_scale", 0.0, effect_in_se, (effect_in_se - z, effect_in_se + z), verdict, resolution=3.8,
-                  target=4.0)
+    check = Check(
+        "drift_scale", 0.0, effect_in_se, (effect_in_se - z, effect_in_se + z), verdict, resolution=3.8, target=4.0
+    )
     return Outcome("run", [check], params={"samples": 4096})
 
 
@@ -69,8 +70,14 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
         def execute(profile, seed, progress):
             seen.append((name, profile, seed))
             verdict = INCONCLUSIVE if seed == failing_seed else PASS
-            return StudyResult(study=name, profile=profile, seed=seed, params={}, checks=[
-                Check("x", 0.0, 0.0, (-1.0, 1.0), verdict, resolution=0.5, target=1.0)])
+            return StudyResult(
+                study=name,
+                profile=profile,
+                seed=seed,
+                params={},
+                checks=[Check("x", 0.0, 0.0, (-1.0, 1.0), verdict, resolution=0.5, target=1.0)],
+            )
+
         return Study(name, "stub", execute)
 
     assert SEEDS == {"quick": 6, "full": 10}
@@ -79,7 +86,9 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
     assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
     assert "1 inconclusive" in rows[1].note and "TARGET MISSED" in rows[1].note
     assert f"not passed: seed {one_undecided}: x {{}} inconclusive" in rows[1].note  # which seed, which check
-    assert [s for name, profile, s in seen if name == "a"] == study_seeds(7, 0, 10) and {p for _, p, _ in seen} == {"quick"}
+    assert [s for name, profile, s in seen if name == "a"] == study_seeds(7, 0, 10) and {p for _, p, _ in seen} == {
+        "quick"
+    }
     assert len(set(study_seeds(7, 0, 10)) | set(study_seeds(7, 1, 10)) | set(study_seeds(8, 0, 10))) == 30
     assert study_seeds(7, 0, 3) == study_seeds(7, 0, 10)[:3]
     assert not STUDIES["quick-profiles"].in_report
@@ -91,10 +100,27 @@ def test_the_power_studys_rows_over_seeds_need_every_seed_to_reject_and_to_pass(
     from convergence.studies.mutant_seeds import SEEDS, seed_rows
 
     def power(seed: int, missed: bool, finding: bool) -> StudyResult:
-        rejects = Check("rejects", 1.0, 0.0 if missed else 1.0, (0.0, 1.0), FAIL if missed else PASS,
-                        {"mutant": "drift x 1.05"}, false_failure_rate=0.01, target=float("inf"))
-        weak = Check("rejects", 1.0, 1.0, (0.0, 1.0), PASS, {"mutant": "beta x 1.01"}, claim=not finding,
-                     false_failure_rate=0.2, target=float("inf"))
+        rejects = Check(
+            "rejects",
+            1.0,
+            0.0 if missed else 1.0,
+            (0.0, 1.0),
+            FAIL if missed else PASS,
+            {"mutant": "drift x 1.05"},
+            false_failure_rate=0.01,
+            target=float("inf"),
+        )
+        weak = Check(
+            "rejects",
+            1.0,
+            1.0,
+            (0.0, 1.0),
+            PASS,
+            {"mutant": "beta x 1.01"},
+            claim=not finding,
+            false_failure_rate=0.2,
+            target=float("inf"),
+        )
         true = Check("true_claim", 1.0, 1.0, (0.0, 1.0), PASS, {"check": "local"}, resolution=0.5, target=1.0)
         return StudyResult(study="power", profile="full", seed=seed, params={}, checks=[rejects, weak, true])
 
@@ -104,5 +130,7 @@ def test_the_power_studys_rows_over_seeds_need_every_seed_to_reject_and_to_pass(
     assert left_out == ["rejects {'mutant': 'beta x 1.01'}"]
     assert rows[0].false_failure_rate == pytest.approx(1 - 0.99**6)  # P(Binomial(6, 0.99) < 6)
     missed, _ = seed_rows([power(s, s == 5, False) for s in range(6)])
-    assert missed[0].verdict == FAIL and missed[0].note.startswith("1 pass, 5 fail") and "TARGET MISSED" in missed[0].note
+    assert (
+        missed[0].verdict == FAIL and missed[0].note.startswith("1 pass, 5 fail") and "TARGET MISSED" in missed[0].note
+    )
     assert STUDIES["mutant-seeds"].in_report is False

@@ -122,7 +122,9 @@ def test_limit_drift_equals_the_drift_verify_derives(name):
     for i in range(n):
         expr = vec_coordinates(system.drift[i], xs, gram).subs(values)
         if numeric_kernel is not None:
-            expr = expr.replace(system.noise.kernel, lambda u: sp.Float(numeric_kernel.k1 - numeric_kernel.deficit(1 - float(u))))
+            expr = expr.replace(
+                system.noise.kernel, lambda u: sp.Float(numeric_kernel.k1 - numeric_kernel.deficit(1 - float(u)))
+            )
         expected = np.array(expr, dtype=float).ravel()
         np.testing.assert_allclose(drift[0, i], expected, rtol=1e-10, atol=1e-12)
 
@@ -135,8 +137,14 @@ def test_local_consistency_at_the_canonical_states(name):
     merged pair they are so small that the step's O(h^2) bias decides (inconclusive at this step)."""
     model = MODELS[name]()
     states = states_for(model.tokens, model.dim, ("uniform",), 0, (9,))
-    checks = local_checks(model, model.limit_sde(), states, LocalDesign(samples=32768, target=0.2, state_target=0.2,
-                                                                         component_target=0.2),
-                          0, (9, 1))
-    assert combine_verdicts([c.verdict for c in checks]) == Verdict.PASS, [(c.name, c.config, c.verdict) for c in checks
-                                                                          if c.verdict != Verdict.PASS]
+    checks = local_checks(
+        model,
+        model.limit_sde(),
+        states,
+        LocalDesign(samples=32768, target=0.2, state_target=0.2, component_target=0.2),
+        0,
+        (9, 1),
+    )
+    assert combine_verdicts([c.verdict for c in checks]) == Verdict.PASS, [
+        (c.name, c.config, c.verdict) for c in checks if c.verdict != Verdict.PASS
+    ]

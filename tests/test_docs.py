@@ -21,8 +21,14 @@ PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
 def test_the_site_builds_strictly(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "check_local_consistency" in api and "one_step_limit" in api and "paths_needed" in api
@@ -46,8 +52,9 @@ def test_no_page_points_outside_the_repository():
 EXTRA = re.compile(r"^\s*(?:import|from) (torch)\b", re.M)  # an optional extra's package, imported by a block
 
 
-@pytest.mark.parametrize("page", [p for p in [ROOT / "README.md", *PAGES] if PYTHON_BLOCK.search(p.read_text())],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "page", [p for p in [ROOT / "README.md", *PAGES] if PYTHON_BLOCK.search(p.read_text())], ids=lambda p: p.name
+)
 def test_every_python_example_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
     namespace: dict = {"__name__": f"docs_{page.stem}"}
@@ -67,9 +74,13 @@ def test_every_exported_name_is_in_the_api_reference():
 
     directives = re.findall(r"^::: (\S+)", (ROOT / "docs" / "api.md").read_text(), re.M)
     for package in (convergence, verify):
-        missing = [name for name in package.__all__
-                   if not any(d.endswith(f".{name}") or d == getattr(getattr(package, name), "__module__", None)
-                              for d in directives)]
+        missing = [
+            name
+            for name in package.__all__
+            if not any(
+                d.endswith(f".{name}") or d == getattr(getattr(package, name), "__module__", None) for d in directives
+            )
+        ]
         assert not missing, f"docs/api.md does not document {package.__name__}'s {missing}"
 
 
@@ -91,8 +102,10 @@ def results_markdown() -> str:
         data = json.loads(path.read_text())
         claims = [c["verdict"] for c in data["checks"] if c.get("claim", True)]
         tally = ", ".join(f"{claims.count(v)} {v}" for v in ("pass", "fail", "inconclusive") if claims.count(v))
-        rows.append(f"| [{name}](reports/{name}.md) | {study.summary} | **{data['verdict']}** ({data['profile']}) | "
-                    f"{tally} | {data.get('cpu_s') or 0:.0f} |")
+        rows.append(
+            f"| [{name}](reports/{name}.md) | {study.summary} | **{data['verdict']}** ({data['profile']}) | "
+            f"{tally} | {data.get('cpu_s') or 0:.0f} |"
+        )
     return "\n".join([*rows, RESULTS_END])
 
 

@@ -82,8 +82,14 @@ def test_flags(rng):
 
 @pytest.mark.parametrize(
     ("ci", "usable", "verdict"),
-    [((0.45, 0.55), 5, PASS), ((0.30, 0.42), 5, FAIL), ((0.58, 0.7), 5, FAIL), ((0.52, 0.6), 5, PASS),
-     ((0.1, 0.9), 5, INCONCLUSIVE), ((0.45, 0.55), 2, INCONCLUSIVE)],
+    [
+        ((0.45, 0.55), 5, PASS),
+        ((0.30, 0.42), 5, FAIL),
+        ((0.58, 0.7), 5, FAIL),
+        ((0.52, 0.6), 5, PASS),
+        ((0.1, 0.9), 5, INCONCLUSIVE),
+        ((0.45, 0.55), 2, INCONCLUSIVE),
+    ],
 )
 def test_order_verdict(ci, usable, verdict):
     resolution = detectable_effect(ci, 0.05, 0.99)  # (0.1, 0.9): 0.65, above the target
@@ -136,8 +142,12 @@ def test_findings_are_reported_but_do_not_decide_the_verdict():
     result = StudyResult(study="s", profile="quick", seed=0, params={}, checks=[claim, finding])
     assert result.verdict == "pass"
     assert "`rate` (finding)" in to_markdown(result) and "**fail**" in to_markdown(result)
-    assert StudyResult(study="s", profile="quick", seed=0, params={},
-                       checks=[claim, Check("rate", 1.0, 0.5, (0.4, 0.6), "fail")]).verdict == "fail"
+    assert (
+        StudyResult(
+            study="s", profile="quick", seed=0, params={}, checks=[claim, Check("rate", 1.0, 0.5, (0.4, 0.6), "fail")]
+        ).verdict
+        == "fail"
+    )
 
 
 def test_effect_verdict_fails_outside_the_band_and_is_inconclusive_without_resolution():

@@ -75,8 +75,9 @@ def test_an_exact_step_rejects_a_five_percent_drift_error_and_never_passes_it_un
     assert cv.check_strong_order(LAYER, NEAR, initial=START, paths=16).verdict != "pass"
 
 
-ON_LINE = cv.layer_map(lambda x, dw, h: x * np.exp((A - B * B / 2) * h + B * dw[:, :, None]), 1, 1, NOISE,
-                       name="GBM exact step on R")
+ON_LINE = cv.layer_map(
+    lambda x, dw, h: x * np.exp((A - B * B / 2) * h + B * dw[:, :, None]), 1, 1, NOISE, name="GBM exact step on R"
+)
 
 
 @pytest.mark.parametrize("drift_factor, verdict", [(1.0, "pass"), (1.05, "fail")])

@@ -28,13 +28,27 @@ def _w(dw):
 
 # drift f, diffusion g (times dW), g g' (Milstein's term), the exact flow, X_0
 PROBLEMS = {
-    "gbm": (lambda x: A * x, lambda x: B * x, lambda x: B * B * x,
-            lambda x, dw, h: x * np.exp((A - B * B / 2) * h + B * _w(dw)), 1.0),
-    "arctangent": (lambda x: -0.01 * np.sin(x) * np.cos(x) ** 3, lambda x: 0.1 * np.cos(x) ** 2,
-                   lambda x: -0.02 * np.sin(x) * np.cos(x) ** 3,
-                   lambda x, dw, h: np.arctan(0.1 * _w(dw) + np.tan(x)), 0.5),
-    "cubic": (lambda x: np.cbrt(x) / 3 + 6 * np.cbrt(x) ** 2, lambda x: np.cbrt(x) ** 2, lambda x: 2 * np.cbrt(x) / 3,
-              lambda x, dw, h: (np.cbrt(x) + 2 * h + _w(dw) / 3) ** 3, 1.0),
+    "gbm": (
+        lambda x: A * x,
+        lambda x: B * x,
+        lambda x: B * B * x,
+        lambda x, dw, h: x * np.exp((A - B * B / 2) * h + B * _w(dw)),
+        1.0,
+    ),
+    "arctangent": (
+        lambda x: -0.01 * np.sin(x) * np.cos(x) ** 3,
+        lambda x: 0.1 * np.cos(x) ** 2,
+        lambda x: -0.02 * np.sin(x) * np.cos(x) ** 3,
+        lambda x, dw, h: np.arctan(0.1 * _w(dw) + np.tan(x)),
+        0.5,
+    ),
+    "cubic": (
+        lambda x: np.cbrt(x) / 3 + 6 * np.cbrt(x) ** 2,
+        lambda x: np.cbrt(x) ** 2,
+        lambda x: 2 * np.cbrt(x) / 3,
+        lambda x, dw, h: (np.cbrt(x) + 2 * h + _w(dw) / 3) ** 3,
+        1.0,
+    ),
 }
 
 
@@ -48,9 +62,15 @@ def _outcome(name: str, drift_factor: float, milstein: bool = True):
     layer = cv.layer_map(step, 1, 1, NOISE, name=f"{'Milstein' if milstein else 'Euler'}, drift x {drift_factor:g}")
     claim = cv.limit_sde(f, lambda x, dw: g(x) * _w(dw), 1, 1, NOISE, name=name)
     exact = cv.layer_map(flow, 1, 1, NOISE, name=f"{name}: exact flow")
-    return cv.check_strong_order(layer, claim, order=1.0 if milstein else 0.5, reference=exact,
-                                 initial=cv.fixed_state([[x0]], unit=False), depths=(8, 16, 32, 64),
-                                 horizon=0.5 if name == "cubic" else 1.0)
+    return cv.check_strong_order(
+        layer,
+        claim,
+        order=1.0 if milstein else 0.5,
+        reference=exact,
+        initial=cv.fixed_state([[x0]], unit=False),
+        depths=(8, 16, 32, 64),
+        horizon=0.5 if name == "cubic" else 1.0,
+    )
 
 
 @pytest.mark.parametrize("name", ["gbm", "arctangent"])

@@ -52,8 +52,10 @@ def test_an_existing_cluster_and_any_task_size_give_identical_numbers():
         assert_array_equal(_strong_data(), reference)
     # local clusters of one and two processes: tests/test_reproducibility.py; here an existing cluster, reached
     # through its scheduler's address (what --scheduler tcp://host:port does)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            scheduler(cluster.scheduler_address, task_paths=256):
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        scheduler(cluster.scheduler_address, task_paths=256),
+    ):
         assert_array_equal(_strong_data(), reference)
 
 
@@ -156,8 +158,9 @@ def _blocks(printed: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-TINY_DESIGN = StrongDesign(depths=(8, 16, 32), horizon=1.0, reference_factor=16, paths=512, block_paths=64,
-                           replicates=200)
+TINY_DESIGN = StrongDesign(
+    depths=(8, 16, 32), horizon=1.0, reference_factor=16, paths=512, block_paths=64, replicates=200
+)
 
 
 def _tiny_strong_fedorov(patch: pytest.MonkeyPatch) -> None:
@@ -168,8 +171,10 @@ def _tiny_strong_fedorov(patch: pytest.MonkeyPatch) -> None:
     patch.setitem(strong_fedorov.DESIGNS, "quick", TINY_DESIGN)
 
 
-TINY_RUN = ("import sys, pytest; from tests.test_execution import _tiny_strong_fedorov; "
-            "from convergence.cli import main; _tiny_strong_fedorov(pytest.MonkeyPatch()); sys.exit(main(sys.argv[1:]))")
+TINY_RUN = (
+    "import sys, pytest; from tests.test_execution import _tiny_strong_fedorov; "
+    "from convergence.cli import main; _tiny_strong_fedorov(pytest.MonkeyPatch()); sys.exit(main(sys.argv[1:]))"
+)
 
 
 def test_a_study_killed_part_way_resumes_to_the_uninterrupted_result(tmp_path, capsys, monkeypatch):
@@ -181,9 +186,13 @@ def test_a_study_killed_part_way_resumes_to_the_uninterrupted_result(tmp_path, c
     assert total == 16
     whole = json.loads((tmp_path / "whole" / "strong-fedorov.json").read_text())
     out, cache = tmp_path / "killed", tmp_path / "killed" / ".cache"
-    process = subprocess.Popen([sys.executable, "-c", TINY_RUN, *args, "--out", str(out)], cwd=ROOT,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-c", TINY_RUN, *args, "--out", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while len(list(cache.glob("*.npz"))) < 4 and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -225,10 +234,14 @@ def test_the_diffrax_peer_integrates_model_f_limit_sde():
     v = rng.standard_normal((4, config.dim, config.dim))
     ours = FedorovModel(config.tokens, config.dim, 1.0, sigma=sigma).limit_sde()
     for p in range(4):
-        np.testing.assert_allclose(np.asarray(drift(0.0, jnp.asarray(x[p]), None)), ours.drift(x[p:p + 1])[0],
-                                   atol=1e-15)
-        np.testing.assert_allclose(np.asarray(diffusion(0.0, jnp.asarray(x[p]), None).mv(jnp.asarray(v[p]))),
-                                   ours.diffusion(x[p:p + 1], sigma * v[p:p + 1])[0], atol=1e-15)
+        np.testing.assert_allclose(
+            np.asarray(drift(0.0, jnp.asarray(x[p]), None)), ours.drift(x[p : p + 1])[0], atol=1e-15
+        )
+        np.testing.assert_allclose(
+            np.asarray(diffusion(0.0, jnp.asarray(x[p]), None).mv(jnp.asarray(v[p]))),
+            ours.diffusion(x[p : p + 1], sigma * v[p : p + 1])[0],
+            atol=1e-15,
+        )
 
 
 def test_the_torchsde_peer_integrates_model_f_limit_sde():
@@ -281,8 +294,12 @@ def test_concurrent_studies_give_the_same_reports_and_each_is_charged_its_own_cp
     monkeypatch.setitem(STUDIES, "heavy", _burning_study("heavy", 200))
     reports = {}
     for k in ("1", "2"):
-        assert main(["run", "light", "heavy", "--scheduler", "sync", "--concurrent-studies", k,
-                     "--out", str(tmp_path / k)]) == 0
+        assert (
+            main(
+                ["run", "light", "heavy", "--scheduler", "sync", "--concurrent-studies", k, "--out", str(tmp_path / k)]
+            )
+            == 0
+        )
         reports[k] = {name: json.loads((tmp_path / k / f"{name}.json").read_text()) for name in ("light", "heavy")}
     for name in ("light", "heavy"):
         assert reports["1"][name]["checks"] == reports["2"][name]["checks"]
@@ -307,8 +324,9 @@ def test_studies_start_in_order_of_the_wall_time_their_last_report_allows(tmp_pa
     for name, (cpu, serial) in previous.items():
         (tmp_path / f"{name}.json").write_text(json.dumps({"profile": "quick", "cpu_s": cpu, "serial_cpu_s": serial}))
     monkeypatch.setattr("convergence.cli.available_cores", lambda: 2)
-    assert main(["run", "heavy", "light", "--scheduler", "sync", "--concurrent-studies", "1",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(["run", "heavy", "light", "--scheduler", "sync", "--concurrent-studies", "1", "--out", str(tmp_path)]) == 0
+    )
     timeline = json.loads((tmp_path / "run.json").read_text())["timeline"]
     assert [row["study"] for row in timeline] == ["light", "heavy"]
     assert timeline[0]["start_s"] <= timeline[0]["end_s"] <= timeline[1]["start_s"] <= timeline[1]["end_s"]

@@ -1,4 +1,5 @@
-"""Latent diffusion stopping (docs/models.md section 4): symbolic side, rigorous evaluation, sampler, estimator, study."""
+"""Latent diffusion stopping (docs/models.md section 4): symbolic side, rigorous evaluation, sampler, estimator,
+study."""
 
 import json
 
@@ -90,8 +91,17 @@ def test_plugin_criterion_is_exact_for_one_coordinate():
         assert monotone is all(monotone_criterion(setting, 1)), (s2, q)
 
 
-@pytest.mark.parametrize("bad", [{"variances": [0.5, 1.0]}, {"variances": [1.0, float("nan")]}, {"t": 2.5},
-                                 {"d": 4}, {"T": 0.0}, {"variances_hat": [1.0]}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"variances": [0.5, 1.0]},
+        {"variances": [1.0, float("nan")]},
+        {"t": 2.5},
+        {"d": 4},
+        {"T": 0.0},
+        {"variances_hat": [1.0]},
+    ],
+)
 def test_ldm_distance_rejects_bad_input_naming_the_parameter(bad):
     args = {"variances": [1.0, 0.5, 0.1], "t": 1.0, "d": 2, "T": 2.0, "variances_hat": None} | bad
     with pytest.raises(ValueError, match=r"variances|backward time|dimension|T must|variances_hat"):
@@ -159,12 +169,14 @@ def test_derivatives_by_dimension_give_distance_derivative_enclosure_for_enclosu
     for box in (mpmath.iv.mpf([0.25, 0.5]), mpmath.iv.mpf([1.9, 2.0]), mpmath.iv.mpf(1.5)):
         for d in (1, 3, 4):
             assert derivatives.slope(d)(mpmath.iv, box)._mpi_ == distance_derivative(mpmath.iv, setting, box, d)._mpi_
-    assert derivatives.slope(2)(mpmath.mp, mpmath.mpf(0.7)) == distance_derivative(mpmath.mp, setting,
-                                                                                    mpmath.mpf(0.7), 2)
+    assert derivatives.slope(2)(mpmath.mp, mpmath.mpf(0.7)) == distance_derivative(
+        mpmath.mp, setting, mpmath.mpf(0.7), 2
+    )
     for d in range(1, 5):
         shared = certify_sign(derivatives.slope(d), 0, 2.0, -1, budget=4000, strict=False)
-        alone = certify_sign(lambda ctx, box, d=d: distance_derivative(ctx, setting, box, d), 0, 2.0, -1,
-                             budget=4000, strict=False)
+        alone = certify_sign(
+            lambda ctx, box, d=d: distance_derivative(ctx, setting, box, d), 0, 2.0, -1, budget=4000, strict=False
+        )
         assert shared == alone
     with pytest.raises(ValueError, match="latent dimension"):
         derivatives.slope(5)
@@ -181,8 +193,15 @@ def test_quick_ldm_stopping_study_passes(tmp_path):
     report = json.loads((tmp_path / "ldm-stopping.json").read_text())
     assert report["verdict"] == "pass"
     names = {c["name"] for c in report["checks"]}
-    assert names >= {"switching_times", "exact_monotone", "weak_order", "closed_form_limit", "discrete_law",
-                     "low_rank_joint_optimum", "capped_dimension_growth"}
+    assert names >= {
+        "switching_times",
+        "exact_monotone",
+        "weak_order",
+        "closed_form_limit",
+        "discrete_law",
+        "low_rank_joint_optimum",
+        "capped_dimension_growth",
+    }
     assert (tmp_path / "ldm-stopping.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -197,8 +216,10 @@ def test_float64_joint_optimum_agrees_with_the_30_digit_search():
         hat = plugin_variances(np.array(variances), 1000, np.random.default_rng(i))
         for start in ("forward", "standard"):
             setting = LatentSetting(variances, 2.0, tuple(hat), start=start)
-            (t_star, _), d_star = min(((optimal_stopping_time(setting, d, grid=100), d) for d in range(1, 7)),
-                                      key=lambda item: (item[0][1], item[1]))
+            (t_star, _), d_star = min(
+                ((optimal_stopping_time(setting, d, grid=100), d) for d in range(1, 7)),
+                key=lambda item: (item[0][1], item[1]),
+            )
             d_grid, t_grid = joint_optimum(variances, hat, start, HORIZON)
             assert d_grid == d_star and (t_grid < 2.0) == (t_star < 2.0)
 
@@ -224,8 +245,9 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
     for hat in ((0.36, 0.2), (0.2, 0.05)):
         setting = LatentSetting((0.25, 0.1), 2.0, hat)
         paper = criterion_sign(setting, 2)
-        monotone = certify_sign(lambda ctx, box: distance_derivative(ctx, setting, box, 2), 0, 2.0, -1, budget=4000,
-                                strict=False)
+        monotone = certify_sign(
+            lambda ctx, box: distance_derivative(ctx, setting, box, 2), 0, 2.0, -1, budget=4000, strict=False
+        )
         assert paper is not None and monotone is not None
         assert iff_check("c", paper, monotone, {}, "").verdict == "pass"
         assert iff_check("c", not paper, monotone, {}, "").verdict == "fail"

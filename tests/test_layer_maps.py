@@ -12,16 +12,18 @@ from convergence.models import ENTRY_LAWS, FedorovModel, HybridModel, attention_
 from .helpers import random_tokens
 from .oracle import fedorov_layer_loop, hybrid_layer_loop
 
-params = st.fixed_dictionaries({
-    "tokens": st.integers(1, 6),
-    "dim": st.integers(2, 9),
-    "beta": st.floats(-1e3, 1e3),
-    "sigma": st.floats(0.0, 3.0),
-    "law": st.sampled_from(ENTRY_LAWS),
-    "h": st.floats(1e-4, 1.0),
-    "seed": st.integers(0, 2**32 - 1),
-    "mean": st.booleans(),
-})
+params = st.fixed_dictionaries(
+    {
+        "tokens": st.integers(1, 6),
+        "dim": st.integers(2, 9),
+        "beta": st.floats(-1e3, 1e3),
+        "sigma": st.floats(0.0, 3.0),
+        "law": st.sampled_from(ENTRY_LAWS),
+        "h": st.floats(1e-4, 1.0),
+        "seed": st.integers(0, 2**32 - 1),
+        "mean": st.booleans(),
+    }
+)
 
 
 def _model_and_noise(p):
@@ -55,9 +57,14 @@ def test_rotation_equivariance(p):
     # layer(O X, O V O^T) = O layer(X, V) when Q^T K = I (and M -> O M O^T).
     model, x, dw, rng = _model_and_noise(p)
     o = ortho_group.rvs(p["dim"], random_state=rng) if p["dim"] > 1 else np.eye(1)
-    rotated_model = FedorovModel(tokens=model.tokens, dim=model.dim, beta=model.beta, sigma=model.sigma,
-                                 law=model.law,
-                                 mean_value=None if model.mean_value is None else o @ model.mean_value @ o.T)
+    rotated_model = FedorovModel(
+        tokens=model.tokens,
+        dim=model.dim,
+        beta=model.beta,
+        sigma=model.sigma,
+        law=model.law,
+        mean_value=None if model.mean_value is None else o @ model.mean_value @ o.T,
+    )
     left = rotated_model.layer(x @ o.T, o @ dw @ o.T, p["h"])
     assert_allclose(left, model.layer(x, dw, p["h"]) @ o.T, atol=1e-10)
 
@@ -66,8 +73,14 @@ def test_rotation_equivariance(p):
 def test_vectorised_layer_equals_loop_oracle(p):
     model, x, dw, rng = _model_and_noise(p)
     g = rng.standard_normal((p["dim"], p["dim"])) / np.sqrt(p["dim"])
-    general = FedorovModel(tokens=model.tokens, dim=model.dim, beta=model.beta, sigma=model.sigma,
-                           interaction=g, mean_value=model.mean_value)
+    general = FedorovModel(
+        tokens=model.tokens,
+        dim=model.dim,
+        beta=model.beta,
+        sigma=model.sigma,
+        interaction=g,
+        mean_value=model.mean_value,
+    )
     expected = fedorov_layer_loop(x, dw, p["h"], p["beta"], g, model.mean_value)
     assert_allclose(general.layer(x, dw, p["h"]), expected, rtol=1e-10, atol=1e-12)
 
@@ -87,9 +100,9 @@ def test_softmax_finite_at_extreme_beta(rng, beta):
     d = 5
     e = np.eye(d)[0]
     geometries = [
-        np.stack([e, e, e]),                      # one cluster
-        np.stack([e, -e, e]),                     # antipodal
-        random_tokens(rng, 1, 3, d)[0],           # generic
+        np.stack([e, e, e]),  # one cluster
+        np.stack([e, -e, e]),  # antipodal
+        random_tokens(rng, 1, 3, d)[0],  # generic
         np.stack([e, np.eye(d)[1], -np.eye(d)[1]]),
     ]
     x = np.stack(geometries)
@@ -150,18 +163,20 @@ def test_attention_average_is_the_shifted_softmax_and_does_not_depend_on_the_bat
     batch = attention_average(x, beta)
     assert_allclose(batch, reference, rtol=1e-13, atol=1e-15)
     for p in range(3):
-        assert_allclose(attention_average(x[p:p + 1], beta)[0], batch[p], rtol=1e-14, atol=0)
+        assert_allclose(attention_average(x[p : p + 1], beta)[0], batch[p], rtol=1e-14, atol=0)
 
 
 @pytest.mark.parametrize("name", ["fedorov", "hybrid"])
 def test_layer_maps_equal_the_independent_ones_verify_cross_checks(name):
-    """``verify.derivations.crosscheck`` writes models F and H from docs/models.md without this package; both must agree on the same
-    noise (at random token pairs, not only the check's configuration)."""
+    """``verify.derivations.crosscheck`` writes models F and H from docs/models.md without this package; both must agree
+    on the same noise (at random token pairs, not only the check's configuration)."""
     from verify.derivations import crosscheck
 
     dim, h, params = 4, 0.01, crosscheck.PARAMS
-    ours = {"fedorov": FedorovModel(2, dim, params["beta"], sigma=params["sigma"], mean_value=params["m"] * np.eye(dim)),
-            "hybrid": HybridModel(dim, params["beta"], params["eps"], law="gaussian")}[name]
+    ours = {
+        "fedorov": FedorovModel(2, dim, params["beta"], sigma=params["sigma"], mean_value=params["m"] * np.eye(dim)),
+        "hybrid": HybridModel(dim, params["beta"], params["eps"], law="gaussian"),
+    }[name]
     draw, theirs = crosscheck.samplers(dim)[name]
     rng = np.random.default_rng(5)
     x = rng.standard_normal((500, 2, dim))

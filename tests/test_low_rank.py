@@ -33,7 +33,7 @@ class _Path:
         return self.increments.shape[0]
 
     def next(self, steps):
-        out = self.increments[:, self.done:self.done + steps]
+        out = self.increments[:, self.done : self.done + steps]
         self.done += steps
         return out
 
@@ -77,7 +77,11 @@ def test_strong_errors_have_the_law_of_the_full_matrix_coupling():
 
 def test_low_rank_results_do_not_depend_on_the_block_size():
     model = FedorovModel(2, 32, beta=1.0)
-    runs = [coupled_strong_errors_low_rank(model, StrongDesign(depths=(8, 16), horizon=1.0, reference_factor=8,
-                                                               paths=192, block_paths=b), 3, (7,)) for b in (64, 192)]
+    runs = [
+        coupled_strong_errors_low_rank(
+            model, StrongDesign(depths=(8, 16), horizon=1.0, reference_factor=8, paths=192, block_paths=b), 3, (7,)
+        )
+        for b in (64, 192)
+    ]
     assert_equal_to_rounding(runs[0].final_sq, runs[1].final_sq)
     assert_equal_to_rounding(runs[0].sup_sq, runs[1].sup_sq)

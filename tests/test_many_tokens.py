@@ -49,8 +49,10 @@ def test_blocked_attention_equals_the_full_softmax(rng, monkeypatch):
 @pytest.mark.parametrize("model", ["F", "A"])
 def test_layers_run_with_4096_tokens_in_dimension_16(model, rng):
     spec = KernelSpec("relu", 16)
-    build = {"F": lambda n: FedorovModel(n, 16, 1.0),
-             "A": lambda n: AgazziModel(n, FreshFeatureField(spec, 32), 1.0, 1.0)}[model]
+    build = {
+        "F": lambda n: FedorovModel(n, 16, 1.0),
+        "A": lambda n: AgazziModel(n, FreshFeatureField(spec, 32), 1.0, 1.0),
+    }[model]
     layer = build(4096)
     assert layer.noise.shape == build(4).noise.shape  # the common noise does not depend on N
     x = random_tokens(rng, 1, 4096, 16)
@@ -93,8 +95,15 @@ def test_chaos_checks_fail_when_the_difference_does_not_decay(rng):
     design = ChaosDesign(tokens=(16, 32, 64), large=256, paths=400, assignment_max=64)
     shape = (design.paths, 3)
     flat = rng.exponential(1e-2, (*shape, 3))  # same size at every N: no chaos
-    data = ChaosData(phi_sq=flat, phi_sq0=flat, w2_sq=flat[..., 0], w2_sq0=flat[..., 0], sliced_sq=flat[..., 0],
-                     sliced_sq0=flat[..., 0], sznitman=flat[..., 0])
+    data = ChaosData(
+        phi_sq=flat,
+        phi_sq0=flat,
+        w2_sq=flat[..., 0],
+        w2_sq0=flat[..., 0],
+        sliced_sq=flat[..., 0],
+        sliced_sq0=flat[..., 0],
+        sznitman=flat[..., 0],
+    )
     checks, _ = analyse_chaos(data, design, 5, {}, rng)
     verdicts = {(c.name, c.config.get("phi")): c.verdict for c in checks}
     assert verdicts[("chaos_rate", "x_0")] == "fail"
@@ -114,8 +123,13 @@ def _surface(design: CommuteDesign, extra) -> np.ndarray:
     large = u(design.large, depths[0])
     half = u(design.large // 2, depths[0])
     # the depth-first inner limit: an EM level at h and 2h with a weak error linear in the step
-    em = np.stack([u(tokens[:, 0], np.inf) + 0.01 * design.horizon / design.fine_steps,
-                   u(tokens[:, 0], np.inf) + 0.02 * design.horizon / design.fine_steps], axis=1).ravel()
+    em = np.stack(
+        [
+            u(tokens[:, 0], np.inf) + 0.01 * design.horizon / design.fine_steps,
+            u(tokens[:, 0], np.inf) + 0.02 * design.horizon / design.fine_steps,
+        ],
+        axis=1,
+    ).ravel()
     return np.concatenate([grid, large, half, em])
 
 
@@ -132,8 +146,12 @@ def test_commute_estimates_on_exact_surfaces():
     assert abs(float(ratio["difference"])) > 0.05
     # interactions that vanish as N and L grow (h/N^2, h^2/N) are not ratio effects
     h = design.horizon
-    smooth = commute_estimates(_surface(design, lambda n, depth: 3 * h / depth / n**2 - 2 * (h / depth) ** 2 / n), design)
-    assert abs(float(smooth["ratio_even"])) < 1e-12 and abs(float(smooth["ratio_odd"])) < 1e-12  # and its two iterated limits differ (0.7 - 0.05 vs 0.7 + 0.05)
+    smooth = commute_estimates(
+        _surface(design, lambda n, depth: 3 * h / depth / n**2 - 2 * (h / depth) ** 2 / n), design
+    )
+    assert (
+        abs(float(smooth["ratio_even"])) < 1e-12 and abs(float(smooth["ratio_odd"])) < 1e-12
+    )  # and its two iterated limits differ (0.7 - 0.05 vs 0.7 + 0.05)
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +181,14 @@ def test_quick_commute_study_passes(tmp_path):
     report = json.loads((tmp_path / "commute.json").read_text())
     claims = [c for c in report["checks"] if c["claim"]]
     assert status == 0 and report["verdict"] == "pass", [c for c in claims if c["verdict"] != "pass"]
-    assert {c["name"] for c in claims} == {"depth_rate", "token_rate", "iterated_limits", "ratio_even", "ratio_odd",
-                                           "width_effect"}
+    assert {c["name"] for c in claims} == {
+        "depth_rate",
+        "token_rate",
+        "iterated_limits",
+        "ratio_even",
+        "ratio_odd",
+        "width_effect",
+    }
     findings = [c for c in report["checks"] if not c["claim"]]
     assert {c["config"]["model"] for c in findings} == {"F"} and len(findings) == 5
     assert "(finding)" in (tmp_path / "commute.md").read_text()

@@ -78,8 +78,15 @@ def test_a_rejection_rows_chance_of_a_miss_is_about_ten_percent_at_the_resolutio
     at = detectable_effect((-z * se, z * se), allowance, confidence)  # the effect rejected with probability 90%
     check = Check("drift_scale", 0.0, at, (at - z * se, at + z * se), FAIL, allowance=allowance, confidence=confidence)
     assert miss_probability(check) == pytest.approx(0.10, abs=1e-3)
-    far = Check("drift_scale", 0.0, 10 * at, (10 * at - z * se, 10 * at + z * se), FAIL, allowance=allowance,
-                confidence=confidence)
+    far = Check(
+        "drift_scale",
+        0.0,
+        10 * at,
+        (10 * at - z * se, 10 * at + z * se),
+        FAIL,
+        allowance=allowance,
+        confidence=confidence,
+    )
     assert miss_probability(far) < 1e-12
 
 
@@ -90,11 +97,15 @@ def test_local_check_rejects_every_one_percent_mutant_of_model_f(model_f, index)
     assert outcome.verdict == FAIL, (mutant.label, outcome.table())
     # the look that stops is the first at which some check fails: they must be checks the mutant changes (a drift
     # error only the drift's; sigma^2 and beta, through the attention a_i, the drift and the diffusion)
-    changed = {"no tangent projection": {"diffusion", "diffusion_scale"},
-               "sigma^2 x (1 + eps)": {"drift_scale", "drift", "diffusion_scale", "diffusion"},
-               "beta x (1 + eps)": {"drift_scale", "drift", "diffusion_scale", "diffusion"}}
-    assert _failed(outcome) and _failed(outcome) <= changed.get(mutant.name, {"drift_scale", "drift"}), \
-        (mutant.label, outcome.table())
+    changed = {
+        "no tangent projection": {"diffusion", "diffusion_scale"},
+        "sigma^2 x (1 + eps)": {"drift_scale", "drift", "diffusion_scale", "diffusion"},
+        "beta x (1 + eps)": {"drift_scale", "drift", "diffusion_scale", "diffusion"},
+    }
+    assert _failed(outcome) and _failed(outcome) <= changed.get(mutant.name, {"drift_scale", "drift"}), (
+        mutant.label,
+        outcome.table(),
+    )
 
 
 def test_local_check_on_model_a_rejects_its_near_misses():
@@ -189,11 +200,14 @@ def test_bad_arguments_name_the_parameter():
         cv.check_weak_order(GOOD, overlap, title="")
 
 
-@pytest.mark.parametrize("observable, error", [
-    (lambda x: overlap(x)[:-1], "shaped"),
-    (lambda x: list(overlap(x)), "numpy array"),
-    (lambda x: overlap(x) + 0j, "real numbers"),
-])
+@pytest.mark.parametrize(
+    "observable, error",
+    [
+        (lambda x: overlap(x)[:-1], "shaped"),
+        (lambda x: list(overlap(x)), "numpy array"),
+        (lambda x: overlap(x) + 0j, "real numbers"),
+    ],
+)
 def test_observables_of_the_wrong_shape_or_type_are_rejected(observable, error):
     with pytest.raises((TypeError, ValueError), match=error):
         cv.check_same_weak_limit(GOOD, GOOD, observable, depth=8, paths=128)
@@ -278,8 +292,11 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
     k1 = field.kernel.k1
     design = MeanFieldDesign(RecordGrid(horizon=1.0, steps=16, records=8, paths=4096), target=0.3)
     model = cv.AgazziModel(8, field, 1.0, 1.0)
-    drifts = {"true": agazzi_drift(model, k1), "v x 0.8": agazzi_drift(model, k1, v_factor=0.8),
-              "Ito (d-2)/2": agazzi_drift(model, k1, ito=(DIM - 2) / 2)}
+    drifts = {
+        "true": agazzi_drift(model, k1),
+        "v x 0.8": agazzi_drift(model, k1, v_factor=0.8),
+        "Ito (d-2)/2": agazzi_drift(model, k1, ito=(DIM - 2) / 2),
+    }
     verdicts = [c.verdict for c in weak_form(model, drifts, design, 0, (9, 7), {}, 3)]
     assert verdicts == [PASS, FAIL, FAIL]
     silent = cv.AgazziModel(8, field, 1.0, 0.0)
@@ -317,8 +334,11 @@ def test_the_weak_limit_rejects_a_wrong_overlap_sde():
 
     rows = {c.config.get("mutant", "true"): c for c in weak_rows("quick", 0, 0.05, 0.01, (0.05,))}
     assert rows["true"].verdict == PASS
-    for label in ("overlap diffusion x (1 + eps), eps = +0.05", "overlap diffusion x (1 - eps), eps = -0.05",
-                  "d - 1 for d - 2 in the overlap drift"):
+    for label in (
+        "overlap diffusion x (1 + eps), eps = +0.05",
+        "overlap diffusion x (1 - eps), eps = -0.05",
+        "d - 1 for d - 2 in the overlap drift",
+    ):
         assert rows[label].verdict == PASS, rows[label].note  # the "rejects" row passes: the mutant failed
 
 
@@ -341,9 +361,14 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     layer = TwoTokenOverlapChain(cv.FedorovModel(2, dim, beta, sigma=1.0))
     rho = overlap(simulate(layer, round(T / 0.01), T, paths, 0, (99,), fixed_overlap(rho0)))
     antipodal, _, allowance = decided_ends(rho, dim, beta)
-    claims = {"true": (dim, beta, 1.0), "d - 1": (dim - 1, beta, 1.0), "beta + 10%": (dim, 1.1 * beta, 1.0),
-              "beta - 10%": (dim, 0.9 * beta, 1.0), "diffusion + 5%": (dim, beta, 1.05),
-              "diffusion - 5%": (dim, beta, 0.95)}
+    claims = {
+        "true": (dim, beta, 1.0),
+        "d - 1": (dim - 1, beta, 1.0),
+        "beta + 10%": (dim, 1.1 * beta, 1.0),
+        "beta - 10%": (dim, 0.9 * beta, 1.0),
+        "diffusion + 5%": (dim, beta, 1.05),
+        "diffusion - 5%": (dim, beta, 0.95),
+    }
     confidence = family_confidence(len(claims))
     verdicts = {}
     for label, (d, b, factor) in claims.items():

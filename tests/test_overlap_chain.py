@@ -41,21 +41,29 @@ def test_one_layer_is_the_d_dimensional_layer_given_the_same_gaussians(rng, dim)
     dz = 0.1 * rng.standard_normal((paths, dim, 2))
     direct = normalise(two_token_step(x, dz, model.beta, model.sigma))
     # an orthonormal basis whose first two vectors span the tokens' plane, with x_1 = e_1 and s >= 0
-    basis = np.linalg.qr(np.concatenate([x[:, 0:1], x[:, 1:2], rng.standard_normal((paths, dim - 2, dim))],
-                                        axis=1).swapaxes(1, 2))[0]
+    basis = np.linalg.qr(
+        np.concatenate([x[:, 0:1], x[:, 1:2], rng.standard_normal((paths, dim - 2, dim))], axis=1).swapaxes(1, 2)
+    )[0]
     basis *= np.sign(np.einsum("pd,pd->p", basis[..., 0], x[:, 0]))[:, None, None]
     second = np.einsum("pdk,pd->pk", basis, x[:, 1])[:, 1]
     basis[..., 1] *= np.sign(second)[:, None]
     coordinates = np.einsum("pdk,pd->pk", basis, dz[..., 0]), np.einsum("pdk,pd->pk", basis, dz[..., 1])
-    frame = np.concatenate([coordinates[0][:, :2], coordinates[1][:, :2],
-                            _bartlett(np.stack([coordinates[0][:, 2:], coordinates[1][:, 2:]], axis=-1))], axis=-1)
+    frame = np.concatenate(
+        [
+            coordinates[0][:, :2],
+            coordinates[1][:, :2],
+            _bartlett(np.stack([coordinates[0][:, 2:], coordinates[1][:, 2:]], axis=-1)),
+        ],
+        axis=-1,
+    )
     chain = TwoTokenOverlapChain(model)
     planar = chain.layer(plane_coordinates(x), frame, 0.01)
     np.testing.assert_allclose(overlap(planar), overlap(direct), rtol=0, atol=1e-13)
     for sign in (1.0, -1.0):  # distance to each end, relative: tokens' difference and sum kept to full precision
         near = np.linalg.norm(direct[:, 1] - sign * direct[:, 0], axis=-1)
-        np.testing.assert_allclose(np.linalg.norm(planar[:, 1] - sign * planar[:, 0], axis=-1)[:16], near[:16],
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            np.linalg.norm(planar[:, 1] - sign * planar[:, 0], axis=-1)[:16], near[:16], rtol=1e-6
+        )
 
 
 @pytest.mark.parametrize("dim", [3, 5, 16])
@@ -73,7 +81,7 @@ def test_bartlett_draws_have_their_laws(dim):
         assert np.all(draws[:, 6] == 0)
     else:
         assert stats.kstest(draws[:, 6] ** 2, stats.chi2(dim - 3).cdf).pvalue > alpha
-    corr = np.corrcoef(draws[:, :6 if dim == 3 else 7].T)
+    corr = np.corrcoef(draws[:, : 6 if dim == 3 else 7].T)
     assert np.max(np.abs(corr - np.eye(corr.shape[0]))) < 4.5 / np.sqrt(draws.shape[0])
 
 
@@ -102,8 +110,10 @@ def test_the_chain_does_not_depend_on_the_block_size_or_the_chunk_length(monkeyp
     import convergence.paths.coupling as coupling
 
     model = cv.FedorovModel(2, 6, beta=1.0, sigma=1.0)
-    runs = [simulate(TwoTokenOverlapChain(model), 50, 1.0, 192, 0, (3,), fixed_overlap(0.2), block_paths=b)
-            for b in (64, 192)]
+    runs = [
+        simulate(TwoTokenOverlapChain(model), 50, 1.0, 192, 0, (3,), fixed_overlap(0.2), block_paths=b)
+        for b in (64, 192)
+    ]
     monkeypatch.setattr(coupling, "CHUNK_BYTES", 7 * 8 * 64 * 3)  # chunks of 3 steps
     runs.append(simulate(TwoTokenOverlapChain(model), 50, 1.0, 192, 0, (3,), fixed_overlap(0.2), block_paths=64))
     assert_equal_to_rounding(runs[0], runs[1])

@@ -16,17 +16,31 @@ from convergence.performance.report import write_performance
 
 def test_cost_curve_exponent_is_the_log_log_slope_of_the_upper_sizes():
     """Exact algebra on synthetic timings: t = 3 s^2 above a fixed cost that only the smallest size feels."""
-    axis = CostAxis("n", "n", (2, 4, 8, 16, 32), 2.0, lambda n: (lambda: 1e3 * (n == 2) + 3.0 * n**2), "synthetic")
+    axis = CostAxis("n", "n", (2, 4, 8, 16, 32), 2.0, lambda n: lambda: 1e3 * (n == 2) + 3.0 * n**2, "synthetic")
     curves = cost_curves(lambda run, repeats: run(), axes=(axis,))
     assert curves["n"]["exponent"] == pytest.approx(2.0, abs=1e-12)
     assert curves["n"]["seconds"][0] == pytest.approx(1012.0)
 
 
 def test_performance_report_writes_the_cost_figure_and_table(tmp_path):
-    curves = {"n": {"label": "tokens N", "sizes": [1, 2, 4], "seconds": [1.0, 4.0, 16.0], "exponent": 2.0,
-                    "expected": 2.0, "workload": "synthetic"}}
-    result = {"config": {"repeats": 1}, "rates": {"x": {"seconds": 1.0, "path_steps_per_s": 10.0}}, "ratios": {},
-              "machine": {"cpus": 2, "processor": "x", "python": "3", "numpy": "2"}, "notes": [], "cost_curves": curves}
+    curves = {
+        "n": {
+            "label": "tokens N",
+            "sizes": [1, 2, 4],
+            "seconds": [1.0, 4.0, 16.0],
+            "exponent": 2.0,
+            "expected": 2.0,
+            "workload": "synthetic",
+        }
+    }
+    result = {
+        "config": {"repeats": 1},
+        "rates": {"x": {"seconds": 1.0, "path_steps_per_s": 10.0}},
+        "ratios": {},
+        "machine": {"cpus": 2, "processor": "x", "python": "3", "numpy": "2"},
+        "notes": [],
+        "cost_curves": curves,
+    }
     paths = write_performance(result, tmp_path)
     assert paths["cost"].read_bytes()[:4] == b"\x89PNG"
     text = paths["md"].read_text()
@@ -40,8 +54,17 @@ def test_index_reports_wall_and_cpu_time(tmp_path):
     index = write_index(tmp_path).read_text()
     assert "| 10.0 | 19.5 |" in index and "Sum over studies: 10 s wall, 20 s CPU." in index
     # the run line names the studies a `run` ran (the index lists every report in the folder, not only those)
-    run = {"command": "run", "profile": "full", "seed": 0, "studies": ["s", "t"], "wall_s": 12.0,
-           "scheduler": "processes", "workers": 2, "concurrent_studies": 1, "cores": 2}
+    run = {
+        "command": "run",
+        "profile": "full",
+        "seed": 0,
+        "studies": ["s", "t"],
+        "wall_s": 12.0,
+        "scheduler": "processes",
+        "workers": 2,
+        "concurrent_studies": 1,
+        "cores": 2,
+    }
     write_run(tmp_path, run)
     assert "Last run (`run s t`, profile full, 2 studies" in write_index(tmp_path).read_text()
     write_run(tmp_path, {**run, "command": "report"})

@@ -109,35 +109,55 @@ def test_example_a_derives_the_pre_ln_limit(depth_limits):
 
 @pytest.mark.slow
 def test_example_b_runs_and_its_wrong_claim_is_rejected_by_the_plugin():
-    printed = subprocess.run([sys.executable, str(EXAMPLES / "wrong_ito_correction.py")], capture_output=True,
-                             text=True, check=True, timeout=120).stdout
+    printed = subprocess.run(
+        [sys.executable, str(EXAMPLES / "wrong_ito_correction.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
     assert "with Ito correction: pass" in printed and "without Ito correction: fail" in printed
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          str(EXAMPLES / "wrong_ito_correction.py")], capture_output=True, text=True, timeout=120,
-                         check=False)  # the wrong claim's test fails on purpose
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / "wrong_ito_correction.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )  # the wrong claim's test fails on purpose
     assert run.returncode == 1 and "1 failed, 1 passed" in run.stdout, run.stdout[-2000:]
     assert "test_the_wrong_claim" in run.stdout and "same_limit: estimate" in run.stdout
 
 
 @pytest.mark.slow
 def test_example_a_derives_the_pre_ln_limit_and_checks_it():
-    printed = subprocess.run([sys.executable, str(EXAMPLES / "pre_ln.py")], capture_output=True, text=True,
-                             check=True, timeout=120).stdout
-    assert "claimed_drift_sym\none-step expansion against the claim: consistent (largest differences: drift 0," in printed
+    printed = subprocess.run(
+        [sys.executable, str(EXAMPLES / "pre_ln.py")], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert (
+        "claimed_drift_sym\none-step expansion against the claim: consistent (largest differences: drift 0," in printed
+    )
     # model F's Ito drift is not Pre-LN's: derived 0 beside the claimed drift, entry by entry
     assert "model_f_drift_sym\none-step expansion against the claim: NOT consistent" in printed
     assert "claimed/derived" in printed
     assert "dx = dW a(N(X)): pass" in printed and "with model F's Ito drift: fail" in printed
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / "pre_ln.py")],
-                         capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / "pre_ln.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert run.returncode == 0 and "2 passed" in run.stdout, run.stdout[-2000:]
 
 
 def test_a_wrong_expansion_claim_fails_with_the_residuals(depth_limits):
     pre_ln = _example("pre_ln")
-    with pytest.raises(pytest.fail.Exception, match=r"NOT consistent \(largest differences: drift(.|\n)*claimed/derived"):
-        depth_limits.assert_expansion_matches(pre_ln.step_sym, pre_ln.model_f_drift_sym, pre_ln.claimed_diffusion_sym,
-                                              pre_ln.N, pre_ln.D, pre_ln.NOISE)
+    with pytest.raises(
+        pytest.fail.Exception, match=r"NOT consistent \(largest differences: drift(.|\n)*claimed/derived"
+    ):
+        depth_limits.assert_expansion_matches(
+            pre_ln.step_sym, pre_ln.model_f_drift_sym, pre_ln.claimed_diffusion_sym, pre_ln.N, pre_ln.D, pre_ln.NOISE
+        )
 
 
 def _quadratic_form_claim(n: int, d: int) -> cv.ClaimedSDE:
@@ -147,13 +167,20 @@ def _quadratic_form_claim(n: int, d: int) -> cv.ClaimedSDE:
         v = -x @ ((dw + np.swapaxes(dw, -1, -2)) / np.sqrt(2.0))
         return v - np.sum(x * v, axis=-1, keepdims=True) * x / np.sum(x * x, axis=-1, keepdims=True)
 
-    return cv.limit_sde(lambda x: -0.5 * (d - 1) * x / np.linalg.norm(x, axis=-1, keepdims=True), diffusion, n, d,
-                        cv.matrix_noise(d, 1.0), name="quadratic form (Ito)")
+    return cv.limit_sde(
+        lambda x: -0.5 * (d - 1) * x / np.linalg.norm(x, axis=-1, keepdims=True),
+        diffusion,
+        n,
+        d,
+        cv.matrix_noise(d, 1.0),
+        name="quadratic form (Ito)",
+    )
 
 
 @pytest.mark.depth_limits_quick
-@pytest.mark.parametrize("name", ["F", pytest.param("hybrid", marks=pytest.mark.slow), "A frozen features",
-                                  "quadratic form"])
+@pytest.mark.parametrize(
+    "name", ["F", pytest.param("hybrid", marks=pytest.mark.slow), "A frozen features", "quadratic form"]
+)
 def test_the_suites_own_models_go_through_the_same_interface(depth_limits, name):
     import verify
 
@@ -178,7 +205,7 @@ def test_the_suites_own_models_go_through_the_same_interface(depth_limits, name)
     depth_limits.assert_strong_order(model, claim, order=0.5, **options)
 
 
-PLUGIN_USER_TEST = '''
+PLUGIN_USER_TEST = """
 import numpy as np
 import pytest
 
@@ -191,16 +218,35 @@ def overlap(x):
 
 def test_undecidable(depth_limits):
     depth_limits.assert_weak_order(LAYER, overlap, paths=64, depths=(2, 4, 8))
-'''
+"""
 
 
 def test_the_plugin_locates_inconclusive_checks_at_the_users_test_scales_paths_and_writes_reports(tmp_path):
     (tmp_path / "test_user.py").write_text(PLUGIN_USER_TEST)
     env_path = f"{EXAMPLES}"
-    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(tmp_path / "test_user.py"),
-               "--depth-limits-paths", "0.5", "--depth-limits-report", str(tmp_path / "reports")]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False,
-                         env={**os.environ, "PYTHONPATH": env_path})
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+        str(tmp_path / "test_user.py"),
+        "--depth-limits-paths",
+        "0.5",
+        "--depth-limits-report",
+        str(tmp_path / "reports"),
+    ]
+    run = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+        env={**os.environ, "PYTHONPATH": env_path},
+    )
     assert run.returncode == 0 and "1 skipped" in run.stdout, run.stdout[-3000:] + run.stderr[-2000:]
     assert "test_user.py:12: INCONCLUSIVE" in run.stdout  # the user's test, not the plugin's file
     written = json.loads((tmp_path / "reports" / "test_undecidable" / "weak-order.json").read_text())
@@ -231,8 +277,13 @@ def test_initial_states_from_public_constructors_are_seeded_and_checked():
     with pytest.raises(ValueError, match="unit tokens"):
         cv.fixed_state(2 * start)
     with pytest.raises(ValueError, match=r"sample must return shape"):
-        cv.check_strong_order(LAYER, RIGHT, paths=64, depths=(4, 8),
-                              initial=cv.sampled_state(lambda rng, paths, tokens, dim: np.ones((paths, dim))))
+        cv.check_strong_order(
+            LAYER,
+            RIGHT,
+            paths=64,
+            depths=(4, 8),
+            initial=cv.sampled_state(lambda rng, paths, tokens, dim: np.ones((paths, dim))),
+        )
 
 
 def test_an_exception_inside_a_users_map_names_the_map_and_the_step():
@@ -242,8 +293,11 @@ def test_an_exception_inside_a_users_map_names_the_map_and_the_step():
         return USER.step(x, dw, h)
 
     layer = cv.layer_map(broken, N, D, NOISE, name="my block")
-    with pytest.raises(RuntimeError, match=r"my block: step\(x, dw, h\) raised FloatingPointError: overflow in my "
-                                           r"attention at step h = 0\.0625"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"my block: step\(x, dw, h\) raised FloatingPointError: overflow in my "
+        r"attention at step h = 0\.0625",
+    ):
         cv.check_strong_order(layer, RIGHT, paths=64, depths=(4, 8, 16))
 
 
@@ -252,7 +306,8 @@ def _first_overlap(x):
 
 
 def _transposed_diffusion(x, dw):
-    """P_{x_i} dW^T a_i: the noise entering transposed, equal in law to dW a_i (i.i.d. Gaussian entries), not pathwise."""
+    """P_{x_i} dW^T a_i: the noise entering transposed, equal in law to dW a_i (i.i.d. Gaussian entries), not
+    pathwise."""
     v = USER.attention(USER.unit(x)) @ dw
     return v - np.sum(USER.unit(x) * v, axis=-1, keepdims=True) * USER.unit(x)
 

@@ -20,8 +20,11 @@ import convergence as cv
 from convergence.runtime import scheduler
 
 ROOT = Path(__file__).resolve().parents[1]
-EXECUTIONS = {"in process": ("sync", 1, None), "one worker": ("processes", 1, None),
-              "two workers, tasks of two blocks": ("processes", 2, 2)}
+EXECUTIONS = {
+    "in process": ("sync", 1, None),
+    "one worker": ("processes", 1, None),
+    "two workers, tasks of two blocks": ("processes", 2, 2),
+}
 
 
 def _numpy_check() -> cv.Outcome:
@@ -34,8 +37,9 @@ def _torch_check() -> cv.Outcome:
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     # 8192 samples are two blocks of 4096 one-step samples per state and step
-    return cv.check_local_consistency(example.LAYER, example.CLAIM, states={"generic": example.STATES["generic"]},
-                                      samples=8192, target=0.05, seed=3)
+    return cv.check_local_consistency(
+        example.LAYER, example.CLAIM, states={"generic": example.STATES["generic"]}, samples=8192, target=0.05, seed=3
+    )
 
 
 def _report(check, tmp_path: Path, label: str) -> dict:

@@ -61,12 +61,23 @@ def _staged_verdicts(mean: float, target: float, family_alpha: float, looks: Loo
     sums = np.cumsum(rng.normal(mean, 1.0, (REPLICATES, looks.budget)), axis=1)
     verdicts = []
     for r in range(REPLICATES):
+
         def evaluate(n: int, alpha: float, power: float) -> list[Check]:
             centre, z = sums[r, n - 1] / n, float(stats.norm.ppf(1 - alpha / 2))
             ci = (centre - z / math.sqrt(n), centre + z / math.sqrt(n))
             resolution = detectable_effect(ci, 0.0, 1 - alpha, power)
-            return [Check("mean", 0.0, centre, ci, effect_verdict(ci, 0.0, 0.0, resolution, target),
-                          confidence=1 - alpha, resolution=resolution, target=target)]
+            return [
+                Check(
+                    "mean",
+                    0.0,
+                    centre,
+                    ci,
+                    effect_verdict(ci, 0.0, 0.0, resolution, target),
+                    confidence=1 - alpha,
+                    resolution=resolution,
+                    target=target,
+                )
+            ]
 
         checks, _ = decide_in_stages(evaluate, looks, family_alpha)
         verdicts.append(checks[0].verdict)
@@ -121,8 +132,10 @@ def test_the_advice_of_an_inconclusive_check_decides_when_followed():
     assert pilot.verdict == INCONCLUSIVE, pilot.table()
     advice = [int(n) for c in pilot.checks for n in re.findall(r"about (\d+) samples would decide", c.note)]
     assert advice, pilot.table()
-    decided = [cv.check_local_consistency(model, model.limit_sde(), samples=max(advice), seed=seed, **options).verdict
-               for seed in range(1, 11)]
+    decided = [
+        cv.check_local_consistency(model, model.limit_sde(), samples=max(advice), seed=seed, **options).verdict
+        for seed in range(1, 11)
+    ]
     assert sum(v != INCONCLUSIVE for v in decided) >= 8, decided
 
 
@@ -183,8 +196,9 @@ def test_a_drift_free_claim_has_no_relative_drift_target():
     target plateau is 0; same_limit says so and judges the plateau by its interval (no division by zero)."""
     noise = cv.field_noise((3,), 0.5)
     layer = cv.layer_map(lambda x, dw, h: x + dw[:, None, :], 1, 3, noise)
-    claim = cv.limit_sde(lambda x: np.zeros_like(x), lambda x, dw: np.broadcast_to(dw[:, None, :], x.shape).copy(),
-                         1, 3, noise)
+    claim = cv.limit_sde(
+        lambda x: np.zeros_like(x), lambda x, dw: np.broadcast_to(dw[:, None, :], x.shape).copy(), 1, 3, noise
+    )
     outcome = cv.check_strong_order(layer, claim, paths=256, depths=(4, 8, 16))
     (same,) = [c for c in outcome.checks if c.name == "same_limit"]
     assert same.verdict == PASS and "no drift target" in same.note, outcome.table()
@@ -221,10 +235,18 @@ def test_too_few_samples_never_pass_a_near_miss_and_staged_looks_reject_it():
     """At 16 paths no staged-capable check passes a near miss it cannot see; sampled in stages, it is rejected, with
     its resolution and target stated."""
     small, wide = cv.FedorovModel(2, 4), cv.FedorovModel(2, 4, sigma=0.5)
-    assert cv.check_strong_order(small, DriftScaled(small.limit_sde(), 1.25), paths=16, depths=(8, 16, 32, 64),
-                                 target=0.25).verdict != PASS
-    assert cv.check_weak_limit(wide, DriftScaled(wide.limit_sde(), 1.05), _overlap_squared, paths=16,
-                               near_misses=()).verdict != PASS
+    assert (
+        cv.check_strong_order(
+            small, DriftScaled(small.limit_sde(), 1.25), paths=16, depths=(8, 16, 32, 64), target=0.25
+        ).verdict
+        != PASS
+    )
+    assert (
+        cv.check_weak_limit(
+            wide, DriftScaled(wide.limit_sde(), 1.05), _overlap_squared, paths=16, near_misses=()
+        ).verdict
+        != PASS
+    )
     hotter = cv.FedorovModel(2, 4, beta=1.05)  # attention 5% hotter: another weak limit
     assert cv.check_same_weak_limit(small, hotter, _overlap_squared, paths=16).verdict == INCONCLUSIVE
     staged = cv.check_same_weak_limit(small, hotter, _overlap_squared)

@@ -36,8 +36,10 @@ def unit(y):
 
 
 def two_heads_sym(xs, dw, h):
-    return [unit(xs[i] + dw["V1"] * attention_sym(xs, i, BETAS[0]) + dw["V2"] * attention_sym(xs, i, BETAS[1]))
-            for i in range(N)]
+    return [
+        unit(xs[i] + dw["V1"] * attention_sym(xs, i, BETAS[0]) + dw["V2"] * attention_sym(xs, i, BETAS[1]))
+        for i in range(N)
+    ]
 
 
 def drift_sym(xs, ito=sp.Rational(D - 1, 2), variances=(SIGMAS[0] ** 2, SIGMAS[1] ** 2)):
@@ -68,12 +70,15 @@ def test_the_derivation_is_cached_and_check_limit_reuses_it():
     assert first.drift.shape == (N * D, 1) and first.loadings.shape == (N * D, 2 * D * D)
 
 
-@pytest.mark.parametrize("claim, coefficient", [
-    ("(d-2)/2 for (d-1)/2", "drift"),
-    ("sigma_2^2 x 1.05", "drift"),
-    ("second head's Ito term missing", "drift"),
-    ("no tangent projection", "covariance"),
-])
+@pytest.mark.parametrize(
+    "claim, coefficient",
+    [
+        ("(d-2)/2 for (d-1)/2", "drift"),
+        ("sigma_2^2 x 1.05", "drift"),
+        ("second head's Ito term missing", "drift"),
+        ("no tangent projection", "covariance"),
+    ],
+)
 def test_two_head_near_misses_fail_with_derived_and_claimed_side_by_side(claim, coefficient):
     drift, diffusion = drift_sym, diffusion_sym
     if claim.startswith("(d-2)"):
@@ -105,8 +110,12 @@ def test_attention_noise_plus_per_token_noise():
         return [unit(xs[i] + value * attention_sym(xs, i, 1) + own[i, :].T) for i in range(N)]
 
     def drift(xs, with_own=True):
-        return [-sp.Rational(D - 1, 2) * (sigma**2 * (attention_sym(xs, i, 1).T * attention_sym(xs, i, 1))[0]
-                                         + (tau**2 if with_own else 0)) * xs[i] for i in range(N)]
+        return [
+            -sp.Rational(D - 1, 2)
+            * (sigma**2 * (attention_sym(xs, i, 1).T * attention_sym(xs, i, 1))[0] + (tau**2 if with_own else 0))
+            * xs[i]
+            for i in range(N)
+        ]
 
     def diffusion(xs, dw, with_own=True):
         value, own = dw
@@ -146,8 +155,10 @@ def _applied(x, dw):
 
 
 def two_heads_drift(x, scale=1.0, heads=(1.0, 1.0)):
-    norms = [h * float(s) ** 2 * np.sum(a * a, axis=-1, keepdims=True)
-             for h, s, a in zip(heads, SIGMAS, (attention_average(x, float(b)) for b in BETAS))]
+    norms = [
+        h * float(s) ** 2 * np.sum(a * a, axis=-1, keepdims=True)
+        for h, s, a in zip(heads, SIGMAS, (attention_average(x, float(b)) for b in BETAS))
+    ]
     return -scale * 0.5 * (D - 1) * sum(norms) * x
 
 
@@ -155,11 +166,14 @@ def two_heads_diffusion(x, dw):
     return tangent_projection(x, _applied(x, dw))
 
 
-@pytest.mark.parametrize("name, drift, verdict", [
-    ("true", two_heads_drift, "pass"),
-    ("drift x 1.03", lambda x: two_heads_drift(x, scale=1.03), "fail"),
-    ("second head's Ito term missing", lambda x: two_heads_drift(x, heads=(1.0, 0.0)), "fail"),
-])
+@pytest.mark.parametrize(
+    "name, drift, verdict",
+    [
+        ("true", two_heads_drift, "pass"),
+        ("drift x 1.03", lambda x: two_heads_drift(x, scale=1.03), "fail"),
+        ("second head's Ito term missing", lambda x: two_heads_drift(x, heads=(1.0, 0.0)), "fail"),
+    ],
+)
 def test_two_heads_local_consistency(name, drift, verdict):
     layer = cv.layer_map(two_heads, N, D, NOISE, name="two heads")
     claim = cv.limit_sde(drift, two_heads_diffusion, N, D, NOISE, name=name)
@@ -195,8 +209,7 @@ def test_a_step_that_moves_tokens_without_noise_is_not_consistent():
     def step(xs, dw, h):
         return [x + x / 10 + dw * x for x in xs]
 
-    result = verify.check_limit(step, lambda xs: [sp.zeros(2, 1)] * 2, lambda xs, dw: [dw * x for x in xs], 2, 2,
-                                noise)
+    result = verify.check_limit(step, lambda xs: [sp.zeros(2, 1)] * 2, lambda xs, dw: [dw * x for x in xs], 2, 2, noise)
     assert not result.consistent and result.zeroth_order > 0.01 and result.drift < 1e-25
     assert any(row[0] == "zeroth_order" for row in result.rows)
 
@@ -208,8 +221,9 @@ def test_abs_of_a_noisy_expression_expands():
     def step(xs, dw, h):
         return [xs[0].applyfunc(lambda c: sp.Abs(c + dw * c))]
 
-    result = verify.check_limit(step, lambda xs: [sp.zeros(2, 1)], lambda xs, dw: [dw * xs[0]], 1, 2, noise,
-                                points=[np.array([[0.6, 0.8]])])
+    result = verify.check_limit(
+        step, lambda xs: [sp.zeros(2, 1)], lambda xs, dw: [dw * xs[0]], 1, 2, noise, points=[np.array([[0.6, 0.8]])]
+    )
     assert result.consistent, str(result)
 
 
@@ -233,9 +247,14 @@ def test_the_generator_of_the_two_heads_keeps_the_sphere_and_moves_the_overlap()
     # cross covariance of the two tokens' increments, sum_h s_h^2 <a_0^h, a_1^h> tr(P_0 P_1)
     x = [sp.Matrix(row) for row in state]
     a = [[attention_sym(x, i, b).evalf(40) for b in BETAS] for i in range(2)]
-    drifts = [-sp.Rational(D - 1, 2) * sum(s**2 * (a[i][h].T * a[i][h])[0] for h, s in enumerate(SIGMAS)) * x[i]
-              for i in range(2)]
+    drifts = [
+        -sp.Rational(D - 1, 2) * sum(s**2 * (a[i][h].T * a[i][h])[0] for h, s in enumerate(SIGMAS)) * x[i]
+        for i in range(2)
+    ]
     projections = [sp.eye(D) - x[i] * x[i].T for i in range(2)]
-    expected = ((drifts[0].T * x[1])[0] + (x[0].T * drifts[1])[0]
-                + sum(s**2 * (a[0][h].T * a[1][h])[0] for h, s in enumerate(SIGMAS)) * (projections[0] * projections[1]).trace())
+    expected = (
+        (drifts[0].T * x[1])[0]
+        + (x[0].T * drifts[1])[0]
+        + sum(s**2 * (a[0][h].T * a[1][h])[0] for h, s in enumerate(SIGMAS)) * (projections[0] * projections[1]).trace()
+    )
     assert abs(limit.evaluate(limit.generator((x0.T * x1)[0]), state) - float(expected)) < 1e-12

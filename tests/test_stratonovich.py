@@ -17,18 +17,26 @@ ROTATION = np.array([[0.0, -1.0], [1.0, 0.0]])
 
 def _gbm(drift_rate: float, form: str):
     """dx = drift_rate x dt + B x dW on R^2 (one token), a scalar noise."""
-    return cv.limit_sde(lambda x: drift_rate * x, lambda x, dw: B * x * dw[:, None, None], 1, 2, cv.scalar_noise(),
-                        form=form)
+    return cv.limit_sde(
+        lambda x: drift_rate * x, lambda x, dw: B * x * dw[:, None, None], 1, 2, cv.scalar_noise(), form=form
+    )
 
 
 def _circle(drift_factor: float, form: str, sigma: float = 0.8):
     """dx = drift_factor x dt + sigma J x dW (J the rotation generator): Brownian motion on the circle."""
-    return cv.limit_sde(lambda x: drift_factor * sigma**2 * x, lambda x, dw: x @ ROTATION.T * dw[:, None, None], 1, 2,
-                        cv.scalar_noise(sigma), form=form)
+    return cv.limit_sde(
+        lambda x: drift_factor * sigma**2 * x,
+        lambda x, dw: x @ ROTATION.T * dw[:, None, None],
+        1,
+        2,
+        cv.scalar_noise(sigma),
+        form=form,
+    )
 
 
 def _sphere(ito_factor: float, form: str, d: int = 5, sigma: float = 0.6):
     """One token of model F: dx = ito_factor sigma^2 x dt + P_x dW x (d x d matrix noise)."""
+
     def diffusion(x, dw):
         v = x @ np.swapaxes(dw, -1, -2)
         return v - np.sum(v * x, axis=-1, keepdims=True) * x
@@ -39,13 +47,17 @@ def _sphere(ito_factor: float, form: str, d: int = 5, sigma: float = 0.6):
 STATES = {"a": np.array([[0.6, 0.8]]), "b": np.array([[-1.3, 0.2]])}
 
 
-@pytest.mark.parametrize("stratonovich, ito, verdict", [
-    (_gbm(A, "stratonovich"), _gbm(A + B**2 / 2, "ito"), "pass"),
-    (_gbm(A, "stratonovich"), _gbm(A, "ito"), "fail"),  # the correction forgotten
-    (_gbm(A, "stratonovich"), _gbm(A + 1.05 * B**2 / 2, "ito"), "fail"),
-    (_circle(0.0, "stratonovich"), _circle(-0.5, "ito"), "pass"),
-    (_circle(0.0, "stratonovich"), _circle(-0.45, "ito"), "fail"),
-], ids=["gbm", "gbm without correction", "gbm correction x 1.05", "circle", "circle -0.45"])
+@pytest.mark.parametrize(
+    "stratonovich, ito, verdict",
+    [
+        (_gbm(A, "stratonovich"), _gbm(A + B**2 / 2, "ito"), "pass"),
+        (_gbm(A, "stratonovich"), _gbm(A, "ito"), "fail"),  # the correction forgotten
+        (_gbm(A, "stratonovich"), _gbm(A + 1.05 * B**2 / 2, "ito"), "fail"),
+        (_circle(0.0, "stratonovich"), _circle(-0.5, "ito"), "pass"),
+        (_circle(0.0, "stratonovich"), _circle(-0.45, "ito"), "fail"),
+    ],
+    ids=["gbm", "gbm without correction", "gbm correction x 1.05", "circle", "circle -0.45"],
+)
 def test_a_stratonovich_claim_has_the_closed_form_ito_drift(stratonovich, ito, verdict):
     outcome = cv.compare_limits(stratonovich, ito, STATES)
     assert outcome.verdict == verdict, outcome.table()

@@ -25,10 +25,14 @@ def tiny_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(strong_fedorov, "CONFIGS", ((2, 4),))
-        patch.setitem(strong_fedorov.DESIGNS, "quick",
-                      StrongDesign(depths=(4, 8, 16), horizon=1.0, reference_factor=8, paths=128, replicates=200))
-        status = main(["run", "strong-fedorov", "--profile", "quick", "--seed", "0", "--scheduler", "sync",
-                       "--out", str(out)])
+        patch.setitem(
+            strong_fedorov.DESIGNS,
+            "quick",
+            StrongDesign(depths=(4, 8, 16), horizon=1.0, reference_factor=8, paths=128, replicates=200),
+        )
+        status = main(
+            ["run", "strong-fedorov", "--profile", "quick", "--seed", "0", "--scheduler", "sync", "--out", str(out)]
+        )
     return out, status, json.loads((out / "strong-fedorov.json").read_text())
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import pickle
-
-import cloudpickle
 from pathlib import Path
 
+import cloudpickle
 import numpy as np
 import pytest
 
@@ -44,17 +43,19 @@ def test_the_torch_block_is_the_block_by_definition():
     rng = np.random.default_rng(0)
     x = post_ln.on_layer_norm_sphere(rng.standard_normal((6, post_ln.N, post_ln.D)))
     dw = 0.3 * rng.standard_normal((6, *post_ln.LAYER.noise.shape))
-    np.testing.assert_allclose(post_ln.LAYER.layer(x, dw, 0.01), _by_hand(x, post_ln.LAYER.noise.split(dw)),
-                               atol=1e-13)
+    np.testing.assert_allclose(post_ln.LAYER.layer(x, dw, 0.01), _by_hand(x, post_ln.LAYER.noise.split(dw)), atol=1e-13)
     # paths are independent: a block of paths gives each path what it gets alone, to rounding (torch's batched
     # kernels may order a sum differently for another batch; the suite always hands a map the same block of paths)
-    np.testing.assert_allclose(post_ln.LAYER.layer(x, dw, 0.01)[2:3], post_ln.LAYER.layer(x[2:3], dw[2:3], 0.01),
-                               rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(
+        post_ln.LAYER.layer(x, dw, 0.01)[2:3], post_ln.LAYER.layer(x[2:3], dw[2:3], 0.01), rtol=1e-13, atol=1e-15
+    )
 
 
-@pytest.mark.parametrize("claim, verdict", [
-    (post_ln.CLAIM, "pass"), (post_ln.MODEL_F_FACTOR, "fail"), (post_ln.DRIFT_5_PERCENT, "fail")],
-    ids=lambda c: getattr(c, "name", c))
+@pytest.mark.parametrize(
+    "claim, verdict",
+    [(post_ln.CLAIM, "pass"), (post_ln.MODEL_F_FACTOR, "fail"), (post_ln.DRIFT_5_PERCENT, "fail")],
+    ids=lambda c: getattr(c, "name", c),
+)
 def test_local_consistency_of_the_torch_block(claim, verdict):
     outcome = cv.check_local_consistency(post_ln.LAYER, claim, states=post_ln.STATES, target=0.02)
     assert outcome.verdict == verdict, outcome.table()
@@ -78,7 +79,9 @@ def test_the_layer_pickles_and_rebuilds_the_same_block():
 
 
 def test_bad_block_arguments_are_named():
-    with pytest.raises(ValueError, match=r"noise_parameters must name parameters of the block, got \['linear3.weight'\]"):
+    with pytest.raises(
+        ValueError, match=r"noise_parameters must name parameters of the block, got \['linear3.weight'\]"
+    ):
         cv.torch_layer_map(post_ln.block, 2, 4, {"linear3.weight": 1.0})
     with pytest.raises(TypeError, match="factory\\(\\) must return a torch.nn.Module"):
         cv.torch_layer_map(lambda: 3, 2, 4, {"w": 1.0})

@@ -112,11 +112,18 @@ def test_extreme_but_valid_inputs_stay_finite():
     spec = KernelSpec("tanh", 2, 0.1, 0.1)
     frozen = FrozenFeatureField.draw(spec, 8, np.random.default_rng(0))
     for n in (1, 3):
-        maps = [FedorovModel(n, 2, 1e3), FedorovModel(n, 2, -1e3), ReducedFedorov(FedorovModel(n, 2, 1e3)),
-                EulerMaruyama(FedorovModel(n, 2, 1e3).limit_sde()), AgazziModel(n, frozen, 1e3, 1.0),
-                AgazziModel(n, frozen, 1e3, -1.0), AgazziModel(n, FreshFeatureField(spec, 8), 1e3, 1.0),
-                AgazziModel(n, GaussianField(spec, n), 1e3, 1.0), EulerMaruyama(AgazziModel(n, frozen, 1e3).limit_sde()),
-                HybridModel(dim=2, beta=1e3, eps=2.0) if n == 1 else FedorovModel(n, 2, 1e3, sigma=3.0)]
+        maps = [
+            FedorovModel(n, 2, 1e3),
+            FedorovModel(n, 2, -1e3),
+            ReducedFedorov(FedorovModel(n, 2, 1e3)),
+            EulerMaruyama(FedorovModel(n, 2, 1e3).limit_sde()),
+            AgazziModel(n, frozen, 1e3, 1.0),
+            AgazziModel(n, frozen, 1e3, -1.0),
+            AgazziModel(n, FreshFeatureField(spec, 8), 1e3, 1.0),
+            AgazziModel(n, GaussianField(spec, n), 1e3, 1.0),
+            EulerMaruyama(AgazziModel(n, frozen, 1e3).limit_sde()),
+            HybridModel(dim=2, beta=1e3, eps=2.0) if n == 1 else FedorovModel(n, 2, 1e3, sigma=3.0),
+        ]
         for layer_map in maps:
             x = simulate(layer_map, 64, 4.0, 64, seed=1)
             assert np.all(np.isfinite(x)), type(layer_map).__name__
@@ -161,7 +168,8 @@ def test_a_report_set_is_written_as_a_unit(tmp_path):
     atomic_write_set({tmp_path / "a.json": b"old", tmp_path / "a.md": b"old"})
     (tmp_path / "blocked").write_text("")  # a file where the next set needs a folder: its write fails midway
     with pytest.raises(OSError):
-        atomic_write_set({tmp_path / "a.json": b"new", tmp_path / "blocked" / "a.png": b"new",
-                          tmp_path / "a.md": b"new"})
+        atomic_write_set(
+            {tmp_path / "a.json": b"new", tmp_path / "blocked" / "a.png": b"new", tmp_path / "a.md": b"new"}
+        )
     assert (tmp_path / "a.json").read_bytes() == b"old" and (tmp_path / "a.md").read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.md", "blocked"]  # no temporary left

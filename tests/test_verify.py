@@ -1,6 +1,7 @@
 """The symbolic side: interface, derivations with their independent checks, and their ability to fail."""
 
 import json
+
 import mpmath
 import numpy as np
 import pytest
@@ -101,7 +102,7 @@ def test_hybrid_dichotomy_and_interface():
     der = derivations.hybrid_dichotomy()
     assert der.status == "verified"
     assert verify.critical_eps2(0.0) == 2
-    assert abs(verify.critical_eps2(1.0) - 2 * mpmath.e ** -1) < mpmath.mpf(10) ** -25
+    assert abs(verify.critical_eps2(1.0) - 2 * mpmath.e**-1) < mpmath.mpf(10) ** -25
 
 
 def test_quadratic_form_and_model_a_derivations():
@@ -186,7 +187,9 @@ def test_one_step_expansion_of_a_user_map_recovers_model_f_and_rejects_a_missing
         return [unit(xs[i] + dw * attention(xs, i)) for i in range(n)]
 
     def drift(xs):
-        return [-sp.Rational(d - 1, 2) * sigma**2 * (attention(xs, i).T * attention(xs, i))[0] * xs[i] for i in range(n)]
+        return [
+            -sp.Rational(d - 1, 2) * sigma**2 * (attention(xs, i).T * attention(xs, i))[0] * xs[i] for i in range(n)
+        ]
 
     def diffusion(xs, dw):
         return [dw * attention(xs, i) - (xs[i].T * dw * attention(xs, i))[0] * xs[i] for i in range(n)]

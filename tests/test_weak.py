@@ -59,15 +59,17 @@ def test_kolmogorov_quadratic_form_invariant_and_merge_probability():
     # E[(1 + rho_T)/2] tends to P(merge) = (S(rho_0) + pi/2) / pi as T grows (exponent -4 at both ends).
     res = quadratic_form_results()
     y = sp.Symbol("y", real=True)
-    drift, diffusion = change_variable(res.drift, res.diffusion_squared, 2 * res.invariant / sp.pi,
-                                       sp.sin(sp.pi * y / 2), y)
+    drift, diffusion = change_variable(
+        res.drift, res.diffusion_squared, 2 * res.invariant / sp.pi, sp.sin(sp.pi * y / 2), y
+    )
     assert drift == 0
     rho0 = np.array([-0.7, 0.1, 0.6])
     y0 = 2 * np.arcsin(rho0) / np.pi
     mart = expectation(_numpy(drift, y), _numpy(diffusion, y), lambda t: t, 3.0, y0, points=32)
     assert_allclose(mart.value, y0, atol=1e-12)
-    merge = expectation(_numpy(drift, y), _numpy(diffusion, y), lambda t: (1 + np.sin(np.pi * t / 2)) / 2,
-                        25.0, y0, points=32)
+    merge = expectation(
+        _numpy(drift, y), _numpy(diffusion, y), lambda t: (1 + np.sin(np.pi * t / 2)) / 2, 25.0, y0, points=32
+    )
     assert_allclose(merge.value, (np.arcsin(rho0) + np.pi / 2) / np.pi, atol=5e-8)
 
 
@@ -111,8 +113,12 @@ def test_reduced_sampler_has_the_law_of_the_full_matrix(rng):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), beta=st.floats(-1e3, 1e3), dim=st.integers(2, 9),
-       merge=st.sampled_from([None, 1.0, -1.0]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    beta=st.floats(-1e3, 1e3),
+    dim=st.integers(2, 9),
+    merge=st.sampled_from([None, 1.0, -1.0]),
+)
 def test_two_token_layer_equals_the_general_layer(seed, beta, dim, merge):
     # The closed-form two-token path and the general one (softmax, then Gram-Schmidt) are the same map;
     # `merge` puts token 2 on token 1 or on its antipode (singular Gram matrix).
@@ -175,8 +181,16 @@ def test_weak_limit_rejects_a_wrong_reference():
     for beta_claimed, expected in ((b, "pass"), (0.0, "fail")):
         bb, aa = lambdify_overlap(*verify.overlap_sde("fedorov"), {d: dim, beta: beta_claimed, sigma: model.sigma})
         ref = expectation(bb, aa, OBSERVABLES["rho^2"], design.horizon, -0.5)
-        check = limit_check(values["rho^2"], fit.differences[-1], fit.standard_errors[-1], float(ref.value[0]),
-                            float(ref.error[0]), design, z, {})
+        check = limit_check(
+            values["rho^2"],
+            fit.differences[-1],
+            fit.standard_errors[-1],
+            float(ref.value[0]),
+            float(ref.error[0]),
+            design,
+            z,
+            {},
+        )
         assert check.verdict == expected, check
 
 
@@ -221,8 +235,14 @@ def test_wilson_interval_edges():
 
 def test_configuration_classes():
     e = np.eye(3)
-    x = np.stack([np.stack([e[0]] * 4), np.stack([e[0], -e[0], e[0], -e[0]]),
-                  np.stack([e[0], e[0], e[0], -e[0]]), np.stack([e[0], e[1], e[0], e[0]])])
+    x = np.stack(
+        [
+            np.stack([e[0]] * 4),
+            np.stack([e[0], -e[0], e[0], -e[0]]),
+            np.stack([e[0], e[0], e[0], -e[0]]),
+            np.stack([e[0], e[1], e[0], e[0]]),
+        ]
+    )
     assert classify(x).tolist() == [0, 1, 2, 3]
 
 

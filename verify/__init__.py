@@ -29,8 +29,8 @@ from .analysis import (
     overlap_sde,
     p_antipodal,
 )
-from .models import beta as _beta
 from .models import LimitComparison, StepLimit, check_limit, one_step_limit
+from .models import beta as _beta
 from .rigorous import critical_beta, lambda_bar_prime, ldm_distance, ldm_switching_times
 
 
@@ -48,5 +48,19 @@ def critical_eps2(beta_value, dps: int = 30):
         return mpmath.mpf(sp.N(expr, dps + 5))
 
 
-__all__ = ["KernelSpec", "LimitComparison", "StepLimit", "activation_constants", "boundary_exponents", "check_limit", "critical_beta", "critical_eps2",
-           "lambda_bar_prime", "ldm_distance", "ldm_switching_times", "one_step_limit", "overlap_sde", "p_antipodal"]
+__all__ = [
+    "KernelSpec",
+    "LimitComparison",
+    "StepLimit",
+    "activation_constants",
+    "boundary_exponents",
+    "check_limit",
+    "critical_beta",
+    "critical_eps2",
+    "lambda_bar_prime",
+    "ldm_distance",
+    "ldm_switching_times",
+    "one_step_limit",
+    "overlap_sde",
+    "p_antipodal",
+]

@@ -19,8 +19,13 @@ from .derivations import ALL, write
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verify", description=__doc__)
-    parser.add_argument("command", nargs="?", default="derive", choices=("derive", "activation-table"),
-                        help="derive (default): all derivations and reports; activation-table: print the table")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        default="derive",
+        choices=("derive", "activation-table"),
+        help="derive (default): all derivations and reports; activation-table: print the table",
+    )
     parser.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default reports/)")
     args = parser.parse_args(argv)
     if args.command == "activation-table":
@@ -37,7 +42,10 @@ def main(argv=None) -> int:
         print(f"\n=== {der.name}: {der.statement}  [{der.status}, {time.perf_counter() - t0:.1f} s]")
         for name, value in der.results.items():
             if isinstance(value, sp.Basic):
-                print(f"  {name}:\n" + "\n".join("    " + line for line in sp.pretty(value, use_unicode=False).splitlines()))
+                print(
+                    f"  {name}:\n"
+                    + "\n".join("    " + line for line in sp.pretty(value, use_unicode=False).splitlines())
+                )
             elif not isinstance(value, list):
                 print(f"  {name}: {value}")
         for check in der.checks:

@@ -25,6 +25,22 @@ from .public import (
 )
 
 __all__ = [
-    "ClaimedSDE", "Outcome", "UserLayerMap", "check_local_consistency", "compare_limits", "diffusion_matrix", "check_same_weak_limit", "check_strong_order",
-    "check_weak_limit", "check_weak_order", "field_noise", "joint_noise", "layer_map", "limit_sde", "matrix_noise", "per_token_noise", "scalar_noise", "where_it_lives",
+    "ClaimedSDE",
+    "Outcome",
+    "UserLayerMap",
+    "check_local_consistency",
+    "compare_limits",
+    "diffusion_matrix",
+    "check_same_weak_limit",
+    "check_strong_order",
+    "check_weak_limit",
+    "check_weak_order",
+    "field_noise",
+    "joint_noise",
+    "layer_map",
+    "limit_sde",
+    "matrix_noise",
+    "per_token_noise",
+    "scalar_noise",
+    "where_it_lives",
 ]

@@ -54,8 +54,10 @@ def compare_limits(
     _check_protocol("derived", derived, LimitSDE)
     _check_protocol("claim", claim, LimitSDE)
     if (derived.tokens, derived.dim) != (claim.tokens, claim.dim):
-        raise ValueError(f"claim must have the derived limit's tokens and dim {(derived.tokens, derived.dim)}, got "
-                         f"{(claim.tokens, claim.dim)}")
+        raise ValueError(
+            f"claim must have the derived limit's tokens and dim {(derived.tokens, derived.dim)}, got "
+            f"{(claim.tokens, claim.dim)}"
+        )
     rtol = check_real("rtol", rtol, minimum=0.0)
     atol = check_real("atol", atol, minimum=0.0)
     chosen = resolve_states(derived.tokens, derived.dim, states, seed, (USER_KEY, 4))  # the local check's states
@@ -71,13 +73,23 @@ def compare_limits(
         g_claim = claim.noise.scale * diffusion_matrix(claim, x)
         same_size = g_derived.shape == g_claim.shape
         pathwise = _relative(g_derived, g_claim) if same_size else float("inf")
-        kind = ("the same map of the noise" if pathwise <= rtol else "equal in law at most") if same_size else \
-            "noises of different sizes: compared in law"
+        kind = (
+            ("the same map of the noise" if pathwise <= rtol else "equal in law at most")
+            if same_size
+            else "noises of different sizes: compared in law"
+        )
         checks.append(_equal_check("drift", b_derived, b_claim, rtol, atol, {**config, "state": name}, ""))
-        checks.append(_equal_check("diffusion", g_derived @ g_derived.T, g_claim @ g_claim.T, rtol, atol,
-                                   {**config, "state": name},
-                                   f"covariance G C G^T per unit time; G itself differs by {pathwise:.3g} (relative: "
-                                   f"{kind})"))
+        checks.append(
+            _equal_check(
+                "diffusion",
+                g_derived @ g_derived.T,
+                g_claim @ g_claim.T,
+                rtol,
+                atol,
+                {**config, "state": name},
+                f"covariance G C G^T per unit time; G itself differs by {pathwise:.3g} (relative: {kind})",
+            )
+        )
     return Outcome(_check_title(title), checks, [], {"states": list(chosen), "rtol": rtol}, seed)
 
 
@@ -94,17 +106,38 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a - b), initial=0.0)) / scale
 
 
-def _equal_check(name: str, derived: np.ndarray, claimed: np.ndarray, rtol: float, atol: float, config: dict,
-                 note: str) -> Check:
+def _equal_check(
+    name: str, derived: np.ndarray, claimed: np.ndarray, rtol: float, atol: float, config: dict, note: str
+) -> Check:
     finite = bool(np.all(np.isfinite(derived)) and np.all(np.isfinite(claimed)))
     error = _relative(derived, claimed) if finite else float("nan")
     difference = float(np.max(np.abs(derived - claimed), initial=0.0)) if finite else float("nan")
-    shown = (f"derived {np.array2string(derived.ravel()[:SHOWN], precision=6)}, claimed "
-             f"{np.array2string(claimed.ravel()[:SHOWN], precision=6)} (first {SHOWN} entries)")
+    shown = (
+        f"derived {np.array2string(derived.ravel()[:SHOWN], precision=6)}, claimed "
+        f"{np.array2string(claimed.ravel()[:SHOWN], precision=6)} (first {SHOWN} entries)"
+    )
     verdict = PASS if finite and (error <= rtol or difference <= atol) else FAIL
-    return Check(name, 0.0, error, (error, error), verdict, config, rtol, 1.0, 0.0,
-                 note="; ".join(filter(None, [f"largest difference / largest entry (tolerance {rtol:g}; or the "
-                                             f"difference itself within {atol:g})", note, shown]
-                                       + ([] if finite else ["non-finite coefficient: cannot pass"]))),
-                 target=rtol)
-
+    return Check(
+        name,
+        0.0,
+        error,
+        (error, error),
+        verdict,
+        config,
+        rtol,
+        1.0,
+        0.0,
+        note="; ".join(
+            filter(
+                None,
+                [
+                    f"largest difference / largest entry (tolerance {rtol:g}; or the "
+                    f"difference itself within {atol:g})",
+                    note,
+                    shown,
+                ]
+                + ([] if finite else ["non-finite coefficient: cannot pass"]),
+            )
+        ),
+        target=rtol,
+    )

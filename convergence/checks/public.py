@@ -101,8 +101,21 @@ USER_KEY = STREAM_KEYS["user checks"]  # the first entry of every user check's s
 WEAK_BLOCK = 4096  # paths per compute block of the weak checks (a look is a whole number of blocks)
 
 __all__ = [
-    "ClaimedSDE", "Outcome", "UserLayerMap", "check_local_consistency", "check_same_weak_limit", "check_strong_order",
-    "check_weak_limit", "check_weak_order", "field_noise", "joint_noise", "layer_map", "limit_sde", "matrix_noise", "per_token_noise", "scalar_noise",
+    "ClaimedSDE",
+    "Outcome",
+    "UserLayerMap",
+    "check_local_consistency",
+    "check_same_weak_limit",
+    "check_strong_order",
+    "check_weak_limit",
+    "check_weak_order",
+    "field_noise",
+    "joint_noise",
+    "layer_map",
+    "limit_sde",
+    "matrix_noise",
+    "per_token_noise",
+    "scalar_noise",
 ]
 
 
@@ -113,8 +126,10 @@ def field_noise(shape: tuple[int, ...], scale: float = 1.0) -> CommonNoise:
 
 def per_token_noise(tokens: int, dim: int, scale: float = 1.0) -> CommonNoise:
     """Independent noise for each token, shaped (tokens, d) (its shape depends on the number of tokens)."""
-    return CommonNoise(shape=(check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=1)),
-                       scale=check_real("scale", scale, minimum=0.0))
+    return CommonNoise(
+        shape=(check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=1)),
+        scale=check_real("scale", scale, minimum=0.0),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,8 +143,11 @@ class UserLayerMap:
     name: str = "layer map"
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
-        return _checked_array(f"{self.name}: step(x, dw, h)",
-                              _called(self.name, "step(x, dw, h)", self.step, h, x, _parts(self.noise, dw), h), x.shape)
+        return _checked_array(
+            f"{self.name}: step(x, dw, h)",
+            _called(self.name, "step(x, dw, h)", self.step, h, x, _parts(self.noise, dw), h),
+            x.shape,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,16 +165,19 @@ class ClaimedSDE:
     form: str = "ito"
 
     def drift(self, x: np.ndarray) -> np.ndarray:
-        drift = _checked_array(f"{self.name}: drift(x)", _called(self.name, "drift(x)", self.drift_fn, None, x),
-                               x.shape)
+        drift = _checked_array(
+            f"{self.name}: drift(x)", _called(self.name, "drift(x)", self.drift_fn, None, x), x.shape
+        )
         if self.form == "stratonovich":
             drift = drift + ito_correction(self.diffusion, self.noise.shape, self.noise.scale**2, x)
         return drift
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return _checked_array(f"{self.name}: diffusion(x, dw)",
-                              _called(self.name, "diffusion(x, dw)", self.diffusion_fn, None, x, _parts(self.noise, dw)),
-                              x.shape)
+        return _checked_array(
+            f"{self.name}: diffusion(x, dw)",
+            _called(self.name, "diffusion(x, dw)", self.diffusion_fn, None, x, _parts(self.noise, dw)),
+            x.shape,
+        )
 
 
 def _parts(noise: CommonNoise, dw: np.ndarray):
@@ -172,8 +193,9 @@ def _called(name: str, what: str, function: Callable, h: float | None, *args: np
     except Exception as error:
         shapes = ", ".join(_shapes(a) for a in args if isinstance(a, (np.ndarray, tuple, dict)))
         at = "" if h is None else f" at step h = {h:g}"
-        raise RuntimeError(f"{name}: {what} raised {type(error).__name__}: {error}{at} (arrays shaped {shapes})") \
-            from error
+        raise RuntimeError(
+            f"{name}: {what} raised {type(error).__name__}: {error}{at} (arrays shaped {shapes})"
+        ) from error
 
 
 def _shapes(value) -> str:
@@ -213,8 +235,10 @@ def _check_pair(first, second, what: str, same_entry_law: bool = True) -> None:
     for attribute in ("tokens", "dim"):
         a, b = getattr(first, attribute, None), getattr(second, attribute, None)
         if a != b:
-            raise ValueError(f"{what}: the {attribute} must agree: {_name(first)} and {_name(second)} need the same "
-                             f"{attribute}, got {a} and {b}")
+            raise ValueError(
+                f"{what}: the {attribute} must agree: {_name(first)} and {_name(second)} need the same "
+                f"{attribute}, got {a} and {b}"
+            )
     noise_a, noise_b = first.noise, second.noise
     if (noise_a != noise_b) if same_entry_law else _noise_layout(noise_a) != _noise_layout(noise_b):
         rule = "the same law" if same_entry_law else "the same shape and scale"
@@ -231,8 +255,10 @@ def _noise_layout(noise: CommonNoise) -> tuple:
 
 def _check_protocol(name: str, value: object, protocol: type) -> None:
     if not isinstance(value, protocol):
-        raise TypeError(f"{name} must implement convergence.{protocol.__name__} (use layer_map / limit_sde), "
-                        f"got {type(value).__name__}")
+        raise TypeError(
+            f"{name} must implement convergence.{protocol.__name__} (use layer_map / limit_sde), "
+            f"got {type(value).__name__}"
+        )
 
 
 def _nonfinite_checks(names: list[str], message: str, config: dict) -> list[Check]:
@@ -250,13 +276,17 @@ def _check_shape(tokens: int, dim: int, noise) -> tuple[int, int, CommonNoise]:
     """Checked tokens and dim, and the noise: a ``CommonNoise``, or a tuple / dict of them (independent noises of
     one layer, packed by ``joint_noise``)."""
     if isinstance(noise, (tuple, list)) and noise and all(isinstance(n, int) for n in noise):
-        raise TypeError(f"noise must be a CommonNoise or a tuple or dict of them, got the integers {tuple(noise)} "
-                        "(a shape? use field_noise(shape))")
+        raise TypeError(
+            f"noise must be a CommonNoise or a tuple or dict of them, got the integers {tuple(noise)} "
+            "(a shape? use field_noise(shape))"
+        )
     if isinstance(noise, (tuple, list, dict)):
         noise = joint_noise(noise)
     if not isinstance(noise, CommonNoise):
-        raise TypeError(f"noise must be a CommonNoise (matrix_noise, field_noise, scalar_noise, per_token_noise) or "
-                        f"a tuple or dict of them, got {type(noise).__name__}")
+        raise TypeError(
+            f"noise must be a CommonNoise (matrix_noise, field_noise, scalar_noise, per_token_noise) or "
+            f"a tuple or dict of them, got {type(noise).__name__}"
+        )
     return check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=1), noise
 
 
@@ -272,8 +302,9 @@ def layer_map(step: Step, tokens: int, dim: int, noise, name: str = "layer map")
     return layer
 
 
-def limit_sde(drift: Callable, diffusion: Callable, tokens: int, dim: int, noise,
-              name: str = "claimed SDE", form: str = "ito") -> ClaimedSDE:
+def limit_sde(
+    drift: Callable, diffusion: Callable, tokens: int, dim: int, noise, name: str = "claimed SDE", form: str = "ito"
+) -> ClaimedSDE:
     """The claimed limit ``dx = drift(x) dt + diffusion(x, dW)`` driven by ``noise`` (numpy callables; with several
     noises, ``dW`` is a tuple / dict as for ``layer_map``). ``form="stratonovich"`` reads it as
     ``dx = drift(x) dt + diffusion(x, o dW)``: the checks then test its Ito form (the Ito-Stratonovich correction
@@ -313,9 +344,11 @@ def _probe(obj: UserLayerMap | ClaimedSDE, what: str, call: Callable) -> None:
         cause = error.__cause__
         if not (type(cause) is ValueError and NUMPY_SHAPE_ERROR.search(str(cause))):
             return  # any other failure is the run's to report, naming the depth where it happens
-        raise ValueError(f"{obj.name}: {what} fails on a probe with tokens x shaped {x.shape} (n = {obj.tokens}, "
-                         f"d = {obj.dim}) and the declared noise's increment dw shaped {dw.shape[1:]} per path: "
-                         f"{error.__cause__}. Does the noise match the dimension?") from error
+        raise ValueError(
+            f"{obj.name}: {what} fails on a probe with tokens x shaped {x.shape} (n = {obj.tokens}, "
+            f"d = {obj.dim}) and the declared noise's increment dw shaped {dw.shape[1:]} per path: "
+            f"{error.__cause__}. Does the noise match the dimension?"
+        ) from error
 
 
 @dataclass
@@ -354,14 +387,17 @@ class Outcome:
         held fixed; where it holds standard errors of its own (the weak checks' discretisation biases) more paths
         shrink it too, so the plan is conservative there. Keys: the check's name and configuration."""
         effect = check_real("effect", effect, minimum=0.0, strict_minimum=True)
-        return {_check_label(check): paths_for_effect(check.ci, check.allowance, check.confidence, self.sample_size,
-                                                      effect)
-                for check in self.checks if check.claim}
+        return {
+            _check_label(check): paths_for_effect(check.ci, check.allowance, check.confidence, self.sample_size, effect)
+            for check in self.checks
+            if check.claim
+        }
 
     def table(self) -> str:
         """Plain-text summary: every level of every panel, each check's estimate, interval and verdict."""
-        lines = [f"{self.title}: {self.verdict}"] + ([f"  sampled in stages: {self.params['stages']}"]
-                                                      if "stages" in self.params else [])
+        lines = [f"{self.title}: {self.verdict}"] + (
+            [f"  sampled in stages: {self.params['stages']}"] if "stages" in self.params else []
+        )
         for panel in self.panels:
             for series in panel.series:
                 lines.append(f"  {series.label} (fitted order {series.order:.3f})")
@@ -372,25 +408,37 @@ class Outcome:
             if check.verdict != FAIL and not all_finite(check.estimate, *check.ci):  # nothing was estimated
                 numbers = f"not estimated, expected {check.expected:.4g} +- {check.allowance:.3g}"
             else:
-                numbers = (f"estimate {check.estimate:.4g}, expected {check.expected:.4g} +- {check.allowance:.3g}, "
-                           f"{confidence_label(check.confidence)} interval [{check.ci[0]:.4g}, {check.ci[1]:.4g}]")
+                numbers = (
+                    f"estimate {check.estimate:.4g}, expected {check.expected:.4g} +- {check.allowance:.3g}, "
+                    f"{confidence_label(check.confidence)} interval [{check.ci[0]:.4g}, {check.ci[1]:.4g}]"
+                )
             resolved = check.resolution is not None and all_finite(check.resolution)
-            lines.append(f"  {_check_label(check)}: {numbers} -> {check.verdict.upper()}"
-                         + (f", resolution {check.resolution:.3g}" if resolved else "") + f"  ({check.note})")
+            lines.append(
+                f"  {_check_label(check)}: {numbers} -> {check.verdict.upper()}"
+                + (f", resolution {check.resolution:.3g}" if resolved else "")
+                + f"  ({check.note})"
+            )
         return "\n".join(lines)
 
     def write(self, out: str | Path) -> dict[str, Path]:
         """Write ``<out>/<stem>.{json,md,png}`` like the suite's studies (stem: the title with every character
         other than letters, digits, '.', '_' and '-' replaced by '-', so a title never names a folder)."""
-        result = StudyResult(study=file_stem(self.title), profile="user", seed=self.seed, params=self.params,
-                             checks=self.checks, panels=self.panels, elapsed_s=round(self.elapsed_s, 3),
-                             cpu_s=round(self.cpu_s, 3))
+        result = StudyResult(
+            study=file_stem(self.title),
+            profile="user",
+            seed=self.seed,
+            params=self.params,
+            checks=self.checks,
+            panels=self.panels,
+            elapsed_s=round(self.elapsed_s, 3),
+            cpu_s=round(self.cpu_s, 3),
+        )
         return write_study(result, Path(out))
-
 
 
 def timed(check: Callable[..., Outcome]) -> Callable[..., Outcome]:
     """``check`` with its outcome's wall and CPU seconds recorded (``runtime.cpu_meter``; the signature kept)."""
+
     @functools.wraps(check)
     def run(*args, **options) -> Outcome:
         start = time.perf_counter()
@@ -400,6 +448,7 @@ def timed(check: Callable[..., Outcome]) -> Callable[..., Outcome]:
         return replace(outcome, elapsed_s=time.perf_counter() - start, cpu_s=seconds)
 
     return run
+
 
 @timed
 def check_strong_order(
@@ -449,21 +498,47 @@ def check_strong_order(
     panels: list[Panel] = []
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
-        design = StrongDesign(depths=tuple(depths), horizon=horizon, paths=n, order=order, block_paths=block,
-                              reference_factor=reference_factor, target=target, power=power)
-        data = drawn.extend(coupled_strong_errors(layer, sde, design, seed, key, initial, start=drawn.size,
-                                                  exact=reference), n)
-        checks, panel = analyse_strong(data, design, config, bootstrap_generator(seed, key),
-                                       family_confidence(4, alpha),  # the four checks share the family-wise rate
-                                       exact_reference=reference is not None)
+        design = StrongDesign(
+            depths=tuple(depths),
+            horizon=horizon,
+            paths=n,
+            order=order,
+            block_paths=block,
+            reference_factor=reference_factor,
+            target=target,
+            power=power,
+        )
+        data = drawn.extend(
+            coupled_strong_errors(layer, sde, design, seed, key, initial, start=drawn.size, exact=reference), n
+        )
+        checks, panel = analyse_strong(
+            data,
+            design,
+            config,
+            bootstrap_generator(seed, key),
+            family_confidence(4, alpha),  # the four checks share the family-wise rate
+            exact_reference=reference is not None,
+        )
         panels[:] = [panel]
         return checks
 
     checks, stopped = decide_in_stages(look, looks)
-    return Outcome(title, checks, panels, {"depths": list(depths), "horizon": horizon, "paths": stopped,
-                                           "target": target, "reference_factor": reference_factor,
-                                           "reference": "Euler-Maruyama" if reference is None else _name(reference),
-                                           "looks": list(looks.sizes), "stages": looks.describe()}, seed)
+    return Outcome(
+        title,
+        checks,
+        panels,
+        {
+            "depths": list(depths),
+            "horizon": horizon,
+            "paths": stopped,
+            "target": target,
+            "reference_factor": reference_factor,
+            "reference": "Euler-Maruyama" if reference is None else _name(reference),
+            "looks": list(looks.sizes),
+            "stages": looks.describe(),
+        },
+        seed,
+    )
 
 
 @timed
@@ -495,21 +570,32 @@ def check_weak_order(
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=n, block_paths=WEAK_BLOCK, order=order)
-        values = drawn.extend(coupled_observables(layer, design, {"f": checked}, seed, key, initial,
-                                                  start=drawn.size), n)
+        values = drawn.extend(
+            coupled_observables(layer, design, {"f": checked}, seed, key, initial, start=drawn.size), n
+        )
         bad = first_nonfinite({f"f of {_name(layer)}": values["f"]}, [f"L={L}" for L in design.depths])
         if bad:
             panels.clear()
             return _nonfinite_checks(["weak_order"], bad, config)
         z = z_value(1, alpha)
         fits = weak_order(values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
-        panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)],
-                           order)]
+        panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)]
         return [_identifiable_rate(order_check(fits, design, z, config, power), fits["f"], z)]
 
     checks, stopped = decide_in_stages(look, looks)
-    return Outcome(title, checks, panels, {"depths": list(depths), "horizon": horizon, "paths": stopped,
-                                           "looks": list(looks.sizes), "stages": looks.describe()}, seed)
+    return Outcome(
+        title,
+        checks,
+        panels,
+        {
+            "depths": list(depths),
+            "horizon": horizon,
+            "paths": stopped,
+            "looks": list(looks.sizes),
+            "stages": looks.describe(),
+        },
+        seed,
+    )
 
 
 @timed
@@ -549,13 +635,16 @@ def check_weak_limit(
     _check_protocol("sde", sde, LimitSDE)
     _check_pair(layer, sde, "check_weak_limit", same_entry_law=False)
     if not layer.noise.brownian:
-        raise ValueError(f"check_weak_limit needs Gaussian (Brownian) noise to drive the claim with the layer's own "
-                         f"increments, got law {layer.noise.law!r}; compare laws with check_same_weak_limit")
+        raise ValueError(
+            f"check_weak_limit needs Gaussian (Brownian) noise to drive the claim with the layer's own "
+            f"increments, got law {layer.noise.law!r}; compare laws with check_same_weak_limit"
+        )
     order = check_real("order", order, minimum=0.0, strict_minimum=True)
     reference_factor = check_int("reference_factor", reference_factor, minimum=2)
     if reference_factor % 2:
-        raise ValueError(f"reference_factor must be even (the Euler reference runs at h_ref and 2 h_ref), "
-                         f"got {reference_factor}")
+        raise ValueError(
+            f"reference_factor must be even (the Euler reference runs at h_ref and 2 h_ref), got {reference_factor}"
+        )
     resolution = check_real("resolution", resolution, minimum=0.0, strict_minimum=True)
     near_misses = tuple(check_real("near_misses", eps, minimum=-1.0, strict_minimum=True) for eps in near_misses)
     title = _check_title(title)
@@ -569,44 +658,79 @@ def check_weak_limit(
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(depths=tuple(depths), horizon=horizon, paths=n, block_paths=WEAK_BLOCK, order=order)
-        layer_values, claim_values = drawn.extend(coupled_layer_and_claims(
-            layer, claims, design, {"f": checked}, seed, key, initial, reference_factor, start=drawn.size), n)
-        bad = first_nonfinite({f"f of {_name(layer)}": layer_values["f"],
-                               "f of the claims (Euler at 2 h_ref, h_ref)": claim_values["f"].reshape(n, -1)},
-                              [f"L={L}" for L in design.depths])
+        layer_values, claim_values = drawn.extend(
+            coupled_layer_and_claims(
+                layer, claims, design, {"f": checked}, seed, key, initial, reference_factor, start=drawn.size
+            ),
+            n,
+        )
+        bad = first_nonfinite(
+            {
+                f"f of {_name(layer)}": layer_values["f"],
+                "f of the claims (Euler at 2 h_ref, h_ref)": claim_values["f"].reshape(n, -1),
+            },
+            [f"L={L}" for L in design.depths],
+        )
         if bad:
             panels.clear()
             return _nonfinite_checks(["weak_order", "claim_limit"], bad, config)
         z = z_value(2, alpha)  # the two claims (order and limit) share the family-wise rate
         fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
         limit = claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power)
-        rate = _identifiable_rate(order_check(fits, design, z, config, power), fits["f"], z,
-                                  resolution * float(layer_values["f"][:, -1].std(ddof=1)))
+        rate = _identifiable_rate(
+            order_check(fits, design, z, config, power),
+            fits["f"],
+            z,
+            resolution * float(layer_values["f"][:, -1].std(ddof=1)),
+        )
         checks = [rate, limit]
         for index, eps in enumerate(near_misses, start=1):
             label = f"drift x (1 + {eps:g})"
             if np.array_equal(claim_values["f"][:, index], claim_values["f"][:, 0]):  # e.g. a drift-free claim
-                checks.append(Check("rejects", 1.0, 0.0, (0.0, 1.0), INCONCLUSIVE,
-                                    {"check": "weak", "model": _name(layer), "mutant": label}, claim=False,
-                                    false_failure_rate=0.0, note="skipped: on every path its Euler values equal the "
-                                    "claim's, so this near miss is the claim itself"))
+                checks.append(
+                    Check(
+                        "rejects",
+                        1.0,
+                        0.0,
+                        (0.0, 1.0),
+                        INCONCLUSIVE,
+                        {"check": "weak", "model": _name(layer), "mutant": label},
+                        claim=False,
+                        false_failure_rate=0.0,
+                        note="skipped: on every path its Euler values equal the "
+                        "claim's, so this near miss is the claim itself",
+                    )
+                )
                 continue
-            inner = claim_limit_check(layer_values["f"], claim_values["f"][:, index], z, resolution, config,
-                                      power=power)
+            inner = claim_limit_check(
+                layer_values["f"], claim_values["f"][:, index], z, resolution, config, power=power
+            )
             checks.append(rejection_row("weak", _name(layer), label, eps, [inner], float("inf")))
-        panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)],
-                           order)]
+        panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)]
         return checks
 
     checks, stopped = decide_in_stages(look, looks)
-    params = {"depths": list(depths), "horizon": horizon, "paths": stopped, "reference_factor": reference_factor,
-              "near_misses": list(near_misses), "resolution": resolution, "looks": list(looks.sizes),
-              "stages": looks.describe()}
+    params = {
+        "depths": list(depths),
+        "horizon": horizon,
+        "paths": stopped,
+        "reference_factor": reference_factor,
+        "near_misses": list(near_misses),
+        "resolution": resolution,
+        "looks": list(looks.sizes),
+        "stages": looks.describe(),
+    }
     return Outcome(title, checks, panels, params, seed)
 
 
-def _looks(fixed: int | None, first: int, budget: int, block: int,
-           names: tuple[str, str, str] = ("paths", "first", "budget"), minimum: int = 2) -> Looks:
+def _looks(
+    fixed: int | None,
+    first: int,
+    budget: int,
+    block: int,
+    names: tuple[str, str, str] = ("paths", "first", "budget"),
+    minimum: int = 2,
+) -> Looks:
     """Staged looks from ``first`` to ``budget`` in whole blocks (both rounded up), or one look at a ``fixed`` size;
     ``names``: the caller's names of the three parameters (for its error messages)."""
     if fixed is not None:
@@ -640,9 +764,13 @@ def _identifiable_rate(rate: Check, fit, z: float, target: float | None = None) 
         return rate
     upper = np.abs(fit.differences) + z * fit.standard_errors
     if rate.verdict == INCONCLUSIVE and np.all(upper <= target):
-        return replace(rate, claim=False, note=rate.note + f"; order not identifiable at this target: every coupled "
-                       f"difference is below claim_limit's target {target:.3g} (largest upper bound "
-                       f"{upper.max():.3g}): a finding, claim_limit decides")
+        return replace(
+            rate,
+            claim=False,
+            note=rate.note + f"; order not identifiable at this target: every coupled "
+            f"difference is below claim_limit's target {target:.3g} (largest upper bound "
+            f"{upper.max():.3g}): a finding, claim_limit decides",
+        )
     return rate
 
 
@@ -687,8 +815,13 @@ def check_same_weak_limit(
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(depths=(depth // 4, depth // 2, depth), horizon=horizon, paths=n, block_paths=WEAK_BLOCK)
         used = design.depths[1:]  # the ladder's finest two levels (same Brownian path as the whole ladder)
-        a, b = drawn.extend(tuple(coupled_observables(m, design, {"f": checked}, seed, key, initial, used,
-                                                      start=drawn.size)["f"] for m in (first, second)), n)
+        a, b = drawn.extend(
+            tuple(
+                coupled_observables(m, design, {"f": checked}, seed, key, initial, used, start=drawn.size)["f"]
+                for m in (first, second)
+            ),
+            n,
+        )
         bad = first_nonfinite({f"f of {_name(first)}": a, f"f of {_name(second)}": b}, [f"L={L}" for L in used])
         if bad:
             return _nonfinite_checks(["same_weak_limit"], bad, config)
@@ -697,22 +830,43 @@ def check_same_weak_limit(
         z = z_value(1, alpha)
         ci = (mean - z * se, mean + z * se)
         target = resolution * float(np.std(a[:, -1], ddof=1))
-        check = effect_check("same_weak_limit", 0.0, mean, ci, 0.0, target, config, confidence=z_confidence(z),
-                             power=power, note=(f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; "
-                                                f"target {resolution:g} x sd(f) = {target:.3g}"))
+        check = effect_check(
+            "same_weak_limit",
+            0.0,
+            mean,
+            ci,
+            0.0,
+            target,
+            config,
+            confidence=z_confidence(z),
+            power=power,
+            note=(
+                f"2 D(L) - D(L/2), D = E f(first) - E f(second) on the same noise; "
+                f"target {resolution:g} x sd(f) = {target:.3g}"
+            ),
+        )
         if check.verdict == INCONCLUSIVE and target > 0:
-            check = replace(check, note=f"{check.note}; resolution {check.resolution:.3g} > target: about "
-                                        f"{samples_to_decide(ci, 0.0, z_confidence(z), n, target, power)} paths "
-                                        "would decide")
+            check = replace(
+                check,
+                note=f"{check.note}; resolution {check.resolution:.3g} > target: about "
+                f"{samples_to_decide(ci, 0.0, z_confidence(z), n, target, power)} paths "
+                "would decide",
+            )
         return [check]
 
     checks, stopped = decide_in_stages(look, looks)
-    return Outcome(title, checks, [], {"depth": depth, "horizon": horizon, "paths": stopped,
-                                       "looks": list(looks.sizes), "stages": looks.describe()}, seed)
+    return Outcome(
+        title,
+        checks,
+        [],
+        {"depth": depth, "horizon": horizon, "paths": stopped, "looks": list(looks.sizes), "stages": looks.describe()},
+        seed,
+    )
 
 
 def _check_label(check: Check) -> str:
-    """A check's name with the configuration that tells it apart (state, observable), e.g. ``drift_scale [state=uniform]``."""
+    """A check's name with the configuration that tells it apart (state, observable), e.g.
+    ``drift_scale [state=uniform]``."""
     where = ", ".join(f"{k}={v}" for k, v in check.config.items() if k not in ("map", "sde", "first", "second"))
     return f"{check.name} [{where}]" if where else check.name
 
@@ -734,19 +888,24 @@ def where_it_lives(layer: LayerMap, x: np.ndarray, name: str) -> np.ndarray:
     if not np.isfinite(change) or change <= RESTING_TOLERANCE:
         return x  # resting, or a step that cannot be taken at h = 0 (e.g. it divides by h): nothing to tell
     if not zero_noise_step(layer, image)[1] <= RESTING_TOLERANCE:
-        raise ValueError(f"{_name(layer)}: the step at dW = 0, h = 0 moves the state {name!r} and then moves its "
-                         "image again, so the map has no resting state near it; give states as arrays (name -> "
-                         "(tokens, dim)) where the map lives")
+        raise ValueError(
+            f"{_name(layer)}: the step at dW = 0, h = 0 moves the state {name!r} and then moves its "
+            "image again, so the map has no resting state near it; give states as arrays (name -> "
+            "(tokens, dim)) where the map lives"
+        )
     return image[0]
 
 
-def resolve_states(tokens: int, dim: int, states: tuple[str, ...] | dict[str, np.ndarray], seed: int,
-                   key: tuple[int, ...]) -> dict[str, np.ndarray]:
+def resolve_states(
+    tokens: int, dim: int, states: tuple[str, ...] | dict[str, np.ndarray], seed: int, key: tuple[int, ...]
+) -> dict[str, np.ndarray]:
     """The states a check is judged at: ``states`` names ``convergence.experiments.local.STATES`` (each drawn from
     ``seed`` and its own name) or maps names to arrays (tokens, dim), checked against that shape."""
     if isinstance(states, dict):
-        chosen = {str(name): check_tokens(f"states[{name!r}]", x[None], tokens=tokens, dim=dim)[0]
-                  for name, x in states.items()}
+        chosen = {
+            str(name): check_tokens(f"states[{name!r}]", x[None], tokens=tokens, dim=dim)[0]
+            for name, x in states.items()
+        }
     else:
         chosen = states_for(tokens, dim, tuple(states), seed, key)
     if not chosen:
@@ -799,5 +958,17 @@ def check_local_consistency(
         return local_checks(layer, sde, chosen, design, seed, key, config, alpha, drawn)
 
     checks, stopped = decide_in_stages(look, looks)
-    return Outcome(title, checks, [], {"states": list(chosen), "step": step, "samples": stopped, "target": target,
-                                       "looks": list(looks.sizes), "stages": looks.describe()}, seed)
+    return Outcome(
+        title,
+        checks,
+        [],
+        {
+            "states": list(chosen),
+            "step": step,
+            "samples": stopped,
+            "target": target,
+            "looks": list(looks.sizes),
+            "stages": looks.describe(),
+        },
+        seed,
+    )

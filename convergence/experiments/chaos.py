@@ -171,9 +171,20 @@ def coupled_chaos(
             "sznitman": np.stack([np.mean(np.sum(dd * dd, axis=-1), axis=-1) for dd in diff], axis=1),
         }
 
-    return ChaosData(**concatenate_blocks(run_seeded(compute, name="coupled_chaos", configuration=(design, models),
-                                                     seed=seed, key=key, paths=design.paths,
-                                                     block_paths=design.block_paths, progress=progress)))
+    return ChaosData(
+        **concatenate_blocks(
+            run_seeded(
+                compute,
+                name="coupled_chaos",
+                configuration=(design, models),
+                seed=seed,
+                key=key,
+                paths=design.paths,
+                block_paths=design.block_paths,
+                progress=progress,
+            )
+        )
+    )
 
 
 def theorem_rate(dim: int) -> float:
@@ -184,8 +195,14 @@ def theorem_rate(dim: int) -> float:
 CHECKS = 2 * len(TEST_FUNCTIONS) + 3  # per model: chaos_rate and sampler_baseline per phi, chaos_limit, w2, sznitman
 
 
-def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
-                  rng: np.random.Generator, confidence: float = CONFIDENCE) -> tuple[list[Check], list[Panel]]:
+def analyse_chaos(
+    data: ChaosData,
+    design: ChaosDesign,
+    dim: int,
+    config: dict,
+    rng: np.random.Generator,
+    confidence: float = CONFIDENCE,
+) -> tuple[list[Check], list[Panel]]:
     """Checks ``chaos_rate`` (per test function), ``sampler_baseline``, ``chaos_limit``, ``w2_rate``,
     ``sznitman_rate`` (intervals at ``confidence``); panels for the test functions, W_2 and the Sznitman distance.
 
@@ -197,20 +214,37 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     checks, series = [], []
     for j, name in enumerate(TEST_FUNCTIONS):
         fit = fit_order(steps, data.phi_sq[:, :, j], counts, confidence)
-        checks.append(design.mean_square_order_check("chaos_rate", fit, {**config, "phi": name},
-                                  "E|<phi, mu_a> - <phi, mu_b>|^2 ~ C N^(-q) at T (mean-square order q = 2 x RMS order)",
-                                  confidence))
+        checks.append(
+            design.mean_square_order_check(
+                "chaos_rate",
+                fit,
+                {**config, "phi": name},
+                "E|<phi, mu_a> - <phi, mu_b>|^2 ~ C N^(-q) at T (mean-square order q = 2 x RMS order)",
+                confidence,
+            )
+        )
         series.append(Series.from_fit(f"phi = {name}, T", fit))
     total = data.phi_sq.sum(axis=-1)
     fit = fit_order(steps, total, counts, confidence)
     point, ci, how = limit_plateau(fit, design.order, confidence=confidence)
     smallest = float(fit.error[-1] ** 2)
-    checks.append(Check("chaos_limit", 0.0, point, ci, limit_verdict(ci, 0.1 * smallest, smallest), config,
-                        0.1 * smallest, note=f"{how}, summed over the test functions; allowance 0.1 x the largest N's "
-                        "value (two systems of the same code: the rate's plateau, not the limit; see mean_field); "
-                        "target: a plateau as large as the largest N's value",
-                        resolution=detectable_effect(ci, 0.1 * smallest, confidence), confidence=confidence,
-                        target=smallest))
+    checks.append(
+        Check(
+            "chaos_limit",
+            0.0,
+            point,
+            ci,
+            limit_verdict(ci, 0.1 * smallest, smallest),
+            config,
+            0.1 * smallest,
+            note=f"{how}, summed over the test functions; allowance 0.1 x the largest N's "
+            "value (two systems of the same code: the rate's plateau, not the limit; see mean_field); "
+            "target: a plateau as large as the largest N's value",
+            resolution=detectable_effect(ci, 0.1 * smallest, confidence),
+            confidence=confidence,
+            target=smallest,
+        )
+    )
     # Exact algebra at time 0: N |<phi, mu_a> - <phi, mu_b>|^2 / 2 has mean Var(phi) under the uniform law
     # (a calibration of the initial sampler, not a chaos claim: named for what it tests).
     scaled = (data.phi_sq0 * sizes[None, :, None] / 2).mean(axis=1)
@@ -218,11 +252,22 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     for j, name in enumerate(TEST_FUNCTIONS):
         mean, se = float(scaled[:, j].mean()), float(scaled[:, j].std(ddof=1) / np.sqrt(scaled.shape[0]))
         variance = float(baseline_variance(dim)[j])
-        checks.append(effect_check("sampler_baseline", variance, mean, (mean - z * se, mean + z * se), 0.0,
-                                   design.sampler_target * variance, {**config, "phi": name}, confidence=confidence,
-                                   scale=variance, note="time 0: N E|<phi, mu_a> - <phi, mu_b>|^2 / 2 = Var(phi) under the uniform law; "
-                                 f"target {design.sampler_target:.0%} of Var(phi) (a calibration of the initial "
-                                 "sampler)"))
+        checks.append(
+            effect_check(
+                "sampler_baseline",
+                variance,
+                mean,
+                (mean - z * se, mean + z * se),
+                0.0,
+                design.sampler_target * variance,
+                {**config, "phi": name},
+                confidence=confidence,
+                scale=variance,
+                note="time 0: N E|<phi, mu_a> - <phi, mu_b>|^2 / 2 = Var(phi) under the uniform law; "
+                f"target {design.sampler_target:.0%} of Var(phi) (a calibration of the initial "
+                "sampler)",
+            )
+        )
     panels = [Panel(f"chaos: {_label(config)}", "1/N", "RMS |<phi,mu_a> - <phi,mu_b>|", series, design.order / 2)]
     exact = sizes <= design.assignment_max
     w2_steps = steps[exact]
@@ -243,23 +288,51 @@ def analyse_chaos(data: ChaosData, design: ChaosDesign, dim: int, config: dict,
     # one-sided: an interval above the floor holds the claim at this level however wide (no target needed)
     target = NO_TARGET if ci[0] > floor else design.order_target
     verdict = FAIL if ci[1] < floor else INCONCLUSIVE if resolution > target else PASS
-    checks.append(Check("w2_rate", bound, 2 * at_t.order, ci, verdict, config, design.order_allowance, confidence,
-                        resolution=resolution, target=target,
-                        note=(f"W_2^2(mu_a, mu_b) ~ N^(-q) at T (exact assignment, N <= {design.assignment_max}); "
-                              f"the theorem's bound r_d(N) decays like N^-{bound:g}: the claim holds unless the "
-                              f"measured decay is slower"
-                              + (f" (the interval lies above {floor:g}: no target needed)" if target == NO_TARGET
-                                 else "") + "; at time "
-                              f"0 (sampling) q = {2 * at_0.order:.3g} [{2 * at_0.order_ci[0]:.3g}, "
-                              f"{2 * at_0.order_ci[1]:.3g}]")))
+    checks.append(
+        Check(
+            "w2_rate",
+            bound,
+            2 * at_t.order,
+            ci,
+            verdict,
+            config,
+            design.order_allowance,
+            confidence,
+            resolution=resolution,
+            target=target,
+            note=(
+                f"W_2^2(mu_a, mu_b) ~ N^(-q) at T (exact assignment, N <= {design.assignment_max}); "
+                f"the theorem's bound r_d(N) decays like N^-{bound:g}: the claim holds unless the "
+                f"measured decay is slower"
+                + (f" (the interval lies above {floor:g}: no target needed)" if target == NO_TARGET else "")
+                + "; at time "
+                f"0 (sampling) q = {2 * at_0.order:.3g} [{2 * at_0.order_ci[0]:.3g}, "
+                f"{2 * at_0.order_ci[1]:.3g}]"
+            ),
+        )
+    )
     panels.append(Panel(f"W2: {_label(config)}", "1/N", "RMS W2", w2_series, bound / 2))
     sz_steps = 1.0 / sizes - 1.0 / design.large
     sz_fit = fit_order(sz_steps, data.sznitman, counts, confidence)
-    checks.append(design.mean_square_order_check("sznitman_rate", sz_fit, config,
-                              f"(1/N) sum_i |X_i^N - X_i^M|^2 ~ C (1/N - 1/M)^q, M = {design.large}, same noise and "
-                              "shared initial tokens", confidence))
-    panels.append(Panel(f"Sznitman: {_label(config)}", "1/N - 1/M", "RMS distance to the large system",
-                        [Series.from_fit("token-mean distance at T", sz_fit)], design.order / 2))
+    checks.append(
+        design.mean_square_order_check(
+            "sznitman_rate",
+            sz_fit,
+            config,
+            f"(1/N) sum_i |X_i^N - X_i^M|^2 ~ C (1/N - 1/M)^q, M = {design.large}, same noise and "
+            "shared initial tokens",
+            confidence,
+        )
+    )
+    panels.append(
+        Panel(
+            f"Sznitman: {_label(config)}",
+            "1/N - 1/M",
+            "RMS distance to the large system",
+            [Series.from_fit("token-mean distance at T", sz_fit)],
+            design.order / 2,
+        )
+    )
     return checks, panels
 
 

@@ -156,14 +156,26 @@ def coupled_energies(
             block = SignedBlock(BrownianBlock(noise, streams, design.horizon / fine), sign)
             final = run_coupled(levels, [], [x[:, :pool] for pool, _ in sizes], block, fine, advance).final
             # Euler-Maruyama states leave the sphere by O(sqrt(h)): the energy is taken of the projected tokens
-            pair.append(np.stack([mean_system_energy(normalise(state), size, design.beta)
-                                  for state, (_, size) in zip(final, sizes)], axis=1))
+            pair.append(
+                np.stack(
+                    [mean_system_energy(normalise(state), size, design.beta) for state, (_, size) in zip(final, sizes)],
+                    axis=1,
+                )
+            )
         return 0.5 * (pair[0] + pair[1])
 
-    return concatenate_blocks(run_seeded(compute, name="coupled_energies",
-                                         configuration=(design, [level.name for level in levels], model_for(1)),
-                                         seed=seed, key=key, paths=design.paths, block_paths=design.block_paths,
-                                         progress=progress))
+    return concatenate_blocks(
+        run_seeded(
+            compute,
+            name="coupled_energies",
+            configuration=(design, [level.name for level in levels], model_for(1)),
+            seed=seed,
+            key=key,
+            paths=design.paths,
+            block_paths=design.block_paths,
+            progress=progress,
+        )
+    )
 
 
 class SignedBlock:
@@ -206,8 +218,12 @@ def ratio_fit(grid: np.ndarray, tokens: Sequence[int], depths: Sequence[int], ho
     ``SMOOTH_CROSS_TERMS``, which vanish along every diagonal as N and L grow. Returns (residual, the two
     ratio coefficients, their regressors).
     """
-    residual = grid - grid.mean(axis=-1, keepdims=True) - grid.mean(axis=-2, keepdims=True) + grid.mean(
-        axis=(-1, -2), keepdims=True)
+    residual = (
+        grid
+        - grid.mean(axis=-1, keepdims=True)
+        - grid.mean(axis=-2, keepdims=True)
+        + grid.mean(axis=(-1, -2), keepdims=True)
+    )
     depths_row = np.asarray(depths, dtype=np.float64)[None, :]
     tokens_column = np.asarray(tokens, dtype=np.float64)[:, None]
     ratio = np.log2(depths_row / tokens_column)
@@ -243,16 +259,28 @@ def commute_estimates(means: np.ndarray, design: CommuteDesign) -> dict[str, np.
     depth_rate = least_squares_slope(np.log(h[:-1][-k:]), np.log(np.abs(depth_diff.mean(axis=-2)[..., -k:]) + tiny))
     token_rate = least_squares_slope(np.log(inv_n[:-1][-k:]), np.log(np.abs(token_diff.mean(axis=-1)[..., -k:]) + tiny))
     depth_diff, token_diff = np.abs(depth_diff), np.abs(token_diff)
-    return {"grid": grid, "depth_first": depth_first, "token_first": token_first, "u_depth_first": u_depth,
-            "u_token_first": u_token, "difference": u_depth - u_token,
-            "allowance": np.abs(u_depth - u_depth_drop) + np.abs(u_token - u_token_drop),
-            "residual": residual, "ratio_even": coefficients[..., 0], "ratio_odd": coefficients[..., 1],
-            "ratio_regressors": regressors, "depth_rate": depth_rate, "token_rate": token_rate,
-            "depth_diff": depth_diff, "token_diff": token_diff}
+    return {
+        "grid": grid,
+        "depth_first": depth_first,
+        "token_first": token_first,
+        "u_depth_first": u_depth,
+        "u_token_first": u_token,
+        "difference": u_depth - u_token,
+        "allowance": np.abs(u_depth - u_depth_drop) + np.abs(u_token - u_token_drop),
+        "residual": residual,
+        "ratio_even": coefficients[..., 0],
+        "ratio_odd": coefficients[..., 1],
+        "ratio_regressors": regressors,
+        "depth_rate": depth_rate,
+        "token_rate": token_rate,
+        "depth_diff": depth_diff,
+        "token_diff": token_diff,
+    }
 
 
-def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, rng: np.random.Generator,
-                    confidence: float = CONFIDENCE):
+def analyse_commute(
+    energies: np.ndarray, design: CommuteDesign, config: dict, rng: np.random.Generator, confidence: float = CONFIDENCE
+):
     """Checks ``iterated_limits``, ``depth_rate``, ``token_rate``, ``ratio_even``, ``ratio_odd`` (intervals at
     ``confidence``, each with its resolution); heatmaps, panels.
 
@@ -263,52 +291,123 @@ def analyse_commute(energies: np.ndarray, design: CommuteDesign, config: dict, r
     boot = commute_estimates(bootstrap_means(energies, counts), design)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
     checks = []
-    for name, note in (("depth_rate", "slope of |mean over N of u(N,L) - u(N,2L)| against h, finest 3 differences"),
-                       ("token_rate", "slope of |mean over L of u(N,L) - u(2N,L)| against 1/N, finest 3 differences")):
+    for name, note in (
+        ("depth_rate", "slope of |mean over N of u(N,L) - u(N,2L)| against h, finest 3 differences"),
+        ("token_rate", "slope of |mean over L of u(N,L) - u(2N,L)| against 1/N, finest 3 differences"),
+    ):
         ci = _interval(point[name], boot[name], confidence)
         resolution = detectable_effect(ci, design.order_allowance, confidence)
-        checks.append(Check(name, design.order, float(point[name]), ci,
-                            order_verdict(ci, design.order, design.order_allowance, resolution, design.order_target,
-                                          3), config, design.order_allowance, confidence, note=note,
-                            resolution=resolution, target=design.order_target))
+        checks.append(
+            Check(
+                name,
+                design.order,
+                float(point[name]),
+                ci,
+                order_verdict(ci, design.order, design.order_allowance, resolution, design.order_target, 3),
+                config,
+                design.order_allowance,
+                confidence,
+                note=note,
+                resolution=resolution,
+                target=design.order_target,
+            )
+        )
     ci = _interval(point["difference"], boot["difference"], confidence)
     allowance = float(point["allowance"])
     spread = float(np.ptp(point["grid"]))
-    checks.append(effect_check("iterated_limits", 0.0, float(point["difference"]), ci, allowance,
-                               design.resolution * spread, config, confidence=confidence, scale=spread, note=(f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
-                              f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
-                              f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
-                              f"to their coarsest point; inconclusive when the resolution exceeds {design.resolution:g} x the "
-                              f"grid's spread {spread:.3g}")))
+    checks.append(
+        effect_check(
+            "iterated_limits",
+            0.0,
+            float(point["difference"]),
+            ci,
+            allowance,
+            design.resolution * spread,
+            config,
+            confidence=confidence,
+            scale=spread,
+            note=(
+                f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
+                f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
+                f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
+                f"to their coarsest point; inconclusive when the resolution exceeds {design.resolution:g} x the "
+                f"grid's spread {spread:.3g}"
+            ),
+        )
+    )
     for name, row in (("ratio_even", 0), ("ratio_odd", 1)):
         ci = _interval(point[name], boot[name], confidence)
         reach = float(np.ptp(point["ratio_regressors"][row]))  # residual change per unit coefficient
         power = 2 if name == "ratio_even" else 3
-        checks.append(effect_check(name, 0.0, float(point[name]), ci, 0.0, design.resolution * spread / reach, config,
-                                   confidence=confidence, scale=spread / reach, note=(
-            f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), fitted "
-            f"with the cross terms h/N, h^2/N, h/N^2 and the other power; largest |residual| "
-            f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the resolution is a ratio effect "
-            f"larger than {design.resolution:g} x the grid's spread (relative resolution: in units of the spread)")))
+        checks.append(
+            effect_check(
+                name,
+                0.0,
+                float(point[name]),
+                ci,
+                0.0,
+                design.resolution * spread / reach,
+                config,
+                confidence=confidence,
+                scale=spread / reach,
+                note=(
+                    f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), "
+                    "fitted with the cross terms h/N, h^2/N, h/N^2 and the other power; largest |residual| "
+                    f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the resolution is a ratio "
+                    f"effect larger than {design.resolution:g} x the grid's spread (relative resolution: in units of "
+                    "the spread)"
+                ),
+            )
+        )
     limit = 0.5 * (float(point["u_depth_first"]) + float(point["u_token_first"]))
     heatmaps = [
-        Heatmap(f"u(N, L) - U, U = {limit:.5g} ({label})", "N", "L", list(design.tokens), list(design.depths),
-                (point["grid"] - limit).tolist()),
-        Heatmap(f"residuals of u = f(N) + g(L) ({label})", "N", "L", list(design.tokens), list(design.depths),
-                point["residual"].tolist()),
+        Heatmap(
+            f"u(N, L) - U, U = {limit:.5g} ({label})",
+            "N",
+            "L",
+            list(design.tokens),
+            list(design.depths),
+            (point["grid"] - limit).tolist(),
+        ),
+        Heatmap(
+            f"residuals of u = f(N) + g(L) ({label})",
+            "N",
+            "L",
+            list(design.tokens),
+            list(design.depths),
+            point["residual"].tolist(),
+        ),
     ]
     panels = []
-    for name, axis_values, rows, xlabel in (("depth_diff", design.steps[:-1], design.tokens, "step h"),
-                                            ("token_diff", 1.0 / np.asarray(design.tokens[:-1], float), design.depths, "1/N")):
+    for name, axis_values, rows, xlabel in (
+        ("depth_diff", design.steps[:-1], design.tokens, "step h"),
+        ("token_diff", 1.0 / np.asarray(design.tokens[:-1], float), design.depths, "1/N"),
+    ):
         diffs = point[name] if name == "depth_diff" else point[name].T
         boot_diffs = boot[name] if name == "depth_diff" else np.swapaxes(boot[name], -1, -2)
         series = []
         for r, row in enumerate(rows):
             lo, hi = percentile_interval(boot_diffs[:, r])
             intercept, slope = least_squares_line(np.log(axis_values), np.log(diffs[r]))
-            series.append(Series(f"{'N' if name == 'depth_diff' else 'L'} = {row}", axis_values.tolist(),
-                                 diffs[r].tolist(), lo.tolist(), hi.tolist(), float(slope), float(intercept),
-                                 [[] for _ in axis_values]))
-        panels.append(Panel(f"{'depth' if name == 'depth_diff' else 'token'} convergence ({label})", xlabel,
-                            "|consecutive difference|", series, design.order))
+            series.append(
+                Series(
+                    f"{'N' if name == 'depth_diff' else 'L'} = {row}",
+                    axis_values.tolist(),
+                    diffs[r].tolist(),
+                    lo.tolist(),
+                    hi.tolist(),
+                    float(slope),
+                    float(intercept),
+                    [[] for _ in axis_values],
+                )
+            )
+        panels.append(
+            Panel(
+                f"{'depth' if name == 'depth_diff' else 'token'} convergence ({label})",
+                xlabel,
+                "|consecutive difference|",
+                series,
+                design.order,
+            )
+        )
     return checks, panels, heatmaps

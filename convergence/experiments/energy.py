@@ -1,4 +1,5 @@
-"""The interaction energy of model A and the synchronisation bound E[E_beta(mu_t)] <= e^{(eps + lambda_bar') t} E[E_beta(mu_0)].
+"""The interaction energy of model A and the synchronisation bound E[E_beta(mu_t)] <= e^{(eps + lambda_bar') t}
+E[E_beta(mu_0)].
 
 E_beta(mu) = (1/2) iint (e^beta - e^{beta <x, y>}) mu(dx) mu(dy) for the empirical measure of the n
 tokens: (1/(2 n^2)) sum_ij (e^beta - e^{beta <x_i, x_j>}); zero exactly on a single cluster.
@@ -24,7 +25,6 @@ from scipy import stats
 
 from ..models import LayerMap
 from ..paths import RecordGrid, record_at_two_steps, uniform_sphere
-
 from ..statistics import DETECTION_POWER, FAIL, FAMILY_ALPHA, PASS, Check, z_value
 
 ENERGY_TARGET = 0.05  # energy_bound may miss the bound exceeded by up to this fraction of it
@@ -59,10 +59,13 @@ class EnergyDesign(RecordGrid):
     """Horizon, steps (levels h and 2h), records and paths of the energy experiment."""
 
 
-def record_energy(model: LayerMap, beta: float, design: EnergyDesign, seed: int, key: Sequence[int],
-                  progress=None) -> np.ndarray:
+def record_energy(
+    model: LayerMap, beta: float, design: EnergyDesign, seed: int, key: Sequence[int], progress=None
+) -> np.ndarray:
     """E_beta(mu_t) at the record times for levels h and 2h from uniform tokens: (paths, 2, records + 1)."""
-    return record_at_two_steps(model, design, seed, key, uniform_sphere, lambda x: interaction_energy(x, beta), progress)
+    return record_at_two_steps(
+        model, design, seed, key, uniform_sphere, lambda x: interaction_energy(x, beta), progress
+    )
 
 
 @dataclass(frozen=True)
@@ -76,8 +79,9 @@ class EnergyComparison:
     rate: float  # fitted slope of log mean energy (level h)
 
 
-def compare_with_bound(energy: np.ndarray, rate_bound: float, design: EnergyDesign,
-                       family_alpha: float = FAMILY_ALPHA) -> EnergyComparison:
+def compare_with_bound(
+    energy: np.ndarray, rate_bound: float, design: EnergyDesign, family_alpha: float = FAMILY_ALPHA
+) -> EnergyComparison:
     """The bound checked at every record time, Bonferroni over them at level ``family_alpha``."""
     times = design.times
     paths = energy.shape[0]
@@ -94,12 +98,19 @@ def compare_with_bound(energy: np.ndarray, rate_bound: float, design: EnergyDesi
     tc = times[positive] - times[positive].mean()
     rate = float(np.log(mean[positive]) @ tc / (tc @ tc)) if positive.sum() > 1 else float("nan")
     detectable = allowance + (z + float(stats.norm.ppf(DETECTION_POWER))) * se
-    return EnergyComparison(times, mean, np.stack([mean - z * mean_se, mean + z * mean_se]),
-                            growth * mean[0], excess, detectable, rate)
+    return EnergyComparison(
+        times, mean, np.stack([mean - z * mean_se, mean + z * mean_se]), growth * mean[0], excess, detectable, rate
+    )
 
 
-def energy_bound_check(comparison: EnergyComparison, rate_bound: float, config: dict, note: str,
-                       family_alpha: float = FAMILY_ALPHA, target: float = ENERGY_TARGET) -> Check:
+def energy_bound_check(
+    comparison: EnergyComparison,
+    rate_bound: float,
+    config: dict,
+    note: str,
+    family_alpha: float = FAMILY_ALPHA,
+    target: float = ENERGY_TARGET,
+) -> Check:
     """Estimate: the largest ratio E[E_beta(mu_t)] / bound(t) over t > 0 (the claim: <= 1), with its interval."""
     worst = 1 + int(np.argmax(comparison.excess[1:]))
     violated = comparison.excess[worst] > 0
@@ -108,11 +119,22 @@ def energy_bound_check(comparison: EnergyComparison, rate_bound: float, config: 
     ci = tuple(float(v) for v in comparison.mean_ci[:, top] / comparison.bound[top])
     resolution = float(np.max(comparison.detectable[1:] / comparison.bound[1:]))
     return Check(
-        name="energy_bound", expected=1.0, estimate=float(ratio[top - 1]), ci=ci,
-        verdict=FAIL if violated else PASS, config=config, allowance=0.0, false_failure_rate=family_alpha,
-        confidence=1 - family_alpha, resolution=resolution, relative_resolution=resolution, target=target,
-        note=(f"largest ratio E[E_beta(mu_t)] / (e^(c t) E[E_beta(mu_0)]) over the record times (claim: <= 1), at "
-              f"t = {comparison.times[top]:.3g}; c = eps + lambda_bar' = {rate_bound:.4g}, measured rate of "
-              f"log E[E_beta] {comparison.rate:.4g}; resolution: the bound exceeded by {resolution:.3g} of it at any time "
-              f"(target {target:g}). {note}").strip(),
+        name="energy_bound",
+        expected=1.0,
+        estimate=float(ratio[top - 1]),
+        ci=ci,
+        verdict=FAIL if violated else PASS,
+        config=config,
+        allowance=0.0,
+        false_failure_rate=family_alpha,
+        confidence=1 - family_alpha,
+        resolution=resolution,
+        relative_resolution=resolution,
+        target=target,
+        note=(
+            f"largest ratio E[E_beta(mu_t)] / (e^(c t) E[E_beta(mu_0)]) over the record times (claim: <= 1), at "
+            f"t = {comparison.times[top]:.3g}; c = eps + lambda_bar' = {rate_bound:.4g}, measured rate of "
+            f"log E[E_beta] {comparison.rate:.4g}; resolution: the bound exceeded by {resolution:.3g} of it at any "
+            f"time (target {target:g}). {note}"
+        ).strip(),
     )

@@ -78,11 +78,13 @@ def log_distance(antipodal: bool = False) -> Callable[[np.ndarray], np.ndarray]:
     return lambda x: np.log(np.linalg.norm(x[:, 0] + sign * x[:, 1], axis=-1))
 
 
-def record_log_distances(model: LayerMap, design: ExponentDesign, seed: int, key: Sequence[int],
-                         antipodal: bool = False, progress=None) -> np.ndarray:
+def record_log_distances(
+    model: LayerMap, design: ExponentDesign, seed: int, key: Sequence[int], antipodal: bool = False, progress=None
+) -> np.ndarray:
     """log r at the record times for levels h and 2h: shape (paths, 2, records + 1)."""
-    return record_at_two_steps(model, design, seed, key, close_pair(design.delta0, antipodal),
-                               log_distance(antipodal), progress)
+    return record_at_two_steps(
+        model, design, seed, key, close_pair(design.delta0, antipodal), log_distance(antipodal), progress
+    )
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,9 @@ class ExponentEstimate:
     curve_ci: np.ndarray
 
 
-def median_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Generator,
-                    confidence: float = CONFIDENCE) -> ExponentEstimate:
+def median_exponent(
+    logs: np.ndarray, design: ExponentDesign, rng: np.random.Generator, confidence: float = CONFIDENCE
+) -> ExponentEstimate:
     """Slope of the median over paths of log r (both levels), Richardson-extrapolated; interval at ``confidence``."""
     times = design.times
     med = np.median(logs, axis=0)  # (2, records+1)
@@ -107,13 +110,19 @@ def median_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Gen
     boot, curves = least_squares_slope(times, samples), samples[:, 0]
     rich = 2 * boot[:, 0] - boot[:, 1]
     estimate = float(2 * slopes[0] - slopes[1])
-    return ExponentEstimate(float(slopes[0]), float(slopes[1]), estimate,
-                            tuple(float(v) for v in bootstrap_interval(estimate, rich, confidence)), med[0],
-                            percentile_interval(curves))
+    return ExponentEstimate(
+        float(slopes[0]),
+        float(slopes[1]),
+        estimate,
+        tuple(float(v) for v in bootstrap_interval(estimate, rich, confidence)),
+        med[0],
+        percentile_interval(curves),
+    )
 
 
-def mean_square_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.random.Generator,
-                         confidence: float = CONFIDENCE) -> ExponentEstimate:
+def mean_square_exponent(
+    logs: np.ndarray, design: ExponentDesign, rng: np.random.Generator, confidence: float = CONFIDENCE
+) -> ExponentEstimate:
     """Slope of log mean over paths of (r / delta_0)^2 (both levels), Richardson-extrapolated; interval at
     ``confidence``."""
     times = design.times
@@ -121,17 +130,32 @@ def mean_square_exponent(logs: np.ndarray, design: ExponentDesign, rng: np.rando
     sq = np.exp(2 * (logs - np.log(design.delta0))).reshape(paths, -1)
     log_ms = np.log(sq.mean(axis=0)).reshape(2, -1)
     slopes = least_squares_slope(times, log_ms)
-    boot_ms = np.log(bootstrap_means(sq, bootstrap_counts(rng, paths, design.replicates))).reshape(design.replicates, 2, -1)
+    boot_ms = np.log(bootstrap_means(sq, bootstrap_counts(rng, paths, design.replicates))).reshape(
+        design.replicates, 2, -1
+    )
     boot = least_squares_slope(times, boot_ms)
     rich = 2 * boot[:, 0] - boot[:, 1]
     estimate = float(2 * slopes[0] - slopes[1])
-    return ExponentEstimate(float(slopes[0]), float(slopes[1]), estimate,
-                            tuple(float(v) for v in bootstrap_interval(estimate, rich, confidence)), log_ms[0],
-                            percentile_interval(boot_ms[:, 0]))
+    return ExponentEstimate(
+        float(slopes[0]),
+        float(slopes[1]),
+        estimate,
+        tuple(float(v) for v in bootstrap_interval(estimate, rich, confidence)),
+        log_ms[0],
+        percentile_interval(boot_ms[:, 0]),
+    )
 
 
-def exponent_check(name: str, expected: float, est: ExponentEstimate, design: ExponentDesign, config: dict,
-                   allowance_floor: float = 0.005, note: str = "", confidence: float = CONFIDENCE) -> Check:
+def exponent_check(
+    name: str,
+    expected: float,
+    est: ExponentEstimate,
+    design: ExponentDesign,
+    config: dict,
+    allowance_floor: float = 0.005,
+    note: str = "",
+    confidence: float = CONFIDENCE,
+) -> Check:
     """``fail`` when the interval misses expected +- allowance; ``inconclusive`` when its resolution exceeds
     ``design.target`` x max(|expected|, 0.05) or it cannot tell the exponent's sign (contains 0).
 
@@ -142,8 +166,18 @@ def exponent_check(name: str, expected: float, est: ExponentEstimate, design: Ex
     allowance = 0.5 * abs(est.at_h - est.at_2h) + allowance_floor
     scale = max(abs(expected), 0.05)
     detail = f"slopes at h: {est.at_h:.4g}, at 2h: {est.at_2h:.4g}; Richardson 2 s(h) - s(2h)"
-    check = effect_check(name, float(expected), est.estimate, est.ci, allowance, design.target * scale, config,
-                         confidence=confidence, scale=scale, note=f"{detail}. {note}".strip())
+    check = effect_check(
+        name,
+        float(expected),
+        est.estimate,
+        est.ci,
+        allowance,
+        design.target * scale,
+        config,
+        confidence=confidence,
+        scale=scale,
+        note=f"{detail}. {note}".strip(),
+    )
     if check.verdict == PASS and est.ci[0] <= 0 <= est.ci[1]:
         return replace(check, verdict=INCONCLUSIVE, note=f"interval holds 0: the sign is not decided. {check.note}")
     return check

@@ -64,8 +64,9 @@ class LatentDesign:
         check_int("block_paths", self.block_paths, minimum=1)
 
 
-def backward_samples(sampler: LatentSampler, design: LatentDesign, seed: int,
-                     key: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def backward_samples(
+    sampler: LatentSampler, design: LatentDesign, seed: int, key: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
     """``(finals, recorded)``: the end state of every level, (levels, paths, D) with level 0 the finest and
     then ``design.factors``; and the finest level at ``design.records``, (records, paths, D)."""
     h = sampler.horizon / design.steps
@@ -92,8 +93,17 @@ def backward_samples(sampler: LatentSampler, design: LatentDesign, seed: int,
                 advance(CHUNK_STEPS)
         return np.stack(states, axis=1), np.stack(recorded, axis=1)  # paths first, as blocks concatenate
 
-    finals, recorded = concatenate_blocks(run_seeded(compute, name="latent", configuration=(sampler, design), seed=seed,
-                                                     key=key, paths=design.paths, block_paths=design.block_paths))
+    finals, recorded = concatenate_blocks(
+        run_seeded(
+            compute,
+            name="latent",
+            configuration=(sampler, design),
+            seed=seed,
+            key=key,
+            paths=design.paths,
+            block_paths=design.block_paths,
+        )
+    )
     return np.swapaxes(finals, 0, 1), np.swapaxes(recorded, 0, 1)
 
 
@@ -111,35 +121,56 @@ def _discrete_distance(v: np.ndarray, variances: tuple[float, ...], d: int) -> f
     return float(distance_table(v, variances)[d - 1])
 
 
-def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, steps: int, factors: tuple[int, ...],
-                   paths: int, replicates: int, seed: int, key: Sequence[int], z: float,
-                   stop_times: dict[int, float], limit_target: float = LIMIT_TARGET) -> tuple[list[Check], dict]:
+def sampler_checks(
+    name: str,
+    sampler: LatentSampler,
+    setting: LatentSetting,
+    steps: int,
+    factors: tuple[int, ...],
+    paths: int,
+    replicates: int,
+    seed: int,
+    key: Sequence[int],
+    z: float,
+    stop_times: dict[int, float],
+    limit_target: float = LIMIT_TARGET,
+) -> tuple[list[Check], dict]:
     """The sampler run ``name`` (``steps`` backward steps, coarser levels ``factors``, ``paths`` paths, a bootstrap of
     ``replicates`` resamples) against the data law of ``setting``: its Monte Carlo law against the exact discrete law,
     the weak order in the step, the limit against the closed form, and FD(t*) - FD(T) at each stopping time of
     ``stop_times`` ({d: t*}) on the same paths, each at ``z`` standard errors; the Monte Carlo checks' target is
     ``limit_target`` x the distance the run removes."""
     horizon = setting.horizon
-    records = sorted({0, *range(64, steps + 1, 64), *(steps - 2**k for k in range(6)),
-                      *(min(steps, round(t / horizon * steps)) for t in stop_times.values())})
+    records = sorted(
+        {
+            0,
+            *range(64, steps + 1, 64),
+            *(steps - 2**k for k in range(6)),
+            *(min(steps, round(t / horizon * steps)) for t in stop_times.values()),
+        }
+    )
     design = LatentDesign(steps, factors, tuple(records), paths)
     finals, recorded = backward_samples(sampler, design, seed, key)
-    counts = bootstrap_counts(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, 1))),
-                              paths, replicates)
+    counts = bootstrap_counts(
+        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, 1))), paths, replicates
+    )
     variances = setting.variances
     dims = len(variances)
-    score = "exact" if setting.variances_hat is None else ("plug-in" if setting.cap is None else f"capped C={setting.cap:g}")
-    config = {"spectrum": name, "score": score,
-              "method": sampler.method, "d": dims}
+    score = (
+        "exact"
+        if setting.variances_hat is None
+        else ("plug-in" if setting.cap is None else f"capped C={setting.cap:g}")
+    )
+    config = {"spectrum": name, "score": score, "method": sampler.method, "d": dims}
     checks = []
     levels = (1, *factors)
     per_record = [frechet_estimates(r, variances, counts, tuple(range(1, dims + 1))) for r in recorded]
     curves = {d: [estimates[d - 1] for estimates in per_record] for d in range(1, dims + 1)}
     # the finest level's end state is the last record (the same samples): its estimate is not recomputed
-    estimates = [curves[dims][-1]] + [frechet_estimate(finals[i][:, :dims], variances, counts)
-                                      for i in range(1, len(levels))]
-    exact_discrete = [_discrete_distance(discrete_variances(sampler, steps // f)[0], variances, dims)
-                      for f in levels]
+    estimates = [curves[dims][-1]] + [
+        frechet_estimate(finals[i][:, :dims], variances, counts) for i in range(1, len(levels))
+    ]
+    exact_discrete = [_discrete_distance(discrete_variances(sampler, steps // f)[0], variances, dims) for f in levels]
     closed = float(distance(mpmath.mp, setting, horizon, dims))
     # 1. the sampler's Monte Carlo law against the exact algebra of its discrete law (bias-corrected estimate)
     est = estimates[0]
@@ -150,9 +181,20 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, st
     # the scale of every Monte Carlo claim: the distance the backward run removes
     removed = float(distance(mpmath.mp, setting, 0.0, dims)) - closed
     target = limit_target * abs(removed)
-    checks.append(_effect_check("discrete_law", exact_discrete[0], corrected, half, 0.0, target, removed, config,
-                                level, f"bootstrap bias {est.bias:.3g} removed; exact discrete FD from the variance "
-                                       "recursion"))
+    checks.append(
+        _effect_check(
+            "discrete_law",
+            exact_discrete[0],
+            corrected,
+            half,
+            0.0,
+            target,
+            removed,
+            config,
+            level,
+            f"bootstrap bias {est.bias:.3g} removed; exact discrete FD from the variance recursion",
+        )
+    )
     # 2. weak order in the number of steps from coupled level differences (same paths, same resamples)
     sizes = horizon / steps * np.array(levels[:-1], dtype=float)
     diffs = np.array([estimates[i + 1].value - estimates[i].value for i in range(len(levels) - 1)])
@@ -168,18 +210,35 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, st
     expected = 1.0 if asymptotic else exact_order
     # bias bound: the exact discrete law's own departure from order 1 at these steps, plus the estimator's
     allowance = abs(exact_order - expected) + ESTIMATOR_ORDER_BIAS
-    reason = (f"exact discrete law gives {exact_order:.4f}" if asymptotic else
-              f"pre-asymptotic at these steps: compared with the exact discrete law's slope {exact_order:.4f}")
-    reason += (f"; allowance = |exact slope - {expected:.4g}| + {ESTIMATOR_ORDER_BIAS:g} (the Monte Carlo slope's "
-               "bias beyond the exact law's)")
+    reason = (
+        f"exact discrete law gives {exact_order:.4f}"
+        if asymptotic
+        else f"pre-asymptotic at these steps: compared with the exact discrete law's slope {exact_order:.4f}"
+    )
+    reason += (
+        f"; allowance = |exact slope - {expected:.4g}| + {ESTIMATOR_ORDER_BIAS:g} (the Monte Carlo slope's "
+        "bias beyond the exact law's)"
+    )
     resolution = detectable_effect((float(lo), float(hi)), allowance, 1 - alpha)
     if not np.all(np.abs(diffs) > 3 * np.std(reps, axis=0, ddof=1)):
         verdict, reason = INCONCLUSIVE, reason + "; level differences within 3 standard errors of 0"
     else:
         verdict = effect_verdict((float(lo), float(hi)), expected, allowance, resolution, ORDER_TARGET)
-    checks.append(Check("weak_order", expected, order, (float(lo), float(hi)), verdict, config, allowance, **level,
-                        resolution=resolution, target=ORDER_TARGET,
-                        note=f"slope of |FD(2h) - FD(h)| over h = T/{steps // 4}..T/{steps}; {reason}"))
+    checks.append(
+        Check(
+            "weak_order",
+            expected,
+            order,
+            (float(lo), float(hi)),
+            verdict,
+            config,
+            allowance,
+            **level,
+            resolution=resolution,
+            target=ORDER_TARGET,
+            note=f"slope of |FD(2h) - FD(h)| over h = T/{steps // 4}..T/{steps}; {reason}",
+        )
+    )
     checks.append(exact_discrete_convergence(sampler, variances, setting, config))
     # 3. the limit, by Monte Carlo alone: Richardson 2 FD(h) - FD(2h) on the same paths and resamples, the O(h^2)
     # remainder bounded by the Monte Carlo's own next extrapolation |R(h) - R(2h)| / 3, against the closed form
@@ -189,10 +248,21 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, st
     coarser = 2 * values[1] - values[2]
     remainder = abs(richardson - coarser) / 3
     half_limit = z * float(np.std(richardson_reps, ddof=1))
-    checks.append(_effect_check(
-        "closed_form_limit", closed, richardson, half_limit, remainder, target, removed, config, level,
-        f"Monte Carlo Richardson 2 FD(h) - FD(2h) = {richardson:.6g} vs closed form {closed:.6g} "
-        f"(verify.rigorous.latent_stopping); O(h^2) remainder allowance {remainder:.2g} from R(2h) = {coarser:.6g}"))
+    checks.append(
+        _effect_check(
+            "closed_form_limit",
+            closed,
+            richardson,
+            half_limit,
+            remainder,
+            target,
+            removed,
+            config,
+            level,
+            f"Monte Carlo Richardson 2 FD(h) - FD(2h) = {richardson:.6g} vs closed form {closed:.6g} "
+            f"(verify.rigorous.latent_stopping); O(h^2) remainder allowance {remainder:.2g} from R(2h) = {coarser:.6g}",
+        )
+    )
     # 4. early stopping on the discrete sampler: FD(t*) - FD(T) on the same paths against its exact algebra
     times = horizon * np.array(records) / steps
     every_step = discrete_variances(sampler, steps, record_every=1)
@@ -204,28 +274,60 @@ def sampler_checks(name: str, sampler: LatentSampler, setting: LatentSetting, st
         gap = at_star.replicates - at_end.replicates
         value = (at_star.value - at_star.bias) - (at_end.value - at_end.bias)
         half_gap = z * float(np.std(gap, ddof=1))
-        exact_gap = (_discrete_distance(every_step[records[index]], variances, d)
-                     - _discrete_distance(every_step[-1], variances, d))
+        exact_gap = _discrete_distance(every_step[records[index]], variances, d) - _discrete_distance(
+            every_step[-1], variances, d
+        )
         continuous = float(distance(mpmath.mp, setting, times[index], d) - distance(mpmath.mp, setting, horizon, d))
-        checks.append(_effect_check(
-            "early_stop_discrete", exact_gap, value, half_gap, 0.0, target, removed, {**config, "d": d}, level,
-            f"FD(t) - FD(T) at t = {times[index]:.5g} (t* = {t_star:.6g}) against the discrete law's exact gap; the "
-            f"continuous gap is {continuous:.3g} (the last Euler steps add {exact_gap - continuous:.3g})"))
+        checks.append(
+            _effect_check(
+                "early_stop_discrete",
+                exact_gap,
+                value,
+                half_gap,
+                0.0,
+                target,
+                removed,
+                {**config, "d": d},
+                level,
+                f"FD(t) - FD(T) at t = {times[index]:.5g} (t* = {t_star:.6g}) against the discrete law's exact gap; "
+                f"the continuous gap is {continuous:.3g} (the last Euler steps add {exact_gap - continuous:.3g})",
+            )
+        )
     return checks, {"times": times, "curves": curves, "setting": setting}
 
 
-def _effect_check(name: str, expected: float, estimate: float, half: float, allowance: float, target: float,
-                  removed: float, config: dict, level: dict, note: str) -> Check:
+def _effect_check(
+    name: str,
+    expected: float,
+    estimate: float,
+    half: float,
+    allowance: float,
+    target: float,
+    removed: float,
+    config: dict,
+    level: dict,
+    note: str,
+) -> Check:
     """A Monte Carlo estimate +- ``half`` against ``expected`` +- ``allowance``, inconclusive when its resolution
     exceeds ``target`` (``LIMIT_TARGET`` of the distance ``removed`` by the run; also its relative resolution)."""
-    return effect_check(name, expected, estimate, (estimate - half, estimate + half), allowance, target, config,
-                        **level, scale=removed,
-                        note=f"{note}; target {target:.3g}, a fraction of the distance the run removes ({removed:.4g}), also "
-                      "the unit of the relative resolution")
+    return effect_check(
+        name,
+        expected,
+        estimate,
+        (estimate - half, estimate + half),
+        allowance,
+        target,
+        config,
+        **level,
+        scale=removed,
+        note=f"{note}; target {target:.3g}, a fraction of the distance the run removes ({removed:.4g}), also "
+        "the unit of the relative resolution",
+    )
 
 
-def exact_discrete_convergence(sampler: LatentSampler, variances, setting: LatentSetting, config: dict,
-                               closed_form=distance) -> Check:
+def exact_discrete_convergence(
+    sampler: LatentSampler, variances, setting: LatentSetting, config: dict, closed_form=distance
+) -> Check:
     """Exact algebra, no sampling: the discrete law's distance at h = T/2^10 .. T/2^16 converges to the closed form
     at order 1 (slope of the last four errors at t = T) and to that limit (Richardson residual 2 e(h) - e(2h) small),
     at t = T and along the run (t = T/4, T/2, 3T/4: a closed form with the wrong time dependence, e.g. a wrong
@@ -234,21 +336,37 @@ def exact_discrete_convergence(sampler: LatentSampler, variances, setting: Laten
     levels = [2**k for k in range(10, 17)]
     fractions = PATH_FRACTIONS + (1,)
     tables = [discrete_variances(sampler, n, n // 4) for n in levels]  # records at t = 0, T/4, T/2, 3T/4, T
-    errors = np.array([[_discrete_distance(table[round(4 * f)], variances, dims)
-                        - float(closed_form(mpmath.mp, setting, setting.horizon * f, dims)) for f in fractions]
-                       for table in tables])  # (levels, times)
+    errors = np.array(
+        [
+            [
+                _discrete_distance(table[round(4 * f)], variances, dims)
+                - float(closed_form(mpmath.mp, setting, setting.horizon * f, dims))
+                for f in fractions
+            ]
+            for table in tables
+        ]
+    )  # (levels, times)
     steps = setting.horizon / np.array(levels, dtype=float)
     order = _slope(steps[-4:], np.abs(errors[-4:, -1]))
     residuals = 2 * errors[-1] - errors[-2]
     scale = np.maximum(np.abs(errors[-1]), 1e-14)
-    ok = (abs(order - 1.0) <= EXACT_ORDER_TOLERANCE
-          and bool(np.all(np.abs(residuals) <= EXACT_ORDER_TOLERANCE * scale + 1e-14)))
+    ok = abs(order - 1.0) <= EXACT_ORDER_TOLERANCE and bool(
+        np.all(np.abs(residuals) <= EXACT_ORDER_TOLERANCE * scale + 1e-14)
+    )
     path = ", ".join(f"t = {setting.horizon * f:g}: {r:.2g}" for f, r in zip(fractions, residuals))
-    return Check("exact_discrete_convergence", 1.0, order, (order, order), Verdict.of(bool(ok)), config,
-                 EXACT_ORDER_TOLERANCE, false_failure_rate=0.0,
-                 note=f"discrete-law error at t = T, h = T/1024 .. T/65536: {', '.join(f'{e:.3g}' for e in errors[:, -1])}; "
-                      f"Richardson residuals 2 e(h) - e(2h) along the run ({path}) must be below "
-                      f"{EXACT_ORDER_TOLERANCE:g} |e(h)| (limit = the closed form of verify.rigorous.latent_stopping)")
+    return Check(
+        "exact_discrete_convergence",
+        1.0,
+        order,
+        (order, order),
+        Verdict.of(bool(ok)),
+        config,
+        EXACT_ORDER_TOLERANCE,
+        false_failure_rate=0.0,
+        note=f"discrete-law error at t = T, h = T/1024 .. T/65536: {', '.join(f'{e:.3g}' for e in errors[:, -1])}; "
+        f"Richardson residuals 2 e(h) - e(2h) along the run ({path}) must be below "
+        f"{EXACT_ORDER_TOLERANCE:g} |e(h)| (limit = the closed form of verify.rigorous.latent_stopping)",
+    )
 
 
 def _slope(steps: np.ndarray, values: np.ndarray) -> float:

@@ -33,9 +33,9 @@ and, pooled over the states (inverse-variance weights), drift_scale and diffusio
 "pooled"``): the sharpest test of a coefficient error that is the same everywhere.
 Every interval is a normal interval at the Bonferroni level of all the checks of the run (family-wise
 false-failure rate ``FAMILY_ALPHA``); a check is ``inconclusive`` when its resolution (the smallest relative
-error it rejects with probability 90%) exceeds ``state_target`` (one state) or ``target`` (pooled). Random numbers: a sample is a
-path of one step of the runner (``paths.run_seeded``, stream key per state), so results depend neither on how samples are
-split into blocks nor on where the blocks run.
+error it rejects with probability 90%) exceeds ``state_target`` (one state) or ``target`` (pooled). Random numbers: a
+sample is a path of one step of the runner (``paths.run_seeded``, stream key per state), so results depend neither on
+how samples are split into blocks nor on where the blocks run.
 """
 
 from __future__ import annotations
@@ -94,8 +94,12 @@ def near_merged_state(rng: np.random.Generator, tokens: int, dim: int) -> np.nda
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
-STATES: dict[str, State] = {"uniform": uniform_state, "merged": merged_state, "antipodal": antipodal_state,
-                            "near merged": near_merged_state}
+STATES: dict[str, State] = {
+    "uniform": uniform_state,
+    "merged": merged_state,
+    "antipodal": antipodal_state,
+    "near merged": near_merged_state,
+}
 
 
 @dataclass(frozen=True)
@@ -137,10 +141,10 @@ class LocalDesign:
 class LocalSamples:
     """Per-sample drift estimates at each step, flattened to (samples, 3, n d), and the covariance statistics."""
 
-    drift: np.ndarray           # (Delta - G) / h per step
-    scale_terms: np.ndarray     # (samples, 3): [Delta^T C Delta - G^T C G] / h
-    probe_terms: np.ndarray     # (samples, 3, probes): [(u.Delta)^2 - (u.G)^2] / h
-    claimed_cov: np.ndarray     # C = E[G G^T] / h at the finest step, (n d, n d)
+    drift: np.ndarray  # (Delta - G) / h per step
+    scale_terms: np.ndarray  # (samples, 3): [Delta^T C Delta - G^T C G] / h
+    probe_terms: np.ndarray  # (samples, 3, probes): [(u.Delta)^2 - (u.G)^2] / h
+    claimed_cov: np.ndarray  # C = E[G G^T] / h at the finest step, (n d, n d)
     probe_variance: np.ndarray  # u^T C u per probe
 
 
@@ -150,15 +154,21 @@ class LayerSamples:
     everything a claim is compared with, drawn once for any number of claims."""
 
     entries: list[np.ndarray]  # per sample block: (size, *noise.shape)
-    deltas: np.ndarray         # (samples, 3, n d)
+    deltas: np.ndarray  # (samples, 3, n d)
 
     def extended(self, more: LayerSamples) -> LayerSamples:
         """These samples followed by ``more`` (the next seeded blocks)."""
         return LayerSamples([*self.entries, *more.entries], np.concatenate([self.deltas, more.deltas]))
 
 
-def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed: int,
-                  key: Sequence[int], previous: LayerSamples | None = None) -> LayerSamples:
+def layer_samples(
+    layer_map: LayerMap,
+    x: np.ndarray,
+    design: LocalDesign,
+    seed: int,
+    key: Sequence[int],
+    previous: LayerSamples | None = None,
+) -> LayerSamples:
     """Draw ``design.samples`` one-step increments of ``layer_map`` at state ``x`` (tokens, d): the runner's seeded
     blocks of samples (a sample is a path of one step), on the workers when blocks run there. With ``previous``
     (the first samples of the same state and stream), only the samples after them are drawn."""
@@ -168,25 +178,45 @@ def layer_samples(layer_map: LayerMap, x: np.ndarray, design: LocalDesign, seed:
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, np.ndarray]:
         drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
         xs = np.broadcast_to(x, (streams.paths, *x.shape)).copy()
-        deltas = np.stack([(layer_map.layer(xs, (noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(streams.paths, -1)
-                           for h in design.steps], axis=1)
+        deltas = np.stack(
+            [
+                (layer_map.layer(xs, (noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(streams.paths, -1)
+                for h in design.steps
+            ],
+            axis=1,
+        )
         return drawn, deltas
 
-    blocks = run_seeded(compute, name="layer_samples", configuration=(layer_map, x, design.steps), seed=seed,
-                        key=key, paths=design.samples, block_paths=SAMPLE_BLOCK, start=start)
+    blocks = run_seeded(
+        compute,
+        name="layer_samples",
+        configuration=(layer_map, x, design.steps),
+        seed=seed,
+        key=key,
+        paths=design.samples,
+        block_paths=SAMPLE_BLOCK,
+        start=start,
+    )
     drawn = LayerSamples([drawn for drawn, _ in blocks], np.concatenate([deltas for _, deltas in blocks]))
     return drawn if previous is None else previous.extended(drawn)
 
 
-def local_samples(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray, design: LocalDesign,
-                  probes: np.ndarray) -> LocalSamples:
+def local_samples(
+    layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray, design: LocalDesign, probes: np.ndarray
+) -> LocalSamples:
     """The claim's diffusion G on the layer's own draws (the control variate), and the per-sample statistics.
 
     G is linear in dW (``LimitSDE``), so it is evaluated once per draw, on ``scale E``, and scaled by sqrt(h) for
     every step."""
     steps = np.asarray(design.steps)
-    unit = np.concatenate([sde.diffusion(np.broadcast_to(x, (drawn.shape[0], *x.shape)).copy(), noise.scale * drawn)
-                           .reshape(drawn.shape[0], -1) for drawn in layer.entries])
+    unit = np.concatenate(
+        [
+            sde.diffusion(np.broadcast_to(x, (drawn.shape[0], *x.shape)).copy(), noise.scale * drawn).reshape(
+                drawn.shape[0], -1
+            )
+            for drawn in layer.entries
+        ]
+    )
     g = np.sqrt(steps)[None, :, None] * unit[:, None, :]
     delta = layer.deltas
     h = steps[None, :, None]
@@ -212,30 +242,56 @@ def probe_directions(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     n, d = x.shape
     radial = np.zeros((n, n * d))
     for i in range(n):
-        radial[i, i * d:(i + 1) * d] = x[i]
+        radial[i, i * d : (i + 1) * d] = x[i]
     random = rng.standard_normal((PROBES, n * d))
     return np.vstack([radial, random / np.linalg.norm(random, axis=1, keepdims=True)])
 
 
-def _interval_check(name: str, per_sample: np.ndarray, bias: float, z: float, target: float, config: dict,
-                    note: str, confidence: float, power: float) -> Check:
+def _interval_check(
+    name: str,
+    per_sample: np.ndarray,
+    bias: float,
+    z: float,
+    target: float,
+    config: dict,
+    note: str,
+    confidence: float,
+    power: float,
+) -> Check:
     """Mean of ``per_sample`` (expected 0) with a z interval, the bias allowance and the resolution rule
     (resolution at ``power``)."""
     mean = float(per_sample.mean())
     se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
     ci = (mean - z * se, mean + z * se)
-    check = effect_check(name, 0.0, mean, ci, bias, target, config, confidence=confidence, power=power, scale=1.0,
-                         note=note)
+    check = effect_check(
+        name, 0.0, mean, ci, bias, target, config, confidence=confidence, power=power, scale=1.0, note=note
+    )
     if check.verdict == INCONCLUSIVE:
-        return replace(check, note=note + (
-            f"; resolution {check.resolution:.3g} > target {target:g}: about "
-            f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power)} samples would decide"
-            if target > bias else "; the O(h^2) bias exceeds the target: use a smaller step"))
+        return replace(
+            check,
+            note=note
+            + (
+                f"; resolution {check.resolution:.3g} > target {target:g}: about "
+                f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power)} samples would decide"
+                if target > bias
+                else "; the O(h^2) bias exceeds the target: use a smaller step"
+            ),
+        )
     return check
 
 
-def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, config: dict, note: str,
-                 confidence: float, scale: float, target: float, power: float) -> Check:
+def _max_z_check(
+    name: str,
+    per_sample: np.ndarray,
+    bias: np.ndarray,
+    z: float,
+    config: dict,
+    note: str,
+    confidence: float,
+    scale: float,
+    target: float,
+    power: float,
+) -> Check:
     """``fail`` when any column's mean is more than z_k standard errors beyond its bias allowance, z_k the
     Bonferroni quantile over the k columns within this check's level (the maximum over k components).
 
@@ -244,30 +300,59 @@ def _max_z_check(name: str, per_sample: np.ndarray, bias: np.ndarray, z: float, 
     z = z_value(per_sample.shape[1], 1.0 - confidence)
     mean = per_sample.mean(axis=0)
     se = per_sample.std(axis=0, ddof=1) / np.sqrt(per_sample.shape[0])
-    excess = np.where(se > 0, (np.abs(mean) - bias) / np.where(se > 0, se, 1.0), np.where(np.abs(mean) > bias, np.inf, 0))
+    excess = np.where(
+        se > 0, (np.abs(mean) - bias) / np.where(se > 0, se, 1.0), np.where(np.abs(mean) > bias, np.inf, 0)
+    )
     worst = int(np.argmax(excess))
     score = float(np.max(excess))
     resolution = float(np.max(bias + (z + float(stats.norm.ppf(power))) * se)) / scale if scale > 0 else math.inf
     verdict = FAIL if not np.all(np.isfinite(mean)) or score > z else (INCONCLUSIVE if resolution > target else PASS)
-    return Check(name, 0.0, score, (score, score), verdict, config, z, confidence, 1 - confidence,
-                 f"{note}; largest excess over the bias allowance, in standard errors: {score:.3g} "
-                 f"(component {worst}), fails above z = {z:.3g}; resolution: an error of {resolution:.3g} x "
-                 f"{scale:.3g} in any one component", resolution=resolution, relative_resolution=resolution,
-                 target=target)
+    return Check(
+        name,
+        0.0,
+        score,
+        (score, score),
+        verdict,
+        config,
+        z,
+        confidence,
+        1 - confidence,
+        f"{note}; largest excess over the bias allowance, in standard errors: {score:.3g} "
+        f"(component {worst}), fails above z = {z:.3g}; resolution: an error of {resolution:.3g} x "
+        f"{scale:.3g} in any one component",
+        resolution=resolution,
+        relative_resolution=resolution,
+        target=target,
+    )
 
 
-def local_checks(layer_map: LayerMap, sde: LimitSDE, states: dict[str, np.ndarray], design: LocalDesign,
-                 seed: int, key: Sequence[int], config: dict | None = None,
-                 family_alpha: float = FAMILY_ALPHA, drawn: dict[str, LayerSamples] | None = None) -> list[Check]:
+def local_checks(
+    layer_map: LayerMap,
+    sde: LimitSDE,
+    states: dict[str, np.ndarray],
+    design: LocalDesign,
+    seed: int,
+    key: Sequence[int],
+    config: dict | None = None,
+    family_alpha: float = FAMILY_ALPHA,
+    drawn: dict[str, LayerSamples] | None = None,
+) -> list[Check]:
     """The four checks of the module docstring at every state and the pooled ones, Bonferroni over all of them
     (their family-wise false-failure rate is ``family_alpha``); ``drawn`` as in ``local_checks_for_claims``."""
     return local_checks_for_claims(layer_map, [sde], states, design, seed, key, config, family_alpha, drawn)[0]
 
 
-def local_checks_for_claims(layer_map: LayerMap, sdes: Sequence[LimitSDE], states: dict[str, np.ndarray],
-                            design: LocalDesign, seed: int, key: Sequence[int], config: dict | None = None,
-                            family_alpha: float = FAMILY_ALPHA,
-                            drawn: dict[str, LayerSamples] | None = None) -> list[list[Check]]:
+def local_checks_for_claims(
+    layer_map: LayerMap,
+    sdes: Sequence[LimitSDE],
+    states: dict[str, np.ndarray],
+    design: LocalDesign,
+    seed: int,
+    key: Sequence[int],
+    config: dict | None = None,
+    family_alpha: float = FAMILY_ALPHA,
+    drawn: dict[str, LayerSamples] | None = None,
+) -> list[list[Check]]:
     """``local_checks`` for several claims on the same layer samples (drawn once per state; each claim's checks
     are those ``local_checks`` gives it alone, number for number). ``drawn``: each state's samples so far
     (``draw_states``), extended here to ``design.samples`` and kept in place for the next look."""
@@ -283,8 +368,9 @@ def local_checks_for_claims(layer_map: LayerMap, sdes: Sequence[LimitSDE], state
         probes = probe_directions(x, probe_rng)
         layer = drawn[state_name] = layer_samples(layer_map, x, design, seed, (*key, index, 0), drawn.get(state_name))
         for sde, result in zip(sdes, results):
-            result.add_state(local_samples(layer, layer_map.noise, sde, x, design, probes), sde, x, design, z, cfg,
-                             confidence)
+            result.add_state(
+                local_samples(layer, layer_map.noise, sde, x, design, probes), sde, x, design, z, cfg, confidence
+            )
     return [result.finish(design, z, config, confidence) for result in results]
 
 
@@ -296,15 +382,27 @@ class _ClaimChecks:
     pooled: dict[str, list] = field(default_factory=lambda: {"drift_scale": [], "diffusion_scale": []})
     pooled_bias: dict[str, list] = field(default_factory=lambda: {"drift_scale": [], "diffusion_scale": []})
 
-    def add_state(self, data: LocalSamples, sde: LimitSDE, x: np.ndarray, design: LocalDesign, z: float, cfg: dict,
-                  confidence: float) -> None:
+    def add_state(
+        self,
+        data: LocalSamples,
+        sde: LimitSDE,
+        x: np.ndarray,
+        design: LocalDesign,
+        z: float,
+        cfg: dict,
+        confidence: float,
+    ) -> None:
         checks = self.checks
-        bad = first_nonfinite({"layer map - claimed diffusion": np.moveaxis(data.drift, 1, -1),
-                               "covariance terms": data.scale_terms}, [f"h={h:g}" for h in design.steps])
+        bad = first_nonfinite(
+            {"layer map - claimed diffusion": np.moveaxis(data.drift, 1, -1), "covariance terms": data.scale_terms},
+            [f"h={h:g}" for h in design.steps],
+        )
         if bad:
             nan = float("nan")
-            checks += [Check(name, 0.0, nan, (nan, nan), FAIL, cfg, note=bad)
-                       for name in ("drift_scale", "drift", "diffusion_scale", "diffusion")]
+            checks += [
+                Check(name, 0.0, nan, (nan, nan), FAIL, cfg, note=bad)
+                for name in ("drift_scale", "drift", "diffusion_scale", "diffusion")
+            ]
             return
         claimed = sde.drift(x[None])[0].reshape(-1)
         r1, r2 = richardson(data.drift)
@@ -319,32 +417,72 @@ class _ClaimChecks:
         scaled = resolved or norm2 > 0
         if scaled:
             gamma = (claimed - r2) @ direction / norm2
-            checks.append(_interval_check(
-                "drift_scale", gamma, float(bias @ np.abs(direction) / norm2), z, design.state_target, cfg,
-                f"relative drift error of the claim along the {along} drift (|b| = {np.sqrt(norm2):.3g}"
-                + ("" if resolved else "; the layer's drift is not resolved at this sample size")
-                + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples", confidence,
-                design.power))
+            checks.append(
+                _interval_check(
+                    "drift_scale",
+                    gamma,
+                    float(bias @ np.abs(direction) / norm2),
+                    z,
+                    design.state_target,
+                    cfg,
+                    f"relative drift error of the claim along the {along} drift (|b| = {np.sqrt(norm2):.3g}"
+                    + ("" if resolved else "; the layer's drift is not resolved at this sample size")
+                    + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples",
+                    confidence,
+                    design.power,
+                )
+            )
         # a typical component: the larger of the drift's and the noise's per unit of the model's time (the noise's
         # alone for a drift-free claim and map)
         typical = float(np.sqrt(max(norm2, float(np.trace(data.claimed_cov))) / claimed.size))
-        checks.append(_max_z_check("drift", r2 - claimed, bias, z, cfg,
-                                   f"{claimed.size} drift components, relative to a typical component "
-                                   f"{typical:.3g} (the drift's or the noise's RMS one, the larger)", confidence,
-                                   typical, design.max_z_target, design.power))
+        checks.append(
+            _max_z_check(
+                "drift",
+                r2 - claimed,
+                bias,
+                z,
+                cfg,
+                f"{claimed.size} drift components, relative to a typical component "
+                f"{typical:.3g} (the drift's or the noise's RMS one, the larger)",
+                confidence,
+                typical,
+                design.max_z_target,
+                design.power,
+            )
+        )
         c_norm2 = float(np.sum(data.claimed_cov**2))
         s1, s2 = richardson(data.scale_terms[..., None])
-        checks.append(_interval_check(
-            "diffusion_scale", s2[:, 0] / c_norm2, float(abs(s1.mean() - s2.mean())) / 3 / c_norm2, z,
-            design.state_target, cfg, "relative covariance error along the claimed covariance C", confidence,
-            design.power))
+        checks.append(
+            _interval_check(
+                "diffusion_scale",
+                s2[:, 0] / c_norm2,
+                float(abs(s1.mean() - s2.mean())) / 3 / c_norm2,
+                z,
+                design.state_target,
+                cfg,
+                "relative covariance error along the claimed covariance C",
+                confidence,
+                design.power,
+            )
+        )
         # relative to the mean variance per direction (a radial probe has claimed variance 0 on the sphere)
         scale = float(np.trace(data.claimed_cov)) / data.claimed_cov.shape[0]
         p1, p2 = richardson(data.probe_terms)
-        checks.append(_max_z_check("diffusion", p2 / scale, np.abs(p1.mean(0) - p2.mean(0)) / 3 / scale,
-                                   z, cfg, f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "
-                                   "relative to the mean claimed variance per direction", confidence, 1.0,
-                                   design.max_z_target, design.power))
+        checks.append(
+            _max_z_check(
+                "diffusion",
+                p2 / scale,
+                np.abs(p1.mean(0) - p2.mean(0)) / 3 / scale,
+                z,
+                cfg,
+                f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "
+                "relative to the mean claimed variance per direction",
+                confidence,
+                1.0,
+                design.max_z_target,
+                design.power,
+            )
+        )
         self.pooled["drift_scale"].append(gamma if scaled else None)
         self.pooled["diffusion_scale"].append(s2[:, 0] / c_norm2)
         self.pooled_bias["drift_scale"].append(checks[-4].allowance if scaled else None)
@@ -363,14 +501,26 @@ class _ClaimChecks:
             weights = 1.0 / variance if np.all(variance > 0) else np.ones(len(parts))
             weights /= weights.sum()
             bias = float(weights @ [b for b in self.pooled_bias[name] if b is not None])
-            pooled = _interval_check(name, weights @ stacked, bias, z, design.target,
-                                     {**(config or {}), "state": "pooled"},
-                                     f"inverse-variance weighted mean over the {len(parts)} states (weights "
-                                     + ", ".join(f"{w:.2f}" for w in weights) + ")", confidence, design.power)
+            pooled = _interval_check(
+                name,
+                weights @ stacked,
+                bias,
+                z,
+                design.target,
+                {**(config or {}), "state": "pooled"},
+                f"inverse-variance weighted mean over the {len(parts)} states (weights "
+                + ", ".join(f"{w:.2f}" for w in weights)
+                + ")",
+                confidence,
+                design.power,
+            )
             best = min(c.resolution for c in checks if c.name == name and c.resolution is not None)
             if pooled.resolution > best:
-                pooled = replace(pooled, note=pooled.note + f"; resolution above the best single state's ({best:.3g}): "
-                                 "the pooled bias allowance (weighted Richardson remainders) exceeds that state's")
+                pooled = replace(
+                    pooled,
+                    note=pooled.note + f"; resolution above the best single state's ({best:.3g}): "
+                    "the pooled bias allowance (weighted Richardson remainders) exceeds that state's",
+                )
             checks.append(pooled)
         return checks
 

@@ -1,7 +1,7 @@
 """The empirical measure against its limit computed another way (not a second system of the same code).
 
-Two systems built by the same code on the same noise agree whatever the code does (``convergence.experiments.chaos`` compares
-such pairs for the *rate*). The limit itself is checked here against the mathematics of the stochastic PDE:
+Two systems built by the same code on the same noise agree whatever the code does (``convergence.experiments.chaos``
+compares such pairs for the *rate*). The limit itself is checked here against the mathematics of the stochastic PDE:
 
 ``zonal_limit``  (no attention, v = 0). Given the noise the tokens are conditionally i.i.d.; averaged over the
     noise each one is a Brownian motion on S^{d-1} at rate k(1) (the field's variance at a point, ``verify``'s
@@ -57,7 +57,7 @@ def cap_initial(streams: PathStreams, tokens: int, dim: int) -> np.ndarray:
 
 def zonal_rates(k1: float, dim: int) -> np.ndarray:
     """lambda_1, lambda_2 = k(1) l (l + d - 2) / 2: the decay rates of the zonal harmonics."""
-    return np.array([k1 * l * (l + dim - 2) / 2 for l in (1, 2)])
+    return np.array([k1 * degree * (degree + dim - 2) / 2 for degree in (1, 2)])
 
 
 def zonal_means(x: np.ndarray) -> np.ndarray:
@@ -89,17 +89,30 @@ def _check(name: str, per_path: np.ndarray, scale: float, z: float, target: floa
     mean = float(per_path.mean())
     se = float(per_path.std(ddof=1) / np.sqrt(per_path.size))
     ci = (mean - z * se, mean + z * se)
-    check = effect_check(name, 0.0, mean, ci, 0.0, target * abs(scale), config, confidence=z_confidence(z),
-                         scale=scale, note=note)
+    check = effect_check(
+        name, 0.0, mean, ci, 0.0, target * abs(scale), config, confidence=z_confidence(z), scale=scale, note=note
+    )
     if check.verdict == INCONCLUSIVE or (check.verdict == PASS and not scale):  # no scale: nothing resolved
-        return replace(check, verdict=INCONCLUSIVE, note=f"{note}; relative resolution {check.relative_resolution} "
-                                                         f"above the target {target:g}: more paths needed")
+        return replace(
+            check,
+            verdict=INCONCLUSIVE,
+            note=f"{note}; relative resolution {check.relative_resolution} "
+            f"above the target {target:g}: more paths needed",
+        )
     return check
 
 
-def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: int, key: Sequence[int], config: dict,
-                checks_in_family: int, rates: dict[str, np.ndarray] | None = None,
-                family_alpha: float = FAMILY_ALPHA) -> list[Check]:
+def zonal_limit(
+    layer_map: LayerMap,
+    k1: float,
+    design: MeanFieldDesign,
+    seed: int,
+    key: Sequence[int],
+    config: dict,
+    checks_in_family: int,
+    rates: dict[str, np.ndarray] | None = None,
+    family_alpha: float = FAMILY_ALPHA,
+) -> list[Check]:
     """``zonal_limit`` for phi_1 and phi_2 (module docstring), each at level family_alpha / checks_in_family, for the
     true rates lambda_l and then for each claim of ``rates`` (name -> claimed (lambda_1, lambda_2): near misses),
     all judged on one recording of the paths."""
@@ -123,17 +136,27 @@ def zonal_limit(layer_map: LayerMap, k1: float, design: MeanFieldDesign, seed: i
             start = float(recorded[:, 0, 0, index].mean())
             # a relative error delta in lambda moves the target by lambda T delta e^{-lambda T} E phi(x_0)
             scale = rate * horizon * decay * start
-            checks.append(_check(name, _richardson(residual), scale, z, design.target, claim_config,
-                                 f"<mu_T, phi_{index + 1}> - exp(-lambda T) <mu_0, phi_{index + 1}>, lambda = {rate:.5g}, "
-                                 f"T = {horizon:g}; Richardson over h = T/{design.grid.steps} and 2h; relative resolution "
-                                 "in units of lambda"))
+            checks.append(
+                _check(
+                    name,
+                    _richardson(residual),
+                    scale,
+                    z,
+                    design.target,
+                    claim_config,
+                    f"<mu_T, phi_{index + 1}> - exp(-lambda T) <mu_0, phi_{index + 1}>, lambda = {rate:.5g}, "
+                    f"T = {horizon:g}; Richardson over h = T/{design.grid.steps} and 2h; relative resolution "
+                    "in units of lambda",
+                )
+            )
     return checks
 
 
-def agazzi_mean_field_drift(model: AgazziModel, k1: float, beta_factor: float = 1.0, v_factor: float = 1.0,
-                            ito: float | None = None) -> Drift:
-    """The claimed mean-field drift of model A: ``v P_x a_mu(x) - ito k(1) x`` with ``ito = (d - 1) / 2`` (docs/models.md
-    section 2); the factors and ``ito`` make near misses."""
+def agazzi_mean_field_drift(
+    model: AgazziModel, k1: float, beta_factor: float = 1.0, v_factor: float = 1.0, ito: float | None = None
+) -> Drift:
+    """The claimed mean-field drift of model A: ``v P_x a_mu(x) - ito k(1) x`` with ``ito = (d - 1) / 2``
+    (docs/models.md section 2); the factors and ``ito`` make near misses."""
     attention = replace(model, beta=model.beta * beta_factor)
     ito = (model.dim - 1) / 2 if ito is None else ito
 
@@ -175,8 +198,16 @@ def weak_form_residual(recorded: np.ndarray, times: np.ndarray) -> np.ndarray:
     return f[..., -1] - f[..., 0] - drift_integral(recorded, times)
 
 
-def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDesign, seed: int, key: Sequence[int],
-              config: dict, checks_in_family: int, family_alpha: float = FAMILY_ALPHA) -> list[Check]:
+def weak_form(
+    layer_map: LayerMap,
+    drifts: dict[str, Drift],
+    design: MeanFieldDesign,
+    seed: int,
+    key: Sequence[int],
+    config: dict,
+    checks_in_family: int,
+    family_alpha: float = FAMILY_ALPHA,
+) -> list[Check]:
     """``weak_form`` for each claimed drift on the same recorded paths: each drift is observed along the run of
     the layer map (the first is the true claim; others are near misses judged on the same data)."""
     names = list(drifts)
@@ -188,7 +219,7 @@ def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDe
     z = z_value(checks_in_family, family_alpha)
     checks = []
     for index, name in enumerate(names):
-        part = recorded[..., 2 * index:2 * index + 2]
+        part = recorded[..., 2 * index : 2 * index + 2]
         bad = first_nonfinite({f"weak form ({name})": part})
         if bad:
             nan = float("nan")
@@ -196,8 +227,17 @@ def weak_form(layer_map: LayerMap, drifts: dict[str, Drift], design: MeanFieldDe
             continue
         residual = weak_form_residual(part, design.times)
         integral = float(drift_integral(part, design.times)[:, 0].mean())
-        checks.append(_check("weak_form", _richardson(residual), integral, z, design.target, {**config, "drift": name},
-                             f"E<mu_T, f> - <mu_0, f> - int E<mu_t, <e, b>> dt, f = <x, e> (the drift term integrates to "
-                             f"{integral:.4g}; relative resolution in its units); Richardson over h = T/{design.grid.steps}"
-                             f" and 2h; trapezoid on {design.grid.records} intervals"))
+        checks.append(
+            _check(
+                "weak_form",
+                _richardson(residual),
+                integral,
+                z,
+                design.target,
+                {**config, "drift": name},
+                f"E<mu_T, f> - <mu_0, f> - int E<mu_t, <e, b>> dt, f = <x, e> (the drift term integrates to "
+                f"{integral:.4g}; relative resolution in its units); Richardson over h = T/{design.grid.steps}"
+                f" and 2h; trapezoid on {design.grid.records} intervals",
+            )
+        )
     return checks

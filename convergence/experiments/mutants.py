@@ -15,8 +15,8 @@ make by mistake, built from the true claim of a model:
                            diffusion unchanged)
 
 ``catalogue(sde)`` lists the mutants that apply to a model's true claim. The discipline that judges a check by them:
-``rejection_row`` (a mutant must be rejected: the check's inner verdict ``fail``; a claim when the mutant is structural or
-at least the target effect, a finding otherwise or where the check cannot see it) and ``true_claim_row`` (the true
+``rejection_row`` (a mutant must be rejected: the check's inner verdict ``fail``; a claim when the mutant is structural
+or at least the target effect, a finding otherwise or where the check cannot see it) and ``true_claim_row`` (the true
 claim must pass the same checks).
 """
 
@@ -184,20 +184,26 @@ class _AgazziUnprojected(AgazziSDE):
 
 def catalogue(sde: LimitSDE, eps: float = 0.05, stratonovich: bool = True) -> list[Mutant]:
     """The mutants of ``sde`` (a model F or model A claim, or any claim for the generic ones) at size ``eps``."""
-    mutants = [Mutant("drift x (1 + eps)", eps, DriftScaled(sde, 1 + eps)),
-               Mutant("drift x (1 + eps)", -eps, DriftScaled(sde, 1 - eps))]
+    mutants = [
+        Mutant("drift x (1 + eps)", eps, DriftScaled(sde, 1 + eps)),
+        Mutant("drift x (1 + eps)", -eps, DriftScaled(sde, 1 - eps)),
+    ]
     if isinstance(sde, FedorovSDE):
         model = sde.model
-        mutants += [Mutant("sigma^2 x (1 + eps)", eps, _FedorovVariance(model, 1 + eps)),
-                    Mutant("Ito factor (d-2)/2", None, _FedorovItoFactor(model)),
-                    Mutant("no tangent projection", None, _FedorovUnprojected(model))]
+        mutants += [
+            Mutant("sigma^2 x (1 + eps)", eps, _FedorovVariance(model, 1 + eps)),
+            Mutant("Ito factor (d-2)/2", None, _FedorovItoFactor(model)),
+            Mutant("no tangent projection", None, _FedorovUnprojected(model)),
+        ]
         if model.tokens > 1 and model.beta != 0:
             mutants.append(Mutant("beta x (1 + eps)", eps, FedorovSDE(replace(model, beta=model.beta * (1 + eps)))))
     elif isinstance(sde, AgazziSDE):
         model = sde.model
-        mutants += [Mutant("Ito term k(1) x (1 + eps)", eps, _AgazziIto(model, 1 + eps)),
-                    Mutant("Ito factor (d-2)/2", None, _AgazziItoFactor(model)),
-                    Mutant("no tangent projection", None, _AgazziUnprojected(model))]
+        mutants += [
+            Mutant("Ito term k(1) x (1 + eps)", eps, _AgazziIto(model, 1 + eps)),
+            Mutant("Ito factor (d-2)/2", None, _AgazziItoFactor(model)),
+            Mutant("no tangent projection", None, _AgazziUnprojected(model)),
+        ]
         if model.tokens > 1 and model.v != 0 and model.beta != 0:
             mutants.append(Mutant("beta x (1 + eps)", eps, AgazziSDE(replace(model, beta=model.beta * (1 + eps)))))
     if stratonovich:
@@ -240,8 +246,9 @@ def miss_probability(check: Check) -> float:
     return float(stats.norm.cdf(z - (abs(check.estimate - check.expected) - check.allowance) / se))
 
 
-def rejection_row(kind: str, model: str, label: str, effect: float | None, checks: list[Check], target: float,
-                  unresolved: str = "") -> Check:
+def rejection_row(
+    kind: str, model: str, label: str, effect: float | None, checks: list[Check], target: float, unresolved: str = ""
+) -> Check:
     """A study check: the mutant must be rejected (its inner verdict ``fail``). It is a claim when the mutant is
     structural or its effect is at least the profile's ``target``, unless ``unresolved`` says why the check cannot see
     it (then a finding)."""
@@ -252,35 +259,65 @@ def rejection_row(kind: str, model: str, label: str, effect: float | None, check
     drift = pooled_check(checks, "drift_scale")
     # the row misses only when every inner check does: the smallest single chance bounds it
     miss = min((miss_probability(c) for c in checks), default=1.0)
-    note = (f"{kind} check on '{label}': inner verdict {inner}" + (f" (failed: {', '.join(failed)})" if failed else "")
-            + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}")
-            + f"; estimated chance of a miss at the measured effects {miss:.2g}" + unresolved)
-    note += ("; a rejection is decided by its interval, so the row needs no target (resolution: "
-             + ("the pooled drift_scale's relative one)" if drift else "the sharpest inner resolution / target)"))
-    return Check("rejects", 1.0, 1.0 if inner == FAIL else 0.0, (0.0, 1.0), verdict,
-                 {"check": kind, "model": model, "mutant": label}, note=note, claim=claim, false_failure_rate=miss,
-                 resolution=_ratios(checks, min) if drift is None else drift.resolution,
-                 relative_resolution=None if drift is None else drift.resolution, target=NO_TARGET)
+    note = (
+        f"{kind} check on '{label}': inner verdict {inner}"
+        + (f" (failed: {', '.join(failed)})" if failed else "")
+        + ("" if drift is None else f"; pooled relative drift error {drift.estimate:+.4f}")
+        + f"; estimated chance of a miss at the measured effects {miss:.2g}"
+        + unresolved
+    )
+    note += "; a rejection is decided by its interval, so the row needs no target (resolution: " + (
+        "the pooled drift_scale's relative one)" if drift else "the sharpest inner resolution / target)"
+    )
+    return Check(
+        "rejects",
+        1.0,
+        1.0 if inner == FAIL else 0.0,
+        (0.0, 1.0),
+        verdict,
+        {"check": kind, "model": model, "mutant": label},
+        note=note,
+        claim=claim,
+        false_failure_rate=miss,
+        resolution=_ratios(checks, min) if drift is None else drift.resolution,
+        relative_resolution=None if drift is None else drift.resolution,
+        target=NO_TARGET,
+    )
 
 
 def _ratios(checks: list[Check], pick: Callable) -> float | None:
     """``pick`` (min or max) of resolution / target over the statistical claim checks of ``checks`` that have a
     finite target (None when one of them lacks a resolution or target, or none has one): unit-free, at most 1 when
     each sees what it may not miss."""
-    ratios = [c.resolution / c.target if c.resolution is not None and c.target else None
-              for c in checks if c.statistical and c.target != NO_TARGET]
+    ratios = [
+        c.resolution / c.target if c.resolution is not None and c.target else None
+        for c in checks
+        if c.statistical and c.target != NO_TARGET
+    ]
     return None if not ratios or None in ratios else pick(ratios)
 
 
 def true_claim_row(kind: str, model: str, checks: list[Check]) -> Check:
     """A study check: the true claim must pass every inner check; its false-failure rate is the sum of theirs."""
     inner = _combined(checks)
-    resolutions = ", ".join(f"{c.name} {c.resolution:.3g}" for c in checks
-                            if c.resolution is not None and c.config.get("state", "pooled") == "pooled")
+    resolutions = ", ".join(
+        f"{c.name} {c.resolution:.3g}"
+        for c in checks
+        if c.resolution is not None and c.config.get("state", "pooled") == "pooled"
+    )
     alpha = float(sum(c.false_failure_rate for c in checks))
-    return Check("true_claim", 1.0, 1.0 if inner == PASS else 0.0, (0.0, 1.0), inner,
-                 {"check": kind, "model": model}, confidence=1 - alpha, false_failure_rate=alpha,
-                 note=f"{kind} check on the true claim: {inner}; resolutions: "
-                 f"{resolutions or 'see the inner checks'}; resolution here: the largest resolution / target of the "
-                 "inner claim checks (target 1: each sees what it may not miss)",
-                 resolution=_ratios(checks, max), target=1.0)
+    return Check(
+        "true_claim",
+        1.0,
+        1.0 if inner == PASS else 0.0,
+        (0.0, 1.0),
+        inner,
+        {"check": kind, "model": model},
+        confidence=1 - alpha,
+        false_failure_rate=alpha,
+        note=f"{kind} check on the true claim: {inner}; resolutions: "
+        f"{resolutions or 'see the inner checks'}; resolution here: the largest resolution / target of the "
+        "inner claim checks (target 1: each sees what it may not miss)",
+        resolution=_ratios(checks, max),
+        target=1.0,
+    )

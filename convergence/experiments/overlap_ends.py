@@ -65,21 +65,47 @@ def decided_ends(rho: np.ndarray, dim: int, beta: float) -> tuple[int, int, floa
     switch_from_antipodal, switch_from_collapse = switch_tables(dim, beta)
     antipodal, collapsed = rho < -1 + DELTA, rho > 1 - DELTA
     undecided = rho.size - int(antipodal.sum()) - int(collapsed.sum())
-    switching = switch_bound(1 + rho[antipodal], switch_from_antipodal) + switch_bound(1 - rho[collapsed],
-                                                                                       switch_from_collapse)
+    switching = switch_bound(1 + rho[antipodal], switch_from_antipodal) + switch_bound(
+        1 - rho[collapsed], switch_from_collapse
+    )
     return int(antipodal.sum()), undecided, (undecided + switching) / rho.size
 
 
-def probability_check(antipodal: int, paths: int, predicted: float, allowance: float, confidence: float,
-                      config: dict, note: str = "", target: float = PROBABILITY_TARGET) -> Check:
+def probability_check(
+    antipodal: int,
+    paths: int,
+    predicted: float,
+    allowance: float,
+    confidence: float,
+    config: dict,
+    note: str = "",
+    target: float = PROBABILITY_TARGET,
+) -> Check:
     """``p_antipodal``: the Wilson interval (at ``confidence``) of ``antipodal / paths`` against the predicted
     probability +- ``allowance``; ``inconclusive`` when the resolution exceeds ``target`` (in probability)."""
-    return effect_check("p_antipodal", predicted, antipodal / paths, wilson(antipodal, paths, confidence_z(confidence)),
-                        allowance, target, config, confidence=confidence, note=note)
+    return effect_check(
+        "p_antipodal",
+        predicted,
+        antipodal / paths,
+        wilson(antipodal, paths, confidence_z(confidence)),
+        allowance,
+        target,
+        config,
+        confidence=confidence,
+        note=note,
+    )
 
 
-def merge_probability_check(name: str, final_overlaps: np.ndarray, predicted: float, delta: float, alpha: float,
-                            config: dict, note: str = "", target: float = MERGE_TARGET) -> Check:
+def merge_probability_check(
+    name: str,
+    final_overlaps: np.ndarray,
+    predicted: float,
+    delta: float,
+    alpha: float,
+    config: dict,
+    note: str = "",
+    target: float = MERGE_TARGET,
+) -> Check:
     """The fraction of runs ending merged (rho_T > 1 - ``delta``) against ``predicted``: its Wilson interval at level
     1 - ``alpha`` must reach the prediction +- the undecided fraction (|rho_T| <= 1 - delta), the allowance (an
     undecided run may yet end either way); inconclusive when the resolution (``detectable_effect``, in probability)
@@ -88,26 +114,63 @@ def merge_probability_check(name: str, final_overlaps: np.ndarray, predicted: fl
     runs = final_overlaps.size
     merged = int(np.sum(final_overlaps > 1 - delta))
     undecided = int(np.sum(np.abs(final_overlaps) <= 1 - delta))
-    return effect_check(name, predicted, merged / runs, wilson(merged, runs, z), undecided / runs, target, config,
-                        confidence=1 - alpha, false_failure_rate=alpha, scale=predicted,
-                        note=f"fraction with rho_T > 1 - {delta} {note}; allowance = undecided fraction "
-                      f"(|rho_T| <= 1 - {delta}); target {target:g} in probability")
+    return effect_check(
+        name,
+        predicted,
+        merged / runs,
+        wilson(merged, runs, z),
+        undecided / runs,
+        target,
+        config,
+        confidence=1 - alpha,
+        false_failure_rate=alpha,
+        scale=predicted,
+        note=f"fraction with rho_T > 1 - {delta} {note}; allowance = undecided fraction "
+        f"(|rho_T| <= 1 - {delta}); target {target:g} in probability",
+    )
 
 
-def expectation_check(name: str, values: np.ndarray, coarse_values: np.ndarray, expected: float, alpha: float,
-                      config: dict, note: str, target: float) -> Check:
+def expectation_check(
+    name: str,
+    values: np.ndarray,
+    coarse_values: np.ndarray,
+    expected: float,
+    alpha: float,
+    config: dict,
+    note: str,
+    target: float,
+) -> Check:
     """The mean of per-path ``values`` against ``expected``: z standard errors (two-sided level 1 - ``alpha``) plus
     the O(h) bias allowance |mean - mean of ``coarse_values``| (the same quantity at a coarser depth); inconclusive
     when the resolution exceeds ``target`` (in the values' units)."""
     z = z_value(1, alpha)
     mean, se = float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
     allowance = abs(float(values.mean() - coarse_values.mean()))
-    return effect_check(name, expected, mean, (mean - z * se, mean + z * se), allowance, target, config,
-                        confidence=1 - alpha, false_failure_rate=alpha, scale=expected, note=note)
+    return effect_check(
+        name,
+        expected,
+        mean,
+        (mean - z * se, mean + z * se),
+        allowance,
+        target,
+        config,
+        confidence=1 - alpha,
+        false_failure_rate=alpha,
+        scale=expected,
+        note=note,
+    )
 
 
-def antipodal_share_check(name: str, shares: np.ndarray, threshold: float, aligned: float, above: bool, config: dict,
-                          alpha: float, target: float = SHARE_TARGET) -> Check:
+def antipodal_share_check(
+    name: str,
+    shares: np.ndarray,
+    threshold: float,
+    aligned: float,
+    above: bool,
+    config: dict,
+    alpha: float,
+    target: float = SHARE_TARGET,
+) -> Check:
     """A claim about the typical final state of many tokens: the mean over paths of the share of antipodal pairs
     (cos < -``aligned``, ``shares`` one per path) lies above ``threshold`` (``above``: an antipodal formation) or below
     it (pairs synchronise; a transient antipodal group on one path is not a failure). Student t interval at level
@@ -122,8 +185,18 @@ def antipodal_share_check(name: str, shares: np.ndarray, threshold: float, align
     else:
         verdict = PASS if hi < threshold else (FAIL if lo > threshold else INCONCLUSIVE)
     claim = f"{'above' if above else 'below'} {threshold:g}"
-    return Check(name, threshold, share, (lo, hi), verdict, config, 0.0, 1 - alpha, alpha,
-                 note=f"mean over {paths} paths of the share of pairs at cos < -{aligned}, claimed {claim}; Student t "
-                      f"interval ({paths - 1} df); per-path shares {', '.join(f'{v:.3f}' for v in shares)}",
-                 resolution=float((t + stats.norm.ppf(DETECTION_POWER)) * spread), target=target)
-
+    return Check(
+        name,
+        threshold,
+        share,
+        (lo, hi),
+        verdict,
+        config,
+        0.0,
+        1 - alpha,
+        alpha,
+        note=f"mean over {paths} paths of the share of pairs at cos < -{aligned}, claimed {claim}; Student t "
+        f"interval ({paths - 1} df); per-path shares {', '.join(f'{v:.3f}' for v in shares)}",
+        resolution=float((t + stats.norm.ppf(DETECTION_POWER)) * spread),
+        target=target,
+    )

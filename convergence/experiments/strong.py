@@ -80,7 +80,6 @@ BOOTSTRAP_STREAM = STREAM_KEYS["bootstrap"]
 DRIFT_TARGET = 0.2
 
 
-
 @dataclass(frozen=True)
 class StrongDesign(DepthLadder):
     """A depth ladder with the reference refinement R (the reference steps at T / (R L_max))."""
@@ -117,7 +116,6 @@ class StrongDesign(DepthLadder):
         return self.horizon / self.fine_steps
 
 
-
 @dataclass(frozen=True)
 class StrongData:
     """Per-path squared distances: ``final_sq``/``sup_sq`` (paths, depths) against the finest
@@ -131,23 +129,35 @@ class StrongData:
     target_sq: np.ndarray | None = None
 
     @classmethod
-    def from_blocks(cls, blocks: list[tuple[np.ndarray, np.ndarray]], design: StrongDesign,
-                    claim: int = 0, claims: int = 1) -> StrongData:
+    def from_blocks(
+        cls, blocks: list[tuple[np.ndarray, np.ndarray]], design: StrongDesign, claim: int = 0, claims: int = 1
+    ) -> StrongData:
         """From the blocks' (final_sq, sup_sq) over every comparison of ``strong_ladder``, in block order: those of
         reference number ``claim`` of ``claims``."""
         final_sq, sup_sq = concatenate_blocks(blocks)
         n = len(design.depths)
         per_claim = n + len(REFERENCE_LEVELS) - 1
         first = claim * per_claim
-        return cls(final_sq=final_sq[:, first:first + n], sup_sq=sup_sq[:, first:first + n],
-                   reference_sq=final_sq[:, first + n:first + per_claim],
-                   target_sq=None if design.target is None else final_sq[:, claims * per_claim + claim])
+        return cls(
+            final_sq=final_sq[:, first : first + n],
+            sup_sq=sup_sq[:, first : first + n],
+            reference_sq=final_sq[:, first + n : first + per_claim],
+            target_sq=None if design.target is None else final_sq[:, claims * per_claim + claim],
+        )
 
     def extended(self, more: StrongData) -> StrongData:
         """These paths followed by ``more`` (the next seeded blocks)."""
-        return StrongData(*(None if a is None else np.concatenate([a, b])
-                            for a, b in ((self.final_sq, more.final_sq), (self.sup_sq, more.sup_sq),
-                                         (self.reference_sq, more.reference_sq), (self.target_sq, more.target_sq))))
+        return StrongData(
+            *(
+                None if a is None else np.concatenate([a, b])
+                for a, b in (
+                    (self.final_sq, more.final_sq),
+                    (self.sup_sq, more.sup_sq),
+                    (self.reference_sq, more.reference_sq),
+                    (self.target_sq, more.target_sq),
+                )
+            )
+        )
 
 
 def coupled_strong_errors(
@@ -164,8 +174,17 @@ def coupled_strong_errors(
     """Run the coupled experiment over all paths (from path ``start`` on, a block boundary), block by block (blocks do
     not change any number). ``exact``: the claim's exact solution as its one-step flow, the reference instead of
     Euler-Maruyama."""
-    return coupled_strong_errors_for_claims(layer_map, {"claim": sde}, design, seed, key, initial, progress,
-                                            start, None if exact is None else {"claim": exact})["claim"]
+    return coupled_strong_errors_for_claims(
+        layer_map,
+        {"claim": sde},
+        design,
+        seed,
+        key,
+        initial,
+        progress,
+        start,
+        None if exact is None else {"claim": exact},
+    )["claim"]
 
 
 def coupled_strong_errors_for_claims(
@@ -189,28 +208,42 @@ def coupled_strong_errors_for_claims(
     if not layer_map.noise.brownian:
         raise ValueError(f"strong convergence needs Gaussian (Brownian) noise, got law {layer_map.noise.law!r}")
     fine, exact = design.fine_steps, dict(exact or {})
-    levels, comparisons = strong_ladder(design, layer_map, *(exact.get(name) or EulerMaruyama(sde)
-                                                             for name, sde in sdes.items()))
+    levels, comparisons = strong_ladder(
+        design, layer_map, *(exact.get(name) or EulerMaruyama(sde) for name, sde in sdes.items())
+    )
     if design.target is not None:
         for claim, (name, sde) in enumerate(sdes.items()):
             coarsest = len(design.depths) + (claim + 1) * len(REFERENCE_LEVELS) - 1  # the claim's EM x8 level
             if name in exact:
                 levels.append(Level(f"EM x{REFERENCE_LEVELS[-1]}", EulerMaruyama(sde), REFERENCE_LEVELS[-1]))
                 coarsest = len(levels) - 1
-            levels.append(Level(f"EM x{REFERENCE_LEVELS[-1]} drift x (1 + {design.target:g})",
-                                EulerMaruyama(DriftScaled(sde, 1.0 + design.target)), REFERENCE_LEVELS[-1]))
+            levels.append(
+                Level(
+                    f"EM x{REFERENCE_LEVELS[-1]} drift x (1 + {design.target:g})",
+                    EulerMaruyama(DriftScaled(sde, 1.0 + design.target)),
+                    REFERENCE_LEVELS[-1],
+                )
+            )
             comparisons.append((len(levels) - 1, coarsest))
 
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, np.ndarray]:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
-        run = run_coupled(levels, comparisons, x0, BrownianBlock(layer_map.noise, streams, design.h_fine), fine, advance)
+        run = run_coupled(
+            levels, comparisons, x0, BrownianBlock(layer_map.noise, streams, design.h_fine), fine, advance
+        )
         return run.final_sq, run.sup_sq
 
-    blocks = run_seeded(compute, name="coupled_strong",
-                        configuration=(design, layer_map, initial, list(sdes.values()))
-                        + ((list(exact.items()),) if exact else ()),
-                        seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress,
-                        start=start)
+    blocks = run_seeded(
+        compute,
+        name="coupled_strong",
+        configuration=(design, layer_map, initial, list(sdes.values())) + ((list(exact.items()),) if exact else ()),
+        seed=seed,
+        key=key,
+        paths=design.paths,
+        block_paths=design.block_paths,
+        progress=progress,
+        start=start,
+    )
     return {name: StrongData.from_blocks(blocks, design, claim, len(sdes)) for claim, name in enumerate(sdes)}
 
 
@@ -242,8 +275,19 @@ def _series(label: str, fit, flags_pre: np.ndarray, flags_floor: np.ndarray) -> 
     return Series.from_fit(label, fit, flags)
 
 
-def _order_check(name: str, fit: OrderFit, expected: float, target: float, usable_levels: int, config: dict,
-                 note: str, paths: int, design: StrongDesign, confidence: float, claim: bool = True) -> Check:
+def _order_check(
+    name: str,
+    fit: OrderFit,
+    expected: float,
+    target: float,
+    usable_levels: int,
+    config: dict,
+    note: str,
+    paths: int,
+    design: StrongDesign,
+    confidence: float,
+    claim: bool = True,
+) -> Check:
     """An order check at ``target`` (see ``order_verdict``), saying how many paths would decide when undecided."""
     ci = fit.order_ci
     resolution = detectable_effect(ci, design.order_allowance, confidence, design.power)
@@ -251,14 +295,34 @@ def _order_check(name: str, fit: OrderFit, expected: float, target: float, usabl
     if verdict == INCONCLUSIVE and resolution > target and claim:
         advice = samples_to_decide(ci, design.order_allowance, confidence, paths, target, design.power)
         note += f"; resolution {resolution:.3g} > target {target:g}: about {advice} paths in all would decide"
-    return Check(name=name, expected=expected, estimate=fit.order, ci=ci, verdict=verdict, config=config,
-                 allowance=design.order_allowance, note=note, claim=claim, resolution=resolution, target=target,
-                 confidence=confidence)
+    return Check(
+        name=name,
+        expected=expected,
+        estimate=fit.order,
+        ci=ci,
+        verdict=verdict,
+        config=config,
+        allowance=design.order_allowance,
+        note=note,
+        claim=claim,
+        resolution=resolution,
+        target=target,
+        confidence=confidence,
+    )
 
 
-def _target_rule(verdict: str, note: str, ci: tuple[float, float], resolution: float, allowance: float,
-                 confidence: float, paths: int, target_ms: float, fallback: float,
-                 design: StrongDesign) -> tuple[str, str, float | None, float]:
+def _target_rule(
+    verdict: str,
+    note: str,
+    ci: tuple[float, float],
+    resolution: float,
+    allowance: float,
+    confidence: float,
+    paths: int,
+    target_ms: float,
+    fallback: float,
+    design: StrongDesign,
+) -> tuple[str, str, float | None, float]:
     """same_limit against its target: the plateau ``target_ms`` a relative drift error t = ``design.target`` leaves
     (measured on the same paths, ``StrongData.target_sq``). A pass needs the resolution at most ``target_ms``, else
     inconclusive, saying what would decide. The relative resolution is t sqrt(resolution / target_ms) (the plateau
@@ -266,28 +330,50 @@ def _target_rule(verdict: str, note: str, ci: tuple[float, float], resolution: f
     mean-square units (``fallback`` when the claim has no drift)."""
     t = design.target
     if not np.isfinite(target_ms):  # the drift-scaled reference blew up: nothing can be judged against it
-        return (FAIL, note + f"; the target's reference (the claim with its drift x (1 + {t:g})) is not finite", None,
-                fallback)
+        return (
+            FAIL,
+            note + f"; the target's reference (the claim with its drift x (1 + {t:g})) is not finite",
+            None,
+            fallback,
+        )
     if not target_ms > 0:  # the scaled claim is the claim itself: a relative drift error means nothing here
-        return verdict, note + ("; no drift target: the claim's drift vanishes on these paths; target = the finest "
-                                "level's mean-square error plus the allowance"), None, fallback
+        return (
+            verdict,
+            note
+            + (
+                "; no drift target: the claim's drift vanishes on these paths; target = the finest "
+                "level's mean-square error plus the allowance"
+            ),
+            None,
+            fallback,
+        )
     relative = t * float(np.sqrt(max(resolution, 0.0) / target_ms))
-    note += (f"; target: a drift error of {t:g} leaves a plateau {target_ms:.3g}; resolution {resolution:.3g} "
-             f"(a relative drift error of {relative:.3g})")
+    note += (
+        f"; target: a drift error of {t:g} leaves a plateau {target_ms:.3g}; resolution {resolution:.3g} "
+        f"(a relative drift error of {relative:.3g})"
+    )
     if verdict == PASS and not resolution <= target_ms:
         verdict = INCONCLUSIVE
         if allowance >= target_ms:
             factor = design.reference_factor * 2 ** int(np.ceil(np.log2(2 * allowance / target_ms)))
-            note += (f": the reference's own error {allowance:.3g} is above the target; a reference_factor of about "
-                     f"{factor} (its error halves when the factor doubles) or a larger target would decide")
+            note += (
+                f": the reference's own error {allowance:.3g} is above the target; a reference_factor of about "
+                f"{factor} (its error halves when the factor doubles) or a larger target would decide"
+            )
         else:
-            note += (f" > target: about {samples_to_decide(ci, allowance, confidence, paths, target_ms, design.power)}"
-                     " paths would decide")
+            note += (
+                f" > target: about {samples_to_decide(ci, allowance, confidence, paths, target_ms, design.power)}"
+                " paths would decide"
+            )
     return verdict, note, relative, target_ms
 
 
 def analyse_strong(
-    data: StrongData, design: StrongDesign, config: dict, rng: np.random.Generator, confidence: float = CONFIDENCE,
+    data: StrongData,
+    design: StrongDesign,
+    config: dict,
+    rng: np.random.Generator,
+    confidence: float = CONFIDENCE,
     exact_reference: bool = False,
 ) -> tuple[list[Check], Panel]:
     """Checks and a convergence panel for one configuration (see the module docstring). With an
@@ -299,20 +385,27 @@ def analyse_strong(
     up) fails every check at once.
     """
     depth_labels = [f"L={L}" for L in design.depths]
-    reference_name, reference_check = (("exact reference", "reference_exact") if exact_reference else
-                                       ("Euler-Maruyama reference", "reference_order"))
-    bad = first_nonfinite({"layer map (distance at T)": data.final_sq, "layer map (max over grid times)": data.sup_sq},
-                          depth_labels) or first_nonfinite(
-        {reference_name: data.reference_sq}, [f"x{f}" for f in REFERENCE_LEVELS[1:]])
+    reference_name, reference_check = (
+        ("exact reference", "reference_exact") if exact_reference else ("Euler-Maruyama reference", "reference_order")
+    )
+    bad = first_nonfinite(
+        {"layer map (distance at T)": data.final_sq, "layer map (max over grid times)": data.sup_sq}, depth_labels
+    ) or first_nonfinite({reference_name: data.reference_sq}, [f"x{f}" for f in REFERENCE_LEVELS[1:]])
     if bad:
         nan = float("nan")
         note = bad
-        checks = [Check(name, expected, nan, (nan, nan), FAIL, config, note=note)
-                  for name, expected in (("strong_order", design.order), ("strong_order_sup", design.order),
-                                         (reference_check, 0.0 if exact_reference else REFERENCE_ORDER),
-                                         ("same_limit", 0.0))]
-        return checks, Panel(title=str(config), xlabel="step h", ylabel="RMS error", series=[],
-                             reference_order=design.order)
+        checks = [
+            Check(name, expected, nan, (nan, nan), FAIL, config, note=note)
+            for name, expected in (
+                ("strong_order", design.order),
+                ("strong_order_sup", design.order),
+                (reference_check, 0.0 if exact_reference else REFERENCE_ORDER),
+                ("same_limit", 0.0),
+            )
+        ]
+        return checks, Panel(
+            title=str(config), xlabel="step h", ylabel="RMS error", series=[], reference_order=design.order
+        )
     paths = data.final_sq.shape[0]
     counts = bootstrap_counts(rng, paths, design.replicates)
     steps = design.steps()
@@ -338,54 +431,131 @@ def analyse_strong(
         # demote an under-powered run)
         identifiable = not np.all(fit.error_ci[:, 1] <= FLOOR_MARGIN * floor)
         if not identifiable:
-            note = (f"order not identifiable: errors at the floor (the reference's own RMS error, {floor:.3g}) at "
-                    f"every level; a finding, not a claim: same_limit decides")
-        checks.append(_order_check(name, fit, design.order, design.order_target, int(np.sum(~at_floor)), config,
-                                   note, paths, design, confidence, claim=identifiable))
-        series.append(_series("RMS error at T" if name == "strong_order" else "RMS of max over grid times",
-                              fit, pre, at_floor))
+            note = (
+                f"order not identifiable: errors at the floor (the reference's own RMS error, {floor:.3g}) at "
+                f"every level; a finding, not a claim: same_limit decides"
+            )
+        checks.append(
+            _order_check(
+                name,
+                fit,
+                design.order,
+                design.order_target,
+                int(np.sum(~at_floor)),
+                config,
+                note,
+                paths,
+                design,
+                confidence,
+                claim=identifiable,
+            )
+        )
+        series.append(
+            _series("RMS error at T" if name == "strong_order" else "RMS of max over grid times", fit, pre, at_floor)
+        )
         if name == "strong_order":
             ms_fit, ms_pre = fit, pre
     if exact_reference:
         rms = float(np.sqrt(reference_ms))
-        checks.append(Check("reference_exact", 0.0, rms, (rms, rms), PASS if rms <= EXACT_TOLERANCE else FAIL, config,
-                            EXACT_TOLERANCE, 1.0, 0.0, target=EXACT_TOLERANCE,
-                            note=f"the exact reference's consecutive levels (steps h_ref, 2 h_ref, 4 h_ref, 8 h_ref) "
-                                 f"differ by RMS {rms:.3g} at T (largest pair): an exact flow agrees with itself to "
-                                 f"rounding at every step (tolerance {EXACT_TOLERANCE:g})"))
+        checks.append(
+            Check(
+                "reference_exact",
+                0.0,
+                rms,
+                (rms, rms),
+                PASS if rms <= EXACT_TOLERANCE else FAIL,
+                config,
+                EXACT_TOLERANCE,
+                1.0,
+                0.0,
+                target=EXACT_TOLERANCE,
+                note=f"the exact reference's consecutive levels (steps h_ref, 2 h_ref, 4 h_ref, 8 h_ref) "
+                f"differ by RMS {rms:.3g} at T (largest pair): an exact flow agrees with itself to "
+                f"rounding at every step (tolerance {EXACT_TOLERANCE:g})",
+            )
+        )
     else:
-        checks.append(_order_check(
-            "reference_order", reference, REFERENCE_ORDER, design.reference_order_target, 3, config,
-            "consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
-            "whatever the map's)", paths, design, confidence))
+        checks.append(
+            _order_check(
+                "reference_order",
+                reference,
+                REFERENCE_ORDER,
+                design.reference_order_target,
+                3,
+                config,
+                "consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
+                "whatever the map's)",
+                paths,
+                design,
+                confidence,
+            )
+        )
     finest_ms = float(ms_fit.error[-1] ** 2)
     point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre), confidence)
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
     resolution = detectable_effect(ci, reference_ms_hi, confidence, design.power)
     verdict = limit_verdict(ci, reference_ms_hi, finest_ms)
-    note = (f"{how} (steps h); allowance = reference mean-square error "
-            f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
-            f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
-            f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]")
+    note = (
+        f"{how} (steps h); allowance = reference mean-square error "
+        f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
+        f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
+        f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]"
+    )
     # without a drift target: a plateau as large as the finest level's whole error, beyond the reference's own
     relative, target = None, finest_ms + reference_ms_hi
     if data.target_sq is not None:
-        verdict, note, relative, target = _target_rule(verdict, note, ci, resolution, reference_ms_hi, confidence,
-                                                       paths, float(data.target_sq.mean()), target, design)
+        verdict, note, relative, target = _target_rule(
+            verdict,
+            note,
+            ci,
+            resolution,
+            reference_ms_hi,
+            confidence,
+            paths,
+            float(data.target_sq.mean()),
+            target,
+            design,
+        )
     else:
-        note += ("; no drift target (design.target is None): target = the finest level's mean-square error plus the "
-                 "allowance")
-    checks.append(Check(
-        name="same_limit", expected=0.0, estimate=float(point), ci=ci, verdict=verdict, config=config,
-        allowance=reference_ms_hi, note=note, resolution=resolution, relative_resolution=relative,
-        confidence=confidence, target=target,
-    ))
+        note += (
+            "; no drift target (design.target is None): target = the finest level's mean-square error plus the "
+            "allowance"
+        )
+    checks.append(
+        Check(
+            name="same_limit",
+            expected=0.0,
+            estimate=float(point),
+            ci=ci,
+            verdict=verdict,
+            config=config,
+            allowance=reference_ms_hi,
+            note=note,
+            resolution=resolution,
+            relative_resolution=relative,
+            confidence=confidence,
+            target=target,
+        )
+    )
     if reference is not None:
-        series.append(_series("reference: consecutive EM differences", reference,
-                              np.zeros(ref_steps.size, bool), np.zeros(ref_steps.size, bool)))
+        series.append(
+            _series(
+                "reference: consecutive EM differences",
+                reference,
+                np.zeros(ref_steps.size, bool),
+                np.zeros(ref_steps.size, bool),
+            )
+        )
     panel = Panel(title=label, xlabel="step h", ylabel="RMS error", series=series, reference_order=design.order)
     return checks, panel
 
 
-__all__ = ["CONFIDENCE", "DRIFT_TARGET", "StrongData", "StrongDesign", "analyse_strong", "coupled_strong_errors",
-           "coupled_strong_errors_for_claims"]
+__all__ = [
+    "CONFIDENCE",
+    "DRIFT_TARGET",
+    "StrongData",
+    "StrongDesign",
+    "analyse_strong",
+    "coupled_strong_errors",
+    "coupled_strong_errors_for_claims",
+]

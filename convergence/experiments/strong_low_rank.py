@@ -84,8 +84,9 @@ def frame(vectors: np.ndarray) -> np.ndarray | None:
     return np.linalg.qr(np.swapaxes(vectors, -1, -2))[0]
 
 
-def stream_draw(streams: PathStreams, dim: int, width: int, sigma: float, h: float,
-                fine_steps: int) -> Callable[[int, np.ndarray | None], np.ndarray]:
+def stream_draw(
+    streams: PathStreams, dim: int, width: int, sigma: float, h: float, fine_steps: int
+) -> Callable[[int, np.ndarray | None], np.ndarray]:
     """``draw(k, frame) -> G_k``: i.i.d. N(0, sigma^2 h) (paths, d, width) matrices from the paths' noise streams,
     in chunks of fine steps (time-major, so the numbers do not depend on the chunk length)."""
     noise = CommonNoise(shape=(dim, width), scale=sigma)
@@ -102,9 +103,15 @@ def stream_draw(streams: PathStreams, dim: int, width: int, sigma: float, h: flo
     return draw
 
 
-def run_low_rank_coupled(levels: Sequence[Level], comparisons: Sequence[tuple[int, int]], x0: np.ndarray,
-                         draw: Callable[[int, np.ndarray | None], np.ndarray], fine_steps: int, h: float,
-                         progress: Callable[[int], None] | None = None) -> CoupledRun:
+def run_low_rank_coupled(
+    levels: Sequence[Level],
+    comparisons: Sequence[tuple[int, int]],
+    x0: np.ndarray,
+    draw: Callable[[int, np.ndarray | None], np.ndarray],
+    fine_steps: int,
+    h: float,
+    progress: Callable[[int], None] | None = None,
+) -> CoupledRun:
     """``coupling.run_coupled`` with the low-rank increments: each level of factor f steps every f fine steps with
     the sum of ``G_k Q_k^T`` applied to its own vectors (fixed during its step). ``draw(k, Q_k)`` returns G_k,
     (paths, d, m), m = min(d, all levels' vectors)."""
@@ -136,8 +143,9 @@ def run_low_rank_coupled(levels: Sequence[Level], comparisons: Sequence[tuple[in
     return CoupledRun(final=states, final_sq=final_sq, sup_sq=sup_sq)
 
 
-def coupled_strong_errors_low_rank(model: FedorovModel, design: StrongDesign, seed: int,
-                                   key: Sequence[int]) -> StrongData:
+def coupled_strong_errors_low_rank(
+    model: FedorovModel, design: StrongDesign, seed: int, key: Sequence[int]
+) -> StrongData:
     """``strong.coupled_strong_errors`` for model F against its Euler reference, with the exact low-rank coupling
     (the same law; other random numbers)."""
     if model.law != "gaussian":
@@ -151,6 +159,15 @@ def coupled_strong_errors_low_rank(model: FedorovModel, design: StrongDesign, se
         run = run_low_rank_coupled(levels, comparisons, x0, draw, design.fine_steps, design.h_fine, advance)
         return run.final_sq, run.sup_sq
 
-    return StrongData.from_blocks(run_seeded(compute, name="coupled_strong_low_rank", configuration=(design, model),
-                                             seed=seed, key=key, paths=design.paths, block_paths=design.block_paths),
-                                  design)
+    return StrongData.from_blocks(
+        run_seeded(
+            compute,
+            name="coupled_strong_low_rank",
+            configuration=(design, model),
+            seed=seed,
+            key=key,
+            paths=design.paths,
+            block_paths=design.block_paths,
+        ),
+        design,
+    )

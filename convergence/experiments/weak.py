@@ -104,10 +104,19 @@ def coupled_observables(
         finals = run_coupled(levels, [], x0, block, fine, advance).final
         return {name: np.stack([f(x) for x in finals], axis=1) for name, f in observables.items()}
 
-    return concatenate_blocks(run_seeded(compute, name="coupled_observables",
-                                         configuration=(design, depths, observables, layer_map, initial), seed=seed,
-                                         key=key, paths=design.paths, block_paths=design.block_paths, progress=progress,
-                                         start=start))
+    return concatenate_blocks(
+        run_seeded(
+            compute,
+            name="coupled_observables",
+            configuration=(design, depths, observables, layer_map, initial),
+            seed=seed,
+            key=key,
+            paths=design.paths,
+            block_paths=design.block_paths,
+            progress=progress,
+            start=start,
+        )
+    )
 
 
 def coupled_layer_and_claims(
@@ -134,21 +143,38 @@ def coupled_layer_and_claims(
 
     def compute(streams: PathStreams, advance) -> dict[str, np.ndarray]:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
-        finals = run_coupled(levels, [], x0, BrownianBlock(layer_map.noise, streams, design.horizon / fine), fine,
-                             advance).final
+        finals = run_coupled(
+            levels, [], x0, BrownianBlock(layer_map.noise, streams, design.horizon / fine), fine, advance
+        ).final
         return {name: np.stack([f(x) for x in finals], axis=1) for name, f in observables.items()}
 
-    values = concatenate_blocks(run_seeded(
-        compute, name="coupled_layer_and_claims", configuration=(design, observables, layer_map, tuple(claims),
-                                                                 initial, reference_factor),
-        seed=seed, key=key, paths=design.paths, block_paths=design.block_paths, progress=progress, start=start))
-    layer = {name: v[:, :len(depths)] for name, v in values.items()}
-    claimed = {name: v[:, len(depths):].reshape(v.shape[0], len(claims), 2) for name, v in values.items()}
+    values = concatenate_blocks(
+        run_seeded(
+            compute,
+            name="coupled_layer_and_claims",
+            configuration=(design, observables, layer_map, tuple(claims), initial, reference_factor),
+            seed=seed,
+            key=key,
+            paths=design.paths,
+            block_paths=design.block_paths,
+            progress=progress,
+            start=start,
+        )
+    )
+    layer = {name: v[:, : len(depths)] for name, v in values.items()}
+    claimed = {name: v[:, len(depths) :].reshape(v.shape[0], len(claims), 2) for name, v in values.items()}
     return layer, claimed
 
 
-def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: float, resolution: float, config: dict,
-                      name: str = "claim_limit", power: float = DETECTION_POWER) -> Check:
+def claim_limit_check(
+    layer_values: np.ndarray,
+    claim_values: np.ndarray,
+    z: float,
+    resolution: float,
+    config: dict,
+    name: str = "claim_limit",
+    power: float = DETECTION_POWER,
+) -> Check:
     """The layer's law at the finest depth against the claim's: mean of f(layer, L) - f(claim, h_ref) over the
     paired paths within z standard errors plus the allowance |Delta_last| + z SE(Delta_last) (the layer's remaining
     O(h) bias) + |E f(claim, 2 h_ref) - E f(claim, h_ref)| + z SE (the Euler reference's). The target is
@@ -169,19 +195,38 @@ def claim_limit_check(layer_values: np.ndarray, claim_values: np.ndarray, z: flo
     sd = float(layer_values[:, -1].std(ddof=1))
     confidence = z_confidence(z)
     target = resolution * sd
-    check = effect_check(name, 0.0, estimate, (lo, hi), allowance, target, config, confidence=confidence, power=power,
-                         scale=sd, note=(f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: "
-                                         f"layer |Delta_last| {abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| "
-                                         f"{abs(euler_bias):.3g} (+ z SE each); target {resolution:g} sd(f) = "
-                                         f"{target:.3g}"))
+    check = effect_check(
+        name,
+        0.0,
+        estimate,
+        (lo, hi),
+        allowance,
+        target,
+        config,
+        confidence=confidence,
+        power=power,
+        scale=sd,
+        note=(
+            f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: "
+            f"layer |Delta_last| {abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| "
+            f"{abs(euler_bias):.3g} (+ z SE each); target {resolution:g} sd(f) = "
+            f"{target:.3g}"
+        ),
+    )
     bad = first_nonfinite({"layer values": layer_values, "claim values": claim_values})
     if bad:  # a NaN at a level the estimate does not use still means a scheme diverged
         return replace(check, verdict=FAIL, note=f"{check.note}; {bad}")
     if check.verdict == INCONCLUSIVE:
-        return replace(check, note=check.note + (
-            "; the bias allowance alone exceeds the target: use deeper depths" if allowance >= target else
-            f"; resolution {check.resolution:.3g} > target: about "
-            f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power)} paths would decide"))
+        return replace(
+            check,
+            note=check.note
+            + (
+                "; the bias allowance alone exceeds the target: use deeper depths"
+                if allowance >= target
+                else f"; resolution {check.resolution:.3g} > target: about "
+                f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power)} paths would decide"
+            ),
+        )
     return check
 
 
@@ -213,7 +258,9 @@ class WeakOrderFit:
         values = np.abs(self.differences)
         order = self.order if np.isfinite(self.order) else 0.0
         return Series(
-            label=label, steps=self.steps.tolist(), values=values.tolist(),
+            label=label,
+            steps=self.steps.tolist(),
+            values=values.tolist(),
             ci_lo=np.maximum(values - z * self.standard_errors, 0).tolist(),
             ci_hi=(values + z * self.standard_errors).tolist(),
             order=order,
@@ -237,8 +284,9 @@ def _pooled_slope(log_h: np.ndarray, log_d: np.ndarray, masks: np.ndarray) -> np
     return num / den if den > 0 else np.full(log_d.shape[:-2], np.nan)
 
 
-def weak_order(values: dict[str, np.ndarray], steps: np.ndarray, rng: np.random.Generator, replicates: int,
-               z: float) -> dict[str, WeakOrderFit]:
+def weak_order(
+    values: dict[str, np.ndarray], steps: np.ndarray, rng: np.random.Generator, replicates: int, z: float
+) -> dict[str, WeakOrderFit]:
     """Fit |E f_l - E f_{l+1}| ~ C_f h_l^p with one order p common to all observables f (each with its
     own constant), over the differences significantly non-zero at level z; bootstrap SE of p over batch
     means of paths. Returns one fit per observable (sharing ``order`` and ``order_se``)."""
@@ -259,12 +307,14 @@ def weak_order(values: dict[str, np.ndarray], steps: np.ndarray, rng: np.random.
     boot = np.einsum("bp,pol->bol", counts, batches, optimize=True) / batches.shape[0]
     boot_order = _pooled_slope(log_h, np.log(np.abs(boot) + 1e-300), significant)
     order_se = float(np.std(boot_order, ddof=1)) if np.isfinite(order) else float("nan")
-    return {n: WeakOrderFit(h, mean[k], se[k], significant[k], order, order_se, at_roundoff[k])
-            for k, n in enumerate(names)}
+    return {
+        n: WeakOrderFit(h, mean[k], se[k], significant[k], order, order_se, at_roundoff[k]) for k, n in enumerate(names)
+    }
 
 
-def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, config: dict,
-                power: float = DETECTION_POWER) -> Check:
+def order_check(
+    fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, config: dict, power: float = DETECTION_POWER
+) -> Check:
     """``weak_order``: the claim is an error O(h) (one-sided), so the check fails when the interval lies below
     ``order - allowance`` and passes when it lies above it (an interval above ``order + allowance`` gets a note:
     this observable's leading error coefficient is small: decided by the interval, target ``NO_TARGET``); an
@@ -279,17 +329,23 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
     confidence = z_confidence(z)
     resolution = detectable_effect((lo, hi), design.order_allowance, confidence, power)
     target = design.order_target
-    bad = first_nonfinite({f"{kind} of {name}": getattr(f, field) for name, f in fits.items()
-                           for kind, field in (("coupled differences", "differences"),
-                                               ("standard errors", "standard_errors"))})
+    bad = first_nonfinite(
+        {
+            f"{kind} of {name}": getattr(f, field)
+            for name, f in fits.items()
+            for kind, field in (("coupled differences", "differences"), ("standard errors", "standard_errors"))
+        }
+    )
     if bad:  # a NaN difference is not merely "not significant"
         verdict = FAIL
         note += f"; {bad}"
     elif all(f.at_roundoff.all() for f in fits.values()):
         verdict = INCONCLUSIVE
-        note += (f"; order not identifiable: every coupled difference is within rounding ({ROUNDOFF:g} of the "
-                 "observable's size), so the law does not change with depth on this ladder (an exact step?): a limit "
-                 "against a claim decides (check_weak_limit)")
+        note += (
+            f"; order not identifiable: every coupled difference is within rounding ({ROUNDOFF:g} of the "
+            "observable's size), so the law does not change with depth on this ladder (an exact step?): a limit "
+            "against a claim decides (check_weak_limit)"
+        )
     elif usable < 3:
         verdict = INCONCLUSIVE
     elif not all_finite(fit.order, fit.order_se):
@@ -304,15 +360,27 @@ def order_check(fits: dict[str, WeakOrderFit], design: WeakDesign, z: float, con
             note += "; decays faster than order 1 (small leading coefficient: the O(h) bound holds)"
     elif resolution > design.order_target:
         verdict = INCONCLUSIVE
-        advice = samples_to_decide((lo, hi), design.order_allowance, confidence, design.paths, design.order_target,
-                                   power)
+        advice = samples_to_decide(
+            (lo, hi), design.order_allowance, confidence, design.paths, design.order_target, power
+        )
         note += f"; resolution {resolution:.3g} > target {design.order_target:g}: about {advice} paths would decide"
     else:
         verdict = PASS
     if verdict == INCONCLUSIVE and usable < 3 and "not identifiable" not in note:
         note += _significance_plan(fits, z, design.paths)
-    return Check("weak_order", design.order, fit.order, (lo, hi), verdict, config, design.order_allowance,
-                 confidence, note=note, resolution=resolution, target=target)
+    return Check(
+        "weak_order",
+        design.order,
+        fit.order,
+        (lo, hi),
+        verdict,
+        config,
+        design.order_allowance,
+        confidence,
+        note=note,
+        resolution=resolution,
+        target=target,
+    )
 
 
 def _significance_plan(fits: dict[str, WeakOrderFit], z: float, paths: int) -> str:
@@ -325,12 +393,23 @@ def _significance_plan(fits: dict[str, WeakOrderFit], z: float, paths: int) -> s
             needed.append(max(paths_to_resolve(2 * z * e, 2 * d, paths) for d, e in zip(sizes, errors)))
     if not needed:
         return ""
-    return (f"; about {min(needed)} paths would make three differences significant at their measured sizes (or use "
-            "coarser depths, where the O(h) differences are larger)")
+    return (
+        f"; about {min(needed)} paths would make three differences significant at their measured sizes (or use "
+        "coarser depths, where the O(h) differences are larger)"
+    )
 
 
-def limit_check(values: np.ndarray, last_difference: float, last_se: float, reference: float,
-                reference_error: float, design: WeakDesign, z: float, config: dict, name: str = "weak_limit") -> Check:
+def limit_check(
+    values: np.ndarray,
+    last_difference: float,
+    last_se: float,
+    reference: float,
+    reference_error: float,
+    design: WeakDesign,
+    z: float,
+    config: dict,
+    name: str = "weak_limit",
+) -> Check:
     """``weak_limit``: the finest mean minus the reference, within z SE plus the bias allowance
     |Delta_last| + z SE(Delta_last) + reference error (``fail`` outside it or on any non-finite number);
     inconclusive when the resolution exceeds the target ``design.resolution`` times the observable's standard
@@ -342,10 +421,23 @@ def limit_check(values: np.ndarray, last_difference: float, last_se: float, refe
     lo, hi = estimate - z * se, estimate + z * se
     confidence = z_confidence(z)
     sd = float(finest.std(ddof=1))
-    check = effect_check(name, 0.0, estimate, (lo, hi), allowance, design.resolution * sd, config,
-                         confidence=confidence, scale=sd,
-                         note=f"finest mean {finest.mean():.6f} vs reference {reference:.6f}; target "
-                              f"{design.resolution:g} sd(f)")
-    bad = first_nonfinite({"values": values, "reference and its error": np.array([reference, reference_error]),
-                           "last difference and its SE": np.array([last_difference, last_se])})
+    check = effect_check(
+        name,
+        0.0,
+        estimate,
+        (lo, hi),
+        allowance,
+        design.resolution * sd,
+        config,
+        confidence=confidence,
+        scale=sd,
+        note=f"finest mean {finest.mean():.6f} vs reference {reference:.6f}; target {design.resolution:g} sd(f)",
+    )
+    bad = first_nonfinite(
+        {
+            "values": values,
+            "reference and its error": np.array([reference, reference_error]),
+            "last difference and its SE": np.array([last_difference, last_se]),
+        }
+    )
     return replace(check, verdict=FAIL, note=f"{check.note}; {bad}") if bad else check

@@ -146,39 +146,66 @@ def coupled_width_errors(
         block = BrownianBlock(networks[0].noise, streams, h)
         return run_coupled(levels, comparisons, x0, block, design.depth, advance).final_sq
 
-    return concatenate_blocks(run_seeded(compute, name="coupled_width_errors",
-                                         configuration=(design, spec, limit_spec, beta, v, initial), seed=seed, key=key,
-                                         paths=design.paths, block_paths=design.block_paths, progress=progress))
+    return concatenate_blocks(
+        run_seeded(
+            compute,
+            name="coupled_width_errors",
+            configuration=(design, spec, limit_spec, beta, v, initial),
+            seed=seed,
+            key=key,
+            paths=design.paths,
+            block_paths=design.block_paths,
+            progress=progress,
+        )
+    )
 
 
-def analyse_width(sq: np.ndarray, design: WidthDesign, config: dict, rng: np.random.Generator,
-                  confidence: float = CONFIDENCE) -> tuple[list[Check], Panel]:
+def analyse_width(
+    sq: np.ndarray, design: WidthDesign, config: dict, rng: np.random.Generator, confidence: float = CONFIDENCE
+) -> tuple[list[Check], Panel]:
     """``width_order`` (mean-square order in 1/m, expected 1) and ``width_limit`` (plateau 0), intervals at
     ``confidence``."""
     steps = 1.0 / np.asarray(design.widths, dtype=np.float64)
     if not np.all(np.isfinite(sq)):
         nan = float("nan")
-        return ([Check(n, e, nan, (nan, nan), FAIL, config, note="non-finite distances")
-                 for n, e in (("width_order", design.order), ("width_limit", 0.0))],
-                Panel(title=str(config), xlabel="1/m", ylabel="RMS distance", series=[],
-                      reference_order=design.order / 2))
+        return (
+            [
+                Check(n, e, nan, (nan, nan), FAIL, config, note="non-finite distances")
+                for n, e in (("width_order", design.order), ("width_limit", 0.0))
+            ],
+            Panel(title=str(config), xlabel="1/m", ylabel="RMS distance", series=[], reference_order=design.order / 2),
+        )
     counts = bootstrap_counts(rng, sq.shape[0], design.replicates)
     fit = fit_order(steps, sq, counts, confidence)
     order = design.mean_square_order_check(
-        "width_order", fit, config,
-        f"mean-square distance to infinite width ~ C m^(-q) at L = {design.depth}, T = {design.horizon}", confidence)
+        "width_order",
+        fit,
+        config,
+        f"mean-square distance to infinite width ~ C m^(-q) at L = {design.depth}, T = {design.horizon}",
+        confidence,
+    )
     point, ci, how = limit_plateau(fit, design.order, confidence=confidence)
     widest = float(fit.error[-1] ** 2)
     allowance = design.limit_allowance * widest
     limit = Check(
-        name="width_limit", expected=0.0, estimate=float(point), ci=ci, verdict=limit_verdict(ci, allowance, widest),
-        config=config, allowance=allowance,
-        note=(f"{how} (step 1/m); the infinite-width network is sampled exactly, the allowance "
-              f"({design.limit_allowance:g} x the widest level's mean square {widest:.3g}) covers the higher-order "
-              "terms the fit ignores; target: a plateau as large as the widest level's mean square"),
-        confidence=confidence, resolution=detectable_effect(ci, allowance, confidence), target=widest,
+        name="width_limit",
+        expected=0.0,
+        estimate=float(point),
+        ci=ci,
+        verdict=limit_verdict(ci, allowance, widest),
+        config=config,
+        allowance=allowance,
+        note=(
+            f"{how} (step 1/m); the infinite-width network is sampled exactly, the allowance "
+            f"({design.limit_allowance:g} x the widest level's mean square {widest:.3g}) covers the higher-order "
+            "terms the fit ignores; target: a plateau as large as the widest level's mean square"
+        ),
+        confidence=confidence,
+        resolution=detectable_effect(ci, allowance, confidence),
+        target=widest,
     )
     series = Series.from_fit("RMS distance to infinite width at T", fit)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
-    return [order, limit], Panel(title=label, xlabel="1/m", ylabel="RMS distance", series=[series],
-                                 reference_order=design.order / 2)
+    return [order, limit], Panel(
+        title=label, xlabel="1/m", ylabel="RMS distance", series=[series], reference_order=design.order / 2
+    )

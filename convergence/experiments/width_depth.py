@@ -14,9 +14,9 @@ same initial tokens, and u(m, L) averages the groups (m_max / m of them).
 
 Check ``width_effect``: u(m_min, L) - u(inf, L) = a + b h over the depth ladder, and the depth limit a is 0
 (the finite-depth width effect b h, O(h/m) in theory, is allowed); ``inconclusive`` when the interval of a
-detects an effect (``detectable_effect``) only above ``resolution``. A block whose covariance changed with m would fail it. (A first
-version required the mean over L of the effect itself to vanish: with 2048 paths it detected the finite-depth
-effect, about +0.002 at m = 4, decreasing in m, which the theory predicts.)
+detects an effect (``detectable_effect``) only above ``resolution``. A block whose covariance changed with m would fail
+it. (A first version required the mean over L of the effect itself to vanish: with 2048 paths it detected the
+finite-depth effect, about +0.002 at m = 4, decreasing in m, which the theory predicts.)
 """
 
 from __future__ import annotations
@@ -124,27 +124,51 @@ def width_depth_energies(
         levels = [Level(f"m={m}", s, 1) for m, s in zip(design.widths, steppers)]
         gaussian = AgazziModel(n, GaussianField(spec, n), design.beta, 1.0)
 
-        def compute(streams: PathStreams, advance, d_index=d_index, h=h, depth=depth, steppers=steppers,
-                    levels=levels, gaussian=gaussian) -> np.ndarray:
+        def compute(
+            streams: PathStreams,
+            advance,
+            d_index=d_index,
+            h=h,
+            depth=depth,
+            steppers=steppers,
+            levels=levels,
+            gaussian=gaussian,
+        ) -> np.ndarray:
             x = uniform_sphere(streams, n, spec.dim)
             block = BrownianBlock(steppers[0].noise, streams, h)
-            final = run_coupled(levels, [], [np.tile(x, (1, s.groups, 1)) for s in steppers], block, depth, advance).final
+            final = run_coupled(
+                levels, [], [np.tile(x, (1, s.groups, 1)) for s in steppers], block, depth, advance
+            ).final
             energies = [mean_system_energy(state, n, design.beta) for state in final]
             # the same initial tokens, the Gaussian field's own noise (common random numbers for the comparison)
             noise_streams = streams.with_key((*key, d_index, 1))
-            state = run_coupled([Level("inf", gaussian, 1)], [], x, BrownianBlock(gaussian.noise, noise_streams, h),
-                                depth, advance).final[0]
+            state = run_coupled(
+                [Level("inf", gaussian, 1)], [], x, BrownianBlock(gaussian.noise, noise_streams, h), depth, advance
+            ).final[0]
             return np.stack([*energies, interaction_energy(state, design.beta)], axis=1)
 
-        out[:, d_index] = concatenate_blocks(run_seeded(compute, name="width_depth_energies",
-                                                        configuration=(design, spec, field_for), seed=seed,
-                                                        key=(*key, d_index, 0), paths=design.paths,
-                                                        block_paths=design.block_paths, progress=progress))
+        out[:, d_index] = concatenate_blocks(
+            run_seeded(
+                compute,
+                name="width_depth_energies",
+                configuration=(design, spec, field_for),
+                seed=seed,
+                key=(*key, d_index, 0),
+                paths=design.paths,
+                block_paths=design.block_paths,
+                progress=progress,
+            )
+        )
     return out
 
 
-def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: dict, rng: np.random.Generator,
-                        confidence: float = CONFIDENCE):
+def analyse_width_depth(
+    energies: np.ndarray,
+    design: WidthDepthDesign,
+    config: dict,
+    rng: np.random.Generator,
+    confidence: float = CONFIDENCE,
+):
     """Check ``width_effect`` (the depth limit of the width-m map is the infinite-width one; interval at
     ``confidence``, inconclusive when its resolution exceeds ``design.resolution``) and the heatmap."""
     paths = energies.shape[0]
@@ -159,12 +183,24 @@ def analyse_width_depth(energies: np.ndarray, design: WidthDepthDesign, config: 
     slope_lo, slope_hi = (float(v) for v in bootstrap_interval(slope, boot_slope, confidence))
     limit = float(limit)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
-    check = effect_check("width_effect", 0.0, limit, (lo, hi), 0.0, design.resolution, config, confidence=confidence,
-                         note=(
-        f"L -> infinity intercept a of u(m, L) - u(inf, L) = a + b h over L in {list(design.depths)}, smallest width "
-        f"m = {design.widths[0]} (n = {design.tokens}, fresh features; u(inf, L) from the Gaussian-field map, same "
-        f"initial tokens, own noise); finite-depth width effect b = {float(slope):.3g} [{slope_lo:.3g}, {slope_hi:.3g}] "
-        f"per unit h (theory: O(1/m)); inconclusive when the resolution exceeds {design.resolution:g}"))
-    heatmap = Heatmap(f"u(m, L) - u(inf, L) ({label})", "L", "m", list(design.depths), list(design.widths),
-                      effect.tolist())
+    check = effect_check(
+        "width_effect",
+        0.0,
+        limit,
+        (lo, hi),
+        0.0,
+        design.resolution,
+        config,
+        confidence=confidence,
+        note=(
+            f"L -> infinity intercept a of u(m, L) - u(inf, L) = a + b h over L in {list(design.depths)}, smallest "
+            f"width m = {design.widths[0]} (n = {design.tokens}, fresh features; u(inf, L) from the Gaussian-field "
+            f"map, same initial tokens, own noise); finite-depth width effect b = {float(slope):.3g} [{slope_lo:.3g}, "
+            f"{slope_hi:.3g}] per unit h (theory: O(1/m)); inconclusive when the resolution exceeds "
+            f"{design.resolution:g}"
+        ),
+    )
+    heatmap = Heatmap(
+        f"u(m, L) - u(inf, L) ({label})", "L", "m", list(design.depths), list(design.widths), effect.tolist()
+    )
     return [check], heatmap

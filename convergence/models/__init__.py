@@ -1,6 +1,6 @@
 """The models: each layer map beside its limit SDE (``fedorov``, ``hybrid``, ``agazzi``, ``quadratic_form``,
-``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``) and its Ito limit by automatic
-differentiation (``autodiff_limit``), a library's layer as such a block (``library_block``), the registry of
+``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``) and its Ito limit by
+automatic differentiation (``autodiff_limit``), a library's layer as such a block (``library_block``), the registry of
 those that declare their claims (``registry``), model F's exact in-law
 samplers (``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share:
 the interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
@@ -36,6 +36,7 @@ from .latent_diffusion import (
     joint_optimum,
     plugin_variances,
 )
+from .library_block import wrap_library_layer
 from .mlp_field import (
     FreshFeatureField,
     FrozenFeatureField,
@@ -56,15 +57,58 @@ from .noise import (
 from .protocols import ClaimingModel, LayerMap, LimitSDE
 from .quadratic_form import QuadraticFormModel
 from .registry import MODELS, ROTATE_NOISE, symbolic_values
-from .library_block import wrap_library_layer
 from .torch_block import TorchBlockLayer, torch_layer_map
 
 __all__ = [
-    "ATTENTION", "AgazziModel", "AutodiffLimit", "derive_limit", "AgazziSDE", "ClaimingModel", "CommonNoise", "ENTRY_LAWS", "FedorovModel",
-    "FedorovSDE", "FrameNoise", "FreshFeatureField", "FrozenFeatureField", "GaussianField", "HybridModel",
-    "HybridSDE", "JointNoise", "LatentSampler", "LayerMap", "LimitSDE", "MODELS", "ROTATE_NOISE", "QuadraticFormModel", "ReducedFedorov",
-    "ReducedFedorovSDE", "TorchBlockLayer", "TwoTokenOverlapChain", "attention_average", "attention_half_step", "attention_scores",
-    "discrete_variances", "distance_table", "joint_optimum", "gram_factor", "half_squared_distances", "joint_noise", "matrix_noise", "normalise",
-    "plane_coordinates", "plugin_variances", "preactivations", "psd_factor", "scalar_noise", "softmax_weights",
-    "standard_entries", "symbolic_values", "tangent_projection", "torch_layer_map", "wrap_library_layer", "two_token_factor", "two_token_step",
+    "ATTENTION",
+    "AgazziModel",
+    "AutodiffLimit",
+    "derive_limit",
+    "AgazziSDE",
+    "ClaimingModel",
+    "CommonNoise",
+    "ENTRY_LAWS",
+    "FedorovModel",
+    "FedorovSDE",
+    "FrameNoise",
+    "FreshFeatureField",
+    "FrozenFeatureField",
+    "GaussianField",
+    "HybridModel",
+    "HybridSDE",
+    "JointNoise",
+    "LatentSampler",
+    "LayerMap",
+    "LimitSDE",
+    "MODELS",
+    "ROTATE_NOISE",
+    "QuadraticFormModel",
+    "ReducedFedorov",
+    "ReducedFedorovSDE",
+    "TorchBlockLayer",
+    "TwoTokenOverlapChain",
+    "attention_average",
+    "attention_half_step",
+    "attention_scores",
+    "discrete_variances",
+    "distance_table",
+    "joint_optimum",
+    "gram_factor",
+    "half_squared_distances",
+    "joint_noise",
+    "matrix_noise",
+    "normalise",
+    "plane_coordinates",
+    "plugin_variances",
+    "preactivations",
+    "psd_factor",
+    "scalar_noise",
+    "softmax_weights",
+    "standard_entries",
+    "symbolic_values",
+    "tangent_projection",
+    "torch_layer_map",
+    "wrap_library_layer",
+    "two_token_factor",
+    "two_token_step",
 ]

@@ -68,7 +68,9 @@ class AgazziModel:
         check_real("v", self.v, minimum=-1.0, maximum=1.0)
         field_tokens = getattr(self.field, "tokens", self.tokens)
         if field_tokens != self.tokens:
-            raise ValueError(f"tokens must equal the Gaussian field's number of points {field_tokens}, got {self.tokens}")
+            raise ValueError(
+                f"tokens must equal the Gaussian field's number of points {field_tokens}, got {self.tokens}"
+            )
 
     @property
     def dim(self) -> int:
@@ -80,12 +82,15 @@ class AgazziModel:
 
     @property
     def claims(self) -> Claims:
-        return Claims(limit="dX_i = P_{X_i} dB(X_i, t) + [v P_{X_i} a_i - ((d-1)/2) k(X_i, X_i) X_i] dt, B the field's "
-                            "Brownian version (covariance t k(<x, y>) I)",
-                      noise_law=f"the MLP field's noise ({type(self.field).__name__})",
-                      strong_order=0.5 if self.noise.brownian else None, weak_order=1.0,
-                      # verify's model A has an isotropic field, k(<x, y>): the Gaussian field's, not frozen features'
-                      symbolic="agazzi" if getattr(self.field, "isotropic", False) else None)
+        return Claims(
+            limit="dX_i = P_{X_i} dB(X_i, t) + [v P_{X_i} a_i - ((d-1)/2) k(X_i, X_i) X_i] dt, B the field's "
+            "Brownian version (covariance t k(<x, y>) I)",
+            noise_law=f"the MLP field's noise ({type(self.field).__name__})",
+            strong_order=0.5 if self.noise.brownian else None,
+            weak_order=1.0,
+            # verify's model A has an isotropic field, k(<x, y>): the Gaussian field's, not frozen features'
+            symbolic="agazzi" if getattr(self.field, "isotropic", False) else None,
+        )
 
     def attention(self, x: np.ndarray) -> np.ndarray:
         return attention_average(x, self.beta)
@@ -100,7 +105,9 @@ class AgazziModel:
 
     def limit_sde(self) -> AgazziSDE:
         if not self.noise.brownian:
-            raise ValueError("the fresh-feature field is not a Brownian increment; use a frozen-feature or Gaussian field")
+            raise ValueError(
+                "the fresh-feature field is not a Brownian increment; use a frozen-feature or Gaussian field"
+            )
         return AgazziSDE(self)
 
 
@@ -120,8 +127,9 @@ class AgazziSDE(Wrapper):
         The one place the drift is formed: ``drift`` and ``drift_and_diffusion`` both call it, so a
         subclass changes the drift here."""
         zero, scalar_zero = np.zeros_like(x_hat), np.zeros_like(k)
-        attention = normalised_step_drift(x_hat, self.model.v * self.model.attention(x_hat), zero, scalar_zero,
-                                          scalar_zero)
+        attention = normalised_step_drift(
+            x_hat, self.model.v * self.model.attention(x_hat), zero, scalar_zero, scalar_zero
+        )
         return attention + normalised_step_drift(x_hat, zero, k * x_hat, k, self.dim * k)
 
     def drift(self, x: np.ndarray) -> np.ndarray:

@@ -61,9 +61,12 @@ class AutodiffLimit(Wrapper):
         import torch
         from torch.func import jvp, vmap
 
-        step, size, variance = self.model.torch_step, self.noise.shape[0], self.noise.scale ** 2
-        zero_w, zero_h, one_h = (torch.zeros(size, dtype=torch.float64), torch.zeros((), dtype=torch.float64),
-                                 torch.ones((), dtype=torch.float64))
+        step, size, variance = self.model.torch_step, self.noise.shape[0], self.noise.scale**2
+        zero_w, zero_h, one_h = (
+            torch.zeros(size, dtype=torch.float64),
+            torch.zeros((), dtype=torch.float64),
+            torch.ones((), dtype=torch.float64),
+        )
         states = torch.from_numpy(self._resting(x))
         if not states.shape[0]:
             return states.numpy().copy()
@@ -84,9 +87,13 @@ class AutodiffLimit(Wrapper):
             except Exception as error:  # an operation without a forward-mode rule at second order
                 problem = f"raised {type(error).__name__}: {error}"
             if problem is not None:
-                warnings.warn(f"{self.model.name}: the drift's forward-mode curvature {problem} from reverse over "
-                              "reverse at the first state; using reverse over reverse (right, but about n d times "
-                              "slower)", RuntimeWarning, stacklevel=3)
+                warnings.warn(
+                    f"{self.model.name}: the drift's forward-mode curvature {problem} from reverse over "
+                    "reverse at the first state; using reverse over reverse (right, but about n d times "
+                    "slower)",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
             self._modes.append("forward" if problem is None else "reverse")
         return self._modes[0]
 
@@ -102,8 +109,10 @@ class AutodiffLimit(Wrapper):
             return jvp(lambda u: step(xp, u, zero_h), (zero_w,), (dwp,))[1]
 
         with one_thread(torch):
-            out = vmap(one_path)(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
-                                 torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)))
+            out = vmap(one_path)(
+                torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
+                torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)),
+            )
         return out.numpy()
 
     def _resting(self, x: np.ndarray) -> np.ndarray:
@@ -112,9 +121,11 @@ class AutodiffLimit(Wrapper):
         states = np.ascontiguousarray(x, dtype=np.float64)
         change = zero_noise_step(self.model, states)[1]
         if not change <= RESTING_TOLERANCE:
-            raise ValueError(f"{self.model.name}: the step's change at dW = 0, h = 0 must vanish (F(x, 0, 0) = x) for "
-                             f"a diffusion limit to exist; got max |F(x, 0, 0) - x| / max(1, |x|) = {change:.3g} (is "
-                             "the state where the block lives, e.g. on its LayerNorm sphere?)")
+            raise ValueError(
+                f"{self.model.name}: the step's change at dW = 0, h = 0 must vanish (F(x, 0, 0) = x) for "
+                f"a diffusion limit to exist; got max |F(x, 0, 0) - x| / max(1, |x|) = {change:.3g} (is "
+                "the state where the block lives, e.g. on its LayerNorm sphere?)"
+            )
         return states
 
 
@@ -183,6 +194,8 @@ def derive_limit(layer: TorchBlockLayer, name: str = "limit by automatic differe
     """The Ito limit of a torch layer map (``convergence.torch_layer_map``), by automatic differentiation of its step
     (module ``convergence.models.autodiff_limit``): a ``LimitSDE`` every check accepts as a claim."""
     if not isinstance(layer, TorchBlockLayer):
-        raise TypeError(f"layer must be a torch layer map (convergence.torch_layer_map), got {type(layer).__name__}; "
-                        "a numpy map's limit is derived symbolically (verify.one_step_limit)")
+        raise TypeError(
+            f"layer must be a torch layer map (convergence.torch_layer_map), got {type(layer).__name__}; "
+            "a numpy map's limit is derived symbolically (verify.one_step_limit)"
+        )
     return AutodiffLimit(layer, name)

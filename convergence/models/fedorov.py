@@ -88,9 +88,12 @@ class FedorovModel:
     def claims(self) -> Claims:
         return Claims(
             limit="dx_i = P_{x_i} dW a_i + [P_{x_i} M a_i - ((d-1)/2) sigma^2 |a_i|^2 x_i] dt, W a d x d matrix "
-                  "Brownian motion with entry variance sigma^2",
+            "Brownian motion with entry variance sigma^2",
             noise_law=f"i.i.d. {self.law} value-matrix entries of variance sigma^2 h",
-            strong_order=0.5 if self.law == "gaussian" else None, weak_order=1.0, symbolic="fedorov")
+            strong_order=0.5 if self.law == "gaussian" else None,
+            weak_order=1.0,
+            symbolic="fedorov",
+        )
 
     def attention(self, x: np.ndarray) -> np.ndarray:
         """The attention averages ``a_i(X)``, shaped like ``x``."""
@@ -119,7 +122,8 @@ class FedorovSDE(NormalisedLayerLimit):
 
     ``dx_i = P_{x_i} dW a_i + [P_{x_i} M a_i - ((d-1)/2) sigma^2 |a_i|^2 x_i] dt``.
 
-    The drift is the one ``verify.calculus.expansion`` derives for a normalised step (``convergence.models.normalised_step``)
+    The drift is the one ``verify.calculus.expansion`` derives for a normalised step
+    (``convergence.models.normalised_step``)
     with S = E[xi xi^T] = sigma^2 |a|^2 I and mu = M a. Its coefficients are defined on all of R^d
     (evaluated at x/|x|; ``P_x`` the orthogonal projection), so an integrator that does not project
     back to the sphere sees whether the radial drift is right.

@@ -50,8 +50,9 @@ class FrameNoise(CommonNoise):
         if self.space_dim < 3:
             raise ValueError(f"space_dim must be at least 3 (the overlap chain needs d >= 3), got {self.space_dim}")
 
-    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None,
-                 state: dict | None = None) -> np.ndarray:
+    def standard(
+        self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None, state: dict | None = None
+    ) -> np.ndarray:
         """Draws of shape ``(steps, ..., 7)`` (into ``out`` when given). The five normals come from ``rng`` and each
         chi from its own child stream of ``rng`` (kept in ``state`` across chunks), every stream drawn time-major
         in one call, so consecutive chunks of steps continue every stream exactly: the numbers do not depend on
@@ -98,8 +99,10 @@ class TwoTokenOverlapChain:
     def __post_init__(self) -> None:
         m = self.model
         if m.tokens != 2 or m.interaction is not None or m.mean_value is not None or m.law != "gaussian":
-            raise ValueError("the overlap chain needs two tokens, Q^T K = I, M = 0 and Gaussian values, got "
-                             f"{m!r} with interaction={m.interaction is not None}, mean_value={m.mean_value is not None}")
+            raise ValueError(
+                "the overlap chain needs two tokens, Q^T K = I, M = 0 and Gaussian values, got "
+                f"{m!r} with interaction={m.interaction is not None}, mean_value={m.mean_value is not None}"
+            )
         if m.dim < 3:
             raise ValueError(f"the overlap chain needs dim >= 3, got {m.dim}")
 

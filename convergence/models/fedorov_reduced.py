@@ -55,7 +55,8 @@ def two_token_factor(x: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray
     Written with ``s = x_1 + x_2`` and ``e = x_2 - x_1`` so that no small quantity is the difference of two
     large ones when the tokens merge or become antipodal. With unit tokens the scores are ``beta <x_i, x_j>``
     and the softmax weight of token i on the other token is ``w_1 = expit(-beta (|e|^2 - <s,e>) / 2)``,
-    ``w_2 = expit(-beta (|e|^2 + <s,e>) / 2)``, evaluated as ``w - 1/2 = tanh(u / 2) / 2``; then ``a_1 = s/2 + (w_1 - 1/2) e``, ``a_2 = s/2 + (1/2 - w_2) e``,
+    ``w_2 = expit(-beta (|e|^2 + <s,e>) / 2)``, evaluated as ``w - 1/2 = tanh(u / 2) / 2``; then
+    ``a_1 = s/2 + (w_1 - 1/2) e``, ``a_2 = s/2 + (1/2 - w_2) e``,
     ``r11 = |a_1|``, ``r12 = <a_1, a_2> / r11`` and, since ``det[<a_i,a_j>] = det(W)^2 det[<x_i,x_j>]`` with
     ``det W = 1 - w_1 - w_2`` and ``det[<x_i,x_j>] = (|s|^2 |e|^2 - <s,e>^2) / 4``,
     ``r22 = |1 - w_1 - w_2| sqrt(|s|^2 |e|^2 - <s,e>^2) / (2 r11)`` (``|a_2|`` when ``a_1 = 0``).
@@ -65,8 +66,9 @@ def two_token_factor(x: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray
     return factor_from_products(np.vecdot(s, s), np.vecdot(e, e), np.vecdot(s, e), beta)
 
 
-def factor_from_products(ss: np.ndarray, ee: np.ndarray, se: np.ndarray, beta: float
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def factor_from_products(
+    ss: np.ndarray, ee: np.ndarray, se: np.ndarray, beta: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``two_token_factor`` from the products ``|s|^2``, ``|e|^2`` and ``<s, e>`` of the tokens' sum and difference."""
     half_1 = -0.5 * np.tanh(beta * (ee - se) / 4)  # w_1 - 1/2 (expit(u) - 1/2 = tanh(u/2)/2: no cancellation)
     half_2 = 0.5 * np.tanh(beta * (ee + se) / 4)  # 1/2 - w_2

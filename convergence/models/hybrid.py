@@ -59,10 +59,14 @@ class HybridModel:
 
     @property
     def claims(self) -> Claims:
-        return Claims(limit="dx_i = eps P_{x_i} u_i dB + [P_{x_i} u_i + eps^2 (-<x_i,u_i> u_i - |u_i|^2 x_i / 2 "
-                            "+ (3/2) <x_i,u_i>^2 x_i)] dt, B a scalar Brownian motion",
-                      noise_law=f"one {self.law} scalar xi_k of variance 1 per layer (dB = sqrt(h) xi_k)",
-                      strong_order=0.5 if self.law == "gaussian" else None, weak_order=1.0, symbolic="hybrid")
+        return Claims(
+            limit="dx_i = eps P_{x_i} u_i dB + [P_{x_i} u_i + eps^2 (-<x_i,u_i> u_i - |u_i|^2 x_i / 2 "
+            "+ (3/2) <x_i,u_i>^2 x_i)] dt, B a scalar Brownian motion",
+            noise_law=f"one {self.law} scalar xi_k of variance 1 per layer (dB = sqrt(h) xi_k)",
+            strong_order=0.5 if self.law == "gaussian" else None,
+            weak_order=1.0,
+            symbolic="hybrid",
+        )
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         """One layer ``N(x_i + (h + eps dB) u_i)``; ``dw`` = dB_k shaped (paths,)."""
@@ -72,7 +76,9 @@ class HybridModel:
 
     def limit_sde(self) -> HybridSDE:
         if abs(self.beta) > MAX_SDE_BETA:
-            raise ValueError(f"beta must be in [-{MAX_SDE_BETA:g}, {MAX_SDE_BETA:g}] for the limit SDE, got {self.beta:g}")
+            raise ValueError(
+                f"beta must be in [-{MAX_SDE_BETA:g}, {MAX_SDE_BETA:g}] for the limit SDE, got {self.beta:g}"
+            )
         return HybridSDE(self)
 
 

@@ -107,7 +107,8 @@ def plugin_variances(variances: np.ndarray, samples: int, rng: np.random.Generat
 
 def distance_table(v: np.ndarray, variances: tuple[float, ...]) -> np.ndarray:
     """W2^2 for d = 1..D along the last axis, from decoded variances ``v`` (..., D) in float64:
-    ``sum_{j<=d} (sqrt(v_j) - s_j)^2 + sum_{j>d} s_j^2`` (the closed form of ``verify.rigorous.latent_stopping.distance``)."""
+    ``sum_{j<=d} (sqrt(v_j) - s_j)^2 + sum_{j>d} s_j^2`` (the closed form of
+    ``verify.rigorous.latent_stopping.distance``)."""
     root = np.sqrt(np.asarray(variances))
     return np.cumsum((np.sqrt(v) - root) ** 2, axis=-1) + (np.sum(root**2) - np.cumsum(root**2))
 
@@ -115,8 +116,11 @@ def distance_table(v: np.ndarray, variances: tuple[float, ...]) -> np.ndarray:
 @cache
 def _continuous_variance():
     """The derived SDE variance closed form (``verify.models.latent_variances``) compiled for numpy: v(t, T, q, v0)."""
-    return sp.lambdify((latent_variances.t, latent_variances.T, latent_variances.q, latent_variances.v0),
-                       latent_variances.backward_variance(), "numpy")
+    return sp.lambdify(
+        (latent_variances.t, latent_variances.T, latent_variances.q, latent_variances.v0),
+        latent_variances.backward_variance(),
+        "numpy",
+    )
 
 
 def joint_grid(horizon: float) -> np.ndarray:

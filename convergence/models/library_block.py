@@ -32,7 +32,8 @@ def _block_class():
             if self.causal:
                 above = torch.ones(n, n, dtype=torch.bool).triu(1)
                 options["attention_mask"] = torch.zeros(n, n, dtype=x.dtype).masked_fill(
-                    above, torch.finfo(x.dtype).min)[None, None]
+                    above, torch.finfo(x.dtype).min
+                )[None, None]
             if self.rotary is not None:
                 positions = torch.arange(n)[None]
                 options["position_ids"] = positions

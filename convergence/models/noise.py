@@ -28,8 +28,9 @@ def psd_factor(covariance: np.ndarray, symmetric: bool = False) -> np.ndarray:
     return factor @ np.swapaxes(vectors, -1, -2) if symmetric else factor
 
 
-def standard_entries(rng: np.random.Generator, shape: tuple[int, ...], law: str,
-                     out: np.ndarray | None = None) -> np.ndarray:
+def standard_entries(
+    rng: np.random.Generator, shape: tuple[int, ...], law: str, out: np.ndarray | None = None
+) -> np.ndarray:
     """I.i.d. entries with mean 0 and variance 1 of the given law, as float64 (into ``out`` when given:
     a C-contiguous float64 array of ``shape``; the numbers are the same either way).
 
@@ -75,8 +76,9 @@ class CommonNoise:
         """True when increments are Gaussian, hence can be coupled to one Brownian path at every depth."""
         return self.law == "gaussian" and self.nested
 
-    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None,
-                 state: dict | None = None) -> np.ndarray:
+    def standard(
+        self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None, state: dict | None = None
+    ) -> np.ndarray:
         """Draws of ``shape`` (leading axes, then ``self.shape``) before scaling by ``scale sqrt(h)``. ``state`` is
         a dict that lives as long as ``rng``'s stream (one per seed block), for noises that keep auxiliary streams
         across chunks of steps."""
@@ -111,14 +113,17 @@ class JointNoise(CommonNoise):
             raise ValueError("a joint noise needs at least one part")
         for name, part in self.parts:
             if not isinstance(part, CommonNoise) or isinstance(part, JointNoise):
-                raise TypeError(f"noise part {name!r} must be a single CommonNoise (matrix_noise, field_noise, "
-                                f"scalar_noise, per_token_noise), got {type(part).__name__}")
+                raise TypeError(
+                    f"noise part {name!r} must be a single CommonNoise (matrix_noise, field_noise, "
+                    f"scalar_noise, per_token_noise), got {type(part).__name__}"
+                )
 
     def _sizes(self) -> list[int]:
         return [int(np.prod(part.shape, dtype=int)) for _, part in self.parts]
 
-    def standard(self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None,
-                 state: dict | None = None) -> np.ndarray:
+    def standard(
+        self, rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None, state: dict | None = None
+    ) -> np.ndarray:
         lead, sizes = shape[:-1], self._sizes()
         if out is None:
             out = np.empty(shape)
@@ -132,7 +137,7 @@ class JointNoise(CommonNoise):
             start = 0
             for (name, part), size in zip(self.parts, sizes):
                 draws = part.standard(rng, (*row.shape[:-1], *part.shape), state=state.setdefault(name, {}))
-                row[..., start:start + size] = draws.reshape(*row.shape[:-1], size)
+                row[..., start : start + size] = draws.reshape(*row.shape[:-1], size)
                 start += size
         return out
 
@@ -140,7 +145,7 @@ class JointNoise(CommonNoise):
         """The parts of a packed increment (paths, total), each (paths, *part.shape) times its ``scale``."""
         lead, start, out = dw.shape[:-1], 0, []
         for (_, part), size in zip(self.parts, self._sizes()):
-            out.append(part.scale * dw[..., start:start + size].reshape(*lead, *part.shape))
+            out.append(part.scale * dw[..., start : start + size].reshape(*lead, *part.shape))
             start += size
         return {name: v for (name, _), v in zip(self.parts, out)} if self.mapping else tuple(out)
 

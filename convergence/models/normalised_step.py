@@ -69,7 +69,8 @@ class NormalisedLayerLimit(Wrapper):
         att = self._attention(x)
         return self.coefficients_from_action(x, att, self._noise(att, dw))
 
-    def coefficients_from_action(self, x: np.ndarray, att: np.ndarray,
-                                 applied: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def coefficients_from_action(
+        self, x: np.ndarray, att: np.ndarray, applied: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(b(x), P_x applied)`` given the attention vector and the noise term before projection."""
         return self._drift(x, att), tangent_projection(x, applied)

@@ -46,9 +46,13 @@ class QuadraticFormModel:
 
     @property
     def claims(self) -> Claims:
-        return Claims(limit="dX = -P_X o dQ X (Stratonovich), Q = (B + B^T)/sqrt(2); Ito drift of the normalised Euler step",
-                      noise_law="a d x d matrix dB of independent N(0, h) entries, dQ = (dB + dB^T)/sqrt(2)",
-                      strong_order=0.5, weak_order=1.0, symbolic="quadratic_form")
+        return Claims(
+            limit="dX = -P_X o dQ X (Stratonovich), Q = (B + B^T)/sqrt(2); Ito drift of the normalised Euler step",
+            noise_law="a d x d matrix dB of independent N(0, h) entries, dQ = (dB + dB^T)/sqrt(2)",
+            strong_order=0.5,
+            weak_order=1.0,
+            symbolic="quadratic_form",
+        )
 
     def limit_sde(self) -> QuadraticFormSDE:
         return QuadraticFormSDE(self)

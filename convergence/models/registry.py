@@ -28,7 +28,8 @@ MODELS: dict[str, Callable[[], ClaimingModel]] = {
     "hybrid": lambda: HybridModel(4, beta=0.8, eps=1.3, law="gaussian"),
     "agazzi gaussian field": lambda: AgazziModel(2, GaussianField(KernelSpec("relu", 4), 2), beta=0.8, v=1.0),
     "agazzi frozen features": lambda: AgazziModel(
-        3, FrozenFeatureField.draw(KernelSpec("tanh", 4), 16, np.random.default_rng(FEATURE_SEED)), beta=0.8, v=-1.0),
+        3, FrozenFeatureField.draw(KernelSpec("tanh", 4), 16, np.random.default_rng(FEATURE_SEED)), beta=0.8, v=-1.0
+    ),
     "quadratic_form": lambda: QuadraticFormModel(2, 4),
 }
 

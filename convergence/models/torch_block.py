@@ -31,7 +31,6 @@ from verify.common import check_int, check_real
 
 from .noise import CommonNoise, JointNoise, joint_noise
 
-
 _ONE_THREAD = threading.Lock()
 
 
@@ -47,7 +46,9 @@ def one_thread(torch):
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
                 # torch's forward-mode AD loads its jvp decompositions through torch.jit.script, deprecated in 2.13
-                warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated", category=DeprecationWarning)
+                warnings.filterwarnings(
+                    "ignore", message="`torch.jit.script` is deprecated", category=DeprecationWarning
+                )
                 yield
         finally:
             torch.set_num_threads(threads)
@@ -84,9 +85,13 @@ class TorchBlockLayer:
         parameters = dict(self.template.named_parameters())
         unknown = [k for k, _ in self.noise_parameters if k not in parameters]
         if unknown:
-            raise ValueError(f"{self.name}: noise_parameters must name parameters of the block, got {unknown}; "
-                             f"the block has {sorted(parameters)}")
-        return joint_noise({k: CommonNoise(shape=tuple(parameters[k].shape), scale=s) for k, s in self.noise_parameters})
+            raise ValueError(
+                f"{self.name}: noise_parameters must name parameters of the block, got {unknown}; "
+                f"the block has {sorted(parameters)}"
+            )
+        return joint_noise(
+            {k: CommonNoise(shape=tuple(parameters[k].shape), scale=s) for k, s in self.noise_parameters}
+        )
 
     @cached_property
     def torch_step(self):
@@ -110,7 +115,7 @@ class TorchBlockLayer:
         def step(x, dw, h):
             weights, start = {}, 0
             for name, shape, scale, size in parts:
-                weights[name] = scale * dw[start:start + size].reshape(shape)
+                weights[name] = scale * dw[start : start + size].reshape(shape)
                 start += size
             return functional_call(block, {**fixed, **weights}, (x[None],), {"h": h} if takes_h else {})[0]
 
@@ -123,8 +128,10 @@ class TorchBlockLayer:
 
         step, step_size = self.torch_step, torch.tensor(float(h), dtype=torch.float64)
         with one_thread(torch), self._reported("layer(x, dw, h)", h, x, dw):
-            out = vmap(lambda xp, dwp: step(xp, dwp, step_size))(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
-                                                         torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)))
+            out = vmap(lambda xp, dwp: step(xp, dwp, step_size))(
+                torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
+                torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)),
+            )
         return out.numpy()
 
     @contextmanager
@@ -136,10 +143,12 @@ class TorchBlockLayer:
         except Exception as error:
             shapes = ", ".join(str(np.shape(a)) for a in arrays)
             at = "" if h is None else f" at step h = {h:g}"
-            raise RuntimeError(f"{self.name}: {what} raised {type(error).__name__}: {error}{at} (arrays shaped "
-                               f"{shapes}; the block is called on one path's tokens (1, n, d)). A library layer that "
-                               "needs positions, a mask or returns a tuple: wrap it, "
-                               "convergence.wrap_library_layer") from error
+            raise RuntimeError(
+                f"{self.name}: {what} raised {type(error).__name__}: {error}{at} (arrays shaped "
+                f"{shapes}; the block is called on one path's tokens (1, n, d)). A library layer that "
+                "needs positions, a mask or returns a tuple: wrap it, "
+                "convergence.wrap_library_layer"
+            ) from error
 
     @cached_property
     def internal_dtypes(self) -> dict[str, str]:
@@ -170,8 +179,15 @@ class TorchBlockLayer:
         return {k: v for k, v in self.__dict__.items() if k not in ("template", "torch_step", "internal_dtypes")}
 
 
-def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: dict[str, float], *,
-                    template_seed: int = 0, name: str = "torch block") -> TorchBlockLayer:
+def torch_layer_map(
+    factory: Callable,
+    tokens: int,
+    dim: int,
+    noise_parameters: dict[str, float],
+    *,
+    template_seed: int = 0,
+    name: str = "torch block",
+) -> TorchBlockLayer:
     """A torch block as a layer map (``TorchBlockLayer``). ``factory()`` builds one block (called once, under
     ``template_seed``); ``noise_parameters`` maps the names of the parameters drawn fresh at every layer to their
     entries' standard deviation per unit time."""
@@ -179,15 +195,26 @@ def torch_layer_map(factory: Callable, tokens: int, dim: int, noise_parameters: 
         raise TypeError(f"factory must be callable factory() -> torch.nn.Module, got {type(factory).__name__}")
     if not isinstance(noise_parameters, dict) or not noise_parameters:
         raise ValueError(f"noise_parameters must be a non-empty dict name -> sigma, got {noise_parameters!r}")
-    pairs = tuple((str(k), check_real(f"noise_parameters[{k!r}]", float(v), minimum=0.0))
-                  for k, v in noise_parameters.items())
-    layer = TorchBlockLayer(factory, check_int("tokens", tokens, minimum=1), check_int("dim", dim, minimum=1), pairs,
-                            check_int("template_seed", template_seed, minimum=0), name)
+    pairs = tuple(
+        (str(k), check_real(f"noise_parameters[{k!r}]", float(v), minimum=0.0)) for k, v in noise_parameters.items()
+    )
+    layer = TorchBlockLayer(
+        factory,
+        check_int("tokens", tokens, minimum=1),
+        check_int("dim", dim, minimum=1),
+        pairs,
+        check_int("template_seed", template_seed, minimum=0),
+        name,
+    )
     layer.noise  # noqa: B018  (builds the template now: a wrong name or factory is reported here)
     if layer.internal_dtypes:  # also runs the block once: a block that cannot run on (1, n, d) is reported here
         found = ", ".join(f"{dtype} (first from {func})" for dtype, func in layer.internal_dtypes.items())
-        warnings.warn(f"{name}: the block computes in {found} internally, although it runs in float64: its numbers "
-                      "carry that type's rounding (about 1e-7 relative for float32), so a one-step drift is resolved "
-                      "to about 1e-7 / h at best and derived and claimed limits agree to about 1e-5 (compare_limits' "
-                      "rtol), not 1e-12", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{name}: the block computes in {found} internally, although it runs in float64: its numbers "
+            "carry that type's rounding (about 1e-7 relative for float32), so a one-step drift is resolved "
+            "to about 1e-7 / h at best and derived and claimed limits agree to about 1e-5 (compare_limits' "
+            "rtol), not 1e-12",
+            UserWarning,
+            stacklevel=2,
+        )
     return layer

@@ -16,6 +16,17 @@ from .report import (
 from .results import Curve, Heatmap, Panel, Plot, Series, StudyResult
 
 __all__ = [
-    "Curve", "Heatmap", "Panel", "Plot", "Series", "StudyResult", "json_default", "plot_figure", "to_json",
-    "to_markdown", "write_index", "write_run", "write_study",
+    "Curve",
+    "Heatmap",
+    "Panel",
+    "Plot",
+    "Series",
+    "StudyResult",
+    "json_default",
+    "plot_figure",
+    "to_json",
+    "to_markdown",
+    "write_index",
+    "write_run",
+    "write_study",
 ]

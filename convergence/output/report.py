@@ -42,8 +42,13 @@ def to_json(result: StudyResult) -> str:
 
 
 def _resolution(check) -> str:
-    target = ("" if check.target is None else f" / {NO_TARGET_TEXT}" if check.target == NO_TARGET
-              else f" / {_number(check.target, 3)}")
+    target = (
+        ""
+        if check.target is None
+        else f" / {NO_TARGET_TEXT}"
+        if check.target == NO_TARGET
+        else f" / {_number(check.target, 3)}"
+    )
     if check.resolution is None:
         return "-" + target
     relative = "" if check.relative_resolution is None else f" ({_number(100 * check.relative_resolution, 2)}% rel.)"
@@ -64,17 +69,32 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
     ]
     for name in ([image] if image else []) + list(extra_images):
         lines += [f"![{name}]({name})", ""]
-    lines += ["## Checks", "", *(["Checks marked (finding) test conjectures the sources do not make; they are reported "
-                                  "with their verdicts and do not enter the study's verdict.", ""]
-                                 if any(not c.claim for c in result.checks) else []),
-              *(["Resolution: the smallest departure from the expected value that the check rejects with probability "
-                 "90% at this run's sample size, in the check's units (as a relative coefficient error in "
-                 "parentheses where the check has one); target: the largest departure the check may miss, in the "
-                 "same units. A statistical claim check passes only when its resolution is at most its target.", ""]
-                if any(c.resolution is not None for c in result.checks) else []),
-              "| check | configuration | expected | estimate | interval | allowance | resolution / target | verdict "
-              "| note |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Checks",
+        "",
+        *(
+            [
+                "Checks marked (finding) test conjectures the sources do not make; they are reported "
+                "with their verdicts and do not enter the study's verdict.",
+                "",
+            ]
+            if any(not c.claim for c in result.checks)
+            else []
+        ),
+        *(
+            [
+                "Resolution: the smallest departure from the expected value that the check rejects with probability "
+                "90% at this run's sample size, in the check's units (as a relative coefficient error in "
+                "parentheses where the check has one); target: the largest departure the check may miss, in the "
+                "same units. A statistical claim check passes only when its resolution is at most its target.",
+                "",
+            ]
+            if any(c.resolution is not None for c in result.checks)
+            else []
+        ),
+        "| check | configuration | expected | estimate | interval | allowance | resolution / target | verdict | note |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for check in result.checks:
         config = ", ".join(f"{k}={v}" for k, v in check.config.items())
         lo, hi = check.ci
@@ -87,11 +107,16 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
     for panel in result.panels:
         lines += ["", f"## {panel.title}", ""]
         for series in panel.series:
-            lines += [f"{series.label}: fitted order {_number(series.order)}", "",
-                      "| step h | error | interval | flags |", "|---|---|---|---|"]
+            lines += [
+                f"{series.label}: fitted order {_number(series.order)}",
+                "",
+                "| step h | error | interval | flags |",
+                "|---|---|---|---|",
+            ]
             for h, value, lo, hi, flags in zip(series.steps, series.values, series.ci_lo, series.ci_hi, series.flags):
-                lines.append(f"| {_number(h)} | {_number(value)} | [{_number(lo)}, {_number(hi)}] | "
-                             f"{', '.join(flags) or '-'} |")
+                lines.append(
+                    f"| {_number(h)} | {_number(value)} | [{_number(lo)}, {_number(hi)}] | {', '.join(flags) or '-'} |"
+                )
             lines.append("")
     lines += ["## Parameters", "", "```json", json.dumps(result.params, indent=2, default=json_default), "```", ""]
     if result.notes:
@@ -136,8 +161,10 @@ def _draw_plot(ax, plot: Plot) -> None:
             err = None
             if curve.y_lo is not None:
                 # A percentile interval need not contain the point estimate (e.g. a median): bars start at it.
-                err = [[max(y - lo, 0.0) for y, lo in zip(curve.y, curve.y_lo)],
-                       [max(hi - y, 0.0) for y, hi in zip(curve.y, curve.y_hi)]]
+                err = [
+                    [max(y - lo, 0.0) for y, lo in zip(curve.y, curve.y_lo)],
+                    [max(hi - y, 0.0) for y, hi in zip(curve.y, curve.y_hi)],
+                ]
             ax.errorbar(curve.x, curve.y, yerr=err, fmt="o", ms=4, capsize=2, label=curve.label, color=curve.color)
         else:
             ax.plot(curve.x, curve.y, "-", lw=1.2, label=curve.label, color=curve.color)
@@ -176,7 +203,7 @@ def figure_png(items: list, title: str) -> bytes:
     for ax, item in zip(axes.flat, items):
         draw = _draw_panel if isinstance(item, Panel) else _draw_heatmap if isinstance(item, Heatmap) else _draw_plot
         draw(ax, item)
-    for ax in list(axes.flat)[len(items):]:
+    for ax in list(axes.flat)[len(items) :]:
         ax.axis("off")
     fig.suptitle(title)
     fig.tight_layout()
@@ -233,9 +260,12 @@ def _run_line(out: Path) -> list[str]:
     try:
         run = json.loads((out / RUN_FILE).read_text())
         command = run["command"] + ("" if run["command"] == "report" else " " + " ".join(run["studies"]))
-        return [f"Last run (`{command}`, profile {run['profile']}, {len(run['studies'])} studies, "
-                f"{run['concurrent_studies']} at a time on {run['workers']} {run['scheduler']} worker(s) of "
-                f"{run['cores']} cores): **{run['wall_s']:.0f} s wall** from start to the last report.", ""]
+        return [
+            f"Last run (`{command}`, profile {run['profile']}, {len(run['studies'])} studies, "
+            f"{run['concurrent_studies']} at a time on {run['workers']} {run['scheduler']} worker(s) of "
+            f"{run['cores']} cores): **{run['wall_s']:.0f} s wall** from start to the last report.",
+            "",
+        ]
     except (OSError, ValueError, KeyError, TypeError):
         return []
 
@@ -252,23 +282,41 @@ def _target_lines(studies: list[dict]) -> list[str]:
             targets = [c.get("target") for c in checks]
             stated = [t for t in targets if isinstance(t, (int, float))]
             needless = targets.count(NO_TARGET_TEXT)
-            worst = [c["resolution"] / t for c, t in zip(checks, targets)
-                     if c.get("resolution") is not None and t in stated and t]
-            parts = [] if not stated else [_number(min(stated), 3) if min(stated) == max(stated)
-                                           else f"{_number(min(stated), 3)} .. {_number(max(stated), 3)}"]
+            worst = [
+                c["resolution"] / t
+                for c, t in zip(checks, targets)
+                if c.get("resolution") is not None and t in stated and t
+            ]
+            parts = (
+                []
+                if not stated
+                else [
+                    _number(min(stated), 3)
+                    if min(stated) == max(stated)
+                    else f"{_number(min(stated), 3)} .. {_number(max(stated), 3)}"
+                ]
+            )
             parts += [f"{needless} {NO_TARGET_TEXT}"] if needless else []
             missing = len(targets) - len(stated) - needless
             parts += [f"{missing} not stated"] if missing else []
             target = "; ".join(parts)
-            rows.append(f"| {data['study']} | `{name}` | {len(checks)} | {target} | "
-                        f"{_number(max(worst), 3) if worst else '-'} |")
+            rows.append(
+                f"| {data['study']} | `{name}` | {len(checks)} | {target} | "
+                f"{_number(max(worst), 3) if worst else '-'} |"
+            )
     if not rows:
         return []
-    return ["## Targets", "",
-            "Every statistical claim check states its target (the largest departure it may miss, in its own units) "
-            "and passes only when its resolution is at most that target; generated from the reports' JSON.", "",
-            "| study | check | claim checks | target | largest resolution / target |", "|---|---|---|---|---|",
-            *rows, ""]
+    return [
+        "## Targets",
+        "",
+        "Every statistical claim check states its target (the largest departure it may miss, in its own units) "
+        "and passes only when its resolution is at most that target; generated from the reports' JSON.",
+        "",
+        "| study | check | claim checks | target | largest resolution / target |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def write_index(out: Path) -> Path:
@@ -296,23 +344,37 @@ def write_index(out: Path) -> Path:
         cpu_text = "-" if cpu is None else f"{cpu:.1f}"
         wall_total += data.get("elapsed_s", 0.0)
         cpu_total += cpu or 0.0
-        rows.append(f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
-                    f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {rate_text} | {summary} |")
-    lines = ["# Verification reports", "",
-             "Family-wise rate: the Bonferroni bound on the probability that the study fails when every claim holds.", "",
-             "Time: wall seconds of the study, from its start to its result (studies run side by side share the "
-             "workers, so a study's time includes waiting for them); CPU: seconds of CPU charged to the study (its "
-             "own thread and every block the dask workers ran for it).", "",
-             *_run_line(out),
-             "| study | verdict | profile | seed | time (s) | CPU (s) | family-wise rate | checks |",
-             "|---|---|---|---|---|---|---|---|", *rows, "",
-             f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.", "", *_target_lines(studies)]
+        rows.append(
+            f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
+            f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {rate_text} | {summary} |"
+        )
+    lines = [
+        "# Verification reports",
+        "",
+        "Family-wise rate: the Bonferroni bound on the probability that the study fails when every claim holds.",
+        "",
+        "Time: wall seconds of the study, from its start to its result (studies run side by side share the "
+        "workers, so a study's time includes waiting for them); CPU: seconds of CPU charged to the study (its "
+        "own thread and every block the dask workers ran for it).",
+        "",
+        *_run_line(out),
+        "| study | verdict | profile | seed | time (s) | CPU (s) | family-wise rate | checks |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.",
+        "",
+        *_target_lines(studies),
+    ]
     symbolic = out / "symbolic.json"
     if symbolic.exists():
         try:
             data = json.loads(symbolic.read_text())
-            lines += [f"Symbolic derivations (`python -m verify`): [**{data['status']}**](symbolic.md), "
-                      f"{len(data['derivations'])} derivations, {data['elapsed_s']:.0f} s.", ""]
+            lines += [
+                f"Symbolic derivations (`python -m verify`): [**{data['status']}**](symbolic.md), "
+                f"{len(data['derivations'])} derivations, {data['elapsed_s']:.0f} s.",
+                "",
+            ]
         except (OSError, json.JSONDecodeError, KeyError):
             lines += ["Symbolic derivations: `symbolic.json` is unreadable.", ""]
     text = "\n".join(lines)

@@ -24,9 +24,16 @@ class Series:
     @classmethod
     def from_fit(cls, label: str, fit: OrderFit, flags: list[list[str]] | None = None) -> Series:
         """The curve of an ``OrderFit``: RMS error per level with its interval and fitted line."""
-        return cls(label=label, steps=fit.steps.tolist(), values=fit.error.tolist(),
-                   ci_lo=fit.error_ci[:, 0].tolist(), ci_hi=fit.error_ci[:, 1].tolist(), order=fit.order,
-                   intercept=fit.intercept, flags=flags if flags is not None else [[] for _ in fit.steps])
+        return cls(
+            label=label,
+            steps=fit.steps.tolist(),
+            values=fit.error.tolist(),
+            ci_lo=fit.error_ci[:, 0].tolist(),
+            ci_hi=fit.error_ci[:, 1].tolist(),
+            order=fit.order,
+            intercept=fit.intercept,
+            flags=flags if flags is not None else [[] for _ in fit.steps],
+        )
 
 
 @dataclass(frozen=True)

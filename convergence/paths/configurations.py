@@ -25,8 +25,10 @@ def _on_sphere(name: str, x: np.ndarray, tokens: int, dim: int, unit: bool = Tru
         return x
     radius = np.linalg.norm(x, axis=-1)
     if np.max(np.abs(radius - 1.0)) > 1e-9:
-        raise ValueError(f"{name} must give unit tokens (on the sphere), got norms from {radius.min():.6g} to "
-                         f"{radius.max():.6g}; pass unit=False for a map that lives elsewhere")
+        raise ValueError(
+            f"{name} must give unit tokens (on the sphere), got norms from {radius.min():.6g} to "
+            f"{radius.max():.6g}; pass unit=False for a map that lives elsewhere"
+        )
     return x
 
 
@@ -56,8 +58,9 @@ def sampled_state(sample, unit: bool = True):
         def draw(rng, paths):
             x = np.asarray(sample(rng, paths, tokens, dim), dtype=float)
             if x.shape != (paths, tokens, dim):
-                raise ValueError(f"sample must return shape (paths, tokens, dim) = {(paths, tokens, dim)}, "
-                                 f"got {x.shape}")
+                raise ValueError(
+                    f"sample must return shape (paths, tokens, dim) = {(paths, tokens, dim)}, got {x.shape}"
+                )
             return _on_sphere("sample", x, tokens, dim, unit)
 
         return streams.initial(draw)

@@ -31,7 +31,9 @@ def common_noise(levels: Sequence[Level]) -> CommonNoise:
     """
     shapes = {level.stepper.noise.shape for level in levels}
     if len(shapes) != 1:
-        raise ValueError(f"the noise must not depend on the level (e.g. on the number of tokens), got shapes {sorted(shapes)}")
+        raise ValueError(
+            f"the noise must not depend on the level (e.g. on the number of tokens), got shapes {sorted(shapes)}"
+        )
     return levels[0].stepper.noise
 
 

@@ -56,16 +56,27 @@ class RateTolerance:
     order_target: float = 0.525
     replicates: int = 1000
 
-    def mean_square_order_check(self, name: str, fit: OrderFit, config: dict, note: str,
-                                confidence: float = CONFIDENCE) -> Check:
+    def mean_square_order_check(
+        self, name: str, fit: OrderFit, config: dict, note: str, confidence: float = CONFIDENCE
+    ) -> Check:
         """Judge the mean-square order 2p of an RMS fit ``error ~ C step^p`` (intervals at ``confidence``)
         against ``order``."""
         ci = (2 * fit.order_ci[0], 2 * fit.order_ci[1])
         resolution = detectable_effect(ci, self.order_allowance, confidence)
         verdict = order_verdict(ci, self.order, self.order_allowance, resolution, self.order_target, fit.steps.size)
-        return Check(name=name, expected=self.order, estimate=2 * fit.order, ci=ci, verdict=verdict, config=config,
-                     allowance=self.order_allowance, note=note, confidence=confidence, resolution=resolution,
-                     target=self.order_target)
+        return Check(
+            name=name,
+            expected=self.order,
+            estimate=2 * fit.order,
+            ci=ci,
+            verdict=verdict,
+            config=config,
+            allowance=self.order_allowance,
+            note=note,
+            confidence=confidence,
+            resolution=resolution,
+            target=self.order_target,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -48,8 +48,17 @@ def simulate(
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         return run_coupled(levels, [], x0, BrownianBlock(layer_map.noise, streams, h), depth, advance).final[0]
 
-    return concatenate_blocks(run_seeded(compute, name="simulate", configuration=(layer_map, initial, depth, horizon),
-                                         seed=seed, key=key, paths=paths, block_paths=block_paths))
+    return concatenate_blocks(
+        run_seeded(
+            compute,
+            name="simulate",
+            configuration=(layer_map, initial, depth, horizon),
+            seed=seed,
+            key=key,
+            paths=paths,
+            block_paths=block_paths,
+        )
+    )
 
 
 def record_at_two_steps(
@@ -72,6 +81,15 @@ def record_at_two_steps(
         block = BrownianBlock(layer_map.noise, streams, grid.horizon / grid.steps)
         return run_recorded(levels, x0, block, grid.steps, grid.records, observe, advance)
 
-    return concatenate_blocks(run_seeded(compute, name="record_at_two_steps",
-                                         configuration=(grid, layer_map, initial, observe), seed=seed, key=key,
-                                         paths=grid.paths, block_paths=grid.block_paths, progress=progress))
+    return concatenate_blocks(
+        run_seeded(
+            compute,
+            name="record_at_two_steps",
+            configuration=(grid, layer_map, initial, observe),
+            seed=seed,
+            key=key,
+            paths=grid.paths,
+            block_paths=grid.block_paths,
+            progress=progress,
+        )
+    )

@@ -18,12 +18,14 @@ Workload (the issue's reference): model F with n = 2 tokens in d = 16, 4096 path
 * ``*_d64`` / ``*_d128`` the Euler rows and diffrax at d = 64 and 128 (paths scaled by (16/d)^2, same steps);
 * ``strong_workload_d*`` the strong study's coupled run on one Brownian path per sample: every level of the
   ladder L = 8 .. 128 and the Euler reference at T/2048 (rate: fine path-steps per second); ``_low_rank``: the same
-  ladder with the exact low-rank coupling (``convergence.experiments.strong_low_rank``: d m normals per fine step, m = n x levels);
-* cost curves (``convergence.performance.cost``): time against tokens, dimension, depth, paths and width, with fitted exponents.
+  ladder with the exact low-rank coupling (``convergence.experiments.strong_low_rank``: d m normals per fine step,
+  m = n x levels);
+* cost curves (``convergence.performance.cost``): time against tokens, dimension, depth, paths and width, with fitted
+  exponents.
 
 Like-for-like against the peers means the same SDE with the full d x d Brownian matrix *in law*: the reduced
-Euler rows draw the matrix's action on the attention vectors from its exact joint law (``convergence.models.fedorov_reduced``),
-which is that law; the full-matrix rows draw every entry, as the peers do.
+Euler rows draw the matrix's action on the attention vectors from its exact joint law
+(``convergence.models.fedorov_reduced``), which is that law; the full-matrix rows draw every entry, as the peers do.
 """
 
 from __future__ import annotations
@@ -173,8 +175,17 @@ def diffrax_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | N
     def solve(y0, key):
         path = diffrax.UnsafeBrownianPath(shape=(d, d), key=key)
         terms = diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, path))
-        sol = diffrax.diffeqsolve(terms, diffrax.Euler(), 0.0, 1.0, h, y0, saveat=diffrax.SaveAt(t1=True),
-                                  max_steps=config.steps + 1, adjoint=diffrax.ForwardMode())
+        sol = diffrax.diffeqsolve(
+            terms,
+            diffrax.Euler(),
+            0.0,
+            1.0,
+            h,
+            y0,
+            saveat=diffrax.SaveAt(t1=True),
+            max_steps=config.steps + 1,
+            adjoint=diffrax.ForwardMode(),
+        )
         return sol.ys[0]
 
     batched = jax.jit(jax.vmap(lambda y0, key: solve(y0, key)))
@@ -261,8 +272,11 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
     measure("per_path_draws", lambda: per_path_draws(config.dim, config.loop_paths, config.steps), loop_work)
     field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, np.random.default_rng(2))
     model_a = AgazziModel(config.model_a_tokens, field, 1.0, 1.0)
-    measure("model_a", forward(model_a, config.model_a_paths, config.model_a_steps),
-            config.model_a_paths * config.model_a_steps)
+    measure(
+        "model_a",
+        forward(model_a, config.model_a_paths, config.model_a_steps),
+        config.model_a_paths * config.model_a_steps,
+    )
     euler_reduced = EulerMaruyama(ReducedFedorov(model).limit_sde())
     measure("euler_sde_reduced", forward(euler_reduced), path_steps)
     block = config.parallel_block
@@ -293,18 +307,32 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
             measure(f"diffrax_d{dim}", run, work)
     for dim in (config.dim, *LARGE_DIMS):
         strong_model = FedorovModel(config.tokens, dim, 1.0)
-        design = StrongDesign(depths=STRONG_DEPTHS, horizon=1.0, reference_factor=STRONG_REFERENCE_FACTOR,
-                              paths=max(2, config.strong_paths * config.dim**2 // dim**2))
-        measure(f"strong_workload_d{dim}",
-                lambda m=strong_model, g=design: coupled_strong_errors(m, m.limit_sde(), g, 0, (0,)),
-                design.paths * design.fine_steps)
-        measure(f"strong_workload_low_rank_d{dim}",
-                lambda m=strong_model, g=design: coupled_strong_errors_low_rank(m, g, 0, (0,)),
-                design.paths * design.fine_steps)
+        design = StrongDesign(
+            depths=STRONG_DEPTHS,
+            horizon=1.0,
+            reference_factor=STRONG_REFERENCE_FACTOR,
+            paths=max(2, config.strong_paths * config.dim**2 // dim**2),
+        )
+        measure(
+            f"strong_workload_d{dim}",
+            lambda m=strong_model, g=design: coupled_strong_errors(m, m.limit_sde(), g, 0, (0,)),
+            design.paths * design.fine_steps,
+        )
+        measure(
+            f"strong_workload_low_rank_d{dim}",
+            lambda m=strong_model, g=design: coupled_strong_errors_low_rank(m, g, 0, (0,)),
+            design.paths * design.fine_steps,
+        )
     curves = cost_curves(best_time, config.cost_repeats, progress) if config.cost_repeats else {}
     ratios = derived_ratios(rates)
-    return {"config": asdict(config), "rates": rates, "ratios": ratios, "machine": machine(),
-            "notes": notes(rates, ratios, config), "cost_curves": curves}
+    return {
+        "config": asdict(config),
+        "rates": rates,
+        "ratios": ratios,
+        "machine": machine(),
+        "notes": notes(rates, ratios, config),
+        "cost_curves": curves,
+    }
 
 
 def notes(rates: dict, ratios: dict, config: BenchConfig) -> list[str]:
@@ -327,25 +355,31 @@ def notes(rates: dict, ratios: dict, config: BenchConfig) -> list[str]:
         "the same SDE with the full matrix in law: the reduced rows draw the matrix's action on the attention "
         "vectors from its exact joint law (d n normals per step, an algorithmic saving the peers could also make); "
         "the full-matrix rows (euler_2_processes_over_*) are reported beside them.",
-        f"Process speed-up: Euler-Maruyama on the limit SDE, the peers' {config.paths} paths in {config.parallel_block}-path "
-        "blocks on a local dask cluster of 1 and 2 "
-        "worker processes (cluster start-up excluded; warm-up run first).",
+        f"Process speed-up: Euler-Maruyama on the limit SDE, the peers' {config.paths} paths in "
+        f"{config.parallel_block}-path blocks on a local dask cluster of 1 and 2 worker processes (cluster start-up "
+        "excluded; warm-up run first).",
         f"One dask worker runs the same blocks at {speed['euler_sde_1p'] / speed['euler_sde_1p_sync']:.2g} times the "
         "in-process speed (euler_sde_1p against euler_sde_1p_sync): the local cluster starts its workers with a fixed "
         "glibc mmap threshold, without which dask's MALLOC_TRIM_THRESHOLD_ made every block 1.7 times slower.",
     ]
     if rates.get("diffrax") is not None:
-        out.append("diffrax: jax.jit(jax.vmap(diffeqsolve)) with Euler, UnsafeBrownianPath over the d x d matrix "
-                   "Brownian motion, ForwardMode adjoint, float64, XLA on the CPU (which may use both cores).")
+        out.append(
+            "diffrax: jax.jit(jax.vmap(diffeqsolve)) with Euler, UnsafeBrownianPath over the d x d matrix "
+            "Brownian motion, ForwardMode adjoint, float64, XLA on the CPU (which may use both cores)."
+        )
     if rates.get("torchsde") is None:
-        out.append("torchsde: not installed here (PyPI's torch wheels pull multi-gigabyte CUDA packages); the "
-                   "benchmark runs it when `pip install .[peers]` brings it.")
+        out.append(
+            "torchsde: not installed here (PyPI's torch wheels pull multi-gigabyte CUDA packages); the "
+            "benchmark runs it when `pip install .[peers]` brings it."
+        )
     else:
         import torch
 
-        out.append("torchsde: sdeint with method='euler', general Ito noise with a hand-written g_prod, a fresh "
-                   f"BrownianInterval over the d x d matrix per run, float64, CPU, {torch.get_num_threads()} torch "
-                   "threads (the drift and g_prod are checked against ours in tests/test_execution.py).")
+        out.append(
+            "torchsde: sdeint with method='euler', general Ito noise with a hand-written g_prod, a fresh "
+            f"BrownianInterval over the d x d matrix per run, float64, CPU, {torch.get_num_threads()} torch "
+            "threads (the drift and g_prod are checked against ours in tests/test_execution.py)."
+        )
     return out
 
 
@@ -369,11 +403,15 @@ def derived_ratios(rates: dict) -> dict:
         "euler_reduced_2_processes_over_diffrax": ratio("euler_sde_reduced_2p", "diffrax"),
         "euler_reduced_2_processes_over_torchsde": ratio("euler_sde_reduced_2p", "torchsde"),
         "euler_1_process_over_diffrax": ratio("euler_sde", "diffrax"),
-        **{f"euler_reduced_over_diffrax_d{dim}": ratio(f"euler_sde_reduced_d{dim}", f"diffrax_d{dim}")
-           for dim in LARGE_DIMS},
+        **{
+            f"euler_reduced_over_diffrax_d{dim}": ratio(f"euler_sde_reduced_d{dim}", f"diffrax_d{dim}")
+            for dim in LARGE_DIMS
+        },
         **{f"euler_full_over_diffrax_d{dim}": ratio(f"euler_sde_d{dim}", f"diffrax_d{dim}") for dim in LARGE_DIMS},
-        **{f"strong_low_rank_over_full_d{dim}": ratio(f"strong_workload_low_rank_d{dim}", f"strong_workload_d{dim}")
-           for dim in (16, *LARGE_DIMS)},
+        **{
+            f"strong_low_rank_over_full_d{dim}": ratio(f"strong_workload_low_rank_d{dim}", f"strong_workload_d{dim}")
+            for dim in (16, *LARGE_DIMS)
+        },
     }
 
 
@@ -388,5 +426,9 @@ TARGETS = {  # ratio name -> (comparison, bound), from the issue
 
 
 def machine() -> dict:
-    return {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(),
-            "processor": platform.processor() or platform.machine()}
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+    }

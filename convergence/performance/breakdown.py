@@ -34,11 +34,22 @@ _RULES = (  # (category, substrings of "file:function"), first match wins
     ("sampling", ("convergence/models/noise.py", "convergence/paths/brownian.py", "overlap_chain.py:standard")),
     ("attention", ("convergence/models/attention.py", "convergence/experiments/energy.py:interaction_energy")),
     ("symbolic", ("/sympy/", "/mpmath/", "flint", "/verify/")),
-    ("statistics", ("convergence/statistics/", "convergence/experiments/exponents.py", "quantile", "median",
-                    "percentile")),
-    ("layer maps", ("convergence/models/", "convergence/paths/integrators.py", "convergence/paths/coupling.py",
-                    "convergence/experiments/local.py", "convergence/experiments/width",
-                    "convergence/experiments/strong_low_rank.py", "linalg")),
+    (
+        "statistics",
+        ("convergence/statistics/", "convergence/experiments/exponents.py", "quantile", "median", "percentile"),
+    ),
+    (
+        "layer maps",
+        (
+            "convergence/models/",
+            "convergence/paths/integrators.py",
+            "convergence/paths/coupling.py",
+            "convergence/experiments/local.py",
+            "convergence/experiments/width",
+            "convergence/experiments/strong_low_rank.py",
+            "linalg",
+        ),
+    ),
 )
 
 
@@ -56,8 +67,11 @@ _STDLIB = sysconfig.get_paths()["stdlib"]
 def _transparent(filename: str) -> bool:
     """numpy's own Python wrappers and the standard library (abc, functools, random, importlib, ...): their time
     belongs to whoever called them (sympy spends part of its time in such helpers)."""
-    return ("/numpy/" in filename or filename.startswith("<frozen")
-            or (filename.startswith(_STDLIB) and "site-packages" not in filename))
+    return (
+        "/numpy/" in filename
+        or filename.startswith("<frozen")
+        or (filename.startswith(_STDLIB) and "site-packages" not in filename)
+    )
 
 
 def frame_category(frame: FrameType | None) -> str:

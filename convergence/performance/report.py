@@ -18,11 +18,18 @@ from .cost import cost_plots
 def performance_markdown(result: dict) -> str:
     """``performance.md``: rates side by side, the ratios and whether each meets its target."""
     config, rates, ratios = result["config"], result["rates"], result["ratios"]
-    lines = ["# Performance", "", benchmark.__doc__.strip().split("\n\n")[0], "",
-             f"Machine: {result['machine']['cpus']} CPUs ({result['machine']['processor']}), Python "
-             f"{result['machine']['python']}, numpy {result['machine']['numpy']}; best of {config['repeats']} runs "
-             "after a warm-up. Generate with `python -m convergence bench`.", "",
-             "| measurement | seconds | path-steps per second |", "|---|---|---|"]
+    lines = [
+        "# Performance",
+        "",
+        benchmark.__doc__.strip().split("\n\n")[0],
+        "",
+        f"Machine: {result['machine']['cpus']} CPUs ({result['machine']['processor']}), Python "
+        f"{result['machine']['python']}, numpy {result['machine']['numpy']}; best of {config['repeats']} runs "
+        "after a warm-up. Generate with `python -m convergence bench`.",
+        "",
+        "| measurement | seconds | path-steps per second |",
+        "|---|---|---|",
+    ]
     for name, entry in rates.items():
         if entry is None:
             lines.append(f"| `{name}` | not installed | - |")
@@ -35,22 +42,41 @@ def performance_markdown(result: dict) -> str:
         if value is None:
             lines.append(f"| {name} | not measured (peer not installed) | {target} | - |")
             continue
-        met = "-" if bound is None else ("yes" if (value <= bound if comparison == "<=" else value >= bound) else "**no**")
+        met = (
+            "-"
+            if bound is None
+            else ("yes" if (value <= bound if comparison == "<=" else value >= bound) else "**no**")
+        )
         lines.append(f"| {name} | {value:.3g} | {target} | {met} |")
     curves = result.get("cost_curves")
     if curves:
-        lines += ["", "## Cost curves", "", "Time against each size that grows, the others fixed; exponent: log-log slope "
-                  "over the upper three sizes (time ~ size^p). ![cost curves](performance-cost.png)", "",
-                  "| size | workload | sizes | seconds | fitted exponent | expected |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Cost curves",
+            "",
+            "Time against each size that grows, the others fixed; exponent: log-log slope "
+            "over the upper three sizes (time ~ size^p). ![cost curves](performance-cost.png)",
+            "",
+            "| size | workload | sizes | seconds | fitted exponent | expected |",
+            "|---|---|---|---|---|---|",
+        ]
         for entry in curves.values():
             seconds = ", ".join(f"{t:.3g}" for t in entry["seconds"])
-            lines.append(f"| {entry['label']} | {entry['workload']} | {', '.join(map(str, entry['sizes']))} | "
-                         f"{seconds} | {entry['exponent']:.2f} | {entry['expected']:g} |")
+            lines.append(
+                f"| {entry['label']} | {entry['workload']} | {', '.join(map(str, entry['sizes']))} | "
+                f"{seconds} | {entry['exponent']:.2f} | {entry['expected']:g} |"
+            )
     studies = result.get("breakdown")
     if studies:
-        lines += ["", "## Where each study's time goes (quick profile, in process, stack sampled)", "",
-                  breakdown.__doc__.strip().split("\n\n")[1].replace("\n", " "), "",
-                  f"| study | wall s | {' | '.join(CATEGORIES)} |", "|---|---|" + "---|" * len(CATEGORIES)]
+        lines += [
+            "",
+            "## Where each study's time goes (quick profile, in process, stack sampled)",
+            "",
+            breakdown.__doc__.strip().split("\n\n")[1].replace("\n", " "),
+            "",
+            f"| study | wall s | {' | '.join(CATEGORIES)} |",
+            "|---|---|" + "---|" * len(CATEGORIES),
+        ]
         for name, entry in studies.items():
             shares = " | ".join(f"{entry['shares'][c]:.0%}" for c in CATEGORIES)
             lines.append(f"| {name} | {entry['total_s']:.0f} | {shares} |")

@@ -7,5 +7,6 @@ from __future__ import annotations
 from .kolmogorov import expectation, lambdify_overlap
 
 __all__ = [
-    "expectation", "lambdify_overlap",
+    "expectation",
+    "lambdify_overlap",
 ]

@@ -23,7 +23,21 @@ from .execution import (
 from .identity import identity
 
 __all__ = [
-    "BlockCache", "SEED_BLOCK", "STREAM_KEYS", "as_finished", "available_cores", "block_count", "caching", "check_scheduler", "compute_blocks",
-    "concatenate_blocks", "concurrent_map", "cpu_meter", "default_scheduler", "identity", "map_blocks", "scheduler",
+    "BlockCache",
+    "SEED_BLOCK",
+    "STREAM_KEYS",
+    "as_finished",
+    "available_cores",
+    "block_count",
+    "caching",
+    "check_scheduler",
+    "compute_blocks",
+    "concatenate_blocks",
+    "concurrent_map",
+    "cpu_meter",
+    "default_scheduler",
+    "identity",
+    "map_blocks",
+    "scheduler",
     "seed_block_sequence",
 ]

@@ -24,8 +24,18 @@ SEED_BLOCK = 64
 # committed report's numbers depend on its key).
 STREAM_KEYS = {
     "bootstrap": 0,  # resampling of finished paths, keyed by the stream of the paths it resamples
-    "strong-fedorov": 1, "weak-fedorov": 2, "phase-transition": 3, "strong-agazzi": 4, "sync-agazzi": 5, "chaos": 6,
-    "commute": 7, "user checks": 9, "ldm-stopping": 12, "power": 13, "calibration": 14, "quick-profiles": 15,
+    "strong-fedorov": 1,
+    "weak-fedorov": 2,
+    "phase-transition": 3,
+    "strong-agazzi": 4,
+    "sync-agazzi": 5,
+    "chaos": 6,
+    "commute": 7,
+    "user checks": 9,
+    "ldm-stopping": 12,
+    "power": 13,
+    "calibration": 14,
+    "quick-profiles": 15,
     "mutant-seeds": 16,
 }
 
@@ -63,4 +73,4 @@ def tasks(blocks: Sequence[tuple[int, int]], task_paths: int | None) -> list[lis
     check_int("task_paths", task_paths, minimum=1)
     size = blocks[0][1] - blocks[0][0]
     per_task = max(1, -(-task_paths // size))
-    return [list(blocks[i:i + per_task]) for i in range(0, len(blocks), per_task)]
+    return [list(blocks[i : i + per_task]) for i in range(0, len(blocks), per_task)]

@@ -162,9 +162,11 @@ def concurrent_map(function: Callable[[Any], Any], items: Sequence[Any], threads
 def check_scheduler(scheduler: str) -> str:
     """``sync``, ``processes`` or a dask scheduler address (``tcp://``, ``tls://``, ``inproc://``)."""
     if not isinstance(scheduler, str) or not (
-            scheduler in SCHEDULERS or scheduler.partition("://")[0] in ("tcp", "tls", "inproc", "ucx")):
-        raise ValueError(f"scheduler must be 'sync', 'processes' or a scheduler address like tcp://host:8786, "
-                         f"got {scheduler!r}")
+        scheduler in SCHEDULERS or scheduler.partition("://")[0] in ("tcp", "tls", "inproc", "ucx")
+    ):
+        raise ValueError(
+            f"scheduler must be 'sync', 'processes' or a scheduler address like tcp://host:8786, got {scheduler!r}"
+        )
     return scheduler
 
 
@@ -193,8 +195,15 @@ class BlockCache:
 
     def key(self, label: str, blocks: Sequence[tuple[int, int]]) -> str:
         """The full key of a task: the cache scope, the block label, the task's block ranges, the package."""
-        return json.dumps({"scope": self.scope, "label": label, "blocks": [list(b) for b in blocks],
-                           "package": package_fingerprint()}, sort_keys=True)
+        return json.dumps(
+            {
+                "scope": self.scope,
+                "label": label,
+                "blocks": [list(b) for b in blocks],
+                "package": package_fingerprint(),
+            },
+            sort_keys=True,
+        )
 
     def path(self, key: str) -> Path:
         return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.npz"
@@ -229,8 +238,13 @@ class BlockCache:
         structure, leaves = _flatten(result)
         arrays = {f"leaf_{i}": leaf for i, leaf in enumerate(leaves)}
         buffer = io.BytesIO()
-        np.savez(buffer, __key__=np.array(key), __structure__=np.array(json.dumps(structure)),
-                 __checksum__=np.array(_checksum(key, structure, leaves)), **arrays)
+        np.savez(
+            buffer,
+            __key__=np.array(key),
+            __structure__=np.array(json.dumps(structure)),
+            __checksum__=np.array(_checksum(key, structure, leaves)),
+            **arrays,
+        )
         atomic_write(self.path(key), buffer.getvalue())
         self.computed += 1
 
@@ -267,7 +281,7 @@ def _flatten(result: Any) -> tuple[Any, list[np.ndarray]]:
 def _unflatten(structure: Any, leaves: Iterator[np.ndarray]) -> Any:
     if structure == "array":
         return next(leaves)
-    (kind, body), = structure.items()
+    ((kind, body),) = structure.items()
     if kind == "dict":
         return {name: _unflatten(sub, leaves) for name, sub in body.items()}
     items = [_unflatten(sub, leaves) for sub in body]
@@ -277,7 +291,7 @@ def _unflatten(structure: Any, leaves: Iterator[np.ndarray]) -> Any:
 def _count_leaves(structure: Any) -> int:
     if structure == "array":
         return 1
-    (_, body), = structure.items()
+    ((_, body),) = structure.items()
     return sum(_count_leaves(sub) for sub in (body.values() if isinstance(body, dict) else body))
 
 
@@ -322,11 +336,17 @@ def scheduler(name: str = "sync", workers: int = 2, task_paths: int | None = Non
                 # restores in-process speed. dask's trim threshold of 64 KiB also hands every freed block back to the
                 # system, so the next block page-faults it in again (sync-agazzi quick: 13% of its time, mostly
                 # system time): workers keep up to 1 GiB of freed heap instead.
-                stack.enter_context(dask.config.set(
-                    {"distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
-                     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD)}))
-                cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                           dashboard_address=None))
+                stack.enter_context(
+                    dask.config.set(
+                        {
+                            "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
+                            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
+                        }
+                    )
+                )
+                cluster = stack.enter_context(
+                    LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+                )
                 execution.client = stack.enter_context(Client(cluster))
             else:
                 execution.client = stack.enter_context(Client(name))
@@ -349,8 +369,7 @@ def caching(directory: str | os.PathLike, scope: dict, resume: bool = False) -> 
         _CURRENT.reset(token)
 
 
-def _run_task(run_block: BlockTask, blocks: Sequence[tuple[int, int]],
-              progress: Callable[[int], None] | None) -> list:
+def _run_task(run_block: BlockTask, blocks: Sequence[tuple[int, int]], progress: Callable[[int], None] | None) -> list:
     """A task: its blocks, one after the other."""
     return [run_block(start, stop, progress) for start, stop in blocks]
 

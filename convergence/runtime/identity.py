@@ -45,8 +45,10 @@ def identity(value: object) -> str:
         return f"method({identity(value.__self__)}.{value.__func__.__name__}, {_function(value.__func__)})"
     if isinstance(value, type):
         return _name(value)
-    raise TypeError(f"cannot identify a {type(value).__qualname__} for a cache key: make it a dataclass, an array or a "
-                    f"number, got {value!r:.80}")
+    raise TypeError(
+        f"cannot identify a {type(value).__qualname__} for a cache key: make it a dataclass, an array or a "
+        f"number, got {value!r:.80}"
+    )
 
 
 def _name(kind: type) -> str:
@@ -71,8 +73,9 @@ def _globals(function: types.FunctionType) -> list[str]:
         if name not in function.__globals__:
             continue
         value = function.__globals__[name]
-        if isinstance(value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)) or \
-                callable(value):
+        if isinstance(
+            value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)
+        ) or callable(value):
             continue
         out.append(f"{name}={identity(value)}")
     return out
@@ -82,5 +85,7 @@ def _function(function: types.FunctionType) -> str:
     closure = [identity(cell.cell_contents) for cell in function.__closure__ or ()]
     defaults = identity(tuple(function.__defaults__ or ()))
     keyword_defaults = identity(dict(function.__kwdefaults__ or {}))
-    return (f"function({function.__module__}.{function.__qualname__}, code {_code(function.__code__)}, defaults "
-            f"{defaults}, {keyword_defaults}, closure [{', '.join(closure)}], globals [{', '.join(_globals(function))}])")
+    return (
+        f"function({function.__module__}.{function.__qualname__}, code {_code(function.__code__)}, defaults "
+        f"{defaults}, {keyword_defaults}, closure [{', '.join(closure)}], globals [{', '.join(_globals(function))}])"
+    )

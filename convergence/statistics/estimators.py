@@ -20,7 +20,9 @@ from scipy import stats
 from verify.common import Verdict, check_int, check_real
 
 CONFIDENCE = 0.99
-FAMILY_ALPHA = 1.0 - CONFIDENCE  # the false-failure rate allowed to a whole study (or public check) when its claims hold
+FAMILY_ALPHA = (
+    1.0 - CONFIDENCE
+)  # the false-failure rate allowed to a whole study (or public check) when its claims hold
 PASS, FAIL, INCONCLUSIVE = Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE
 MIN_TAIL_REPLICATES = 5  # a percentile interval needs this many bootstrap replicates beyond each end
 VERDICTS = tuple(Verdict)
@@ -45,7 +47,10 @@ def first_nonfinite(arrays: dict[str, np.ndarray], levels: list[str] | None = No
                 column = int(np.argwhere(bad.reshape(-1, values.shape[-1]).any(axis=0))[0, 0])
                 label = levels[column] if levels is not None and column < len(levels) else f"#{column}"
                 where = f" at level {label}"
-            return f"non-finite values in {name}{where} ({int(bad.sum())} of {values.size}): a scheme diverged or the data are invalid"
+            return (
+                f"non-finite values in {name}{where} ({int(bad.sum())} of {values.size}): a scheme diverged or the "
+                "data are invalid"
+            )
     return None
 
 
@@ -92,8 +97,9 @@ def confidence_label(confidence: float) -> str:
     return f"{100 * confidence:.{digits}f}%"
 
 
-def detectable_effect(ci: tuple[float, float], allowance: float, confidence: float,
-                      power: float = DETECTION_POWER) -> float:
+def detectable_effect(
+    ci: tuple[float, float], allowance: float, confidence: float, power: float = DETECTION_POWER
+) -> float:
     """The smallest departure from the expected value that the check rejects with probability ``power``:
     allowance + (z_{1-alpha/2} + z_power) se, with se = the interval's half-width / z_{1-alpha/2}
     (normal approximation; in the check's own units)."""
@@ -146,11 +152,17 @@ class Check:
             self._demote(FAIL, "non-finite estimate or interval: cannot pass")
         elif self.verdict == PASS and self.statistical and self.target != NO_TARGET:
             if self.resolution is None or self.target is None or not all_finite(self.resolution, self.target):
-                self._demote(INCONCLUSIVE, f"resolution {self.resolution} or target {self.target} not stated: a "
-                                           "statistical check cannot pass without both")
+                self._demote(
+                    INCONCLUSIVE,
+                    f"resolution {self.resolution} or target {self.target} not stated: a "
+                    "statistical check cannot pass without both",
+                )
             elif self.resolution > self.target:
-                self._demote(INCONCLUSIVE, f"resolution {self.resolution:.3g} > target {self.target:.3g}: the check "
-                                           "cannot see every effect it may not miss")
+                self._demote(
+                    INCONCLUSIVE,
+                    f"resolution {self.resolution:.3g} > target {self.target:.3g}: the check "
+                    "cannot see every effect it may not miss",
+                )
 
     @property
     def statistical(self) -> bool:
@@ -274,9 +286,7 @@ class OrderFit:
     ms_replicates: np.ndarray = field(repr=False)
 
 
-def fit_order(
-    steps: np.ndarray, sq_errors: np.ndarray, counts: np.ndarray, confidence: float = CONFIDENCE
-) -> OrderFit:
+def fit_order(steps: np.ndarray, sq_errors: np.ndarray, counts: np.ndarray, confidence: float = CONFIDENCE) -> OrderFit:
     """Fit ``RMS error ~ C h^p`` over all levels; intervals from the bootstrap ``counts``.
 
     ``sq_errors`` is (paths, levels) with levels in the order of ``steps`` (largest step first).
@@ -325,8 +335,9 @@ def noise_floor_flags(fit: OrderFit, floor: float, margin: float = 3.0) -> np.nd
     return fit.error_ci[:, 0] <= margin * floor
 
 
-def order_verdict(ci: tuple[float, float], expected: float, allowance: float, resolution: float, target: float,
-                  usable_levels: int) -> str:
+def order_verdict(
+    ci: tuple[float, float], expected: float, allowance: float, resolution: float, target: float, usable_levels: int
+) -> str:
     """``fail`` when any number is not finite; ``inconclusive`` when fewer than three levels are above the noise
     floor (levels at the floor flatten the fitted slope, so the interval says nothing about the order); ``fail``
     when the interval misses ``expected +- allowance``; ``inconclusive`` when the ``resolution`` (the order error
@@ -340,12 +351,19 @@ def order_verdict(ci: tuple[float, float], expected: float, allowance: float, re
 
 
 def paths_to_resolve(width: float, target_width: float, paths: int) -> int:
-    """Paths that would shrink an interval of ``width`` (measured on ``paths``) to ``target_width``: width ~ paths^-1/2."""
+    """Paths that would shrink an interval of ``width`` (measured on ``paths``) to ``target_width``: width ~
+    paths^-1/2."""
     return int(math.ceil(paths * (width / target_width) ** 2))
 
 
-def paths_for_effect(ci: tuple[float, float], allowance: float, confidence: float, paths: int, effect: float,
-                     power: float = DETECTION_POWER) -> int | None:
+def paths_for_effect(
+    ci: tuple[float, float],
+    allowance: float,
+    confidence: float,
+    paths: int,
+    effect: float,
+    power: float = DETECTION_POWER,
+) -> int | None:
     """Paths at which a check measured on ``paths`` (interval ``ci`` at ``confidence``, bias ``allowance``) would reject
     a departure of ``effect`` with probability ``power``: ``detectable_effect`` = allowance + (z_alpha + z_power) se,
     with se ~ paths^-1/2, solved for the paths. None when ``effect`` is within the allowance (no number of paths
@@ -360,8 +378,14 @@ def paths_for_effect(ci: tuple[float, float], allowance: float, confidence: floa
 ADVICE_MARGIN = 1.25  # advice plans for the target with 25% more samples: the pilot's se is itself an estimate
 
 
-def samples_to_decide(ci: tuple[float, float], allowance: float, confidence: float, paths: int, target: float,
-                      power: float = DETECTION_POWER) -> int | None:
+def samples_to_decide(
+    ci: tuple[float, float],
+    allowance: float,
+    confidence: float,
+    paths: int,
+    target: float,
+    power: float = DETECTION_POWER,
+) -> int | None:
     """The advice an inconclusive check gives: ``paths_for_effect`` at the ``target``, times ``ADVICE_MARGIN`` (at
     exactly the planned size the resolution reaches the target only about half the time; the margin, ~12% on the
     standard error, makes a run that follows the advice decide with high probability)."""
@@ -385,8 +409,9 @@ def plateau(steps: np.ndarray, ms: np.ndarray, exponent: np.ndarray) -> np.ndarr
 MIN_DECAY = 1e-3  # a fitted order whose interval starts below this detects no decay (errors flat to rounding)
 
 
-def limit_plateau(fit: OrderFit, ms_order: float | None = None, first_level: int = 0,
-                  confidence: float = CONFIDENCE) -> tuple[float, tuple[float, float], str]:
+def limit_plateau(
+    fit: OrderFit, ms_order: float | None = None, first_level: int = 0, confidence: float = CONFIDENCE
+) -> tuple[float, tuple[float, float], str]:
     """The plateau ``B`` of ``ms = A h^q + B``, its interval, and how it was found.
 
     q = the claimed mean-square order ``ms_order`` when given (the verdict's rule: B is identifiable even
@@ -441,8 +466,7 @@ def limit_verdict(ci: tuple[float, float], allowance: float, resolution: float) 
     return PASS
 
 
-def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, resolution: float,
-                   target: float) -> str:
+def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, resolution: float, target: float) -> str:
     """For an effect expected at ``expected`` (two-sided): ``fail`` when the interval misses
     ``expected +- allowance`` or any of them is not finite; ``inconclusive`` when the check's ``resolution`` (its
     detectable effect; infinite when it has no scale) exceeds ``target``; else ``pass``."""
@@ -454,17 +478,39 @@ def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, r
     return INCONCLUSIVE if resolution > target else PASS
 
 
-def effect_check(name: str, expected: float, estimate: float, ci: tuple[float, float], allowance: float,
-                 target: float, config: dict | None = None, *, confidence: float = CONFIDENCE,
-                 power: float = DETECTION_POWER, scale: float | None = None, **fields) -> Check:
+def effect_check(
+    name: str,
+    expected: float,
+    estimate: float,
+    ci: tuple[float, float],
+    allowance: float,
+    target: float,
+    config: dict | None = None,
+    *,
+    confidence: float = CONFIDENCE,
+    power: float = DETECTION_POWER,
+    scale: float | None = None,
+    **fields,
+) -> Check:
     """The check of an effect expected at ``expected`` +- ``allowance`` (two-sided), measured as ``estimate`` with
     interval ``ci`` at ``confidence``: its resolution is ``detectable_effect`` at ``power``, its verdict
     ``effect_verdict`` at ``target``; ``scale`` (when given and non-zero) turns the resolution into the relative one.
     ``fields``: the Check's other fields (``note``, ``false_failure_rate``, ``claim``)."""
     resolution = detectable_effect(ci, allowance, confidence, power)
-    return Check(name, expected, estimate, ci, effect_verdict(ci, expected, allowance, resolution, target),
-                 {} if config is None else config, allowance, confidence, resolution=resolution, target=target,
-                 relative_resolution=resolution / abs(scale) if scale else None, **fields)
+    return Check(
+        name,
+        expected,
+        estimate,
+        ci,
+        effect_verdict(ci, expected, allowance, resolution, target),
+        {} if config is None else config,
+        allowance,
+        confidence,
+        resolution=resolution,
+        target=target,
+        relative_resolution=resolution / abs(scale) if scale else None,
+        **fields,
+    )
 
 
 def combine_verdicts(verdicts: list[str]) -> Verdict:

@@ -42,14 +42,20 @@ class FrechetEstimate:
     replicates: np.ndarray
 
 
-def frechet_estimate(samples: np.ndarray, target_variances: np.ndarray, counts: np.ndarray,
-                     confidence: float = CONFIDENCE) -> FrechetEstimate:
+def frechet_estimate(
+    samples: np.ndarray, target_variances: np.ndarray, counts: np.ndarray, confidence: float = CONFIDENCE
+) -> FrechetEstimate:
     """FD of ``samples`` (paths, d) with bootstrap replicates from ``counts`` (replicates, paths)."""
     return frechet_estimates(samples, target_variances, counts, (samples.shape[1],), confidence)[0]
 
 
-def frechet_estimates(samples: np.ndarray, target_variances: np.ndarray, counts: np.ndarray,
-                      dims: tuple[int, ...], confidence: float = CONFIDENCE) -> list[FrechetEstimate]:
+def frechet_estimates(
+    samples: np.ndarray,
+    target_variances: np.ndarray,
+    counts: np.ndarray,
+    dims: tuple[int, ...],
+    confidence: float = CONFIDENCE,
+) -> list[FrechetEstimate]:
     """``frechet_estimate`` of the first d coordinates of ``samples`` (paths, D), for every d in ``dims``.
 
     The moments of a leading block are the leading block of the moments, so the bootstrap's weighted sums over the
@@ -74,8 +80,15 @@ def frechet_estimates(samples: np.ndarray, target_variances: np.ndarray, counts:
         replicates = frechet_from_moments(replicate_means[:, :d], replicate_seconds[:, block], target_variances)
         tail = (1 - confidence) / 2
         lo, hi = np.quantile(replicates, [tail, 1 - tail])
-        estimates.append(FrechetEstimate(value, float(np.std(replicates, ddof=1)), (float(lo), float(hi)),
-                                         float(np.mean(replicates) - value), replicates))
+        estimates.append(
+            FrechetEstimate(
+                value,
+                float(np.std(replicates, ddof=1)),
+                (float(lo), float(hi)),
+                float(np.mean(replicates) - value),
+                replicates,
+            )
+        )
     return estimates
 
 

@@ -69,9 +69,11 @@ class Looks:
         sizes, beta = self.sizes, 1 - DETECTION_POWER
         if len(sizes) == 1:
             return f"one look at {sizes[0]}, level {family_alpha:g}, power {DETECTION_POWER:g}"
-        return (f"{len(sizes)} looks at {', '.join(map(str, sizes))}, each at level {family_alpha:g}/{len(sizes)} and "
-                f"power 1 - {beta:g}/{len(sizes)}: false failure <= {family_alpha:g} and a miss of the target <= "
-                f"{beta:g}, whichever look stops")
+        return (
+            f"{len(sizes)} looks at {', '.join(map(str, sizes))}, each at level {family_alpha:g}/{len(sizes)} and "
+            f"power 1 - {beta:g}/{len(sizes)}: false failure <= {family_alpha:g} and a miss of the target <= "
+            f"{beta:g}, whichever look stops"
+        )
 
     def label(self, stopped_at: int) -> str:
         """Which look a result comes from, e.g. ``look 2 of 7 (8192)``."""
@@ -95,8 +97,14 @@ def decide_in_stages(evaluate: Evaluate, looks: Looks, family_alpha: float = FAM
         checks = evaluate(n, looks.alpha(family_alpha), looks.power())
         if stopping_verdict(checks) != INCONCLUSIVE or not any(c.claim for c in checks):
             break  # decided, or nothing left to decide (e.g. an order not identifiable: more samples cannot help)
-    spent = [replace(c, false_failure_rate=min(1.0, looks.count * c.false_failure_rate) if c.claim
-                     else c.false_failure_rate, note=f"{c.note}; {looks.label(n)}") for c in checks]
+    spent = [
+        replace(
+            c,
+            false_failure_rate=min(1.0, looks.count * c.false_failure_rate) if c.claim else c.false_failure_rate,
+            note=f"{c.note}; {looks.label(n)}",
+        )
+        for c in checks
+    ]
     return spent, n
 
 

@@ -21,11 +21,23 @@ from .strong_fedorov import STUDY as STRONG_FEDOROV
 from .sync_agazzi import STUDY as SYNC_AGAZZI
 from .weak_fedorov import STUDY as WEAK_FEDOROV
 
-_REPORTED = (STRONG_FEDOROV, WEAK_FEDOROV, PHASE_TRANSITION, STRONG_AGAZZI, SYNC_AGAZZI, CHAOS, COMMUTE, LDM_STOPPING,
-             POWER)
-STUDIES: dict[str, Study] = {study.name: study for study in (*_REPORTED, CALIBRATION, quick_profiles_study(_REPORTED),
-                                                            mutant_seeds_study(POWER))}
+_REPORTED = (
+    STRONG_FEDOROV,
+    WEAK_FEDOROV,
+    PHASE_TRANSITION,
+    STRONG_AGAZZI,
+    SYNC_AGAZZI,
+    CHAOS,
+    COMMUTE,
+    LDM_STOPPING,
+    POWER,
+)
+STUDIES: dict[str, Study] = {
+    study.name: study for study in (*_REPORTED, CALIBRATION, quick_profiles_study(_REPORTED), mutant_seeds_study(POWER))
+}
 
 __all__ = [
-    "PROFILES", "STUDIES", "Study",
+    "PROFILES",
+    "STUDIES",
+    "Study",
 ]

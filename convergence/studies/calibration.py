@@ -16,7 +16,8 @@ Study checks (one per case and claim): ``decides_true_claim`` (estimate: the sha
 any seed, or any seed not decided, misses the target) and ``rejects`` (the share of seeds that fail; at least 9 of
 10). These are measurements of the suite's decision rates, each with its chance of missing its target by chance:
 a true claim fails at one of 10 seeds with probability at most 1 - 0.99^10 = 0.096 (each run's family-wise rate is
-1%; a seed left undecided at the budget also misses the target, and that chance is not bounded); a mutant row's chance is P(Binomial(10, power) < 9) with the per-run power estimated at the measured effects
+1%; a seed left undecided at the budget also misses the target, and that chance is not bounded); a mutant row's chance
+is P(Binomial(10, power) < 9) with the per-run power estimated at the measured effects
 (``mutants.miss_probability`` of each run's most decisive failing check, measured at the look that rejected, so
 optimistic; at exactly 90% power it would be 0.26).
 Intervals: Wilson at 99%.
@@ -98,8 +99,13 @@ def cases(profile: str) -> list[Case]:
     quick = [
         Case("local, model F n=2 d=4", small, _local, (0.05, 0.01)),
         Case("weak limit, model F n=2 d=4 sigma=1/2", wide, _weak, (0.05,)),
-        Case("strong, model F n=2 d=4, target 25%", small, _strong, (0.25,),
-             {"depths": (8, 16, 32, 64), "first": 256, "budget": 2048, "target": 0.25}),
+        Case(
+            "strong, model F n=2 d=4, target 25%",
+            small,
+            _strong,
+            (0.25,),
+            {"depths": (8, 16, 32, 64), "first": 256, "budget": 2048, "target": 0.25},
+        ),
     ]
     if profile == "quick":
         return quick
@@ -124,12 +130,18 @@ def run_miss_probability(outcome: Outcome) -> float:
     return min(miss_probability(c) for c in failed) if failed else 1.0
 
 
-def rate_check(name: str, verdicts: Sequence[str], wanted: str, config: dict, misses: Sequence[float] = (),
-               sizes: Sequence[int] = ()) -> Check:
+def rate_check(
+    name: str,
+    verdicts: Sequence[str],
+    wanted: str,
+    config: dict,
+    misses: Sequence[float] = (),
+    sizes: Sequence[int] = (),
+) -> Check:
     """The share of seeds with the ``wanted`` verdict, against its target. ``verdicts``: one per seed (a public
     check's outcome, a study's result, or the inner verdict a mutant met); for ``wanted`` = fail, ``misses`` are the
-    runs' estimated chances of missing the mutant (1 for a run that did not reject it, ``run_miss_probability``); ``sizes`` the
-    samples or paths at which each run decided, when it sampled in stages."""
+    runs' estimated chances of missing the mutant (1 for a run that did not reject it, ``run_miss_probability``);
+    ``sizes`` the samples or paths at which each run decided, when it sampled in stages."""
     runs = len(verdicts)
     hits = list(verdicts).count(wanted)
     counts = {v.value: list(verdicts).count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
@@ -137,8 +149,10 @@ def rate_check(name: str, verdicts: Sequence[str], wanted: str, config: dict, mi
     if wanted == PASS:
         verdict = PASS if hits == runs else FAIL
         expected, chance = 1.0, 1.0 - (1.0 - FAMILY_ALPHA) ** runs
-        target = (f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
-                  "seed at the budget has no such bound, and also misses the target)")
+        target = (
+            f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
+            "seed at the budget has no such bound, and also misses the target)"
+        )
     else:
         if len(misses) != runs:
             raise ValueError(f"misses must hold one chance per verdict ({runs}), got {len(misses)}")
@@ -147,17 +161,33 @@ def rate_check(name: str, verdicts: Sequence[str], wanted: str, config: dict, mi
         k = int(np.ceil(REJECT_SHARE * runs))
         power = 1.0 - float(np.mean(misses))  # estimated at the measured effects
         chance = _below(runs, k, power)
-        target = (f"rejected at >= {k} of {runs} seeds (estimated power per run {power:.3g}: fewer with probability "
-                  f"{chance:.2g}; at exactly 90% power it would be {_below(runs, k, REJECT_SHARE):.2f})")
+        target = (
+            f"rejected at >= {k} of {runs} seeds (estimated power per run {power:.3g}: fewer with probability "
+            f"{chance:.2g}; at exactly 90% power it would be {_below(runs, k, REJECT_SHARE):.2f})"
+        )
     # fails at `allowed` + 1 unwanted verdicts: the per-run rate of them caught with probability 90%
     allowed = runs - (runs if wanted == PASS else int(np.ceil(REJECT_SHARE * runs)))
     resolution = detection_rate(runs, allowed + 1)
     decided = f"decided at {min(sizes)}..{max(sizes)} samples or paths per run; " if sizes else ""
-    note = (f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive of {runs} seeds; "
-            f"target: {target}; {decided}resolution: a per-run rate {resolution:.2f} of unwanted verdicts is caught "
-            "with probability 90%" + ("" if verdict == PASS else "; TARGET MISSED"))
-    return Check(name, expected, hits / runs, (lo, hi), verdict, config, 0.0, CONFIDENCE, chance, note=note,
-                 resolution=resolution, target=RATE_TARGET)
+    note = (
+        f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive of {runs} seeds; "
+        f"target: {target}; {decided}resolution: a per-run rate {resolution:.2f} of unwanted verdicts is caught "
+        "with probability 90%" + ("" if verdict == PASS else "; TARGET MISSED")
+    )
+    return Check(
+        name,
+        expected,
+        hits / runs,
+        (lo, hi),
+        verdict,
+        config,
+        0.0,
+        CONFIDENCE,
+        chance,
+        note=note,
+        resolution=resolution,
+        target=RATE_TARGET,
+    )
 
 
 def _below(runs: int, k: int, p: float) -> float:
@@ -180,19 +210,45 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 outcomes.append(case.run(case.model, claim, check_seed, **case.options))
                 advance(1)
             name = "decides_true_claim" if wanted == PASS else "rejects"
-            checks.append(rate_check(name, [o.verdict for o in outcomes], wanted, {"case": case.label, "claim": label},
-                                     [run_miss_probability(o) for o in outcomes], [o.sample_size for o in outcomes]))
+            checks.append(
+                rate_check(
+                    name,
+                    [o.verdict for o in outcomes],
+                    wanted,
+                    {"case": case.label, "claim": label},
+                    [run_miss_probability(o) for o in outcomes],
+                    [o.sample_size for o in outcomes],
+                )
+            )
             rows.append((f"{case.label}: {label}", checks[-1]))
     x = list(range(len(rows)))
-    plot = Plot("share of seeds decided as wanted (pass for true claims, fail for mutants)", "case", "share",
-                [Curve("measured (Wilson 99%)", x, [c.estimate for _, c in rows], [c.ci[0] for _, c in rows],
-                       [c.ci[1] for _, c in rows], style="points"),
-                 Curve("target", x, [c.expected for _, c in rows], style="points")])
-    params = {"seeds_per_case": SEEDS, "cases": {c.label: {"mutants (drift x (1 + eps))": list(c.mutants),
-                                                           "options": {k: list(v) if isinstance(v, tuple) else v
-                                                                       for k, v in c.options.items()}}
-                                                 for c in chosen},
-              "rows": [label for label, _ in rows]}
+    plot = Plot(
+        "share of seeds decided as wanted (pass for true claims, fail for mutants)",
+        "case",
+        "share",
+        [
+            Curve(
+                "measured (Wilson 99%)",
+                x,
+                [c.estimate for _, c in rows],
+                [c.ci[0] for _, c in rows],
+                [c.ci[1] for _, c in rows],
+                style="points",
+            ),
+            Curve("target", x, [c.expected for _, c in rows], style="points"),
+        ],
+    )
+    params = {
+        "seeds_per_case": SEEDS,
+        "cases": {
+            c.label: {
+                "mutants (drift x (1 + eps))": list(c.mutants),
+                "options": {k: list(v) if isinstance(v, tuple) else v for k, v in c.options.items()},
+            }
+            for c in chosen
+        },
+        "rows": [label for label, _ in rows],
+    }
     notes = [
         "Each case runs a public check (convergence.checks) with its staged looks, as a user would, at seeds drawn "
         "from the study's seed; the check's own family-wise false-failure rate is 1% and its chance of passing an "
@@ -203,9 +259,14 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "(sigma^2, beta, (d-2)/2, the Stratonovich drift, a missing projection) over seeds are not yet in this "
         "study.",
     ]
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks,
-                       plots={"": [plot]}, notes=notes)
+    return StudyResult(
+        study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]}, notes=notes
+    )
 
 
-STUDY = Study(NAME, "calibration: the public checks' decision rates over seeds (true claims pass, mutants fail)",
-              execute, in_report=False)
+STUDY = Study(
+    NAME,
+    "calibration: the public checks' decision rates over seeds (true claims pass, mutants fail)",
+    execute,
+    in_report=False,
+)

@@ -41,9 +41,20 @@ DIM, BETA, WIDTH, ACTIVATION = 5, 1.0, 32, "relu"
 FEATURE_STREAM = 1
 
 
-def _grid(horizon: float, depths: tuple[int, ...], paths: int, tokens=(8, 16, 32, 64, 128), **tolerance) -> CommuteDesign:
-    return CommuteDesign(depths=depths, tokens=tokens, large=2 * tokens[-1], reference_factor=2, horizon=horizon,
-                         beta=BETA, paths=paths, block_paths=64, **tolerance)
+def _grid(
+    horizon: float, depths: tuple[int, ...], paths: int, tokens=(8, 16, 32, 64, 128), **tolerance
+) -> CommuteDesign:
+    return CommuteDesign(
+        depths=depths,
+        tokens=tokens,
+        large=2 * tokens[-1],
+        reference_factor=2,
+        horizon=horizon,
+        beta=BETA,
+        paths=paths,
+        block_paths=64,
+        **tolerance,
+    )
 
 
 # The quick profile accepts coarser resolutions (its reports state them): rates to an order error of 0.8 (the
@@ -55,8 +66,10 @@ QUICK = {"order_target": 0.8, "resolution": 0.1}
 # so it gets more paths; model A runs at T = 1 (its faster clustering at T = 2 keeps N <= 128 pre-asymptotic).
 DESIGNS = {
     "quick": {"F": _grid(2.0, (4, 8, 16, 32, 64), 256, **QUICK), "A": _grid(1.0, (4, 8, 16, 32, 64), 128, **QUICK)},
-    "full": {"F": _grid(2.0, (4, 8, 16, 32, 64), 1024),
-             "A": _grid(1.0, (4, 8, 16, 32, 64), 256, (8, 16, 32, 64, 128, 256))},
+    "full": {
+        "F": _grid(2.0, (4, 8, 16, 32, 64), 1024),
+        "A": _grid(1.0, (4, 8, 16, 32, 64), 256, (8, 16, 32, 64, 128, 256)),
+    },
 }
 WIDTH_DESIGNS = {"quick": WidthDepthDesign(paths=768, resolution=0.015), "full": WidthDepthDesign(paths=2048)}
 
@@ -77,8 +90,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     for index, (name, model_for) in enumerate(models(seed).items()):
         key, design = (STUDY_KEY, index, 0), designs[name]
         energies = coupled_energies(model_for, design, seed, key, progress=advance)
-        config_checks, config_panels, config_maps = analyse_commute(energies, design, {"model": name, "d": DIM},
-                                                                    bootstrap_generator(seed, key), confidence)
+        config_checks, config_panels, config_maps = analyse_commute(
+            energies, design, {"model": name, "d": DIM}, bootstrap_generator(seed, key), confidence
+        )
         if name not in CLAIMED:
             config_checks = [replace(check, claim=False) for check in config_checks]
         checks += config_checks
@@ -86,22 +100,38 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         heatmaps += config_maps
     key = (STUDY_KEY, 2, 0)
     energies = width_depth_energies(KernelSpec(ACTIVATION, DIM), width_design, seed, key, progress=advance)
-    width_checks, width_map = analyse_width_depth(energies, width_design, {"model": "A (fresh features)", "d": DIM},
-                                                  bootstrap_generator(seed, key), confidence)
+    width_checks, width_map = analyse_width_depth(
+        energies, width_design, {"model": "A (fresh features)", "d": DIM}, bootstrap_generator(seed, key), confidence
+    )
     checks += width_checks
     heatmaps.append(width_map)
     params = {
-        "models": {"F": "softmax attention (Q^T K = I), Gaussian value matrices, sigma^2 = 1/d",
-                   "A": f"attention (Q^T K = beta I, V = I) + {ACTIVATION} MLP field of width {WIDTH} with frozen "
-                        "features (one draw per seed) and Brownian output weights",
-                   "A (fresh features)": f"the paper's block: {ACTIVATION} MLP with every weight fresh at each layer"},
-        "observable": f"E[E_beta(mu_T)], beta = {BETA}", "d": DIM,
-        "grids": {name: {"depths": list(d.depths), "tokens": list(d.tokens), "large_system": d.large,
-                         "horizon": d.horizon, "antithetic_pairs": d.paths,
-                         "reference": f"Euler-Maruyama of the N-token limit SDE at T/{d.fine_steps} and twice that, "
-                                      "Richardson"} for name, d in designs.items()},
-        "width_grid": {"widths": list(width_design.widths), "depths": list(width_design.depths),
-                       "tokens": width_design.tokens, "horizon": width_design.horizon, "paths": width_design.paths},
+        "models": {
+            "F": "softmax attention (Q^T K = I), Gaussian value matrices, sigma^2 = 1/d",
+            "A": f"attention (Q^T K = beta I, V = I) + {ACTIVATION} MLP field of width {WIDTH} with frozen "
+            "features (one draw per seed) and Brownian output weights",
+            "A (fresh features)": f"the paper's block: {ACTIVATION} MLP with every weight fresh at each layer",
+        },
+        "observable": f"E[E_beta(mu_T)], beta = {BETA}",
+        "d": DIM,
+        "grids": {
+            name: {
+                "depths": list(d.depths),
+                "tokens": list(d.tokens),
+                "large_system": d.large,
+                "horizon": d.horizon,
+                "antithetic_pairs": d.paths,
+                "reference": f"Euler-Maruyama of the N-token limit SDE at T/{d.fine_steps} and twice that, Richardson",
+            }
+            for name, d in designs.items()
+        },
+        "width_grid": {
+            "widths": list(width_design.widths),
+            "depths": list(width_design.depths),
+            "tokens": width_design.tokens,
+            "horizon": width_design.horizon,
+            "paths": width_design.paths,
+        },
         "bootstrap_replicates": width_design.replicates,
     }
     notes = [
@@ -123,8 +153,16 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "rate at most 1%; normal intervals from the bootstrap standard error where the tails are too thin for "
         "percentiles). Each check states its resolution, the effect it detects with 90% power.",
     ]
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, panels=panels,
-                       plots={"surface": heatmaps}, notes=notes)
+    return StudyResult(
+        study=NAME,
+        profile=profile,
+        seed=seed,
+        params=params,
+        checks=checks,
+        panels=panels,
+        plots={"surface": heatmaps},
+        notes=notes,
+    )
 
 
 STUDY = Study(NAME, "many tokens: depth and token limits commute (rates, iterated limits, no L/N term)", execute)

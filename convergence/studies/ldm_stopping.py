@@ -68,8 +68,10 @@ class Profile:
     limit_target: float = LIMIT_TARGET  # the Monte Carlo checks' target, a fraction of the distance a run removes
 
 
-PROFILES = {"quick": Profile(paths=12288, replicates=200, limit_target=0.005),
-            "full": Profile(paths=65536, replicates=400, plugin_draws=1000, criterion_draws=200)}
+PROFILES = {
+    "quick": Profile(paths=12288, replicates=200, limit_target=0.005),
+    "full": Profile(paths=65536, replicates=400, plugin_draws=1000, criterion_draws=200),
+}
 
 
 def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyResult:
@@ -79,15 +81,19 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
     advance = progress(len(runs), NAME)
     checks: list[Check] = []
     plots: list[Plot] = []
-    hats = {name: tuple(plugin_variances(np.array(v), DATA_SAMPLES, data_rng(seed, DATA_KEY, i)))
-            for i, (name, v) in enumerate(SPECTRA.items())}
+    hats = {
+        name: tuple(plugin_variances(np.array(v), DATA_SAMPLES, data_rng(seed, DATA_KEY, i)))
+        for i, (name, v) in enumerate(SPECTRA.items())
+    }
     switch_check, switch_times = switching_checks("geometric", SPECTRA["geometric"], HORIZON)
     checks += switch_check + switching_checks("low-rank", SPECTRA["low-rank"], HORIZON)[0]
-    stops_by_spectrum = {name: plugin_stops(LatentSetting(variances, HORIZON, hats[name]))
-                         for name, variances in SPECTRA.items()}
+    stops_by_spectrum = {
+        name: plugin_stops(LatentSetting(variances, HORIZON, hats[name])) for name, variances in SPECTRA.items()
+    }
     for name, variances in SPECTRA.items():
-        checks += (monotone_checks(name, variances, None, HORIZON)
-                   + monotone_checks(name, variances, hats[name], HORIZON, stops_by_spectrum[name]))
+        checks += monotone_checks(name, variances, None, HORIZON) + monotone_checks(
+            name, variances, hats[name], HORIZON, stops_by_spectrum[name]
+        )
     simulated: dict[tuple[str, str], dict] = {}
     run_stops = []
     for name, score, method in runs:
@@ -108,51 +114,90 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         sampler = LatentSampler(hat, HORIZON, cap=cap, method=method)
         setting = LatentSetting(variances, HORIZON, None if score == "exact" else hat, cap)
         stops = run_stops[index]
-        run_checks, data = sampler_checks(name, sampler, setting, profile.steps, profile.factors, profile.paths,
-                                          profile.replicates, seed, (STUDY_KEY, index), z, stops,
-                                          profile.limit_target)
+        run_checks, data = sampler_checks(
+            name,
+            sampler,
+            setting,
+            profile.steps,
+            profile.factors,
+            profile.paths,
+            profile.replicates,
+            seed,
+            (STUDY_KEY, index),
+            z,
+            stops,
+            profile.limit_target,
+        )
         checks += run_checks
         if method == "sde":
-            plots.append(_distance_plot(name, score, data, switch_times if (name, score) == ("geometric", "exact")
-                                        else None))
+            plots.append(
+                _distance_plot(name, score, data, switch_times if (name, score) == ("geometric", "exact") else None)
+            )
             simulated[(name, score)] = data
         advance(1)
     for name, variances in SPECTRA.items():
-        settings = {"exact": LatentSetting(variances, HORIZON), "plug-in": LatentSetting(variances, HORIZON, hats[name])}
+        settings = {
+            "exact": LatentSetting(variances, HORIZON),
+            "plug-in": LatentSetting(variances, HORIZON, hats[name]),
+        }
         plots.append(_dimension_plot(name, settings, {score: simulated[(name, score)] for score in settings}))
     checks += criterion_search(SPECTRA, HORIZON, profile.criterion_draws, DATA_SAMPLES, seed, DATA_KEY)
-    checks += [low_rank_optimum(SPECTRA["low-rank"], LOW_RANK, HORIZON, profile.plugin_draws, DATA_SAMPLES, seed,
-                                DATA_KEY, start) for start in ("forward", "standard")]
+    checks += [
+        low_rank_optimum(
+            SPECTRA["low-rank"], LOW_RANK, HORIZON, profile.plugin_draws, DATA_SAMPLES, seed, DATA_KEY, start
+        )
+        for start in ("forward", "standard")
+    ]
     cap_check, cap_plot = capped_growth(CAP_RATIO, CAP_DIM, CAPS, HORIZON)
     checks.append(cap_check)
     plots.append(cap_plot)
-    params = {"spectra": {k: list(v) for k, v in SPECTRA.items()}, "T": HORIZON, "steps": profile.steps,
-              "levels": [1, *profile.factors], "paths": profile.paths, "bootstrap_replicates": profile.replicates,
-              "data_samples": DATA_SAMPLES, "plug-in variances": {k: list(v) for k, v in hats.items()},
-              "start": "the score model's Gaussian at time T", "plugin_draws": profile.plugin_draws}
+    params = {
+        "spectra": {k: list(v) for k, v in SPECTRA.items()},
+        "T": HORIZON,
+        "steps": profile.steps,
+        "levels": [1, *profile.factors],
+        "paths": profile.paths,
+        "bootstrap_replicates": profile.replicates,
+        "data_samples": DATA_SAMPLES,
+        "plug-in variances": {k: list(v) for k, v in hats.items()},
+        "start": "the score model's Gaussian at time T",
+        "plugin_draws": profile.plugin_draws,
+    }
     notes = [
         "Distances are squared Wasserstein-2 (Frechet) distances between the decoded law and the data law; Monte Carlo "
         "values are Gaussian Frechet distances of sample mean and covariance with a bootstrap over paths "
         f"({profile.replicates} resamples; intervals are z bootstrap standard errors).",
         f"Tolerances: z = {z:.3g} standard errors (Bonferroni over the {monte_carlo_checks} Monte Carlo checks, "
         "family-wise false-failure rate 1%); certified and exact-algebra checks cannot fail falsely (rate 0).",
-        "Conventions (docs/models.md leaves them open): backward time t in [0, T] (t = T is the full run); the run starts from "
-        "the score model's own Gaussian at T; switching times t_1..t_D, t_D+1 = T with d optimal on (t_d, t_d+1).",
+        "Conventions (docs/models.md leaves them open): backward time t in [0, T] (t = T is the full run); the run "
+        "starts from the score model's own Gaussian at T; switching times t_1..t_D, t_D+1 = T with d optimal on "
+        "(t_d, t_d+1).",
         "The paper's plug-in criterion sum_{j<=d} (1 - s_j/sigma_hat_j)(1 - sigma_hat_j^2) >= 0 is tested as an "
         "'if and only if' claim: each sign certified in interval arithmetic against certified monotonicity of the "
         f"distance, for the study's plug-in draws (plugin_criterion) and a search over {profile.criterion_draws} more "
         "draws per spectrum (plugin_criterion_if, plugin_criterion_only_if; any certified disagreement fails). The "
         "per-coordinate criterion (sigma_hat_j between s_j and 1) is a finding beside it (coordinate_criterion).",
         "closed_form_limit: the Monte Carlo Richardson extrapolation 2 FD(h) - FD(2h) against the closed form of "
-        "verify.rigorous.latent_stopping, with the O(h^2) remainder bounded by the Monte Carlo itself (|R(h) - R(2h)| / 3); "
-        "no exact discrete law enters it (discrete_law is the separate check of the sampler's law).",
+        "verify.rigorous.latent_stopping, with the O(h^2) remainder bounded by the Monte Carlo itself "
+        "(|R(h) - R(2h)| / 3); no exact discrete law enters it (discrete_law is the separate check of the sampler's "
+        "law).",
     ]
-    return StudyResult(study=NAME, profile=profile_name, seed=seed, params=params, checks=checks,
-                       plots={"": plots}, notes=notes)
+    return StudyResult(
+        study=NAME, profile=profile_name, seed=seed, params=params, checks=checks, plots={"": plots}, notes=notes
+    )
 
 
-COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
-           "tab:olive")
+COLOURS = (
+    "tab:blue",
+    "tab:orange",
+    "tab:green",
+    "tab:red",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:gray",
+    "tab:olive",
+)
 REMAINING = np.logspace(-11, math.log10(HORIZON), 121)  # forward time u = T - t left, log-spaced
 
 
@@ -168,31 +213,71 @@ def _distance_plot(name: str, score: str, data: dict, switch_times: list[float] 
     curves = []
     for d in _shown_dims(setting.dim):
         colour = COLOURS[(d - 1) % len(COLOURS)]
-        curves.append(Curve(f"d={d}", REMAINING.tolist(),
-                            [float(distance(mpmath.mp, setting, HORIZON - u, d)) for u in REMAINING], color=colour))
+        curves.append(
+            Curve(
+                f"d={d}",
+                REMAINING.tolist(),
+                [float(distance(mpmath.mp, setting, HORIZON - u, d)) for u in REMAINING],
+                color=colour,
+            )
+        )
         est = [e for e, keep in zip(data["curves"][d], shown) if keep]
-        curves.append(Curve(f"d={d} simulated", remaining[shown].tolist(), [e.value - e.bias for e in est],
-                            [e.ci[0] - e.bias for e in est], [e.ci[1] - e.bias for e in est], style="points",
-                            color=colour))
-    markers = [] if switch_times is None else [(HORIZON - t, f"t_{j + 1}") for j, t in enumerate(switch_times[:-1])
-                                                 if 0 < t < HORIZON]
-    return Plot(f"{name}, {score} score: W2^2 (lines: closed form; points: Euler SDE, h = T/1024)",
-                "remaining forward time T - t", "W2^2", curves, markers, logx=True, logy=True)
+        curves.append(
+            Curve(
+                f"d={d} simulated",
+                remaining[shown].tolist(),
+                [e.value - e.bias for e in est],
+                [e.ci[0] - e.bias for e in est],
+                [e.ci[1] - e.bias for e in est],
+                style="points",
+                color=colour,
+            )
+        )
+    markers = (
+        []
+        if switch_times is None
+        else [(HORIZON - t, f"t_{j + 1}") for j, t in enumerate(switch_times[:-1]) if 0 < t < HORIZON]
+    )
+    return Plot(
+        f"{name}, {score} score: W2^2 (lines: closed form; points: Euler SDE, h = T/1024)",
+        "remaining forward time T - t",
+        "W2^2",
+        curves,
+        markers,
+        logx=True,
+        logy=True,
+    )
 
 
 def _dimension_plot(name: str, settings: dict[str, LatentSetting], simulated: dict) -> Plot:
     """The optimal latent dimension against the remaining time, closed form per score, and the Monte Carlo argmin."""
     curves = []
     for (score, setting), colour in zip(settings.items(), COLOURS):
-        curves.append(Curve(f"{score} score", REMAINING.tolist(),
-                            [float(optimal_dimension(setting, HORIZON - u)) for u in REMAINING], color=colour))
+        curves.append(
+            Curve(
+                f"{score} score",
+                REMAINING.tolist(),
+                [float(optimal_dimension(setting, HORIZON - u)) for u in REMAINING],
+                color=colour,
+            )
+        )
         data = simulated.get(score)
         if data is not None:
             remaining = HORIZON - data["times"]
-            best = [min(range(setting.dim + 1), key=lambda d, k=k: (_corrected(data, d, k), d))
-                    for k in range(len(remaining)) if remaining[k] > 0]
-            curves.append(Curve(f"{score} score, simulated argmin", remaining[remaining > 0].tolist(),
-                                [float(b) for b in best], style="points", color=colour))
+            best = [
+                min(range(setting.dim + 1), key=lambda d, k=k: (_corrected(data, d, k), d))
+                for k in range(len(remaining))
+                if remaining[k] > 0
+            ]
+            curves.append(
+                Curve(
+                    f"{score} score, simulated argmin",
+                    remaining[remaining > 0].tolist(),
+                    [float(b) for b in best],
+                    style="points",
+                    color=colour,
+                )
+            )
     return Plot(f"{name}: optimal latent dimension", "remaining forward time T - t", "d*", curves, logx=True)
 
 
@@ -203,5 +288,9 @@ def _corrected(data: dict, d: int, k: int) -> float:
     return estimate.value - estimate.bias
 
 
-STUDY = Study(NAME, "latent diffusion: distance against stopping time and latent dimension, switching times, "
-                    "plug-in criterion, weak order of the sampler", execute)
+STUDY = Study(
+    NAME,
+    "latent diffusion: distance against stopping time and latent dimension, switching times, "
+    "plug-in criterion, weak order of the sampler",
+    execute,
+)

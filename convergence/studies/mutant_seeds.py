@@ -52,8 +52,15 @@ def seed_rows(results: list[StudyResult]) -> tuple[list[Check], list[str]]:
         if len(rows) != len(results) or not all(row.claim for row in rows):
             left_out.append(f"{first.name} {first.config}")
         elif first.name == "rejects":
-            checks.append(rate_check("mutant_rejected", [_INNER[row.verdict] for row in rows], FAIL, first.config,
-                                     [row.false_failure_rate if row.verdict == PASS else 1.0 for row in rows]))
+            checks.append(
+                rate_check(
+                    "mutant_rejected",
+                    [_INNER[row.verdict] for row in rows],
+                    FAIL,
+                    first.config,
+                    [row.false_failure_rate if row.verdict == PASS else 1.0 for row in rows],
+                )
+            )
         else:
             checks.append(rate_check(f"{first.name}_passes", [row.verdict for row in rows], PASS, first.config))
     return checks, left_out
@@ -63,20 +70,44 @@ def execute(profile: str, seed: int, progress: ProgressFactory, power: Study) ->
     results = [power.execute(profile, power_seed, progress) for power_seed in study_seeds(seed, 0, SEEDS, STUDY_KEY)]
     checks, left_out = seed_rows(results)
     x = list(range(len(checks)))
-    plot = Plot("share of seeds decided as wanted (mutants rejected, true claims passed)", "row", "share",
-                [Curve("measured (Wilson 99%)", x, [c.estimate for c in checks], [c.ci[0] for c in checks],
-                       [c.ci[1] for c in checks], style="points"),
-                 Curve("target", x, [c.expected for c in checks], style="points")])
-    params = {"seeds": SEEDS, "power_seeds": [r.seed for r in results], "power_profile": profile,
-              "power_verdicts": [str(r.verdict) for r in results], "left_out": left_out}
-    notes = [f"The power study ran at {SEEDS} seeds drawn from this study's seed, at the {profile} profile; each row "
-             "gathers one of its claim rows over the seeds (rows that are findings at some seed are listed in "
-             "params.left_out)."]
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]},
-                       notes=notes)
+    plot = Plot(
+        "share of seeds decided as wanted (mutants rejected, true claims passed)",
+        "row",
+        "share",
+        [
+            Curve(
+                "measured (Wilson 99%)",
+                x,
+                [c.estimate for c in checks],
+                [c.ci[0] for c in checks],
+                [c.ci[1] for c in checks],
+                style="points",
+            ),
+            Curve("target", x, [c.expected for c in checks], style="points"),
+        ],
+    )
+    params = {
+        "seeds": SEEDS,
+        "power_seeds": [r.seed for r in results],
+        "power_profile": profile,
+        "power_verdicts": [str(r.verdict) for r in results],
+        "left_out": left_out,
+    }
+    notes = [
+        f"The power study ran at {SEEDS} seeds drawn from this study's seed, at the {profile} profile; each row "
+        "gathers one of its claim rows over the seeds (rows that are findings at some seed are listed in "
+        "params.left_out)."
+    ]
+    return StudyResult(
+        study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]}, notes=notes
+    )
 
 
 def mutant_seeds_study(power: Study) -> Study:
     """The study over the seeds of ``power``."""
-    return Study(NAME, "the catalogue's near misses over seeds: each mutant rejected at >= 90% of seeds",
-                 partial(execute, power=power), in_report=False)
+    return Study(
+        NAME,
+        "the catalogue's near misses over seeds: each mutant rejected at >= 90% of seeds",
+        partial(execute, power=power),
+        in_report=False,
+    )

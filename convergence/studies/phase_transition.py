@@ -1,11 +1,12 @@
 """Study ``phase-transition``: where two tokens of the discrete model F end, against the scale function.
 
 For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian values, the layer map kept in
-the tokens' plane by ``convergence.models.fedorov_overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal is compared with P(antipodal) from the derived
+the tokens' plane by ``convergence.models.fedorov_overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal
+is compared with P(antipodal) from the derived
 overlap diffusion's scale function (``verify.analysis.hitting``). The horizon comes from the boundary
 exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay rare; a run is
-decided when rho_T is within ``DELTA`` of an end (``experiments.overlap_ends``). Allowance: the undecided fraction plus, for each
-decided run, the probability that it would still switch ends, bounded from the scale function at the
+decided when rho_T is within ``DELTA`` of an end (``experiments.overlap_ends``). Allowance: the undecided fraction plus,
+for each decided run, the probability that it would still switch ends, bounded from the scale function at the
 next tabulated distance at least as large as the run's own distance to its end (P(antipodal | rho) is
 monotone). Intervals are Wilson intervals; every statistical check of the study (grid, many tokens, hybrid) is
 one Bonferroni family at 1% (``family_size``). A check's resolution is the smallest departure of the
@@ -79,14 +80,32 @@ class PhaseDesign:
 
 
 DESIGNS = {
-    "quick": PhaseDesign(dims=(3, 8), beta_factors=(0.6, 1.5, 2.5), betas_d3=(0.5, 1.0, 2.0),
-                         rho0s=(0.0, -0.9), paths=400, step=0.01, max_horizon=80.0, many_paths=100,
-                         block_paths=256, probability_target=0.15, fraction_target=0.2,
-                         hybrid_target=0.2),
-    "full": PhaseDesign(dims=(3, 4, 8, 16), beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5),
-                        betas_d3=(0.5, 0.75, 1.0, 1.5, 2.5), rho0s=(0.0, -0.5, -0.9), paths=2000,
-                        step=0.0025, max_horizon=80.0, many_paths=500, hybrid_paths=2000,
-                        many_beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5, 4.5)),
+    "quick": PhaseDesign(
+        dims=(3, 8),
+        beta_factors=(0.6, 1.5, 2.5),
+        betas_d3=(0.5, 1.0, 2.0),
+        rho0s=(0.0, -0.9),
+        paths=400,
+        step=0.01,
+        max_horizon=80.0,
+        many_paths=100,
+        block_paths=256,
+        probability_target=0.15,
+        fraction_target=0.2,
+        hybrid_target=0.2,
+    ),
+    "full": PhaseDesign(
+        dims=(3, 4, 8, 16),
+        beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5),
+        betas_d3=(0.5, 0.75, 1.0, 1.5, 2.5),
+        rho0s=(0.0, -0.5, -0.9),
+        paths=2000,
+        step=0.0025,
+        max_horizon=80.0,
+        many_paths=500,
+        hybrid_paths=2000,
+        many_beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5, 4.5),
+    ),
 }
 
 
@@ -106,8 +125,11 @@ def horizon(dim: int, beta: float, design: PhaseDesign) -> float:
 def family_size(design: PhaseDesign, grid_points: int) -> int:
     """Statistical checks of one run: p_antipodal and undecided per (d, beta, rho0); antipodal_persists and
     noise_off_collapse per token count; hybrid_dichotomy per (beta, eps^2)."""
-    return (2 * grid_points * len(design.rho0s) + 2 * len(design.many_tokens)
-            + len(design.hybrid_betas) * len(design.hybrid_factors))
+    return (
+        2 * grid_points * len(design.rho0s)
+        + 2 * len(design.many_tokens)
+        + len(design.hybrid_betas) * len(design.hybrid_factors)
+    )
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
@@ -126,21 +148,52 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         T = horizon(dim, b, design)
         depth = max(1, round(T / design.step))
         model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
-        rho = overlap(simulate(model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0),
-                               block_paths=design.block_paths))
+        rho = overlap(
+            simulate(
+                model,
+                depth,
+                T,
+                design.paths,
+                seed,
+                (STUDY_KEY, index, j),
+                fixed_overlap(rho0),
+                block_paths=design.block_paths,
+            )
+        )
         antipodal, undecided, allowance = decided_ends(rho, dim, b)
         config = {"d": dim, "beta": b, "rho0": rho0}
-        probability = probability_check(antipodal, design.paths, predicted, allowance, confidence, config,
-                                        f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}",
-                                        design.probability_target)
+        probability = probability_check(
+            antipodal,
+            design.paths,
+            predicted,
+            allowance,
+            confidence,
+            config,
+            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}",
+            design.probability_target,
+        )
         # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
         undecided_check = small_fraction_check(
-            "undecided", undecided, design.paths, z, design.fraction_target, config,
-            f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}")
+            "undecided",
+            undecided,
+            design.paths,
+            z,
+            design.fraction_target,
+            config,
+            f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}",
+        )
         advance(1)
         return [probability, undecided_check], {
-            "d": dim, "beta": b, "rho0": rho0, "predicted": predicted, "fraction": antipodal / design.paths,
-            "ci": list(probability.ci), "undecided": undecided, "horizon": T, "depth": depth}
+            "d": dim,
+            "beta": b,
+            "rho0": rho0,
+            "predicted": predicted,
+            "fraction": antipodal / design.paths,
+            "ci": list(probability.ci),
+            "undecided": undecided,
+            "horizon": T,
+            "depth": depth,
+        }
 
     # the grid's 2 x (points x rho0s) blocks are submitted at once: short runs one after the other would each wait
     # behind the other study's queue of blocks
@@ -153,13 +206,21 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     checks += many_checks + hybrid_checks
     plots = {"": _probability_plots(design, rows), "phase-diagram": [_phase_diagram(rows)], "many-tokens": many_plots}
     params = {
-        "dims": list(design.dims), "beta_factors_of_beta_c": list(design.beta_factors), "betas_d3": list(design.betas_d3),
-        "rho0s": list(design.rho0s), "paths": design.paths, "sigma": 1.0, "sigma2_h": design.step, "delta": DELTA,
+        "dims": list(design.dims),
+        "beta_factors_of_beta_c": list(design.beta_factors),
+        "betas_d3": list(design.betas_d3),
+        "rho0s": list(design.rho0s),
+        "paths": design.paths,
+        "sigma": 1.0,
+        "sigma2_h": design.step,
+        "delta": DELTA,
         "horizon": f"min({design.max_horizon}, {HORIZON_FACTOR} / min(|lambda_+|, |lambda_-|))",
-        "sampler": "two tokens: the layer map kept in the tokens' plane (convergence.models.fedorov_overlap_chain, exact in law, "
-                   "7 numbers per layer); n tokens: the layer map itself (full value matrices)",
-        "z": z, "grid": rows,
-        "many_tokens": many_rows, "hybrid": hybrid_rows,
+        "sampler": "two tokens: the layer map kept in the tokens' plane (convergence.models.fedorov_overlap_chain, "
+        "exact in law, 7 numbers per layer); n tokens: the layer map itself (full value matrices)",
+        "z": z,
+        "grid": rows,
+        "many_tokens": many_rows,
+        "hybrid": hybrid_rows,
     }
     notes = [
         f"One Bonferroni family over all {n_checks} statistical checks (grid, many tokens, hybrid; z = {z:.3f}): "
@@ -181,23 +242,35 @@ def _probability_plots(design: PhaseDesign, rows: list[dict]) -> list[Plot]:
             theory = [float(p_antipodal_double(dim, float(bb), [rho0])[0]) for bb in fine]
             curves.append(Curve(f"theory rho0={rho0}", fine.tolist(), theory))
             pts = [r for r in rows if r["d"] == dim and r["rho0"] == rho0]
-            curves.append(Curve(f"simulation rho0={rho0}", [r["beta"] for r in pts], [r["fraction"] for r in pts],
-                                [r["ci"][0] for r in pts], [r["ci"][1] for r in pts], style="points"))
+            curves.append(
+                Curve(
+                    f"simulation rho0={rho0}",
+                    [r["beta"] for r in pts],
+                    [r["fraction"] for r in pts],
+                    [r["ci"][0] for r in pts],
+                    [r["ci"][1] for r in pts],
+                    style="points",
+                )
+            )
         plots.append(Plot(f"d = {dim}", "beta", "P(antipodal)", curves, [(float(hi), "beta_c")]))
     return plots
 
 
 def _phase_diagram(rows: list[dict]) -> Plot:
     dims = np.arange(3, 65)
-    curve = Curve("beta_c(d) = acosh(d - 2) / 2 (certified)", dims.tolist(),
-                  [float(verify.critical_beta(int(dv))[1]) for dv in dims])
+    curve = Curve(
+        "beta_c(d) = acosh(d - 2) / 2 (certified)",
+        dims.tolist(),
+        [float(verify.critical_beta(int(dv))[1]) for dv in dims],
+    )
     seen = {(r["d"], r["beta"]) for r in rows if r["fraction"] > 0}
     grid = sorted({(r["d"], r["beta"]) for r in rows})
     observed = [g for g in grid if g in seen]
     never = [g for g in grid if g not in seen]
     points = [
-        Curve("grid point: some runs ended antipodal", [g[0] for g in observed], [g[1] for g in observed],
-              style="points"),
+        Curve(
+            "grid point: some runs ended antipodal", [g[0] for g in observed], [g[1] for g in observed], style="points"
+        ),
         Curve("grid point: no run ended antipodal", [g[0] for g in never], [g[1] for g in never], style="points"),
     ]
     return Plot("phase diagram: antipodal pairs possible above beta_c(d)", "d", "beta", [curve, *points])
@@ -224,25 +297,50 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
             for j, b in enumerate(betas):
                 model = FedorovModel(tokens=n, dim=design.many_dim, beta=b, sigma=sigma, mean_value=mean)
                 # the full value matrix: at d = 4 its d^2 normals cost less than the reduced sampler's d n + eigh
-                x = simulate(model, round(horizon_ / step), horizon_, design.many_paths, seed, (STUDY_KEY, 100 + i, j),
-                             block_paths=-(-design.many_paths // 2))  # two blocks: one per core
+                x = simulate(
+                    model,
+                    round(horizon_ / step),
+                    horizon_,
+                    design.many_paths,
+                    seed,
+                    (STUDY_KEY, 100 + i, j),
+                    block_paths=-(-design.many_paths // 2),
+                )  # two blocks: one per core
                 fractions.append(class_fractions(x, DELTA))
                 rows.append({"n": n, "beta": b, "mode": mode, **fractions[-1]})
             by_mode[mode] = fractions
-            plots.append(Plot(f"n = {n}, d = {design.many_dim}, {mode}", "beta", "fraction of runs",
-                              [Curve(name, betas, [f[name] for f in fractions], style="stacked") for name in CLASSES],
-                              [(float(hi), "beta_c (n=2)")]))
+            plots.append(
+                Plot(
+                    f"n = {n}, d = {design.many_dim}, {mode}",
+                    "beta",
+                    "fraction of runs",
+                    [Curve(name, betas, [f[name] for f in fractions], style="stacked") for name in CLASSES],
+                    [(float(hi), "beta_c (n=2)")],
+                )
+            )
         config = {"n": n, "d": design.many_dim, "beta": betas[-1]}
         top = by_mode["noise"][-1]
         k = round((top["balanced antipodal"] + top["unbalanced antipodal"]) * design.many_paths)
         a_lo, a_hi = wilson(k, design.many_paths, z)
         seen = excess_resolution(design.many_paths, 0.0, z)
-        checks.append(Check("antipodal_persists", 0.0, k / design.many_paths, (a_lo, a_hi), PASS if k > 0 else FAIL,
-                            config, 0.0, confidence, resolution=seen, target=NO_TARGET,
-                            note="fraction of runs ending in two antipodal clusters (paper: they persist for n > 2); "
-                                 "the check asks that it is positive: one run shows it, so no target needed; a "
-                                 f"fraction of {seen:.3g} shows in at least one run with probability 90% (below it "
-                                 "the check may fail a true claim)"))
+        checks.append(
+            Check(
+                "antipodal_persists",
+                0.0,
+                k / design.many_paths,
+                (a_lo, a_hi),
+                PASS if k > 0 else FAIL,
+                config,
+                0.0,
+                confidence,
+                resolution=seen,
+                target=NO_TARGET,
+                note="fraction of runs ending in two antipodal clusters (paper: they persist for n > 2); "
+                "the check asks that it is positive: one run shows it, so no target needed; a "
+                f"fraction of {seen:.3g} shows in at least one run with probability 90% (below it "
+                "the check may fail a true claim)",
+            )
+        )
         # Noise off: a run may still be merging metastable clusters at T ("other", like an undecided
         # run); the claim fails if any run ends antipodal or significantly more than 2% are still merging.
         off = by_mode["noise off"]
@@ -253,25 +351,45 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
         c_lo, c_hi = wilson(round(collapsed * design.many_paths), design.many_paths, z)
         verdict = FAIL if antipodal_off > 0 or merging_lo > MAX_UNDECIDED else PASS
         merging_seen = excess_resolution(design.many_paths, MAX_UNDECIDED, z)
-        checks.append(Check("noise_off_collapse", 1.0, collapsed, (c_lo, c_hi), verdict,
-                            {"n": n, "d": design.many_dim}, MAX_UNDECIDED, confidence,
-                            resolution=merging_seen, target=design.fraction_target,
-                            note=f"deterministic flow (sigma = 0, M = I, T = {NOISE_OFF_HORIZON:g}): smallest one-cluster "
-                                 f"fraction over beta in {betas}; antipodal {antipodal_off:.3f} (any fails: a fraction "
-                                 f"{excess_resolution(design.many_paths, 0.0, z):.3g} shows with probability 90%), "
-                                 f"still merging {undecided_off:.3f} (fails when significantly above "
-                                 f"{MAX_UNDECIDED:.0%}; resolution: a merging fraction of {merging_seen:.3g})"))
+        checks.append(
+            Check(
+                "noise_off_collapse",
+                1.0,
+                collapsed,
+                (c_lo, c_hi),
+                verdict,
+                {"n": n, "d": design.many_dim},
+                MAX_UNDECIDED,
+                confidence,
+                resolution=merging_seen,
+                target=design.fraction_target,
+                note=f"deterministic flow (sigma = 0, M = I, T = {NOISE_OFF_HORIZON:g}): smallest one-cluster "
+                f"fraction over beta in {betas}; antipodal {antipodal_off:.3f} (any fails: a fraction "
+                f"{excess_resolution(design.many_paths, 0.0, z):.3g} shows with probability 90%), "
+                f"still merging {undecided_off:.3f} (fails when significantly above "
+                f"{MAX_UNDECIDED:.0%}; resolution: a merging fraction of {merging_seen:.3g})",
+            )
+        )
     return checks, plots, rows
 
 
-def small_fraction_check(name: str, count: int, runs: int, z: float, target: float, config: dict,
-                         note: str) -> Check:
+def small_fraction_check(name: str, count: int, runs: int, z: float, target: float, config: dict, note: str) -> Check:
     """A fraction claimed at most ``MAX_UNDECIDED``: fails when its Wilson interval (at ``z``) lies above it;
     resolution ``excess_resolution``."""
     lo, hi = wilson(count, runs, z)
-    return Check(name, 0.0, count / runs, (lo, hi), FAIL if lo > MAX_UNDECIDED else PASS, config, MAX_UNDECIDED,
-                 z_confidence(z), resolution=excess_resolution(runs, MAX_UNDECIDED, z), target=target,
-                 note=f"{note}; fails when significantly above {MAX_UNDECIDED:.0%}")
+    return Check(
+        name,
+        0.0,
+        count / runs,
+        (lo, hi),
+        FAIL if lo > MAX_UNDECIDED else PASS,
+        config,
+        MAX_UNDECIDED,
+        z_confidence(z),
+        resolution=excess_resolution(runs, MAX_UNDECIDED, z),
+        target=target,
+        note=f"{note}; fails when significantly above {MAX_UNDECIDED:.0%}",
+    )
 
 
 def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple[list[Check], list[dict]]:
@@ -284,13 +402,25 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple
         crit = float(verify.critical_eps2(b))
         for j, factor in enumerate(design.hybrid_factors):
             eps = math.sqrt(factor * crit)
-            exponents = [float(end.growth_exponent.subs({beta_symbol: b, eps_symbol: eps})) for end in hybrid_ends().values()]
+            exponents = [
+                float(end.growth_exponent.subs({beta_symbol: b, eps_symbol: eps})) for end in hybrid_ends().values()
+            ]
             attracting = min(abs(lam) for lam in exponents if lam < 0)
             T = min(design.max_horizon, HORIZON_FACTOR / attracting)
             depth = round(T / design.hybrid_step)
             model = HybridModel(dim=3, beta=b, eps=eps)
-            rho = overlap(simulate(model, depth, T, design.hybrid_paths, seed, (STUDY_KEY, 200 + i, j), fixed_overlap(0.0),
-                                   block_paths=design.block_paths))
+            rho = overlap(
+                simulate(
+                    model,
+                    depth,
+                    T,
+                    design.hybrid_paths,
+                    seed,
+                    (STUDY_KEY, 200 + i, j),
+                    fixed_overlap(0.0),
+                    block_paths=design.block_paths,
+                )
+            )
             expected_end = "collapse" if factor < 1 else "antipodal"
             wrong = int(np.sum(rho < -1 + DELTA)) if factor < 1 else int(np.sum(rho > 1 - DELTA))
             undecided = int(np.sum(np.abs(rho) <= 1 - DELTA))
@@ -298,13 +428,33 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple
             allowance = undecided / design.hybrid_paths
             verdict = FAIL if w_lo > allowance else PASS
             config = {"beta": b, "eps2_over_eps2c": factor, "expected": expected_end}
-            checks.append(Check("hybrid_dichotomy", 0.0, wrong / design.hybrid_paths, (w_lo, w_hi), verdict, config,
-                                allowance, confidence, target=design.hybrid_target,
-                                resolution=excess_resolution(design.hybrid_paths, min(allowance, 1.0), z),
-                                note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
-                                                f"L = {depth}, {undecided} undecided of {design.hybrid_paths}"))
-            rows.append({"beta": b, "eps2": factor * crit, "eps2_c": crit, "expected": expected_end,
-                         "wrong_end": wrong, "undecided": undecided, "paths": design.hybrid_paths})
+            checks.append(
+                Check(
+                    "hybrid_dichotomy",
+                    0.0,
+                    wrong / design.hybrid_paths,
+                    (w_lo, w_hi),
+                    verdict,
+                    config,
+                    allowance,
+                    confidence,
+                    target=design.hybrid_target,
+                    resolution=excess_resolution(design.hybrid_paths, min(allowance, 1.0), z),
+                    note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
+                    f"L = {depth}, {undecided} undecided of {design.hybrid_paths}",
+                )
+            )
+            rows.append(
+                {
+                    "beta": b,
+                    "eps2": factor * crit,
+                    "eps2_c": crit,
+                    "expected": expected_end,
+                    "wrong_end": wrong,
+                    "undecided": undecided,
+                    "paths": design.hybrid_paths,
+                }
+            )
     return checks, rows
 
 

@@ -1,18 +1,19 @@
-"""Study ``power``: the suite's checks against a catalogue of plausible wrong claims (``convergence.experiments.mutants``).
+"""Study ``power``: the suite's checks against a catalogue of plausible wrong claims
+(``convergence.experiments.mutants``).
 
 A pass is worth the power to tell a right claim from a nearly right one. For each model the true claim and its
 mutants (drift x (1 +- eps), sigma^2 x (1 + eps), beta x (1 + eps), the Ito factor (d-2)/2, the Stratonovich
 drift, no tangent projection; model A: its Ito term's kernel constant k(1) x (1 + eps)) go through the *same*
 checks that judge the true claims:
 
-  local    ``convergence.experiments.local`` at the uniform, merged, antipodal and near-merged states (every mutant, every
-           eps of the profile); model F (n = 2 and 8, d = 16) and model A (frozen tanh features, repulsive
+  local    ``convergence.experiments.local`` at the uniform, merged, antipodal and near-merged states (every mutant,
+           every eps of the profile); model F (n = 2 and 8, d = 16) and model A (frozen tanh features, repulsive
            attention, d = 8; infinite-width ReLU field, attractive, d = 5).
-  strong   ``convergence.experiments.strong`` (layer map against an Euler-Maruyama run of the claim on one Brownian path,
-           plateau at the claimed rate) for model F, n = 2, d = 16, the issue's near miss (d-2)/2 included.
-  mean-field  the chaos study's SPDE checks (``convergence.experiments.mean_field``): zonal limit with a wrong rate (k(1) 5%
-           off, (d-2) for (d-1)), weak form with a wrong mean-field drift (attention 5% and 20% off, beta 20% off,
-           the Ito factor (d-2)/2), judged on the same recorded data as the true claim.
+  strong   ``convergence.experiments.strong`` (layer map against an Euler-Maruyama run of the claim on one Brownian
+           path, plateau at the claimed rate) for model F, n = 2, d = 16, the issue's near miss (d-2)/2 included.
+  mean-field  the chaos study's SPDE checks (``convergence.experiments.mean_field``): zonal limit with a wrong rate
+           (k(1) 5% off, (d-2) for (d-1)), weak form with a wrong mean-field drift (attention 5% and 20% off,
+           beta 20% off, the Ito factor (d-2)/2), judged on the same recorded data as the true claim.
   weak     weak-fedorov's weak_limit (the discrete overlap of model F, d = 4, against the backward Kolmogorov
            equation) for the overlap SDE with its diffusion coefficient x (1 +- eps) and d - 1 for d - 2 in its drift.
   phase    phase-transition's p_antipodal (two tokens, d = 4, beta = 1.25 beta_c) against the scale function of the
@@ -100,12 +101,22 @@ class PowerProfile:
 
 
 PROFILES = {
-    "quick": PowerProfile(local_eps=(0.01, 0.2), strong_eps=(0.2,), target=0.2, local=LocalDesign(samples=40960),
-                          strong=StrongDesign(depths=(8, 16, 32, 64, 128), paths=1024, target=DRIFT_TARGET),
-                          tokens_f=(2,)),
-    "full": PowerProfile(local_eps=(0.01, 0.05, 0.2), strong_eps=(0.05,), target=0.05, local=LocalDesign(),
-                         strong=StrongDesign(depths=(8, 16, 32, 64, 128, 256), paths=2048, target=DRIFT_TARGET),
-                         tokens_f=(2, 8)),
+    "quick": PowerProfile(
+        local_eps=(0.01, 0.2),
+        strong_eps=(0.2,),
+        target=0.2,
+        local=LocalDesign(samples=40960),
+        strong=StrongDesign(depths=(8, 16, 32, 64, 128), paths=1024, target=DRIFT_TARGET),
+        tokens_f=(2,),
+    ),
+    "full": PowerProfile(
+        local_eps=(0.01, 0.05, 0.2),
+        strong_eps=(0.05,),
+        target=0.05,
+        local=LocalDesign(),
+        strong=StrongDesign(depths=(8, 16, 32, 64, 128, 256), paths=2048, target=DRIFT_TARGET),
+        tokens_f=(2, 8),
+    ),
 }
 
 
@@ -114,9 +125,11 @@ def local_models(seed: int, tokens_f: tuple[int, ...]) -> dict[str, object]:
     models: dict[str, object] = {f"F n={n} d=16": FedorovModel(n, 16) for n in tokens_f}
     rng = np.random.Generator(np.random.PCG64(seed_block_sequence(seed, 0, (STUDY_KEY, 99))))
     models["A tanh frozen m=32 d=8 repulsive"] = AgazziModel(
-        4, FrozenFeatureField.draw(KernelSpec("tanh", 8, 0.0, 0.0), 32, rng), 1.0, -1.0)
-    models["A relu Gaussian field d=5 attractive"] = AgazziModel(4, GaussianField(KernelSpec("relu", 5, 0.0, 0.0), 4),
-                                                                  1.0, 1.0)
+        4, FrozenFeatureField.draw(KernelSpec("tanh", 8, 0.0, 0.0), 32, rng), 1.0, -1.0
+    )
+    models["A relu Gaussian field d=5 attractive"] = AgazziModel(
+        4, GaussianField(KernelSpec("relu", 5, 0.0, 0.0), 4), 1.0, 1.0
+    )
     return models
 
 
@@ -142,8 +155,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 seen.add(mutant.name)
                 mutants.append(mutant)
         # one draw of the layer map's samples per state for the true claim and every mutant
-        true_checks, *mutant_checks = local_checks_for_claims(model, [true, *(m.sde for m in mutants)], states,
-                                                              settings.local, seed, key, family_alpha=true_alpha)
+        true_checks, *mutant_checks = local_checks_for_claims(
+            model, [true, *(m.sde for m in mutants)], states, settings.local, seed, key, family_alpha=true_alpha
+        )
         checks.append(true_claim_row("local", label, true_checks))
         for mutant, inner in zip(mutants, mutant_checks):
             checks.append(rejection_row("local", label, mutant.label, mutant.effect, inner, settings.target))
@@ -171,20 +185,45 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"{settings.strong.paths} paths, Euler-Maruyama reference at x{settings.strong.reference_factor}.",
         "The Stratonovich mutant is local only: its drift costs 2 x d^2 diffusion evaluations per step.",
     ]
-    plot = Plot("local check calibration (model F, n = 2, d = 16)", "injected drift error eps",
-                "measured pooled relative drift error", [
-                    Curve("measured (interval at the family level)", [e for e, _ in calibration], [c.estimate for _, c in calibration],
-                          [c.ci[0] for _, c in calibration], [c.ci[1] for _, c in calibration], style="points"),
-                    Curve("expected: eps", sorted(e for e, _ in calibration), sorted(e for e, _ in calibration))])
-    params = {"local_eps": list(settings.local_eps), "strong_eps": list(settings.strong_eps),
-              "target_effect": settings.target, "models": list(models), "strong_model": "F n=2 d=16",
-              "states": list(STATES), "samples": settings.local.samples, "paths": settings.strong.paths}
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks,
-                       plots={"": [plot]}, notes=notes)
+    plot = Plot(
+        "local check calibration (model F, n = 2, d = 16)",
+        "injected drift error eps",
+        "measured pooled relative drift error",
+        [
+            Curve(
+                "measured (interval at the family level)",
+                [e for e, _ in calibration],
+                [c.estimate for _, c in calibration],
+                [c.ci[0] for _, c in calibration],
+                [c.ci[1] for _, c in calibration],
+                style="points",
+            ),
+            Curve("expected: eps", sorted(e for e, _ in calibration), sorted(e for e, _ in calibration)),
+        ],
+    )
+    params = {
+        "local_eps": list(settings.local_eps),
+        "strong_eps": list(settings.strong_eps),
+        "target_effect": settings.target,
+        "models": list(models),
+        "strong_model": "F n=2 d=16",
+        "states": list(STATES),
+        "samples": settings.local.samples,
+        "paths": settings.strong.paths,
+    }
+    return StudyResult(
+        study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]}, notes=notes
+    )
 
 
-MEAN_FIELD_EFFECTS = {"k(1) x 1.05": 0.05, "(d-2)/(d-1) in lambda": None, "attention v x 0.95": -0.05,
-                      "attention v x 0.8": -0.2, "beta x 1.2": 0.2, "Ito factor (d-2)/2": None}
+MEAN_FIELD_EFFECTS = {
+    "k(1) x 1.05": 0.05,
+    "(d-2)/(d-1) in lambda": None,
+    "attention v x 0.95": -0.05,
+    "attention v x 0.8": -0.2,
+    "beta x 1.2": 0.2,
+    "Ito factor (d-2)/2": None,
+}
 
 
 def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float) -> list[Check]:
@@ -205,17 +244,33 @@ def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float)
         elif label in MEAN_FIELD_EFFECTS:
             effect = MEAN_FIELD_EFFECTS[label]
             seen = abs(check.estimate - truth[model].estimate)
-            unresolved = "" if seen >= check.resolution else (
-                f"; its effect on this check, {seen:.3g} on the same paths, is below the check's resolution "
-                f"{check.resolution:.3g}: a finding at this profile")
-            rows.append(rejection_row("mean-field", model, label if effect is None else f"{label}, eps = {effect:+g}", effect,
-                             [replace(check, claim=True)], target, unresolved))
+            unresolved = (
+                ""
+                if seen >= check.resolution
+                else (
+                    f"; its effect on this check, {seen:.3g} on the same paths, is below the check's resolution "
+                    f"{check.resolution:.3g}: a finding at this profile"
+                )
+            )
+            rows.append(
+                rejection_row(
+                    "mean-field",
+                    model,
+                    label if effect is None else f"{label}, eps = {effect:+g}",
+                    effect,
+                    [replace(check, claim=True)],
+                    target,
+                    unresolved,
+                )
+            )
     return rows
 
 
 WEAK_DIM, WEAK_RHO0 = 4, -0.5
-WEAK_DESIGNS = {"quick": WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=50_000, block_paths=5000),
-                "full": WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=200_000, block_paths=10_000)}
+WEAK_DESIGNS = {
+    "quick": WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=50_000, block_paths=5000),
+    "full": WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=200_000, block_paths=10_000),
+}
 
 
 def overlap_claims(eps: float) -> dict[str, tuple[float | None, sp.Expr, sp.Expr]]:
@@ -225,13 +280,17 @@ def overlap_claims(eps: float) -> dict[str, tuple[float | None, sp.Expr, sp.Expr
     d = d_symbol
     # drift = sigma^2 (1 - rho^2) (d - 2 - rho cosh(beta (rho - 1))) / (cosh(...) + 1): d - 2 -> d - 1 adds
     extra = sp.cancel(drift.subs(d, d + 1) - drift)
-    return {"true": (0.0, drift, diffusion),
-            "overlap diffusion x (1 + eps)": (eps, drift, (1 + eps) * diffusion),
-            "overlap diffusion x (1 - eps)": (-eps, drift, (1 - eps) * diffusion),
-            "d - 1 for d - 2 in the overlap drift": (None, drift + extra, diffusion)}
+    return {
+        "true": (0.0, drift, diffusion),
+        "overlap diffusion x (1 + eps)": (eps, drift, (1 + eps) * diffusion),
+        "overlap diffusion x (1 - eps)": (-eps, drift, (1 - eps) * diffusion),
+        "d - 1 for d - 2 in the overlap drift": (None, drift + extra, diffusion),
+    }
 
 
-def weak_rows(profile: str, seed: int, target: float, family_alpha: float, eps_values: tuple[float, ...]) -> list[Check]:
+def weak_rows(
+    profile: str, seed: int, target: float, family_alpha: float, eps_values: tuple[float, ...]
+) -> list[Check]:
     """weak-fedorov's weak_limit check (finest depth against the backward Kolmogorov equation) for the true overlap
     SDE and its near misses, judged on the same simulated overlaps of model F (d = 4, beta above beta_c)."""
     design = WEAK_DESIGNS[profile]
@@ -239,13 +298,20 @@ def weak_rows(profile: str, seed: int, target: float, family_alpha: float, eps_v
     model = FedorovModel(tokens=2, dim=WEAK_DIM, beta=beta)
     observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in weak_fedorov.OBSERVABLES.items()}
     values = coupled_observables(model, design, observables, seed, (STUDY_KEY, 60), fixed_overlap(WEAK_RHO0))
-    fits = weak_order(values, design.steps(), bootstrap_generator(seed, (STUDY_KEY, 60)), design.replicates,
-                      z_value(len(weak_fedorov.OBSERVABLES), family_alpha))
+    fits = weak_order(
+        values,
+        design.steps(),
+        bootstrap_generator(seed, (STUDY_KEY, 60)),
+        design.replicates,
+        z_value(len(weak_fedorov.OBSERVABLES), family_alpha),
+    )
     z = z_value(len(weak_fedorov.OBSERVABLES), family_alpha)
     claims = {}
     for eps in eps_values:
-        claims |= {name if effect in (0.0, None) else f"{name}, eps = {effect:+g}": (effect, b, a)
-                   for name, (effect, b, a) in overlap_claims(eps).items()}
+        claims |= {
+            name if effect in (0.0, None) else f"{name}, eps = {effect:+g}": (effect, b, a)
+            for name, (effect, b, a) in overlap_claims(eps).items()
+        }
     rows = []
     substitutions = {d_symbol: WEAK_DIM, beta_symbol: sp.nsimplify(beta), sigma_symbol: model.sigma}
     for label, (effect, drift, diffusion) in claims.items():
@@ -254,8 +320,18 @@ def weak_rows(profile: str, seed: int, target: float, family_alpha: float, eps_v
         for name, f in weak_fedorov.OBSERVABLES.items():
             ref = expectation(b, a, f, design.horizon, WEAK_RHO0)
             fit = fits[name]
-            inner.append(limit_check(values[name], fit.differences[-1], fit.standard_errors[-1], float(ref.value[0]),
-                                     float(ref.error[0]), design, z, {"observable": name}))
+            inner.append(
+                limit_check(
+                    values[name],
+                    fit.differences[-1],
+                    fit.standard_errors[-1],
+                    float(ref.value[0]),
+                    float(ref.error[0]),
+                    design,
+                    z,
+                    {"observable": name},
+                )
+            )
         model_label = f"F overlap d={WEAK_DIM} beta={beta:g}"
         if label == "true":
             rows.append(true_claim_row("weak", model_label, inner))
@@ -277,23 +353,38 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
     T = phase_transition.horizon(PHASE_DIM, beta, design)
     paths = PHASE_PATHS[profile]
     layer = TwoTokenOverlapChain(FedorovModel(2, PHASE_DIM, beta, sigma=1.0))
-    rho = overlap(simulate(layer, round(T / design.step), T, paths, seed, (STUDY_KEY, 70),
-                           fixed_overlap(PHASE_RHO0), block_paths=design.block_paths))
+    rho = overlap(
+        simulate(
+            layer,
+            round(T / design.step),
+            T,
+            paths,
+            seed,
+            (STUDY_KEY, 70),
+            fixed_overlap(PHASE_RHO0),
+            block_paths=design.block_paths,
+        )
+    )
     antipodal, _, allowance = decided_ends(rho, PHASE_DIM, beta)
     claims = {"true": (None, PHASE_DIM, beta, 1.0), "d - 1 for d": (None, PHASE_DIM - 1, beta, 1.0)}
     for eps in (0.05, 0.2):
-        claims |= {f"diffusion x (1 + {eps:g})": (eps, PHASE_DIM, beta, 1 + eps),
-                   f"diffusion x (1 - {eps:g})": (-eps, PHASE_DIM, beta, 1 - eps),
-                   f"beta x (1 + {eps:g})": (eps, PHASE_DIM, beta * (1 + eps), 1.0),
-                   f"beta x (1 - {eps:g})": (-eps, PHASE_DIM, beta * (1 - eps), 1.0)}
+        claims |= {
+            f"diffusion x (1 + {eps:g})": (eps, PHASE_DIM, beta, 1 + eps),
+            f"diffusion x (1 - {eps:g})": (-eps, PHASE_DIM, beta, 1 - eps),
+            f"beta x (1 + {eps:g})": (eps, PHASE_DIM, beta * (1 + eps), 1.0),
+            f"beta x (1 - {eps:g})": (-eps, PHASE_DIM, beta * (1 - eps), 1.0),
+        }
     confidence = 1 - family_alpha  # the true claim's check (rejects rows carry their chance of a miss)
     model_label = f"F two tokens d={PHASE_DIM} beta={beta:.4g} rho0={PHASE_RHO0:g}, {paths} runs"
     rows = []
     for label, (effect, dim, b, factor) in claims.items():
         predicted = float(p_antipodal_double(dim, b, [PHASE_RHO0], diffusion_factor=factor)[0])
         inner = [probability_check(antipodal, paths, predicted, allowance, confidence, {"claim": label})]
-        rows.append(true_claim_row("phase", model_label, inner) if label == "true"
-                    else rejection_row("phase", model_label, label, effect, inner, target))
+        rows.append(
+            true_claim_row("phase", model_label, inner)
+            if label == "true"
+            else rejection_row("phase", model_label, label, effect, inner, target)
+        )
     return rows
 
 
@@ -303,15 +394,29 @@ def latent_rows(target: float) -> list[Check]:
     variances = ldm_stopping.SPECTRA["geometric"]
     horizon = ldm_stopping.HORIZON
     sampler, setting = LatentSampler(variances, horizon, method="sde"), LatentSetting(variances, horizon)
-    rows = [true_claim_row("latent", "geometric spectrum, exact score, Euler SDE",
-                      [exact_discrete_convergence(sampler, variances, setting, {})])]
+    rows = [
+        true_claim_row(
+            "latent",
+            "geometric spectrum, exact score, Euler SDE",
+            [exact_discrete_convergence(sampler, variances, setting, {})],
+        )
+    ]
     for eps in (0.01, 0.02, 0.05):
+
         def warped(ctx, claim, t, d, eps=eps):
             return distance(ctx, claim, t * (1 + eps) if t < horizon else t, d)
 
         inner = [exact_discrete_convergence(sampler, variances, setting, {}, closed_form=warped)]
-        rows.append(rejection_row("latent", "geometric spectrum, exact score, Euler SDE", f"exponent e^-t x (1 + {eps:g})",
-                         eps, inner, target))
+        rows.append(
+            rejection_row(
+                "latent",
+                "geometric spectrum, exact score, Euler SDE",
+                f"exponent e^-t x (1 + {eps:g})",
+                eps,
+                inner,
+                target,
+            )
+        )
     return rows
 
 
@@ -344,9 +449,12 @@ def strong_rows(settings: PowerProfile, seed: int, confidence: float) -> list[Ch
         # (d-2)/2 for (d-1)/2 scales the radial drift by (d-2)/(d-1): a drift error of 1/(d-1), 6.7% at d = 16,
         # which the strong check claims to see only where the profile's target effect is that small (full: 5%)
         radial = 1.0 / (model.dim - 1)
-        unresolved = (f"; (d-2)/2 is a radial drift error of 1/(d-1) = {radial:.3g}, below this profile's target "
-                      f"effect {settings.target:g}: a finding here (the full profile claims it)"
-                      if mutant.name == "Ito factor (d-2)/2" and radial < settings.target else "")
+        unresolved = (
+            f"; (d-2)/2 is a radial drift error of 1/(d-1) = {radial:.3g}, below this profile's target "
+            f"effect {settings.target:g}: a finding here (the full profile claims it)"
+            if mutant.name == "Ito factor (d-2)/2" and radial < settings.target
+            else ""
+        )
         row = rejection_row("strong", "F n=2 d=16", mutant.label, mutant.effect, inner, settings.target, unresolved)
         plateau = next(c for c in inner if c.name == "same_limit")
         note = row.note + f"; plateau B = {plateau.estimate:.3g} [{plateau.ci[0]:.3g}, {plateau.ci[1]:.3g}]"
@@ -359,5 +467,6 @@ def strong_rows(settings: PowerProfile, seed: int, confidence: float) -> list[Ch
     return rows
 
 
-STUDY = Study(NAME, "power: plausible wrong claims (near misses) are rejected by the checks that judge the true ones",
-              execute)
+STUDY = Study(
+    NAME, "power: plausible wrong claims (near misses) are rejected by the checks that judge the true ones", execute
+)

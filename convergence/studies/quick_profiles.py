@@ -38,9 +38,12 @@ def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress
     for index, study in enumerate(studies):
         results = [study.execute("quick", study_seed, progress) for study_seed in study_seeds(seed, index, count)]
         row = rate_check("quick_profile_passes", [r.verdict for r in results], PASS, {"study": study.name})
-        missed = "; ".join(f"seed {r.seed}: " + ", ".join(f"{c.name} {c.config} {c.verdict}" for c in r.checks
-                                                            if c.claim and c.verdict != PASS)
-                           for r in results if r.verdict != PASS)
+        missed = "; ".join(
+            f"seed {r.seed}: "
+            + ", ".join(f"{c.name} {c.config} {c.verdict}" for c in r.checks if c.claim and c.verdict != PASS)
+            for r in results
+            if r.verdict != PASS
+        )
         rows.append(replace(row, note=f"{row.note}; not passed: {missed}") if missed else row)
     return rows
 
@@ -48,17 +51,36 @@ def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress
 def execute(profile: str, seed: int, progress: ProgressFactory, studies: Sequence[Study] = ()) -> StudyResult:
     checks = quick_profile_rows(studies, seed, SEEDS[profile], progress)
     x = list(range(len(checks)))
-    plot = Plot("share of seeds at which the study's quick profile passes", "study", "share",
-                [Curve("measured (Wilson 99%)", x, [c.estimate for c in checks], [c.ci[0] for c in checks],
-                       [c.ci[1] for c in checks], style="points")])
+    plot = Plot(
+        "share of seeds at which the study's quick profile passes",
+        "study",
+        "share",
+        [
+            Curve(
+                "measured (Wilson 99%)",
+                x,
+                [c.estimate for c in checks],
+                [c.ci[0] for c in checks],
+                [c.ci[1] for c in checks],
+                style="points",
+            )
+        ],
+    )
     params = {"seeds_per_study": SEEDS[profile], "studies": [study.name for study in studies]}
-    notes = ["Each study runs its quick profile exactly as `python -m convergence run NAME --seed S` would, at seeds "
-             "drawn from this study's seed; a row fails when any seed fails or is inconclusive."]
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]},
-                       notes=notes)
+    notes = [
+        "Each study runs its quick profile exactly as `python -m convergence run NAME --seed S` would, at seeds "
+        "drawn from this study's seed; a row fails when any seed fails or is inconclusive."
+    ]
+    return StudyResult(
+        study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]}, notes=notes
+    )
 
 
 def quick_profiles_study(studies: Sequence[Study]) -> Study:
     """The study over the quick profiles of ``studies``."""
-    return Study(NAME, "quick profiles over seeds: every study's quick profile passes at every seed",
-                 partial(execute, studies=tuple(studies)), in_report=False)
+    return Study(
+        NAME,
+        "quick profiles over seeds: every study's quick profile passes at every seed",
+        partial(execute, studies=tuple(studies)),
+        in_report=False,
+    )

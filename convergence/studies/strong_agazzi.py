@@ -55,12 +55,14 @@ WIDTH_CONFIGS = (
 )
 
 DESIGNS = {
-    "quick": (StrongDesign(depths=(16, 32, 64, 128, 256), horizon=1.0, reference_factor=8, paths=256,
-                           target=DRIFT_TARGET),
-              WidthDesign(widths=(8, 16, 32, 64, 128, 256, 512), depth=32, paths=512)),
-    "full": (StrongDesign(depths=(16, 32, 64, 128, 256), horizon=1.0, reference_factor=16, paths=1024,
-                          target=DRIFT_TARGET),
-             WidthDesign(widths=(8, 16, 32, 64, 128, 256, 512, 1024), depth=64, paths=4096)),
+    "quick": (
+        StrongDesign(depths=(16, 32, 64, 128, 256), horizon=1.0, reference_factor=8, paths=256, target=DRIFT_TARGET),
+        WidthDesign(widths=(8, 16, 32, 64, 128, 256, 512), depth=32, paths=512),
+    ),
+    "full": (
+        StrongDesign(depths=(16, 32, 64, 128, 256), horizon=1.0, reference_factor=16, paths=1024, target=DRIFT_TARGET),
+        WidthDesign(widths=(8, 16, 32, 64, 128, 256, 512, 1024), depth=64, paths=4096),
+    ),
 }
 
 
@@ -80,8 +82,11 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     depth_design, width_design = DESIGNS[profile]
     depth_blocks = block_count(depth_design.paths, depth_design.block_paths)
     width_blocks = block_count(width_design.paths, width_design.block_paths)
-    advance = progress(len(DEPTH_CONFIGS) * depth_blocks * depth_design.fine_steps
-                       + len(WIDTH_CONFIGS) * width_blocks * width_design.depth, NAME)
+    advance = progress(
+        len(DEPTH_CONFIGS) * depth_blocks * depth_design.fine_steps
+        + len(WIDTH_CONFIGS) * width_blocks * width_design.depth,
+        NAME,
+    )
     family = 4 * len(DEPTH_CONFIGS) + 2 * len(WIDTH_CONFIGS)  # the study's checks
     confidence = family_confidence(family)
     checks, panels = [], []
@@ -90,15 +95,22 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         key = (STUDY_KEY, index, PATH_STREAM)
         data = coupled_strong_errors(model, model.limit_sde(), depth_design, seed, key, progress=advance)
         act, dim, bias, attention, width = config
-        label = {"experiment": "depth", "act": act, "d": dim, "bias": bias, "attention": attention,
-                 "m": "infinite" if width is None else width}
+        label = {
+            "experiment": "depth",
+            "act": act,
+            "d": dim,
+            "bias": bias,
+            "attention": attention,
+            "m": "infinite" if width is None else width,
+        }
         config_checks, panel = analyse_strong(data, depth_design, label, bootstrap_generator(seed, key), confidence)
         checks += config_checks
         panels.append(panel)
     for index, (act, dim, bias, attention) in enumerate(WIDTH_CONFIGS):
         key = (STUDY_KEY, WIDTH_KEY_OFFSET + index)
-        sq = coupled_width_errors(KernelSpec(act, dim, bias, bias), width_design, seed, key, BETA,
-                                  ATTENTION[attention], progress=advance)
+        sq = coupled_width_errors(
+            KernelSpec(act, dim, bias, bias), width_design, seed, key, BETA, ATTENTION[attention], progress=advance
+        )
         label = {"experiment": "width", "act": act, "d": dim, "bias": bias, "attention": attention}
         config_checks, panel = analyse_width(sq, width_design, label, bootstrap_generator(seed, key), confidence)
         checks += config_checks
@@ -110,7 +122,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "depth_configs": [dict(zip(("act", "d", "sigma_U=sigma_W", "attention", "width"), c)) for c in DEPTH_CONFIGS],
         "depth_horizon": depth_design.horizon,
         "depths": list(depth_design.depths),
-        "depth_reference": f"Ito Euler-Maruyama in R^d at step T/{depth_design.fine_steps} (R = {depth_design.reference_factor})",
+        "depth_reference": f"Ito Euler-Maruyama in R^d at step T/{depth_design.fine_steps} (R = "
+        f"{depth_design.reference_factor})",
         "depth_paths": depth_design.paths,
         "width_configs": [dict(zip(("act", "d", "sigma_U=sigma_W", "attention"), c)) for c in WIDTH_CONFIGS],
         "widths": list(width_design.widths),
@@ -121,8 +134,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "initial_tokens": "i.i.d. uniform on the sphere",
     }
     notes = [
-        "Depth: frozen-feature fields are one draw of (U, b) per configuration; the rate is conditional on it. "
-        "The infinite-width configuration samples the Gaussian field jointly at the tokens (symmetric square root of K).",
+        "Depth: frozen-feature fields are one draw of (U, b) per configuration; the rate is conditional on it. The "
+        "infinite-width configuration samples the Gaussian field jointly at the tokens (symmetric square root of K).",
         "Width: fresh features at every layer (the paper's block), coupled to the infinite-width network through the "
         "same Gaussian matrix at the token positions; mean-square order = 2 x the fitted RMS order in 1/m.",
         f"Intervals are bootstrap intervals over paths at the Bonferroni level of the study's {family} checks "
@@ -135,4 +148,6 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, panels=panels, notes=notes)
 
 
-STUDY = Study(NAME, "model A layers -> limit SDE in depth (RMS order 1/2) and -> infinite width (mean square 1/m)", execute)
+STUDY = Study(
+    NAME, "model A layers -> limit SDE in depth (RMS order 1/2) and -> infinite width (mean square 1/m)", execute
+)

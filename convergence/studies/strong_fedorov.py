@@ -30,10 +30,12 @@ BETA = 1.0
 CHECKS_PER_CONFIG = 4  # strong_order, strong_order_sup, reference_order, same_limit
 
 DESIGNS = {
-    "quick": StrongDesign(depths=(8, 16, 32, 64, 128), horizon=1.0, reference_factor=16, paths=1024,
-                          target=DRIFT_TARGET),
-    "full": StrongDesign(depths=(8, 16, 32, 64, 128, 256), horizon=1.0, reference_factor=16, paths=2048,
-                         target=DRIFT_TARGET),
+    "quick": StrongDesign(
+        depths=(8, 16, 32, 64, 128), horizon=1.0, reference_factor=16, paths=1024, target=DRIFT_TARGET
+    ),
+    "full": StrongDesign(
+        depths=(8, 16, 32, 64, 128, 256), horizon=1.0, reference_factor=16, paths=2048, target=DRIFT_TARGET
+    ),
 }
 
 
@@ -47,8 +49,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         key = (STUDY_KEY, index)
         data = coupled_strong_errors(model, model.limit_sde(), design, seed, key, progress=advance)
         config = {"n": tokens, "d": dim}
-        config_checks, panel = analyse_strong(data, design, config, bootstrap_generator(seed, key),
-                                              family_confidence(CHECKS_PER_CONFIG * len(CONFIGS)))
+        config_checks, panel = analyse_strong(
+            data, design, config, bootstrap_generator(seed, key), family_confidence(CHECKS_PER_CONFIG * len(CONFIGS))
+        )
         checks += config_checks
         panels.append(panel)
     params = {
@@ -70,15 +73,16 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"{CHECKS_PER_CONFIG * len(CONFIGS)} checks (normal, from the bootstrap standard error, since no feasible "
         "number of replicates resolves such tails), so the study fails with probability at most 1% when every "
         f"claim holds; order checks allow a bias of {design.order_allowance} around the expected order and are "
-        f"inconclusive when their resolution exceeds the target {design.order_target:g}; same_limit passes only when its "
-        f"resolution reaches its target, the plateau that the claim with its drift x (1 + {DRIFT_TARGET:g}) leaves "
+        f"inconclusive when their resolution exceeds the target {design.order_target:g}; same_limit passes only when "
+        f"its resolution reaches its target, the plateau that the claim with its drift x (1 + {DRIFT_TARGET:g}) leaves "
         "on the same paths (a smaller drift error hides in the reference's own error at this reference factor: the "
         "local check and the power study resolve coefficient errors).",
         "same_limit fits the plateau at the claimed rate (mean-square order 1) over the asymptotic levels; the "
         "fitted-rate plateau is printed in its note as a diagnostic only.",
     ]
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks,
-                       panels=panels, notes=notes)
+    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, panels=panels, notes=notes)
 
 
-STUDY = Study(NAME, "model F layers -> limit SDE, pathwise (RMS order 1/2) and same limit as an Euler-Maruyama reference", execute)
+STUDY = Study(
+    NAME, "model F layers -> limit SDE, pathwise (RMS order 1/2) and same limit as an Euler-Maruyama reference", execute
+)

@@ -63,8 +63,13 @@ NAME = "sync-agazzi"
 STUDY_KEY = STREAM_KEYS[NAME]
 BETA = 1.0
 EXPONENT_CONFIGS = tuple((act, d, bias) for act in ("relu", "sigmoid") for d in (5, 16) for bias in (0.0, 0.1))
-ENERGY_CONFIGS = (("sigmoid", 5, 0.0, "attractive"), ("sigmoid", 5, 0.0, "repulsive"), ("relu", 5, 0.0, "attractive"),
-                  ("relu", 5, 0.0, "repulsive"), ("tanh", 5, 0.0, "attractive"))
+ENERGY_CONFIGS = (
+    ("sigmoid", 5, 0.0, "attractive"),
+    ("sigmoid", 5, 0.0, "repulsive"),
+    ("relu", 5, 0.0, "attractive"),
+    ("relu", 5, 0.0, "repulsive"),
+    ("tanh", 5, 0.0, "attractive"),
+)
 QF_DIM, QF_RHO0S, QF_DELTA = 3, (-0.5, 0.3), 0.01
 FIGURE_DIM, FIGURE_TOKENS, FIGURE_HORIZON = 4, 64, 20.0
 ALIGNED = 0.9  # |cos| above this counts as aligned in the figure's checks
@@ -97,16 +102,32 @@ DESIGNS = {
         # T = 2, not 4: log r_T^2 has variance about 4 sigma^2 T, and at T = 4 one path of 12288 held 17% of
         # E r^2 (ReLU, d = 5, seed 2498256564: resolution 3.2 x the target); at T = 2 twice the paths cost the same
         exponents=ExponentDesign(horizon=2.0, steps=80, records=20, paths=24576, target=0.5),
-        energy=EnergyDesign(horizon=4.0, steps=200, records=20, paths=512), energy_tokens=16,
+        energy=EnergyDesign(horizon=4.0, steps=200, records=20, paths=512),
+        energy_tokens=16,
         qf_exponents=ExponentDesign(horizon=1.0, steps=200, records=20, paths=8192, target=0.5),
-        qf_paths=20000, qf_depths=(100, 200), qf_merge_horizon=4.0, qf_merge_depth=400,
-        figure_width=256, figure_depth=500, figure_paths=32, invariant_target=0.2, energy_target=0.1),
+        qf_paths=20000,
+        qf_depths=(100, 200),
+        qf_merge_horizon=4.0,
+        qf_merge_depth=400,
+        figure_width=256,
+        figure_depth=500,
+        figure_paths=32,
+        invariant_target=0.2,
+        energy_target=0.1,
+    ),
     "full": SyncDesign(
         exponents=ExponentDesign(horizon=4.0, steps=400, records=20, paths=32768),
-        energy=EnergyDesign(horizon=4.0, steps=400, records=20, paths=2048), energy_tokens=16,
+        energy=EnergyDesign(horizon=4.0, steps=400, records=20, paths=2048),
+        energy_tokens=16,
         qf_exponents=ExponentDesign(horizon=1.0, steps=400, records=20, paths=65536),
-        qf_paths=200000, qf_depths=(200, 400), qf_merge_horizon=4.0, qf_merge_depth=800,
-        figure_width=2048, figure_depth=2000, figure_paths=8),
+        qf_paths=200000,
+        qf_depths=(200, 400),
+        qf_merge_horizon=4.0,
+        qf_merge_depth=800,
+        figure_width=2048,
+        figure_depth=2000,
+        figure_paths=8,
+    ),
 }
 
 
@@ -124,27 +145,70 @@ def exponents_section(design: SyncDesign, seed: int, advance) -> tuple[list[Chec
         key = (STUDY_KEY, 1, index)
         logs = record_log_distances(model, ed, seed, key, progress=advance)
         rng = bootstrap_generator(seed, key)
-        med, ms = median_exponent(logs, ed, rng, CONFIDENCE_LEVEL), mean_square_exponent(logs, ed, rng, CONFIDENCE_LEVEL)
+        med, ms = (
+            median_exponent(logs, ed, rng, CONFIDENCE_LEVEL),
+            mean_square_exponent(logs, ed, rng, CONFIDENCE_LEVEL),
+        )
         config = _label(act=act, d=dim, bias=bias)
-        checks.append(exponent_check("median_exponent", constants["lambda_1"], med, ed, config,
-                                     note="slope of the median of log|X - Y|: the almost-sure exponent lambda_1",
-                                     confidence=CONFIDENCE_LEVEL))
-        checks.append(exponent_check("mean_square_exponent", constants["lambda_bar"], ms, ed, config,
-                                     note="slope of log E|X - Y|^2: the mean-square exponent lambda_bar",
-                                     confidence=CONFIDENCE_LEVEL))
+        checks.append(
+            exponent_check(
+                "median_exponent",
+                constants["lambda_1"],
+                med,
+                ed,
+                config,
+                note="slope of the median of log|X - Y|: the almost-sure exponent lambda_1",
+                confidence=CONFIDENCE_LEVEL,
+            )
+        )
+        checks.append(
+            exponent_check(
+                "mean_square_exponent",
+                constants["lambda_bar"],
+                ms,
+                ed,
+                config,
+                note="slope of log E|X - Y|^2: the mean-square exponent lambda_bar",
+                confidence=CONFIDENCE_LEVEL,
+            )
+        )
         rows.append({**config, **constants})
         t = ed.times.tolist()
-        plots.append(Plot(
-            f"{act}, d = {dim}, sigma = {bias}", "t", "log-distance", [
-                Curve("median log|X-Y| - log delta0", t, (med.curve - np.log(ed.delta0)).tolist(),
-                      (med.curve_ci[0] - np.log(ed.delta0)).tolist(), (med.curve_ci[1] - np.log(ed.delta0)).tolist(),
-                      style="points"),
-                Curve(f"lambda_1 t (lambda_1 = {constants['lambda_1']:.4g})", t, (constants["lambda_1"] * ed.times).tolist()),
-                Curve("log E|X-Y|^2 / delta0^2", t, ms.curve.tolist(), ms.curve_ci[0].tolist(), ms.curve_ci[1].tolist(),
-                      style="points"),
-                Curve(f"lambda_bar t (lambda_bar = {constants['lambda_bar']:.4g})", t,
-                      (constants["lambda_bar"] * ed.times).tolist()),
-            ]))
+        plots.append(
+            Plot(
+                f"{act}, d = {dim}, sigma = {bias}",
+                "t",
+                "log-distance",
+                [
+                    Curve(
+                        "median log|X-Y| - log delta0",
+                        t,
+                        (med.curve - np.log(ed.delta0)).tolist(),
+                        (med.curve_ci[0] - np.log(ed.delta0)).tolist(),
+                        (med.curve_ci[1] - np.log(ed.delta0)).tolist(),
+                        style="points",
+                    ),
+                    Curve(
+                        f"lambda_1 t (lambda_1 = {constants['lambda_1']:.4g})",
+                        t,
+                        (constants["lambda_1"] * ed.times).tolist(),
+                    ),
+                    Curve(
+                        "log E|X-Y|^2 / delta0^2",
+                        t,
+                        ms.curve.tolist(),
+                        ms.curve_ci[0].tolist(),
+                        ms.curve_ci[1].tolist(),
+                        style="points",
+                    ),
+                    Curve(
+                        f"lambda_bar t (lambda_bar = {constants['lambda_bar']:.4g})",
+                        t,
+                        (constants["lambda_bar"] * ed.times).tolist(),
+                    ),
+                ],
+            )
+        )
     return checks, plots, rows
 
 
@@ -157,25 +221,55 @@ def energy_section(design: SyncDesign, seed: int, advance) -> tuple[list[Check],
         eps = attention_energy_rate(v)
         rate = eps + float(lam.upper)
         lambda_bar = activation_constants(act, dim, bias, bias)["lambda_bar"]
-        failed = [reason for reason, bad in ((f"lambda_bar = {lambda_bar:.4g} >= 0", lambda_bar >= 0),
-                                             ("the field is a.s. odd", spec.odd)) if bad]
+        failed = [
+            reason
+            for reason, bad in (
+                (f"lambda_bar = {lambda_bar:.4g} >= 0", lambda_bar >= 0),
+                ("the field is a.s. odd", spec.odd),
+            )
+            if bad
+        ]
         hypotheses = "hold" if not failed else "do not hold (" + "; ".join(failed) + ")"
         model = AgazziModel(design.energy_tokens, GaussianField(spec, design.energy_tokens), BETA, v)
         energy = record_energy(model, BETA, design.energy, seed, (STUDY_KEY, 2, index), progress=advance)
         comparison = compare_with_bound(energy, rate, design.energy, CHECK_ALPHA)
         config = _label(act=act, d=dim, bias=bias, attention=attention, n=design.energy_tokens)
-        note = (f"lambda_bar' in [{float(lam.lower):.6g}, {float(lam.upper):.6g}] "
-                f"({'rigorous' if lam.rigorous else 'given the quadrature error estimate'}), eps = {eps:g}; "
-                f"theorem hypotheses {hypotheses}")
+        note = (
+            f"lambda_bar' in [{float(lam.lower):.6g}, {float(lam.upper):.6g}] "
+            f"({'rigorous' if lam.rigorous else 'given the quadrature error estimate'}), eps = {eps:g}; "
+            f"theorem hypotheses {hypotheses}"
+        )
         checks.append(energy_bound_check(comparison, rate, config, note, CHECK_ALPHA, design.energy_target))
-        rows.append({**config, "lambda_bar_prime": [float(lam.lower), float(lam.upper)], "eps": eps,
-                     "lambda_bar": lambda_bar, "hypotheses": hypotheses, "measured_rate": comparison.rate})
+        rows.append(
+            {
+                **config,
+                "lambda_bar_prime": [float(lam.lower), float(lam.upper)],
+                "eps": eps,
+                "lambda_bar": lambda_bar,
+                "hypotheses": hypotheses,
+                "measured_rate": comparison.rate,
+            }
+        )
         t = comparison.times.tolist()
-        plots.append(Plot(f"{act}, d = {dim}, {attention}", "t", "E[E_beta(mu_t)]", [
-            Curve("measured (level h)", t, comparison.mean.tolist(), comparison.mean_ci[0].tolist(),
-                  comparison.mean_ci[1].tolist(), style="points"),
-            Curve(f"bound, rate eps + lambda_bar' = {rate:.4g}", t, comparison.bound.tolist()),
-        ], logy=True))
+        plots.append(
+            Plot(
+                f"{act}, d = {dim}, {attention}",
+                "t",
+                "E[E_beta(mu_t)]",
+                [
+                    Curve(
+                        "measured (level h)",
+                        t,
+                        comparison.mean.tolist(),
+                        comparison.mean_ci[0].tolist(),
+                        comparison.mean_ci[1].tolist(),
+                        style="points",
+                    ),
+                    Curve(f"bound, rate eps + lambda_bar' = {rate:.4g}", t, comparison.bound.tolist()),
+                ],
+                logy=True,
+            )
+        )
     return checks, plots, rows
 
 
@@ -184,36 +278,80 @@ def quadratic_form_section(design: SyncDesign, seed: int, advance) -> tuple[list
     model = QuadraticFormModel(2, QF_DIM)
     checks, rows = [], []
     ed = design.qf_exponents
-    for index, (antipodal, expected) in enumerate(((False, results.exponent_diagonal),
-                                                   (True, results.exponent_antipodal))):
+    for index, (antipodal, expected) in enumerate(
+        ((False, results.exponent_diagonal), (True, results.exponent_antipodal))
+    ):
         key = (STUDY_KEY, 3, index)
         logs = record_log_distances(model, ed, seed, key, antipodal=antipodal, progress=advance)
         # log(1 -+ rho) = 2 log|x -+ y| - log 2: its slope is twice that of the log-distance.
         est = median_exponent(2 * logs, ed, bootstrap_generator(seed, key), CONFIDENCE_LEVEL)
         name = "qf_exponent_antipodal" if antipodal else "qf_exponent_diagonal"
-        checks.append(exponent_check(name, float(sp.sympify(expected).subs(d_symbol, QF_DIM)), est, ed, {"d": QF_DIM},
-                                     note=f"slope of the median of log(1 {'+' if antipodal else '-'} rho)",
-                                     confidence=CONFIDENCE_LEVEL))
+        checks.append(
+            exponent_check(
+                name,
+                float(sp.sympify(expected).subs(d_symbol, QF_DIM)),
+                est,
+                ed,
+                {"d": QF_DIM},
+                note=f"slope of the median of log(1 {'+' if antipodal else '-'} rho)",
+                confidence=CONFIDENCE_LEVEL,
+            )
+        )
     invariant = sp.lambdify(rho_symbol, results.invariant, "numpy")
     merge = sp.lambdify(rho_symbol, results.merge_probability, "numpy")
     for index, rho0 in enumerate(QF_RHO0S):
-        finals = [overlap(simulate(model, depth, 1.0, design.qf_paths, seed, (STUDY_KEY, 4, index),
-                                   initial=fixed_overlap(rho0))) for depth in design.qf_depths]
+        finals = [
+            overlap(
+                simulate(model, depth, 1.0, design.qf_paths, seed, (STUDY_KEY, 4, index), initial=fixed_overlap(rho0))
+            )
+            for depth in design.qf_depths
+        ]
         coarse, fine = (invariant(np.clip(r, -1.0, 1.0)) for r in finals)
         config = {"d": QF_DIM, "rho0": rho0}
         expected = float(invariant(rho0))
-        checks.append(expectation_check("qf_invariant", fine, coarse, expected, CHECK_ALPHA, config,
-                                        f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} "
-                                        f"the derived invariant; allowance = |difference to L = {design.qf_depths[0]}| "
-                                        f"(O(h) bias); target {design.invariant_target:.0%} of |E S|",
-                                        design.invariant_target * abs(expected)))
-        final = overlap(simulate(model, design.qf_merge_depth, design.qf_merge_horizon, design.qf_paths, seed,
-                                 (STUDY_KEY, 5, index), initial=fixed_overlap(rho0)))
-        merge_check = merge_probability_check("qf_merge_probability", final, float(merge(rho0)), QF_DELTA,
-                                              CHECK_ALPHA, config, f"at T = {design.qf_merge_horizon}")
+        checks.append(
+            expectation_check(
+                "qf_invariant",
+                fine,
+                coarse,
+                expected,
+                CHECK_ALPHA,
+                config,
+                f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} "
+                f"the derived invariant; allowance = |difference to L = {design.qf_depths[0]}| "
+                f"(O(h) bias); target {design.invariant_target:.0%} of |E S|",
+                design.invariant_target * abs(expected),
+            )
+        )
+        final = overlap(
+            simulate(
+                model,
+                design.qf_merge_depth,
+                design.qf_merge_horizon,
+                design.qf_paths,
+                seed,
+                (STUDY_KEY, 5, index),
+                initial=fixed_overlap(rho0),
+            )
+        )
+        merge_check = merge_probability_check(
+            "qf_merge_probability",
+            final,
+            float(merge(rho0)),
+            QF_DELTA,
+            CHECK_ALPHA,
+            config,
+            f"at T = {design.qf_merge_horizon}",
+        )
         checks.append(merge_check)
-        rows.append({"rho0": rho0, "invariant_target": float(invariant(rho0)), "merge_probability": merge_check.expected,
-                     "undecided": merge_check.allowance})
+        rows.append(
+            {
+                "rho0": rho0,
+                "invariant_target": float(invariant(rho0)),
+                "merge_probability": merge_check.expected,
+                "undecided": merge_check.allowance,
+            }
+        )
     return checks, rows
 
 
@@ -223,32 +361,53 @@ def figure_section(design: SyncDesign, seed: int) -> tuple[list[Check], list[Plo
     curves, checks, summary = [], [], {}
     upper = np.triu_indices(FIGURE_TOKENS, 1)
     for index, act in enumerate(("relu", "tanh")):
-        model = AgazziModel(FIGURE_TOKENS, FreshFeatureField(KernelSpec(act, FIGURE_DIM), design.figure_width), BETA, 0.0)
-        x = simulate(model, design.figure_depth, FIGURE_HORIZON, design.figure_paths, seed, (STUDY_KEY, 6, index),
-                     block_paths=64)
+        model = AgazziModel(
+            FIGURE_TOKENS, FreshFeatureField(KernelSpec(act, FIGURE_DIM), design.figure_width), BETA, 0.0
+        )
+        x = simulate(
+            model, design.figure_depth, FIGURE_HORIZON, design.figure_paths, seed, (STUDY_KEY, 6, index), block_paths=64
+        )
         cosines = (x @ np.swapaxes(x, -1, -2))[:, upper[0], upper[1]]
         density, _ = np.histogram(cosines.ravel(), bins=bins, density=True)
         curves.append(Curve(f"{act}", centres.tolist(), density.tolist()))
         antipodal = np.mean(cosines < -ALIGNED, axis=1)  # per path
         aligned = np.mean(np.abs(cosines) > ALIGNED, axis=1)
         summary[act] = {"fraction_antipodal_pairs": antipodal.tolist(), "fraction_aligned_pairs": aligned.tolist()}
-        config = {"act": act, "d": FIGURE_DIM, "n": FIGURE_TOKENS, "m": design.figure_width,
-                  "L": design.figure_depth, "T": FIGURE_HORIZON}
+        config = {
+            "act": act,
+            "d": FIGURE_DIM,
+            "n": FIGURE_TOKENS,
+            "m": design.figure_width,
+            "L": design.figure_depth,
+            "T": FIGURE_HORIZON,
+        }
         name = "figure_tanh_antipodal" if act == "tanh" else "figure_relu_one_cluster"
-        checks.append(antipodal_share_check(name, antipodal, ANTIPODAL_SHARE, ALIGNED, above=act == "tanh",
-                                            config=config, alpha=CHECK_ALPHA))
-    plot = Plot(f"final pairwise cosines, d = {FIGURE_DIM}, n = {FIGURE_TOKENS}, m = {design.figure_width}, "
-                f"L = {design.figure_depth}, T = {FIGURE_HORIZON:g}, no attention, no biases", "cos", "density", curves)
+        checks.append(
+            antipodal_share_check(
+                name, antipodal, ANTIPODAL_SHARE, ALIGNED, above=act == "tanh", config=config, alpha=CHECK_ALPHA
+            )
+        )
+    plot = Plot(
+        f"final pairwise cosines, d = {FIGURE_DIM}, n = {FIGURE_TOKENS}, m = {design.figure_width}, "
+        f"L = {design.figure_depth}, T = {FIGURE_HORIZON:g}, no attention, no biases",
+        "cos",
+        "density",
+        curves,
+    )
     return checks, [plot], summary
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     design = DESIGNS[profile]
+
     def units(exp_design, configs) -> int:
         return configs * block_count(exp_design.paths, exp_design.block_paths) * exp_design.steps
 
-    total = (units(design.exponents, len(EXPONENT_CONFIGS)) + units(design.qf_exponents, 2)
-             + units(design.energy, len(ENERGY_CONFIGS)))
+    total = (
+        units(design.exponents, len(EXPONENT_CONFIGS))
+        + units(design.qf_exponents, 2)
+        + units(design.energy, len(ENERGY_CONFIGS))
+    )
     advance = progress(total, NAME)
     exp_checks, exp_plots, exp_rows = exponents_section(design, seed, advance)
     energy_checks, energy_plots, energy_rows = energy_section(design, seed, advance)
@@ -256,15 +415,32 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     fig_checks, fig_plots, fig_summary = figure_section(design, seed)
     params = {
         "beta": BETA,
-        "exponents": {"configs": exp_rows, "field": "infinite-width Gaussian field at the two tokens",
-                      "horizon": design.exponents.horizon, "steps": design.exponents.steps,
-                      "paths": design.exponents.paths, "delta0": design.exponents.delta0},
-        "energy": {"configs": energy_rows, "tokens": design.energy_tokens, "horizon": design.energy.horizon,
-                   "steps": design.energy.steps, "paths": design.energy.paths},
+        "exponents": {
+            "configs": exp_rows,
+            "field": "infinite-width Gaussian field at the two tokens",
+            "horizon": design.exponents.horizon,
+            "steps": design.exponents.steps,
+            "paths": design.exponents.paths,
+            "delta0": design.exponents.delta0,
+        },
+        "energy": {
+            "configs": energy_rows,
+            "tokens": design.energy_tokens,
+            "horizon": design.energy.horizon,
+            "steps": design.energy.steps,
+            "paths": design.energy.paths,
+        },
         "quadratic_form": {"d": QF_DIM, "rows": qf_rows, "paths": design.qf_paths},
-        "figure": {"d": FIGURE_DIM, "tokens": FIGURE_TOKENS, "width": design.figure_width,
-                   "depth": design.figure_depth, "horizon": FIGURE_HORIZON, "paths": design.figure_paths,
-                   "block": "fresh features at every layer (the paper's)", "summary": fig_summary},
+        "figure": {
+            "d": FIGURE_DIM,
+            "tokens": FIGURE_TOKENS,
+            "width": design.figure_width,
+            "depth": design.figure_depth,
+            "horizon": FIGURE_HORIZON,
+            "paths": design.figure_paths,
+            "block": "fresh features at every layer (the paper's)",
+            "summary": fig_summary,
+        },
     }
     notes = [
         "Exponents: lambda_1 is an almost-sure rate (median of log-distances), lambda_bar a mean-square rate; "
@@ -273,12 +449,21 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "Gronwall inequality E[E] <= e^{(eps + lambda_bar') t} E[E_0] is still checked (it needs only F bounded "
         "below), and the row says which hypothesis fails. eps = 4 for the repulsive flow is a derived upper bound, "
         "so that bound is loose by construction.",
-        f"Family-wise: each of the study's {CHECKS} checks runs at level 1% / {CHECKS} (bootstrap-normal, Bonferroni-"
-        "normal, Wilson or Student t intervals), so the study fails with probability at most 1% when every claim holds.",
+        f"Family-wise: each of the study's {CHECKS} checks runs at level 1% / {CHECKS} (bootstrap-normal, "
+        "Bonferroni-normal, Wilson or Student t intervals), so the study fails with probability at most 1% when every "
+        "claim holds.",
     ]
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params,
-                       checks=exp_checks + energy_checks + qf_checks + fig_checks,
-                       plots={"exponents": exp_plots, "energy": energy_plots, "": fig_plots}, notes=notes)
+    return StudyResult(
+        study=NAME,
+        profile=profile,
+        seed=seed,
+        params=params,
+        checks=exp_checks + energy_checks + qf_checks + fig_checks,
+        plots={"exponents": exp_plots, "energy": energy_plots, "": fig_plots},
+        notes=notes,
+    )
 
 
-STUDY = Study(NAME, "model A synchronisation by noise: two-point exponents, energy bound, quadratic form, paper figure", execute)
+STUDY = Study(
+    NAME, "model A synchronisation by noise: two-point exponents, energy bound, quadratic form, paper figure", execute
+)

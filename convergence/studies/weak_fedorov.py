@@ -58,8 +58,7 @@ def betas(dim: int) -> tuple[float, float]:
 DIMS = (3, 4, 8)
 DESIGNS = {
     # the quick profile accepts a coarser order interval (0.9 wide across the band's floor); its report states it
-    "quick": WeakDesign(depths=(4, 8, 16, 32, 64), horizon=2.0, paths=100_000, block_paths=5000,
-                        order_target=0.825),
+    "quick": WeakDesign(depths=(4, 8, 16, 32, 64), horizon=2.0, paths=100_000, block_paths=5000, order_target=0.825),
     "full": WeakDesign(depths=(4, 8, 16, 32, 64, 128), horizon=2.0, paths=400_000, block_paths=10_000),
 }
 
@@ -93,35 +92,71 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         rng = bootstrap_generator(seed, key)
         series = []
         fits = weak_order(values, steps, rng, design.replicates, z)
-        checks.append(order_check(fits, design, z, {"d": dim, "beta": b, "observable": "all (pooled)",
-                                                    "entries": "gaussian"}))
+        checks.append(
+            order_check(fits, design, z, {"d": dim, "beta": b, "observable": "all (pooled)", "entries": "gaussian"})
+        )
         for name in OBSERVABLES:
             config = {"d": dim, "beta": b, "observable": name, "entries": "gaussian"}
             fit = fits[name]
-            checks.append(limit_check(values[name], fit.differences[-1], fit.standard_errors[-1], ref[name][0],
-                                      ref[name][1], design, z, config))
+            checks.append(
+                limit_check(
+                    values[name],
+                    fit.differences[-1],
+                    fit.standard_errors[-1],
+                    ref[name][0],
+                    ref[name][1],
+                    design,
+                    z,
+                    config,
+                )
+            )
             series.append(fit.series(f"|E f(L) - E f(2L)|, f = {name}", z))
         for law_index, law in enumerate(LAWS):
             law_model = FedorovModel(tokens=2, dim=dim, beta=b, law=law)
             finals = {}
             for level, depth in enumerate(design.depths[-2:]):
                 law_key = (STUDY_KEY, index, 1 + law_index, level)
-                x = simulate(law_model, depth, design.horizon, UNIVERSALITY_PATHS[profile], seed, law_key,
-                             fixed_overlap(RHO0), design.block_paths)
+                x = simulate(
+                    law_model,
+                    depth,
+                    design.horizon,
+                    UNIVERSALITY_PATHS[profile],
+                    seed,
+                    law_key,
+                    fixed_overlap(RHO0),
+                    design.block_paths,
+                )
                 finals[depth] = overlap(x)
             coarse, finest = finals[design.depths[-2]], finals[design.depths[-1]]
             for name, f in OBSERVABLES.items():
                 config = {"d": dim, "beta": b, "observable": name, "entries": law}
                 diff = f(coarse).mean() - f(finest).mean()
                 diff_se = np.sqrt(f(coarse).var(ddof=1) / coarse.size + f(finest).var(ddof=1) / finest.size)
-                checks.append(limit_check(f(finest), diff, diff_se, ref[name][0], ref[name][1], design, z, config,
-                                          name="weak_limit"))
-        panels.append(Panel(title=f"d={dim}, beta={b}, rho0={RHO0}", xlabel="step h",
-                            ylabel="coupled weak difference", series=series, reference_order=design.order))
+                checks.append(
+                    limit_check(
+                        f(finest), diff, diff_se, ref[name][0], ref[name][1], design, z, config, name="weak_limit"
+                    )
+                )
+        panels.append(
+            Panel(
+                title=f"d={dim}, beta={b}, rho0={RHO0}",
+                xlabel="step h",
+                ylabel="coupled weak difference",
+                series=series,
+                reference_order=design.order,
+            )
+        )
     params = {
-        "dims": list(DIMS), "configs": [{"d": dim, "beta": b} for dim, b in configs], "rho0": RHO0,
-        "sigma2": "1/d", "horizon": design.horizon, "depths": list(design.depths), "paths": design.paths,
-        "observables": list(OBSERVABLES), "laws": ["gaussian", *LAWS], "z": z,
+        "dims": list(DIMS),
+        "configs": [{"d": dim, "beta": b} for dim, b in configs],
+        "rho0": RHO0,
+        "sigma2": "1/d",
+        "horizon": design.horizon,
+        "depths": list(design.depths),
+        "paths": design.paths,
+        "observables": list(OBSERVABLES),
+        "laws": ["gaussian", *LAWS],
+        "z": z,
         "beta_c": {dim: [str(v) for v in verify.critical_beta(dim)] for dim in DIMS},
         "reference": "backward Kolmogorov equation of verify.overlap_sde, Chebyshev collocation (N = 96 and 192)",
         "reference_values": references,

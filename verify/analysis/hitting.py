@@ -128,14 +128,19 @@ class PowerWeight:
         one = mpmath.mpf(1)
         if a == -1:
             p = 1 + self.minus
-            return mpmath.quad(lambda u: mpmath.exp(log_g(-1 + u ** (one / p)) + self.plus * mpmath.log(2 - u ** (one / p)))
-                               / p, [0, (1 + b) ** p])
+            return mpmath.quad(
+                lambda u: mpmath.exp(log_g(-1 + u ** (one / p)) + self.plus * mpmath.log(2 - u ** (one / p))) / p,
+                [0, (1 + b) ** p],
+            )
         if b == 1:
             p = 1 + self.plus
-            return mpmath.quad(lambda u: mpmath.exp(log_g(1 - u ** (one / p)) + self.minus * mpmath.log(2 - u ** (one / p)))
-                               / p, [0, (1 - a) ** p])
-        return mpmath.quad(lambda x: mpmath.exp(log_g(x) + self.minus * mpmath.log1p(x) + self.plus * mpmath.log1p(-x)),
-                           [a, b])
+            return mpmath.quad(
+                lambda u: mpmath.exp(log_g(1 - u ** (one / p)) + self.minus * mpmath.log(2 - u ** (one / p))) / p,
+                [0, (1 - a) ** p],
+            )
+        return mpmath.quad(
+            lambda x: mpmath.exp(log_g(x) + self.minus * mpmath.log1p(x) + self.plus * mpmath.log1p(-x)), [a, b]
+        )
 
     def integral(self, log_g, a, b):
         """``int_a^b (1+rho)^minus (1-rho)^plus exp(log_g(rho)) d rho`` for -1 <= a < b <= 1."""
@@ -181,8 +186,11 @@ def gauss_jacobi(n: int, alpha, beta_, dps: int):
             p0, p1 = mpmath.mpf(1), (a - b) / 2 + (a + b + 2) * x / 2
             for k in range(2, n + 1):
                 c = 2 * k + a + b
-                p0, p1 = p1, ((c - 1) * (c * (c - 2) * x + a * a - b * b) * p1
-                              - 2 * (k + a - 1) * (k + b - 1) * c * p0) / (2 * k * (k + a + b) * (c - 2))
+                p0, p1 = (
+                    p1,
+                    ((c - 1) * (c * (c - 2) * x + a * a - b * b) * p1 - 2 * (k + a - 1) * (k + b - 1) * c * p0)
+                    / (2 * k * (k + a + b) * (c - 2)),
+                )
             dp = ((n + a + b + 1) / 2) * _jacobi_value(n - 1, a + 1, b + 1, x)
             return p1, dp
 
@@ -197,8 +205,12 @@ def gauss_jacobi(n: int, alpha, beta_, dps: int):
                 if abs(step) < mpmath.mpf(10) ** (-dps):
                     break
             nodes.append(x)
-        const = (2 ** (a + b + 1) * mpmath.gamma(n + a + 1) * mpmath.gamma(n + b + 1)
-                 / (mpmath.gamma(n + a + b + 1) * mpmath.factorial(n)))
+        const = (
+            2 ** (a + b + 1)
+            * mpmath.gamma(n + a + 1)
+            * mpmath.gamma(n + b + 1)
+            / (mpmath.gamma(n + a + b + 1) * mpmath.factorial(n))
+        )
         weights = [const / ((1 - x * x) * p_and_dp(x)[1] ** 2) for x in nodes]
     return nodes, weights
 
@@ -209,8 +221,11 @@ def _jacobi_value(n: int, a, b, x):
     p0, p1 = mpmath.mpf(1), (a - b) / 2 + (a + b + 2) * x / 2
     for k in range(2, n + 1):
         c = 2 * k + a + b
-        p0, p1 = p1, ((c - 1) * (c * (c - 2) * x + a * a - b * b) * p1
-                      - 2 * (k + a - 1) * (k + b - 1) * c * p0) / (2 * k * (k + a + b) * (c - 2))
+        p0, p1 = (
+            p1,
+            ((c - 1) * (c * (c - 2) * x + a * a - b * b) * p1 - 2 * (k + a - 1) * (k + b - 1) * c * p0)
+            / (2 * k * (k + a + b) * (c - 2)),
+        )
     return p1
 
 
@@ -242,7 +257,8 @@ def p_antipodal_gauss(d_value: int, beta_value, rho0, dps: int = 30, nodes: int 
         x_low, w_low = gauss_jacobi(nodes, 0, c_minus, work)
         lower = scale ** (c_minus + 1) * mpmath.fsum(
             w * (1 - y) ** (-c_plus) * mpmath.exp(integral_r(y))
-            for x, w in zip(x_low, w_low) for y in [-1 + scale * (x + 1)]
+            for x, w in zip(x_low, w_low)
+            for y in [-1 + scale * (x + 1)]
         )
         result = (total - lower) / total
     with mpmath.workdps(dps):
@@ -254,8 +270,11 @@ def _double_parts():
     """c_+(d, beta), c_-(d, beta) and R(rho, d, beta) of the scale decomposition as numpy functions (compiled
     once: substituting and lambdifying at every call cost more than the quadrature)."""
     parts = scale_decomposition("fedorov")
-    return (sp.lambdify((d, beta), parts.c_plus, "numpy"), sp.lambdify((d, beta), parts.c_minus, "numpy"),
-            sp.lambdify((rho, d, beta), parts.regular, "numpy"))
+    return (
+        sp.lambdify((d, beta), parts.c_plus, "numpy"),
+        sp.lambdify((d, beta), parts.c_minus, "numpy"),
+        sp.lambdify((rho, d, beta), parts.regular, "numpy"),
+    )
 
 
 def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200, diffusion_factor: float = 1.0):
@@ -282,12 +301,28 @@ def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200, 
         return 0.5 * x * np.dot(w, regular(0.5 * x * (t + 1), d_value, beta_value)) / diffusion_factor
 
     def lower(r0):  # int_{-1}^{r0} (1+rho)^{c_-} [(1-rho)^{-c_+} e^{Q}]
-        return quad(lambda x: (1 - x) ** (-c_plus) * np.exp(log_g(x)), -1, r0, weight="alg", wvar=(c_minus, 0),
-                    epsabs=0, epsrel=1e-12, limit=200)[0]
+        return quad(
+            lambda x: (1 - x) ** (-c_plus) * np.exp(log_g(x)),
+            -1,
+            r0,
+            weight="alg",
+            wvar=(c_minus, 0),
+            epsabs=0,
+            epsrel=1e-12,
+            limit=200,
+        )[0]
 
     def upper(r0):
-        return quad(lambda x: (1 + x) ** c_minus * np.exp(log_g(x)), r0, 1, weight="alg", wvar=(0, -c_plus),
-                    epsabs=0, epsrel=1e-12, limit=200)[0]
+        return quad(
+            lambda x: (1 + x) ** c_minus * np.exp(log_g(x)),
+            r0,
+            1,
+            weight="alg",
+            wvar=(0, -c_plus),
+            epsabs=0,
+            epsrel=1e-12,
+            limit=200,
+        )[0]
 
     # Each quadrature touches only its own singular end: split the total at 0.
     total = lower(0.0) + upper(0.0)

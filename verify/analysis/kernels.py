@@ -84,7 +84,10 @@ def k_one(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
     """k(1) = E act(Z)^2 + sigma_W^2, Z ~ N(0, 1/d + sigma_U^2)."""
     act = activation(spec.activation)
     with mpmath.workdps(dps):
-        return gaussian_expectation(lambda x: act.mpmath(x) ** 2, spec.variance, act.kinks, dps) + mpmath.mpf(spec.sigma_w) ** 2
+        return (
+            gaussian_expectation(lambda x: act.mpmath(x) ** 2, spec.variance, act.kinks, dps)
+            + mpmath.mpf(spec.sigma_w) ** 2
+        )
 
 
 def k_one_prime(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
@@ -215,8 +218,12 @@ TABLE_SIGMAS = (0.0, 0.1)
 
 def activation_table(activations=TABLE_ACTIVATIONS, dims=TABLE_DIMS, sigmas=TABLE_SIGMAS) -> list[dict]:
     """Rows of the paper's table: activation x (sigma_U = sigma_W) x d, with k1, k1_prime, lambda_1, lambda_bar."""
-    return [{"activation": act, "sigma": sig, "d": d, **activation_constants(act, d, sig, sig)}
-            for act in activations for sig in sigmas for d in dims]
+    return [
+        {"activation": act, "sigma": sig, "d": d, **activation_constants(act, d, sig, sig)}
+        for act in activations
+        for sig in sigmas
+        for d in dims
+    ]
 
 
 def format_activation_table(rows: list[dict]) -> str:

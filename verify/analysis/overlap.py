@@ -29,7 +29,6 @@ t = sp.Symbol("t", positive=True)
 _Y, _T = sp.symbols("Y T", positive=True)
 
 
-
 @dataclass(frozen=True)
 class OverlapSDE:
     """``d rho = drift dt + sqrt(diffusion_squared) dB`` on [-1, 1]."""
@@ -48,7 +47,7 @@ class OverlapSDE:
 def _symmetric_laurent_to_cosh(poly: sp.Expr) -> sp.Expr:
     """A Laurent polynomial in T symmetric under T -> 1/T as ``c_0 + sum_j 2 c_j cosh(j t)``."""
     poly = sp.expand(poly)
-    powers = sp.Poly(sp.expand(poly * _T ** 64), _T).as_dict()
+    powers = sp.Poly(sp.expand(poly * _T**64), _T).as_dict()
     coeffs = {exp[0] - 64: c for exp, c in powers.items()}
     for j, c in coeffs.items():
         if sp.simplify(c - coeffs.get(-j, 0)) != 0:
@@ -100,14 +99,28 @@ def pair_overlap_sde(n: int, i: int = 0, j: int = 1) -> tuple[sp.Expr, sp.Expr]:
     return sp.simplify(system.gram_drift(i, j)), sp.simplify(system.gram_covariation((i, j), (i, j)))
 
 
-__all__ = ["MODELS", "OverlapSDE", "change_variable", "closed_form", "d", "overlap", "overlap_sde", "pair_overlap_sde", "rho", "sigma"]
+__all__ = [
+    "MODELS",
+    "OverlapSDE",
+    "change_variable",
+    "closed_form",
+    "d",
+    "overlap",
+    "overlap_sde",
+    "pair_overlap_sde",
+    "rho",
+    "sigma",
+]
 
 
-def change_variable(drift: sp.Expr, diffusion_squared: sp.Expr, new: sp.Expr, inverse: sp.Expr,
-                    y: sp.Symbol) -> tuple[sp.Expr, sp.Expr]:
+def change_variable(
+    drift: sp.Expr, diffusion_squared: sp.Expr, new: sp.Expr, inverse: sp.Expr, y: sp.Symbol
+) -> tuple[sp.Expr, sp.Expr]:
     """Ito's formula for ``y = new(rho)``: drift ``new' b + new'' a / 2`` and diffusion ``new'^2 a``,
     written in y through ``rho = inverse(y)``."""
     first, second = sp.diff(new, rho), sp.diff(new, rho, 2)
     to_y = {rho: inverse}
-    return (sp.simplify((first * drift + second * diffusion_squared / 2).subs(to_y)),
-            sp.simplify((first**2 * diffusion_squared).subs(to_y)))
+    return (
+        sp.simplify((first * drift + second * diffusion_squared / 2).subs(to_y)),
+        sp.simplify((first**2 * diffusion_squared).subs(to_y)),
+    )

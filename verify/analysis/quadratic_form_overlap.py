@@ -35,8 +35,11 @@ def quadratic_form_results() -> QuadraticFormResults:
     drift, diffusion = overlap_sde("quadratic_form")
     # s = exp(int_0^rho q) with q split as c_+/(1-rho) + c_-/(1+rho) + R: real logarithms on (-1, 1).
     parts = scale_decomposition("quadratic_form")
-    density = sp.simplify((1 - rho) ** (-parts.c_plus) * (1 + rho) ** parts.c_minus
-                          * sp.exp(sp.integrate(sp.simplify(parts.regular), (rho, 0, rho))))
+    density = sp.simplify(
+        (1 - rho) ** (-parts.c_plus)
+        * (1 + rho) ** parts.c_minus
+        * sp.exp(sp.integrate(sp.simplify(parts.regular), (rho, 0, rho)))
+    )
     invariant = sp.integrate(sp.powsimp(density, force=True), rho)
     invariant = sp.simplify(invariant - invariant.subs(rho, 0))
     low = sp.limit(invariant, rho, -1, "+")

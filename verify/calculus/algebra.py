@@ -110,8 +110,9 @@ class Mat:
         g = self.span.gram
         if isinstance(other, Vec):
             return Vec(self.span, self.alpha * other.c + self.C * g * other.c)
-        return Mat(self.span, self.alpha * other.alpha,
-                   self.alpha * other.C + other.alpha * self.C + self.C * g * other.C)
+        return Mat(
+            self.span, self.alpha * other.alpha, self.alpha * other.C + other.alpha * self.C + self.C * g * other.C
+        )
 
     @property
     def T(self) -> Mat:

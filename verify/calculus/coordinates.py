@@ -90,8 +90,15 @@ def exact_number(value) -> sp.Rational:
     return sp.nsimplify(value, rational=True)
 
 
-def coordinate_generator_at(system: ParticleSystem, f: sp.Expr, dim: int, point, kernel_coeffs=(0, 0, 0),
-                            values: dict | None = None, digits: int = 30) -> sp.Float:
+def coordinate_generator_at(
+    system: ParticleSystem,
+    f: sp.Expr,
+    dim: int,
+    point,
+    kernel_coeffs=(0, 0, 0),
+    values: dict | None = None,
+    digits: int = 30,
+) -> sp.Float:
     """``L F`` at ``point`` (n x dim numbers) for F(x) = f(Gram(x)), by brute force in coordinates."""
     n = system.span.n
     xs = token_symbols(n, dim)
@@ -116,8 +123,12 @@ def coordinate_generator_at(system: ParticleSystem, f: sp.Expr, dim: int, point,
     total = sum(b * g for b, g in zip(drift, grad))
     for comp in noise_components(system, xs, gram, kernel_coeffs):
         sig = [at(c) for i in range(n) for c in comp[i]]
-        total += sp.Rational(1, 2) * sum(sig[p] * hess[p][q] * sig[q] for p in range(len(flat)) for q in range(len(flat))
-                                        if sig[p] != 0 and sig[q] != 0)
+        total += sp.Rational(1, 2) * sum(
+            sig[p] * hess[p][q] * sig[q]
+            for p in range(len(flat))
+            for q in range(len(flat))
+            if sig[p] != 0 and sig[q] != 0
+        )
     return sp.N(total, digits)
 
 
@@ -127,12 +138,22 @@ def polynomial_kernel(coeffs) -> sp.Lambda:
     return sp.Lambda(u, c0 + c1 * u + c2 * u**2)
 
 
-def gram_generator_at(system: ParticleSystem, f: sp.Expr, dim: int, point, kernel_coeffs=(0, 0, 0),
-                      values: dict | None = None, digits: int = 30) -> sp.Float:
+def gram_generator_at(
+    system: ParticleSystem,
+    f: sp.Expr,
+    dim: int,
+    point,
+    kernel_coeffs=(0, 0, 0),
+    values: dict | None = None,
+    digits: int = 30,
+) -> sp.Float:
     """``L f`` from ``verify.calculus.generator`` (d symbolic), evaluated at the same point with d = dim."""
     n = system.span.n
-    gram = {gram_symbol(i, j): sum(exact_number(point[i][a]) * exact_number(point[j][a]) for a in range(dim))
-            for i in range(n) for j in range(i, n)}
+    gram = {
+        gram_symbol(i, j): sum(exact_number(point[i][a]) * exact_number(point[j][a]) for a in range(dim))
+        for i in range(n)
+        for j in range(i, n)
+    }
     expr = system.generator(f)
     if isinstance(system.noise, BrownianField):
         expr = expr.replace(system.noise.kernel, polynomial_kernel(kernel_coeffs))

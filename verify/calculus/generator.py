@@ -50,8 +50,11 @@ class ParticleSystem:
 
     def gram_covariation(self, p: tuple[int, int], q: tuple[int, int]) -> sp.Expr:
         return sum(
-            (self.second_moment(v, w).bilinear(u, z) for u, v in self.gram_martingale(*p)
-             for z, w in self.gram_martingale(*q)),
+            (
+                self.second_moment(v, w).bilinear(u, z)
+                for u, v in self.gram_martingale(*p)
+                for z, w in self.gram_martingale(*q)
+            ),
             sp.Integer(0),
         )
 

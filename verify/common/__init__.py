@@ -17,6 +17,15 @@ from .verdicts import Verdict
 from .versions import package_versions
 
 __all__ = [
-    "Verdict", "atomic_write", "atomic_write_set", "check_choice", "check_int", "check_ladder", "check_matrix", "check_real",
-    "check_tokens", "file_stem", "package_versions",
+    "Verdict",
+    "atomic_write",
+    "atomic_write_set",
+    "check_choice",
+    "check_int",
+    "check_ladder",
+    "check_matrix",
+    "check_real",
+    "check_tokens",
+    "file_stem",
+    "package_versions",
 ]

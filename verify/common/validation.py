@@ -80,8 +80,9 @@ def check_tokens(name: str, x: object, *, tokens: int | None = None, dim: int | 
     return array
 
 
-def check_ladder(name: str, values: object, *, minimum: int = 1, levels: int = 3,
-                 doubling: bool = False) -> tuple[int, ...]:
+def check_ladder(
+    name: str, values: object, *, minimum: int = 1, levels: int = 3, doubling: bool = False
+) -> tuple[int, ...]:
     """Return ``values`` as a tuple of at least ``levels`` strictly increasing integers >= ``minimum``
     (``doubling``: each twice the previous, so the grids nest)."""
     ladder = tuple(values) if isinstance(values, (list, tuple)) else ()

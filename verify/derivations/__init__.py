@@ -1,5 +1,6 @@
 """Every derivation with its checks (``catalogue``), the Monte Carlo cross-check of each generator against a
-discrete layer written here from docs/models.md, with the models every derivation covers (``crosscheck``) and ``reports/symbolic.{md,json}`` (``symbolic_report``).
+discrete layer written here from docs/models.md, with the models every derivation covers (``crosscheck``) and
+``reports/symbolic.{md,json}`` (``symbolic_report``).
 """
 
 from __future__ import annotations
@@ -9,5 +10,9 @@ from .crosscheck import CHECKED, checked_system
 from .symbolic_report import write
 
 __all__ = [
-    "ALL", "CHECKED", "checked_system", "latent_diffusion", "write",
+    "ALL",
+    "CHECKED",
+    "checked_system",
+    "latent_diffusion",
+    "write",
 ]

@@ -148,14 +148,21 @@ def derived_generator(model: str, f_sym: sp.Expr, dim: int, rho: float) -> float
     expr = system.generator(f_sym)
     if model == "agazzi":
         expr = expr.replace(system.noise.kernel, polynomial_kernel([sp.nsimplify(c) for c in PARAMS["kernel"]]))
-    values = {d: dim, beta: sp.nsimplify(PARAMS["beta"]), sigma: sp.nsimplify(PARAMS["sigma"]),
-              eps: sp.nsimplify(PARAMS["eps"]), m: sp.nsimplify(PARAMS["m"]), v_sign: sp.nsimplify(PARAMS["v"]),
-              gram_symbol(0, 1): sp.nsimplify(rho)}
+    values = {
+        d: dim,
+        beta: sp.nsimplify(PARAMS["beta"]),
+        sigma: sp.nsimplify(PARAMS["sigma"]),
+        eps: sp.nsimplify(PARAMS["eps"]),
+        m: sp.nsimplify(PARAMS["m"]),
+        v_sign: sp.nsimplify(PARAMS["v"]),
+        gram_symbol(0, 1): sp.nsimplify(rho),
+    }
     return float(sp.N(expr.subs(values), 20))
 
 
-def one_step_check(model: str, observable: str, dim: int = 4, rho: float = 0.3, pairs: int = 200_000,
-                   seed: int = 0, steps=STEPS) -> OneStepCheck:
+def one_step_check(
+    model: str, observable: str, dim: int = 4, rho: float = 0.3, pairs: int = 200_000, seed: int = 0, steps=STEPS
+) -> OneStepCheck:
     """Estimate D(h) at ``steps`` and compare its extrapolation with the derived generator."""
     f_sym, f_num = TEST_FUNCTIONS[observable]
     draw, layer = samplers(dim)[model]
@@ -178,5 +185,18 @@ def one_step_check(model: str, observable: str, dim: int = 4, rho: float = 0.3, 
     target = derived_generator(model, f_sym(gram_symbol(0, 1)), dim, rho)
     allowance = abs(float(slope)) * min(steps)
     verdict = Verdict.of(bool(abs(intercept - target) <= K_SE * intercept_se + allowance))
-    return OneStepCheck(model, observable, dim, rho, target, list(steps), estimates, errors, float(intercept),
-                        intercept_se, float(slope), allowance, verdict)
+    return OneStepCheck(
+        model,
+        observable,
+        dim,
+        rho,
+        target,
+        list(steps),
+        estimates,
+        errors,
+        float(intercept),
+        intercept_se,
+        float(slope),
+        allowance,
+        verdict,
+    )

@@ -27,7 +27,13 @@ def to_json(derivations: list[Derivation], elapsed_s: float) -> str:
         "status": "verified" if all(d.status == "verified" for d in derivations) else "failed",
         "versions": package_versions(),
         "derivations": [
-            {"name": d.name, "statement": d.statement, "status": d.status, "results": _plain(d.results), "checks": d.checks}
+            {
+                "name": d.name,
+                "statement": d.statement,
+                "status": d.status,
+                "results": _plain(d.results),
+                "checks": d.checks,
+            }
             for d in derivations
         ],
     }
@@ -58,8 +64,14 @@ def _result_lines(name: str, value) -> list[str]:
 
 def to_markdown(derivations: list[Derivation], elapsed_s: float) -> str:
     status = "verified" if all(d.status == "verified" for d in derivations) else "failed"
-    lines = ["# Symbolic derivations", "", f"**Status: {status}** ({elapsed_s:.1f} s)", "",
-             "| derivation | status | checks |", "|---|---|---|"]
+    lines = [
+        "# Symbolic derivations",
+        "",
+        f"**Status: {status}** ({elapsed_s:.1f} s)",
+        "",
+        "| derivation | status | checks |",
+        "|---|---|---|",
+    ]
     for der in derivations:
         passed = sum(c["status"] == "verified" for c in der.checks)
         lines.append(f"| [{der.name}](#{der.name}) | **{der.status}** | {passed}/{len(der.checks)} |")

@@ -20,6 +20,18 @@ from .layer_steps import (
 from .user_maps import LimitComparison, StepLimit, check_limit, one_step_limit
 
 __all__ = [
-    "LimitComparison", "MODELS", "StepLimit", "activation", "beta", "check_limit", "eps", "fedorov_system", "hybrid_system", "m", "model_system",
-    "one_step_limit", "quadratic_form_system", "v_sign",
+    "LimitComparison",
+    "MODELS",
+    "StepLimit",
+    "activation",
+    "beta",
+    "check_limit",
+    "eps",
+    "fedorov_system",
+    "hybrid_system",
+    "m",
+    "model_system",
+    "one_step_limit",
+    "quadratic_form_system",
+    "v_sign",
 ]

@@ -39,20 +39,38 @@ def _silu_derivative(x: np.ndarray) -> np.ndarray:
 
 ACTIVATIONS: dict[str, Activation] = {
     "relu": Activation(
-        "relu", lambda x: np.maximum(x, 0.0), lambda x: (x > 0).astype(np.float64),
-        lambda x: max(x, 0), lambda x: mpmath.mpf(1) if x > 0 else mpmath.mpf(0), kinks=(0.0,)),
+        "relu",
+        lambda x: np.maximum(x, 0.0),
+        lambda x: (x > 0).astype(np.float64),
+        lambda x: max(x, 0),
+        lambda x: mpmath.mpf(1) if x > 0 else mpmath.mpf(0),
+        kinks=(0.0,),
+    ),
     "tanh": Activation(
-        "tanh", np.tanh, lambda x: 1.0 / np.cosh(x) ** 2,
-        mpmath.tanh, lambda x: mpmath.sech(x) ** 2, odd=True),
+        "tanh", np.tanh, lambda x: 1.0 / np.cosh(x) ** 2, mpmath.tanh, lambda x: mpmath.sech(x) ** 2, odd=True
+    ),
     "sigmoid": Activation(
-        "sigmoid", expit, lambda x: expit(x) * (1 - expit(x)),
-        _mp_sigmoid, lambda x: _mp_sigmoid(x) * (1 - _mp_sigmoid(x))),
+        "sigmoid",
+        expit,
+        lambda x: expit(x) * (1 - expit(x)),
+        _mp_sigmoid,
+        lambda x: _mp_sigmoid(x) * (1 - _mp_sigmoid(x)),
+    ),
     "silu": Activation(
-        "silu", lambda x: x * expit(x), _silu_derivative,
-        lambda x: x * _mp_sigmoid(x), lambda x: _mp_sigmoid(x) * (1 + x * (1 - _mp_sigmoid(x)))),
+        "silu",
+        lambda x: x * expit(x),
+        _silu_derivative,
+        lambda x: x * _mp_sigmoid(x),
+        lambda x: _mp_sigmoid(x) * (1 + x * (1 - _mp_sigmoid(x))),
+    ),
     "linear": Activation(
-        "linear", lambda x: np.asarray(x, dtype=np.float64), lambda x: np.ones_like(x, dtype=np.float64),
-        lambda x: x, lambda x: mpmath.mpf(1), odd=True),
+        "linear",
+        lambda x: np.asarray(x, dtype=np.float64),
+        lambda x: np.ones_like(x, dtype=np.float64),
+        lambda x: x,
+        lambda x: mpmath.mpf(1),
+        odd=True,
+    ),
 }
 
 

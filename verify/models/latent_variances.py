@@ -17,7 +17,8 @@ One latent coordinate j at a time (everything is diagonal): data variance ``s2 =
   ``v(t) = 1/(2C - 1) + (v_s - 1/(2C - 1)) e^{-2(2C - 1)(t - t_s)}``.
 * Decoding pads with zeros; the squared Wasserstein-2 (Frechet) distance between centred diagonal Gaussians is
   ``sum_j (sqrt(v_j) - s_j)^2`` (``v_j = 0`` beyond the latent dimension d).
-* Exact score from the forward law: ``d/dt (sqrt(v) - s)^2 = -2 (1 - s2)^2 (1 - e^{-2u}) e^{-2u} / (sqrt(v) (sqrt(v) + s))
+* Exact score from the forward law:
+  ``d/dt (sqrt(v) - s)^2 = -2 (1 - s2)^2 (1 - e^{-2u}) e^{-2u} / (sqrt(v) (sqrt(v) + s))
   <= 0``: the distance never increases. Plug-in: the coordinate's term is non-increasing on [0, T] iff
   ``(sqrt(q) - s)(q - 1) <= 0`` (sigma_hat between s and 1); otherwise it is minimal where ``tau2(u) = s2``.
 * The paper's plug-in criterion: with ``x = a^2 = 1 - e^{-2u}`` at the remaining forward time u, the decoded

@@ -54,15 +54,19 @@ def fedorov_layer(span: Span, mean: sp.Expr = 0) -> list[list[NormalisedStep]]:
 
 def hybrid_layer(span: Span) -> list[list[NormalisedStep]]:
     """Hybrid: ``N(x_i + h u_i + eps dB u_i)`` with one scalar Brownian increment dB."""
-    return [[NormalisedStep(mu=unnormalised_attention(span, i), noise_arg=unnormalised_attention(span, i) * eps)]
-            for i in range(span.n)]
+    return [
+        [NormalisedStep(mu=unnormalised_attention(span, i), noise_arg=unnormalised_attention(span, i) * eps)]
+        for i in range(span.n)
+    ]
 
 
 def agazzi_layer(span: Span) -> list[list[NormalisedStep]]:
     """Model A: ``Y = N(X + h v a(X))`` then ``X' = N(Y + sqrt(h) G(Y))``, Q^T K = beta I, V = v I,
     G a Gaussian field with covariance k(<x,y>) I_d (the infinite-width MLP block)."""
-    return [[NormalisedStep(mu=softmax_attention(span, i) * v_sign), NormalisedStep(mu=span.zero(), noise_arg=i)]
-            for i in range(span.n)]
+    return [
+        [NormalisedStep(mu=softmax_attention(span, i) * v_sign), NormalisedStep(mu=span.zero(), noise_arg=i)]
+        for i in range(span.n)
+    ]
 
 
 def quadratic_form_layer(span: Span) -> list[list[NormalisedStep]]:
@@ -86,7 +90,8 @@ class SymbolicModel:
     tokens: int | None = None
 
     def system(self, n: int = 2, unit: bool = True, **parameters) -> ParticleSystem:
-        """The limit SDE of ``n`` tokens (unit tokens when ``unit``); ``parameters`` go to the layer (model F's mean)."""
+        """The limit SDE of ``n`` tokens (unit tokens when ``unit``); ``parameters`` go to the layer (model F's
+        mean)."""
         span = Span(self.tokens or n, unit)
         return limit_system(span, self.layer(span, **parameters), self.noise())
 

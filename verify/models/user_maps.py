@@ -112,12 +112,15 @@ def noise_spec(noise) -> NoiseSpec:
     for name, part in items:
         shape, scale = getattr(part, "shape", None), getattr(part, "scale", None)
         if shape is None or scale is None:
-            raise TypeError(f"noise{f'[{name!r}]' if name else ''} must have a shape and a scale (e.g. "
-                            f"convergence.matrix_noise(d, sigma)), got {type(part).__name__}")
+            raise TypeError(
+                f"noise{f'[{name!r}]' if name else ''} must have a shape and a scale (e.g. "
+                f"convergence.matrix_noise(d, sigma)), got {type(part).__name__}"
+            )
         shape = tuple(int(n) for n in shape)
         if len(shape) > 2 or any(n < 1 for n in shape):
-            raise ValueError(f"noise{f'[{name!r}]' if name else ''} shape must have at most two positive axes, "
-                             f"got {shape}")
+            raise ValueError(
+                f"noise{f'[{name!r}]' if name else ''} shape must have at most two positive axes, got {shape}"
+            )
         specs.append(NoisePart(name, shape, sp.nsimplify(scale) if isinstance(scale, float) else sp.sympify(scale)))
     inexact = any(isinstance(getattr(part, "scale", None), float) for _, part in items)
     return NoiseSpec(tuple(specs), structure, inexact)
@@ -170,10 +173,10 @@ class _Frozen:
 @dataclass(frozen=True)
 class StepLimit:
     """The derived limit of one step: per-token drift vectors, the noise loadings (column k is the order-s
-    coefficient's derivative in z_k, so the diffusion covariance is ``loadings loadings^T``) and the mean of the
-    order-s term and the step's change at h = 0, ``step(x, 0, 0) - x`` (both must be 0). Entries are written in the
-frozen symbols ``frozen_k``; ``definitions`` gives each in
-    the token symbols ``tokens`` (``expand()`` substitutes them)."""
+        coefficient's derivative in z_k, so the diffusion covariance is ``loadings loadings^T``) and the mean of the
+        order-s term and the step's change at h = 0, ``step(x, 0, 0) - x`` (both must be 0). Entries are written in the
+    frozen symbols ``frozen_k``; ``definitions`` gives each in
+        the token symbols ``tokens`` (``expand()`` substitutes them)."""
 
     tokens: list[sp.Matrix]
     drift: sp.Matrix
@@ -197,9 +200,13 @@ frozen symbols ``frozen_k``; ``definitions`` gives each in
         second = []
         for k in range(self.loadings.cols):
             column = [self.loadings[r, k] for r in range(len(flat))]
-            second += [_mul(sp.S.Half, column[r], column[q], gradient[r].diff(flat[q]))
-                       for r in range(len(flat)) if column[r] is not sp.S.Zero and gradient[r] != 0
-                       for q in range(len(flat)) if column[q] is not sp.S.Zero]
+            second += [
+                _mul(sp.S.Half, column[r], column[q], gradient[r].diff(flat[q]))
+                for r in range(len(flat))
+                if column[r] is not sp.S.Zero and gradient[r] != 0
+                for q in range(len(flat))
+                if column[q] is not sp.S.Zero
+            ]
         return _add([first, *second])
 
     def evaluate(self, expr: sp.Expr, tokens) -> float:
@@ -210,8 +217,11 @@ frozen symbols ``frozen_k``; ``definitions`` gives each in
         """The same limit with the frozen symbols substituted and every sum and product evaluated (large
         expressions for attention maps)."""
         subs = self.definitions
-        return StepLimit(self.tokens, *(m.xreplace(subs).doit() for m in (
-            self.drift, self.loadings, self.first_order_mean, self.zeroth_order)), {})
+        return StepLimit(
+            self.tokens,
+            *(m.xreplace(subs).doit() for m in (self.drift, self.loadings, self.first_order_mean, self.zeroth_order)),
+            {},
+        )
 
 
 def _stack(vectors: Sequence, what: str, tokens: int, dim: int) -> sp.Matrix:
@@ -258,8 +268,12 @@ class _Jet:
 
     def through(self, f0: sp.Expr, f1: sp.Expr, f2: sp.Expr) -> _Jet:
         """f(self) for a scalar function with f(value), f'(value), f''(value) (Ito's chain rule)."""
-        return _Jet(f0, _mul(f1, self.mean), tuple((k, _mul(f1, c)) for k, c in self.linear),
-                    _add([_mul(f1, self.drift), _mul(sp.S.Half, f2, self.second_moment())]))
+        return _Jet(
+            f0,
+            _mul(f1, self.mean),
+            tuple((k, _mul(f1, c)) for k, c in self.linear),
+            _add([_mul(f1, self.drift), _mul(sp.S.Half, f2, self.second_moment())]),
+        )
 
 
 def _jet_sum(jets: list[_Jet]) -> _Jet:
@@ -267,8 +281,12 @@ def _jet_sum(jets: list[_Jet]) -> _Jet:
     for jet in jets:
         for k, c in jet.linear:
             linear.setdefault(k, []).append(c)
-    return _Jet(_add([j.value for j in jets]), _add([j.mean for j in jets]),
-                tuple((k, _add(cs)) for k, cs in sorted(linear.items())), _add([j.drift for j in jets]))
+    return _Jet(
+        _add([j.value for j in jets]),
+        _add([j.mean for j in jets]),
+        tuple((k, _add(cs)) for k, cs in sorted(linear.items())),
+        _add([j.drift for j in jets]),
+    )
 
 
 def _jet_product(a: _Jet, b: _Jet) -> _Jet:
@@ -277,9 +295,12 @@ def _jet_product(a: _Jet, b: _Jet) -> _Jet:
         linear.setdefault(k, []).append(_mul(c, b.value))
     b_linear = dict(b.linear)
     cross = _add([_mul(a.mean, b.mean), *[_mul(c, b_linear[k]) for k, c in a.linear if k in b_linear]])
-    return _Jet(_mul(a.value, b.value), _add([_mul(a.value, b.mean), _mul(a.mean, b.value)]),
-                tuple((k, _add(cs)) for k, cs in sorted(linear.items())),
-                _add([_mul(a.value, b.drift), _mul(a.drift, b.value), cross]))
+    return _Jet(
+        _mul(a.value, b.value),
+        _add([_mul(a.value, b.mean), _mul(a.mean, b.value)]),
+        tuple((k, _add(cs)) for k, cs in sorted(linear.items())),
+        _add([_mul(a.value, b.drift), _mul(a.drift, b.value), cross]),
+    )
 
 
 class _Expansion:
@@ -316,7 +337,7 @@ class _Expansion:
         if expr.is_Pow and not self.depends(expr.exp):
             base, p = self(expr.base), expr.exp
             u = base.value
-            power = (lambda q: sp.Pow(u, q, evaluate=False)) if u is not sp.S.Zero else (lambda q: sp.S.Zero ** q)
+            power = (lambda q: sp.Pow(u, q, evaluate=False)) if u is not sp.S.Zero else (lambda q: sp.S.Zero**q)
             return base.through(power(p), _mul(p, power(p - 1)), _mul(p * (p - 1), power(p - 2)))
         if expr.is_Pow:
             return self(sp.exp(expr.exp * sp.log(expr.base)))
@@ -325,8 +346,10 @@ class _Expansion:
             f = expr.func(self._t)
             at = {self._t: inner.value}
             return inner.through(f.xreplace(at), f.diff(self._t).xreplace(at), f.diff(self._t, 2).xreplace(at))
-        raise NotImplementedError(f"one_step_limit cannot expand {type(expr).__name__} ({expr}) where it depends on "
-                                  "h or the noise: write the step with +, *, powers and functions of one argument")
+        raise NotImplementedError(
+            f"one_step_limit cannot expand {type(expr).__name__} ({expr}) where it depends on "
+            "h or the noise: write the step with +, *, powers and functions of one argument"
+        )
 
 
 def one_step_limit(step: Callable, tokens: int, dim: int, noise, progress: bool = True) -> StepLimit:
@@ -348,17 +371,27 @@ def _derived(step: Callable, tokens: int, dim: int, spec: NoiseSpec, progress: b
     flat = _stack(step(xs, spec.value(sp.S.One), h), "step(xs, dw, h)", tokens, dim).applyfunc(frozen)
     expansion = _Expansion(noise)
     jets = []
-    for entry in tqdm(flat, desc=f"one_step_limit (n = {tokens}, d = {dim}, {len(noise)} noise entries)",
-                      delay=PROGRESS_DELAY, disable=not progress, leave=False):
+    for entry in tqdm(
+        flat,
+        desc=f"one_step_limit (n = {tokens}, d = {dim}, {len(noise)} noise entries)",
+        delay=PROGRESS_DELAY,
+        disable=not progress,
+        leave=False,
+    ):
         jets.append(expansion(entry))
     loadings = sp.zeros(flat.rows, len(noise))
     for r, jet in enumerate(jets):
         for k, c in jet.linear:
             loadings[r, k] = c
     x = _stack(xs, "tokens", tokens, dim)
-    return StepLimit(xs, sp.Matrix([j.drift for j in jets]), loadings, sp.Matrix([j.mean for j in jets]),
-                     sp.Matrix([_add([j.value, _mul(sp.S.NegativeOne, x[r])]) for r, j in enumerate(jets)]),
-                     frozen.definitions)
+    return StepLimit(
+        xs,
+        sp.Matrix([j.drift for j in jets]),
+        loadings,
+        sp.Matrix([j.mean for j in jets]),
+        sp.Matrix([_add([j.value, _mul(sp.S.NegativeOne, x[r])]) for r, j in enumerate(jets)]),
+        frozen.definitions,
+    )
 
 
 def claimed_loadings(diffusion: Callable, xs: list[sp.Matrix], noise, frozen: _Frozen | None = None) -> sp.Matrix:
@@ -388,10 +421,23 @@ def _random_sphere_point(xs: list[sp.Matrix], generator: random.Random) -> dict:
     return values
 
 
-_MPMATH_FUNCTIONS = {"exp": mpmath.exp, "log": mpmath.log, "erf": mpmath.erf, "erfc": mpmath.erfc, "sin": mpmath.sin,
-                     "cos": mpmath.cos, "tan": mpmath.tan, "tanh": mpmath.tanh, "sinh": mpmath.sinh,
-                     "cosh": mpmath.cosh, "atan": mpmath.atan, "asin": mpmath.asin, "acos": mpmath.acos,
-                     "Abs": abs, "sign": mpmath.sign}
+_MPMATH_FUNCTIONS = {
+    "exp": mpmath.exp,
+    "log": mpmath.log,
+    "erf": mpmath.erf,
+    "erfc": mpmath.erfc,
+    "sin": mpmath.sin,
+    "cos": mpmath.cos,
+    "tan": mpmath.tan,
+    "tanh": mpmath.tanh,
+    "sinh": mpmath.sinh,
+    "cosh": mpmath.cosh,
+    "atan": mpmath.atan,
+    "asin": mpmath.asin,
+    "acos": mpmath.acos,
+    "Abs": abs,
+    "sign": mpmath.sign,
+}
 
 
 class _Evaluation:
@@ -451,8 +497,10 @@ def _given_point(xs: list[sp.Matrix], state) -> dict:
     """Values for the token symbols from a state shaped (n, d) (floats, read exactly)."""
     rows = [list(row) for row in state]
     if len(rows) != len(xs) or any(len(row) != token.rows for row, token in zip(rows, xs)):
-        raise ValueError(f"points must be states shaped ({len(xs)}, {xs[0].rows}), got one shaped "
-                         f"({len(rows)}, {len(rows[0]) if rows else 0})")
+        raise ValueError(
+            f"points must be states shaped ({len(xs)}, {xs[0].rows}), got one shaped "
+            f"({len(rows)}, {len(rows[0]) if rows else 0})"
+        )
     return {symbol: mpmath.mpf(float(value)) for token, row in zip(xs, rows) for symbol, value in zip(token, row)}
 
 
@@ -478,10 +526,12 @@ class LimitComparison:
 
     def __str__(self) -> str:
         verdict = "consistent" if self.consistent else "NOT consistent"
-        lines = [f"one-step expansion against the claim: {verdict} (largest differences: drift {self.drift:.3g}, "
-                 f"covariance {self.covariance:.3g}, order-sqrt(h) mean {self.first_order_mean:.3g}, step at h = 0 "
-                 f"{self.zeroth_order:.3g}; tolerance "
-                 f"{self.tolerance:.0e})"]
+        lines = [
+            f"one-step expansion against the claim: {verdict} (largest differences: drift {self.drift:.3g}, "
+            f"covariance {self.covariance:.3g}, order-sqrt(h) mean {self.first_order_mean:.3g}, step at h = 0 "
+            f"{self.zeroth_order:.3g}; tolerance "
+            f"{self.tolerance:.0e})"
+        ]
         if self.rows:
             lines.append(f"  {'coefficient':<17} {'entry':<16} {'derived':>14} {'claimed':>14} {'claimed/derived':>16}")
             for name, entry, derived, claimed in self.rows:
@@ -496,8 +546,18 @@ def _entry_label(name: str, index: tuple[int, int], tokens: list[sp.Matrix]) -> 
     return str(flat[index[0]]) if name != "covariance" else f"({flat[index[0]]}, {flat[index[1]]})"
 
 
-def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: int, dim: int, noise,
-                points: int | Sequence = 4, dps: int = 30, seed: int = 0, shown: int = 6) -> LimitComparison:
+def check_limit(
+    step: Callable,
+    drift: Callable,
+    diffusion: Callable,
+    tokens: int,
+    dim: int,
+    noise,
+    points: int | Sequence = 4,
+    dps: int = 30,
+    seed: int = 0,
+    shown: int = 6,
+) -> LimitComparison:
     """Derived against claimed coefficients at ``points`` random points of the unit sphere, ``dps`` digits; or at
     the given states (a sequence of (n, d) arrays) when the map lives elsewhere (e.g. a LayerNorm's sphere of
     radius sqrt(d) in the plane orthogonal to (1, ..., 1)): float states are judged at ``FLOAT_TOLERANCE``.
@@ -506,7 +566,8 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
     time). Consistent when the largest differences of drift, covariance, first-order mean and the step's change at
     h = 0 are all below
     10^(5 - dps), or ``FLOAT_TOLERANCE`` when the map or the claim holds inexact floats; the ``shown`` entries that
-    differ most at the worst point are kept, derived beside claimed. Covariances are formed from the loadings in numbers (J J^T at each point), never as symbolic products.
+    differ most at the worst point are kept, derived beside claimed. Covariances are formed from the loadings in numbers
+    (J J^T at each point), never as symbolic products.
     """
     derived = one_step_limit(step, tokens, dim, noise)
     xs = derived.tokens
@@ -521,19 +582,32 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
         for index in range(points if given is None else len(given)):
             point = _random_sphere_point(xs, generator) if given is None else given[index]
             value = _Evaluation(point, frozen.definitions)
-            drift_a, j_a, mean_a, zeroth_a, drift_b, j_b = (value.matrix(m) for m in (
-                derived.drift, derived.loadings, derived.first_order_mean, derived.zeroth_order, claimed_drift,
-                claimed_j))
-            pairs = {"drift": (drift_a, drift_b), "covariance": (j_a * j_a.T, j_b * j_b.T),
-                     "first_order_mean": (mean_a, mpmath.zeros(mean_a.rows, 1)),
-                     "zeroth_order": (zeroth_a, mpmath.zeros(zeroth_a.rows, 1))}
+            drift_a, j_a, mean_a, zeroth_a, drift_b, j_b = (
+                value.matrix(m)
+                for m in (
+                    derived.drift,
+                    derived.loadings,
+                    derived.first_order_mean,
+                    derived.zeroth_order,
+                    claimed_drift,
+                    claimed_j,
+                )
+            )
+            pairs = {
+                "drift": (drift_a, drift_b),
+                "covariance": (j_a * j_a.T, j_b * j_b.T),
+                "first_order_mean": (mean_a, mpmath.zeros(mean_a.rows, 1)),
+                "zeroth_order": (zeroth_a, mpmath.zeros(zeroth_a.rows, 1)),
+            }
             for name, (a, b) in pairs.items():
                 difference = max(abs(a[r, c] - b[r, c]) for r in range(a.rows) for c in range(a.cols))
                 if difference >= residuals[name]:
                     residuals[name], worst[name] = difference, (a, b)
         tolerance = mpmath.mpf(10) ** (5 - dps)
-    inexact = any(expr.has(sp.Float) for expr in (derived.drift, derived.loadings, claimed_drift, claimed_j,
-                                                   *frozen.definitions.values()))
+    inexact = any(
+        expr.has(sp.Float)
+        for expr in (derived.drift, derived.loadings, claimed_drift, claimed_j, *frozen.definitions.values())
+    )
     if inexact or given is not None or noise_spec(noise).inexact:
         tolerance = max(tolerance, mpmath.mpf(FLOAT_TOLERANCE))
     rows = []
@@ -541,8 +615,12 @@ def check_limit(step: Callable, drift: Callable, diffusion: Callable, tokens: in
         if residuals[name] < tolerance:
             continue
         entries = sorted(((abs(a[r, c] - b[r, c]), r, c) for r in range(a.rows) for c in range(a.cols)), reverse=True)
-        rows += [(name, _entry_label(name, (r, c), xs), float(a[r, c]), float(b[r, c]))
-                 for _, r, c in entries[:shown]]
-    return LimitComparison(float(residuals["drift"]), float(residuals["covariance"]),
-                           float(residuals["first_order_mean"]), float(tolerance), tuple(rows),
-                           float(residuals["zeroth_order"]))
+        rows += [(name, _entry_label(name, (r, c), xs), float(a[r, c]), float(b[r, c])) for _, r, c in entries[:shown]]
+    return LimitComparison(
+        float(residuals["drift"]),
+        float(residuals["covariance"]),
+        float(residuals["first_order_mean"]),
+        float(tolerance),
+        tuple(rows),
+        float(residuals["zeroth_order"]),
+    )

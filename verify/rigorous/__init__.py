@@ -23,8 +23,22 @@ from .latent_stopping import (
 from .synchronisation import attention_energy_rate, certified_infimum, lambda_bar_prime
 
 __all__ = [
-    "DerivativesByDimension", "LatentSetting", "STARTS", "attention_energy_rate", "certified_infimum", "certify_critical_beta",
-    "certify_sign", "coordinate_gain", "critical_beta", "distance", "distance_derivative", "lambda_bar_prime",
-    "ldm_distance", "ldm_switching_times", "monotone_criterion", "optimal_dimension", "optimal_stopping_time",
+    "DerivativesByDimension",
+    "LatentSetting",
+    "STARTS",
+    "attention_energy_rate",
+    "certified_infimum",
+    "certify_critical_beta",
+    "certify_sign",
+    "coordinate_gain",
+    "critical_beta",
+    "distance",
+    "distance_derivative",
+    "lambda_bar_prime",
+    "ldm_distance",
+    "ldm_switching_times",
+    "monotone_criterion",
+    "optimal_dimension",
+    "optimal_stopping_time",
     "plugin_criterion",
 ]

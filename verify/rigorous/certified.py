@@ -121,7 +121,9 @@ def certify_critical_beta(d_value: int) -> CertifiedRoot:
 def critical_beta(d_value: int) -> tuple[mpmath.mpf, mpmath.mpf]:
     """Certified ``(lo, hi)`` enclosing beta_c(d) for model F (d >= 3), as mpmath numbers."""
     if isinstance(d_value, bool) or not isinstance(d_value, int) or d_value < 3:
-        raise ValueError(f"d must be an integer >= 3 (for d = 2 the antipodal end attracts for every beta), got {d_value!r}")
+        raise ValueError(
+            f"d must be an integer >= 3 (for d = 2 the antipodal end attracts for every beta), got {d_value!r}"
+        )
     root = certify_critical_beta(d_value)
     if not root.certified:
         raise ArithmeticError(f"could not certify the enclosure of beta_c({d_value}): {root}")

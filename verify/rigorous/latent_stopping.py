@@ -1,4 +1,5 @@
-"""Rigorous evaluation of the latent diffusion stopping problem (formulas derived in ``verify.models.latent_variances``).
+"""Rigorous evaluation of the latent diffusion stopping problem (formulas derived in
+``verify.models.latent_variances``).
 
 Conventions (docs/models.md section 4 leaves them open; these are ours, stated in every report):
 
@@ -254,8 +255,9 @@ def optimal_stopping_time(setting: LatentSetting, d: int, grid: int = 400) -> tu
     return candidates[best], values[best]
 
 
-def certify_sign(function: Callable, lo, hi, sign: int, depth: int = 64, dps: int = 40,
-                 budget: int = 20_000, strict: bool = True) -> bool | None:
+def certify_sign(
+    function: Callable, lo, hi, sign: int, depth: int = 64, dps: int = 40, budget: int = 20_000, strict: bool = True
+) -> bool | None:
     """True when ``sign * function(box) > 0`` is proved on every box of a bisection of [lo, hi] (interval
     arithmetic, ``function(mpmath.iv, box)``); False when the opposite sign is proved at a point; None when
     undecided (a box narrower than 2^-depth of the interval, or more than ``budget`` evaluations).

@@ -155,7 +155,9 @@ class EnergyRate:
                 gap = zb / (self.d * s2)
                 t = 2 * (gap / 2).sqrt().asin()
                 return s2 * (flint.arb.pi() * gap + t - t.sin() - t * gap) / (2 * flint.arb.pi())
-            coarse, fine = (float(deficit_quadrature(self.spec, z, n)) for n in (GAUSS_HERMITE_NODES, 2 * GAUSS_HERMITE_NODES))
+            coarse, fine = (
+                float(deficit_quadrature(self.spec, z, n)) for n in (GAUSS_HERMITE_NODES, 2 * GAUSS_HERMITE_NODES)
+            )
             return flint.arb(fine) + flint.arb(0, abs(fine - coarse) + 4e-16 * max(abs(fine), 1e-300) + 1e-300)
 
     def slope(self, u: float) -> flint.arb:
@@ -201,8 +203,9 @@ class EnergyRate:
             return self._value(u, kappa)
 
 
-def lambda_bar_prime(act: str, d: int, sigma_u: float = 0.0, sigma_w: float = 0.0, beta: float = 1.0,
-                     tol: float = 1e-7) -> CertifiedInfimum:
+def lambda_bar_prime(
+    act: str, d: int, sigma_u: float = 0.0, sigma_w: float = 0.0, beta: float = 1.0, tol: float = 1e-7
+) -> CertifiedInfimum:
     """Enclosure lower <= lambda_bar' <= upper of lambda_bar' = -inf_{u in [-1, 1]} F(u), width <= ``tol``.
 
     ``argmin`` is the u where inf F was attained; ``rigorous`` is False when kernel values carry only the
@@ -211,8 +214,13 @@ def lambda_bar_prime(act: str, d: int, sigma_u: float = 0.0, sigma_w: float = 0.
     rate = EnergyRate(KernelSpec(act, d, sigma_u, sigma_w), beta)
     lower, upper, argmin, evaluations = certified_infimum(rate.enclose, rate.point, -1.0, 1.0, tol)
     with precision(BITS):
-        return CertifiedInfimum(lower=to_mpf(flint.arb(-upper)), upper=to_mpf(flint.arb(-lower)), argmin=argmin,
-                                pieces=evaluations // 2, rigorous=rate.rigorous)
+        return CertifiedInfimum(
+            lower=to_mpf(flint.arb(-upper)),
+            upper=to_mpf(flint.arb(-lower)),
+            argmin=argmin,
+            pieces=evaluations // 2,
+            rigorous=rate.rigorous,
+        )
 
 
 __all__ = ["CertifiedInfimum", "EnergyRate", "attention_energy_rate", "certified_infimum", "lambda_bar_prime"]
