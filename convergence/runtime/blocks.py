@@ -20,8 +20,8 @@ from verify.common import check_int
 SEED_BLOCK = 64
 
 # The first entry of every stream key: one per owner, so that no two owners ever draw the same numbers (a test checks
-# that they are distinct and that no module sets its own). Keys 8, 10 and 11 are retired (never reuse one: a
-# committed report's numbers depend on its key).
+# that they are distinct and that no module sets its own). 8, 10 and 11 are unused (earlier studies may have had
+# them); changing an owner's key changes every number of its reports.
 STREAM_KEYS = {
     "bootstrap": 0,  # resampling of finished paths, keyed by the stream of the paths it resamples
     "strong-fedorov": 1,
