@@ -84,6 +84,15 @@ def test_every_exported_name_is_in_the_api_reference():
         assert not missing, f"docs/api.md does not document {package.__name__}'s {missing}"
 
 
+def test_every_field_of_a_report_is_in_the_report_format_reference():
+    page = (ROOT / "docs" / "report-format.md").read_text()
+    report = json.loads((ROOT / "reports" / "strong-fedorov.json").read_text())
+    run = json.loads((ROOT / "reports" / "run.json").read_text())
+    fields = {*report, *report["checks"][0], *run}
+    missing = sorted(f for f in fields if f"`{f}`" not in page)
+    assert not missing, f"docs/report-format.md does not describe {missing}"
+
+
 RESULTS_START = "<!-- results: generated from reports/*.json by `python -m tests.test_docs` -->"
 RESULTS_END = "<!-- end of results -->"
 README_LIMIT = 6500  # bytes: one screen, with the generated table
