@@ -6,7 +6,8 @@
     python -m convergence bench [--out DIR] [--repeats N] [--paths N] [--breakdown]
 
 ``run`` and ``report`` write ``DIR/<study>.{json,md,png}`` and refresh ``DIR/index.md`` (default
-``reports/``). A progress bar is shown when standard error is a terminal.
+``reports/quick/`` for the quick profile, ``reports/`` for the full one; replacing a report of the other profile is
+refused unless ``--replace-other-profile``). A progress bar is shown when standard error is a terminal.
 
 Execution options (``convergence.runtime.execution``): ``--scheduler sync|processes|tcp://host:port`` (in process,
 a local dask cluster of ``--workers`` processes, or an existing dask scheduler; default: processes, one per

@@ -479,9 +479,10 @@ def check_strong_order(
     layer map, e.g. ``layer_map(lambda x, dw, h: x * np.exp((a - b**2 / 2) * h + b * dw[:, :, None]), ...)`` for
     geometric Brownian motion with a field_noise((1,))), run at the same steps instead of Euler-Maruyama: the errors
     are then against the exact solution, ``reference_exact`` checks that its steps agree to rounding, and
-    same_limit's allowance is that rounding. An exact solution X_t = phi(x_0, W_t, t) of an autonomous SDE (one that
-    sees the Brownian path only through W_t, as geometric Brownian motion's) is its own one-step flow, by the Markov
-    property: X(t + h) = phi(X(t), W(t + h) - W(t), h), so ``layer_map(phi, ...)`` is the reference.
+    same_limit's allowance is that rounding. An SDE with time-independent coefficients whose solution from every x_0
+    is X_t = phi(x_0, W_t, t) (it sees the Brownian path only through W_t, as geometric Brownian motion's) has phi as
+    its one-step flow, by the Markov property: X(t + h) = phi(X(t), W(t + h) - W(t), h), so ``layer_map(phi, ...)``
+    is the reference.
     """
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)

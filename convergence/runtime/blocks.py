@@ -23,7 +23,9 @@ SEED_BLOCK = 64
 # that they are distinct and that no module sets its own). 8, 10 and 11 are unused (earlier studies may have had
 # them); changing an owner's key changes every number of its reports.
 STREAM_KEYS = {
-    "bootstrap": 0,  # resampling of finished paths, keyed by the stream of the paths it resamples
+    # streams derived from another stream, keyed by it (the bootstrap's (0, *key); chaos's test-function directions'
+    # (0, *key, 1)): distinct from each other by their length
+    "bootstrap": 0,
     "strong-fedorov": 1,
     "weak-fedorov": 2,
     "phase-transition": 3,
