@@ -130,6 +130,22 @@ def run_miss_probability(outcome: Outcome) -> float:
     return min(miss_probability(c) for c in failed) if failed else 1.0
 
 
+def rate_plot(title: str, xlabel: str, checks: Sequence[Check], target: bool = True) -> Plot:
+    """The rate rows of ``rate_check`` as a figure: each row's share of seeds with its Wilson interval, and its target
+    share when ``target``."""
+    x = list(range(len(checks)))
+    measured = Curve(
+        "measured (Wilson 99%)",
+        x,
+        [c.estimate for c in checks],
+        [c.ci[0] for c in checks],
+        [c.ci[1] for c in checks],
+        style="points",
+    )
+    wanted = [Curve("target", x, [c.expected for c in checks], style="points")] if target else []
+    return Plot(title, xlabel, "share", [measured, *wanted])
+
+
 def rate_check(
     name: str,
     verdicts: Sequence[str],
@@ -221,22 +237,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 )
             )
             rows.append((f"{case.label}: {label}", checks[-1]))
-    x = list(range(len(rows)))
-    plot = Plot(
-        "share of seeds decided as wanted (pass for true claims, fail for mutants)",
-        "case",
-        "share",
-        [
-            Curve(
-                "measured (Wilson 99%)",
-                x,
-                [c.estimate for _, c in rows],
-                [c.ci[0] for _, c in rows],
-                [c.ci[1] for _, c in rows],
-                style="points",
-            ),
-            Curve("target", x, [c.expected for _, c in rows], style="points"),
-        ],
+    plot = rate_plot(
+        "share of seeds decided as wanted (pass for true claims, fail for mutants)", "case", [c for _, c in rows]
     )
     params = {
         "seeds_per_case": SEEDS,

@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 from functools import partial
 
-from ..output import Curve, Plot, StudyResult
+from ..output import StudyResult
 from ..runtime import STREAM_KEYS
 from ..statistics import FAIL, INCONCLUSIVE, PASS, Check
 from .base import ProgressFactory, Study
-from .calibration import rate_check
+from .calibration import rate_check, rate_plot
 from .quick_profiles import study_seeds
 
 NAME = "mutant-seeds"
@@ -69,23 +69,7 @@ def seed_rows(results: list[StudyResult]) -> tuple[list[Check], list[str]]:
 def execute(profile: str, seed: int, progress: ProgressFactory, power: Study) -> StudyResult:
     results = [power.execute(profile, power_seed, progress) for power_seed in study_seeds(seed, 0, SEEDS, STUDY_KEY)]
     checks, left_out = seed_rows(results)
-    x = list(range(len(checks)))
-    plot = Plot(
-        "share of seeds decided as wanted (mutants rejected, true claims passed)",
-        "row",
-        "share",
-        [
-            Curve(
-                "measured (Wilson 99%)",
-                x,
-                [c.estimate for c in checks],
-                [c.ci[0] for c in checks],
-                [c.ci[1] for c in checks],
-                style="points",
-            ),
-            Curve("target", x, [c.expected for c in checks], style="points"),
-        ],
-    )
+    plot = rate_plot("share of seeds decided as wanted (mutants rejected, true claims passed)", "row", checks)
     params = {
         "seeds": SEEDS,
         "power_seeds": [r.seed for r in results],

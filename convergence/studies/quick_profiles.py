@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 
-from ..output import Curve, Plot, StudyResult
+from ..output import StudyResult
 from ..runtime import STREAM_KEYS, seed_block_sequence
 from ..statistics import PASS, Check
 from .base import ProgressFactory, Study
-from .calibration import rate_check
+from .calibration import rate_check, rate_plot
 
 NAME = "quick-profiles"
 STUDY_KEY = STREAM_KEYS[NAME]
@@ -50,22 +50,7 @@ def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress
 
 def execute(profile: str, seed: int, progress: ProgressFactory, studies: Sequence[Study] = ()) -> StudyResult:
     checks = quick_profile_rows(studies, seed, SEEDS[profile], progress)
-    x = list(range(len(checks)))
-    plot = Plot(
-        "share of seeds at which the study's quick profile passes",
-        "study",
-        "share",
-        [
-            Curve(
-                "measured (Wilson 99%)",
-                x,
-                [c.estimate for c in checks],
-                [c.ci[0] for c in checks],
-                [c.ci[1] for c in checks],
-                style="points",
-            )
-        ],
-    )
+    plot = rate_plot("share of seeds at which the study's quick profile passes", "study", checks, target=False)
     params = {"seeds_per_study": SEEDS[profile], "studies": [study.name for study in studies]}
     notes = [
         "Each study runs its quick profile exactly as `python -m convergence run NAME --seed S` would, at seeds "
