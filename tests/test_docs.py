@@ -5,7 +5,9 @@ the docs runs as written, the README fits on one screen, and its results table i
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import re
 import subprocess
@@ -49,6 +51,7 @@ def test_no_page_points_outside_the_repository():
         assert "../shared" not in page.read_text() and "MATH.md" not in page.read_text(), page.name
 
 
+ANNOTATED_VERDICT = re.compile(r"^print\(.*\.verdict\)\s+# (pass|fail|inconclusive)\b(?! /)", re.M)
 EXTRA = re.compile(r"^\s*(?:import|from) (torch)\b", re.M)  # an optional extra's package, imported by a block
 
 
@@ -63,7 +66,13 @@ def test_every_python_example_runs(page, tmp_path, monkeypatch):
             if importlib.util.find_spec(package) is None:
                 pytest.skip(f"{page.name}, python block {number} (and the blocks after it) needs the {package} extra")
         code = compile(block, f"{page.name}, python block {number}", "exec")
-        exec(code, namespace)  # noqa: S102  (the docs' own examples)
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            exec(code, namespace)  # noqa: S102  (the docs' own examples)
+        # a printed verdict annotated with one (print(...verdict)  # pass) must be that verdict
+        claimed = [m.group(1) for m in ANNOTATED_VERDICT.finditer(block)]
+        shown = [line for line in printed.getvalue().splitlines() if line in ("pass", "fail", "inconclusive")]
+        if claimed:
+            assert shown == claimed, f"{page.name}, python block {number}: printed {shown}, annotated {claimed}"
 
 
 def test_every_exported_name_is_in_the_api_reference():
