@@ -52,8 +52,10 @@ def test_the_local_check_passes_the_derived_limit_and_rejects_its_drift_x_1_05(n
 # plus phi'(0) G m_i through the rest of the MLP. (Cross terms of the two noises have mean 0.)
 
 
-def _softmax_causal(scores):
-    scores = scores + np.triu(np.full(scores.shape[-2:], -np.inf), 1)
+def _softmax(scores, causal):
+    """Attention weights over the last axis; ``causal``: each token sees itself and the earlier ones only."""
+    if causal:
+        scores = scores + np.triu(np.full(scores.shape[-2:], -np.inf), 1)
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
     return weights / weights.sum(axis=-1, keepdims=True)
 
@@ -81,7 +83,7 @@ def _llama_limit(drift_factor=1.0, rotary=True, causal=True):
         q, k, v = (y @ w[f"self_attn.{p}_proj.weight"].T for p in "qkv")
         q, k = rotate(q), rotate(k)
         scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(hf.D)
-        return (_softmax_causal(scores) if causal else _softmax(scores)) @ v
+        return _softmax(scores, causal) @ v
 
     def drift(x):
         m = rms(x, w["post_attention_layernorm.weight"])
@@ -102,11 +104,6 @@ def _llama_limit(drift_factor=1.0, rotary=True, causal=True):
     return cv.limit_sde(drift, diffusion, hf.N, hf.D, hf.LLAMA_LAYER.noise, name="Llama limit by hand")
 
 
-def _softmax(scores):
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return weights / weights.sum(axis=-1, keepdims=True)
-
-
 def _gpt2_limit(drift_factor=1.0, causal=True):
     """GPT-2: LayerNorm, attention (one head, Conv1D weights x @ W), MLP c_proj(gelu_new(c_fc m)):
     gelu_new(u) = u/2 + u^2 / sqrt(2 pi) + O(u^3)."""
@@ -122,7 +119,7 @@ def _gpt2_limit(drift_factor=1.0, causal=True):
     def attention(x):
         q, k, v = np.split(norm(x, "ln_1") @ w["attn.c_attn.weight"] + w["attn.c_attn.bias"], 3, axis=-1)
         scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(hf.D)
-        return (_softmax_causal(scores) if causal else _softmax(scores)) @ v
+        return _softmax(scores, causal) @ v
 
     def drift(x):
         m = norm(x, "ln_2")

@@ -73,7 +73,7 @@ REFERENCE_LEVELS = (1, 2, 4, 8)
 FLOOR_MARGIN = 3.0  # noise_floor_flags' margin: a level within 3 x the reference's RMS error is at its floor
 REFERENCE_ORDER = 0.5  # Euler-Maruyama's strong order: the reference's claim, separate from the map's ``order``
 EXACT_TOLERANCE = 1e-10  # an exact reference's consecutive levels may differ by this RMS at T (rounding; O(1) states)
-BOOTSTRAP_STREAM = STREAM_KEYS["bootstrap"]
+BOOTSTRAP_STREAM = STREAM_KEYS["derived"]
 # same_limit's default target: a 20% relative drift error. At reference_factor 16 the Euler reference's own mean-square
 # error (the allowance) hides smaller drift errors (model F, n = 2, d = 16: a 5% error leaves a plateau of 1.9e-4 below
 # the reference's 3.4e-4); coefficient errors are the local check's to resolve.

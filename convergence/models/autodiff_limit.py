@@ -19,20 +19,21 @@ d^2/dt^2 F(x, t v, 0) along the p basis directions v of dW, each a jvp of a jvp 
 Forward over forward needs every operation's forward-mode rule to be right at second order. torch's rule for
 ``layer_norm`` is right to first order only (its nested second derivative is off by O(1): 0.88 on the post-LN
 example; pytorch/pytorch#196700, umbrella #198017; seen on torch 2.13), so ``layer_norm`` and ``rms_norm`` are
-computed from their definitions (mean, variance, rsqrt) while the curvature is taken (``_composite_norms``). Any other
-operation may have such a rule: at up to three of the first states a limit is asked for, the forward curvature is
-compared with reverse over reverse (right for all of them, ``silu_backward``'s missing forward rule included, but
-about n d times the work: 57 times slower on the Hugging Face Llama layer of ``examples/hf_blocks.py``), and a block
-on which they differ (beyond rounding: 1024 eps of the lowest precision the block computes in, at least 1e-9), or
-whose forward curvature raises, keeps reverse over reverse, with a warning naming the difference. A heuristic: a rule
-wrong only away from the compared states goes unseen (the module's tests compare the result with limits derived by
-hand).
+computed from their definitions (mean, variance, rsqrt) while the curvature is taken
+(``_composite_norms_mode``). Any other operation may have such a rule: at up to three of the first states a limit
+is asked for, the forward curvature is compared with reverse over reverse (right for all of them,
+``silu_backward``'s missing forward rule included, but about n d times the work: 57 times slower on the Hugging Face
+Llama layer of ``examples/hf_blocks.py``), and a block on which they differ (beyond rounding: 1024 eps of the lowest
+precision the block computes in, at least 1e-9), or whose forward curvature raises, keeps reverse over reverse, with
+a warning naming the difference. A heuristic: a rule wrong only away from the compared states goes unseen (the
+module's tests compare the result with limits derived by hand).
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -53,9 +54,8 @@ class AutodiffLimit(Wrapper):
 
     model: TorchBlockLayer
     name: str = "limit by automatic differentiation"
-    _modes: list = field(
-        default_factory=list, init=False, repr=False, compare=False
-    )  # the curvature's mode, once decided
+    # the curvature's mode, once decided (``_mode``)
+    _modes: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
     def noise(self) -> CommonNoise:
@@ -155,7 +155,7 @@ class AutodiffLimit(Wrapper):
 
 def _curvature(step, size: int, states, mode: str):
     """sum_j d^2/dt^2 F(x, t e_j, 0) at t = 0 for each state x of ``states`` (paths, n, d): forward over forward
-    (under ``_composite_norms``) or reverse over reverse (module docstring)."""
+    (under ``_composite_norms_mode``) or reverse over reverse (module docstring)."""
     import torch
     from torch.func import jacrev, jvp, vmap
 
@@ -171,14 +171,15 @@ def _curvature(step, size: int, states, mode: str):
         return vmap(along, chunk_size=BASIS_CHUNK)(basis).sum(dim=0)
 
     if mode == "forward":  # with grad mode on, silu's forward rule is itself differentiable (its no-grad one is not)
-        with torch.enable_grad(), _composite_norms():
+        with torch.enable_grad(), _composite_norms_mode()():
             return vmap(one_path)(states)
     return vmap(one_path)(states)
 
 
-def _composite_norms():
-    """A torch function mode computing ``layer_norm`` and ``rms_norm`` from their definitions (their forward-mode
-    rules are wrong at second order, module docstring)."""
+@cache
+def _composite_norms_mode() -> type:
+    """The class of a torch function mode computing ``layer_norm`` and ``rms_norm`` from their definitions (their
+    forward-mode rules are wrong at second order, module docstring); built once."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
@@ -202,7 +203,7 @@ def _composite_norms():
         def __torch_function__(self, func, types, args=(), kwargs=None):
             return composite.get(func, func)(*args, **(kwargs or {}))
 
-    return Composite()
+    return Composite
 
 
 def zero_noise_step(layer, x: np.ndarray) -> tuple[np.ndarray, float]:

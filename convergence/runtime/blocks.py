@@ -25,7 +25,7 @@ SEED_BLOCK = 64
 STREAM_KEYS = {
     # streams derived from another stream, keyed by it (the bootstrap's (0, *key); chaos's test-function directions'
     # (0, *key, 1)): distinct from each other by their length
-    "bootstrap": 0,
+    "derived": 0,
     "strong-fedorov": 1,
     "weak-fedorov": 2,
     "phase-transition": 3,
