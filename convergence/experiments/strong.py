@@ -15,7 +15,9 @@ Claims checked (``analyse_strong``):
                      the reference's own mean-square error (the layer map and the reference have the same
                      limit). The rate is the claim's, never the fitted one: a plateau pulls a fitted slope
                      down and A h^{2 p_fitted} then absorbs it (B comes out near 0, even below 0). The
-                     fitted-rate plateau is printed beside it as a diagnostic only.
+                     fitted-rate plateau is printed beside it as a diagnostic only. Against an exact reference
+                     (allowance: rounding) a plateau that moves by half its size when the coarsest fitted level is
+                     dropped is a pre-asymptotic ladder, not a second limit: inconclusive, never fail.
 
 Each check states its resolution (``Check.resolution``): the smallest order deviation, or the smallest
 plateau, it rejects with probability ``StrongDesign.power`` (90%, or 1 - 0.1/K at one of K staged looks) at this
@@ -54,6 +56,7 @@ from ..statistics import (
     PASS,
     Check,
     OrderFit,
+    all_finite,
     asymptotic_start,
     bootstrap_counts,
     bootstrap_interval,
@@ -64,6 +67,7 @@ from ..statistics import (
     limit_verdict,
     noise_floor_flags,
     order_verdict,
+    plateau_fit_bias,
     pre_asymptotic_flags,
     samples_to_decide,
 )
@@ -491,16 +495,27 @@ def analyse_strong(
             )
         )
     finest_ms = float(ms_fit.error[-1] ** 2)
-    point, ci, how = limit_plateau(ms_fit, 2 * design.order, asymptotic_start(ms_pre), confidence)
+    first = asymptotic_start(ms_pre)
+    point, ci, how = limit_plateau(ms_fit, 2 * design.order, first, confidence)
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
     resolution = detectable_effect(ci, reference_ms_hi, confidence, design.power)
     verdict = limit_verdict(ci, reference_ms_hi, finest_ms)
     note = (
-        f"{how} (steps h); allowance = reference mean-square error "
-        f"{reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
+        f"{how} (steps h); allowance = {'the exact reference' if exact_reference else 'reference'} mean-square "
+        f"error {reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
         f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
         f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]"
     )
+    if exact_reference and verdict == FAIL and all_finite(*ci):
+        # no reference error hides the fit's own bias here: a plateau that moves by half its size when the coarsest
+        # fitted level is dropped is a pre-asymptotic ladder (terms beyond A h^q put into B), not a second limit
+        moved = plateau_fit_bias(ms_fit, 2 * design.order, first)
+        if ci[0] <= 2 * moved:
+            verdict = INCONCLUSIVE
+            note += (
+                f"; not identifiable on this ladder: B moves by {moved:.3g} when the coarsest fitted level is dropped "
+                f"(at least half its lower bound {ci[0]:.3g}): deeper levels would decide"
+            )
     # without a drift target: a plateau as large as the finest level's whole error, beyond the reference's own
     relative, target = None, finest_ms + reference_ms_hi
     if data.target_sq is not None:

@@ -437,6 +437,20 @@ def limit_plateau(
     return point, tuple(float(v) for v in bootstrap_interval(point, boot, confidence)), how
 
 
+def plateau_fit_bias(fit: OrderFit, ms_order: float, first_level: int = 0) -> float:
+    """How far the plateau ``B`` of ``ms = A h^q + B`` (q = ``ms_order``, levels from ``first_level`` on) moves when
+    the coarsest of those levels is dropped: an estimate of the fit's bias from terms beyond A h^q (a pre-asymptotic
+    h^{q+1}, a log factor), which the fit otherwise puts into B. 0 when fewer than two levels would remain."""
+    first = check_int("first_level", first_level, minimum=0)
+    if fit.steps.size - first < 3:
+        return 0.0
+    q = np.array([float(ms_order)])
+    ms = fit.error[None, :] ** 2
+    coarse = plateau(fit.steps[first:], ms[:, first:], q)[0]
+    fine = plateau(fit.steps[first + 1 :], ms[:, first + 1 :], q)[0]
+    return float(abs(coarse - fine))
+
+
 def asymptotic_start(pre_asymptotic: np.ndarray, keep: int = 3) -> int:
     """The first level after the leading run of pre-asymptotic ones, keeping at least ``keep`` levels."""
     flags = np.asarray(pre_asymptotic, dtype=bool)
