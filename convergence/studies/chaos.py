@@ -51,7 +51,9 @@ DESIGNS = {
     "quick": ChaosDesign(
         tokens=(16, 32, 64, 128, 256), large=1024, depth=16, horizon=1.0, paths=192, sampler_target=0.5
     ),
-    "full": ChaosDesign(tokens=(16, 32, 64, 128, 256, 512, 1024), large=2048, depth=16, horizon=1.0, paths=256),
+    "full": ChaosDesign(
+        tokens=(16, 32, 64, 128, 256, 512, 1024), large=2048, depth=16, horizon=1.0, paths=256, order_target=0.45
+    ),
 }
 
 MEAN_FIELD_TOKENS = 16

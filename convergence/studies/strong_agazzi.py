@@ -61,7 +61,7 @@ DESIGNS = {
     ),
     "full": (
         StrongDesign(depths=(16, 32, 64, 128, 256), horizon=1.0, reference_factor=16, paths=1024, target=DRIFT_TARGET),
-        WidthDesign(widths=(8, 16, 32, 64, 128, 256, 512, 1024), depth=64, paths=4096),
+        WidthDesign(widths=(8, 16, 32, 64, 128, 256, 512, 1024), depth=64, paths=4096, order_target=0.25),
     ),
 }
 
