@@ -13,9 +13,10 @@ from .report import (
     write_run,
     write_study,
 )
-from .results import Curve, Heatmap, Panel, Plot, Series, StudyResult
+from .results import CellMap, Curve, Heatmap, Panel, Plot, Series, StudyResult
 
 __all__ = [
+    "CellMap",
     "Curve",
     "Heatmap",
     "Panel",

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from verify.common import atomic_write, atomic_write_set
 
 from ..statistics import NO_TARGET, NO_TARGET_TEXT, confidence_label, json_safe
-from .results import Heatmap, Panel, Plot, StudyResult
+from .results import CellMap, Heatmap, Panel, Plot, StudyResult
 
 
 def _number(value: float, digits: int = 4) -> str:
@@ -195,13 +195,53 @@ def _draw_heatmap(ax, heatmap: Heatmap) -> None:
     plt.colorbar(image, ax=ax, fraction=0.046)
 
 
+def _cell_edges(centres: np.ndarray) -> np.ndarray:
+    """Cell boundaries halfway between sorted centres, the outer cells as wide as their neighbours."""
+    if centres.size == 1:
+        return np.array([centres[0] - 0.5, centres[0] + 0.5])
+    middle = 0.5 * (centres[1:] + centres[:-1])
+    return np.concatenate([[2 * centres[0] - middle[0]], middle, [2 * centres[-1] - middle[-1]]])
+
+
+def _draw_cell_map(ax, cell_map: CellMap) -> None:
+    finite = [abs(v) for column in cell_map.values for v in column if math.isfinite(v)]
+    if cell_map.scale == "unit":
+        cmap, vmin, vmax = "viridis", 0.0, 1.0
+    else:
+        limit = max(3.0, *finite)  # +-3 at least: a difference of one or two standard errors stays pale
+        cmap, vmin, vmax = "RdBu_r", -limit, limit
+    image = None
+    for j, (rows, values) in enumerate(zip(cell_map.rows, cell_map.values)):
+        order = np.argsort(rows)
+        centres, cells = np.asarray(rows, dtype=np.float64)[order], np.asarray(values, dtype=np.float64)[order]
+        edges = _cell_edges(centres)
+        image = ax.pcolormesh(
+            [j - 0.5, j + 0.5], edges, cells[:, None], cmap=cmap, vmin=vmin, vmax=vmax, edgecolors="w", linewidth=0.5
+        )
+        for y, v in zip(centres, cells):
+            dark = v < 0.5 if cell_map.scale == "unit" else abs(v) > 0.6 * vmax  # viridis is dark low, RdBu at its ends
+            ax.text(j, y, f"{v:.2g}", ha="center", va="center", fontsize=5.5, color="w" if dark else "k")
+    positions = np.arange(len(cell_map.columns), dtype=np.float64)
+    for curve in cell_map.curves:
+        ax.plot(np.interp(curve.x, cell_map.columns, positions), curve.y, "-", color="r", lw=1.2, label=curve.label)
+    ax.set_xticks(positions, [f"{c:g}" for c in cell_map.columns])
+    ax.set_xlim(-0.5, len(cell_map.columns) - 0.5)
+    ax.set_xlabel(cell_map.column_label)
+    ax.set_ylabel(cell_map.row_label)
+    ax.set_title(cell_map.title, fontsize=8)
+    if cell_map.curves:
+        ax.legend(fontsize=6, loc="upper left")
+    if image is not None:
+        plt.colorbar(image, ax=ax, fraction=0.046)
+
+
 def figure_png(items: list, title: str) -> bytes:
-    """A grid of panels (``Panel``, ``Plot`` or ``Heatmap``, two per row) as PNG bytes."""
+    """A grid of panels (``Panel``, ``Plot``, ``Heatmap`` or ``CellMap``, two per row) as PNG bytes."""
     cols = min(2, max(1, len(items)))
     rows = max(1, math.ceil(len(items) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
     for ax, item in zip(axes.flat, items):
-        draw = _draw_panel if isinstance(item, Panel) else _draw_heatmap if isinstance(item, Heatmap) else _draw_plot
+        draw = {Panel: _draw_panel, Heatmap: _draw_heatmap, CellMap: _draw_cell_map}.get(type(item), _draw_plot)
         draw(ax, item)
     for ax in list(axes.flat)[len(items) :]:
         ax.axis("off")

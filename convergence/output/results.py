@@ -85,6 +85,23 @@ class Heatmap:
     values: list[list[float]]
 
 
+@dataclass(frozen=True)
+class CellMap:
+    """Values on cells whose row coordinates differ by column: ``values[j][i]`` at column ``columns[j]`` and row
+    ``rows[j][i]`` (e.g. the betas tried at each dimension d, around that d's beta_c). ``scale`` "unit" colours
+    [0, 1] (a probability), "signed" a symmetric range around 0 (a difference in standard errors); ``curves`` are
+    drawn over the cells in the same coordinates (e.g. beta_c(d))."""
+
+    title: str
+    column_label: str
+    row_label: str
+    columns: list[float]
+    rows: list[list[float]]
+    values: list[list[float]]
+    scale: str = "unit"
+    curves: list[Curve] = field(default_factory=list)
+
+
 @dataclass
 class StudyResult:
     study: str
@@ -93,7 +110,9 @@ class StudyResult:
     params: dict
     checks: list[Check]
     panels: list[Panel] = field(default_factory=list)
-    plots: dict[str, list[Plot | Heatmap]] = field(default_factory=dict)  # "" -> <study>.png, key -> <study>-<key>.png
+    plots: dict[str, list[Plot | Heatmap | CellMap]] = field(
+        default_factory=dict
+    )  # "" -> <study>.png, key -> <study>-<key>.png
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     cpu_s: float = 0.0  # CPU seconds of the study: its own thread and the dask blocks run for it

@@ -19,6 +19,7 @@ from .configurations import (
     fixed_overlap,
     fixed_state,
     overlap,
+    path_states,
     sampled_state,
 )
 from .coupling import (
@@ -54,6 +55,7 @@ __all__ = [
     "common_noise",
     "drift_and_diffusion",
     "fixed_overlap",
+    "path_states",
     "fixed_state",
     "overlap",
     "sampled_state",

@@ -43,6 +43,11 @@ class PathStreams:
         self.paths = stop - start
         self._where = (seed, start, stop, tuple(key))
 
+    @property
+    def start(self) -> int:
+        """The absolute index of this block's first path."""
+        return self._where[1]
+
     def with_key(self, key: Sequence[int]) -> PathStreams:
         """The streams of the same paths under another stream ``key``, from their start."""
         return PathStreams(*self._where[:3], key)

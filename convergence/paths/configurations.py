@@ -68,6 +68,27 @@ def sampled_state(sample, unit: bool = True):
     return initial
 
 
+def path_states(states: np.ndarray, unit: bool = True):
+    """Initial state: path i starts from ``states[i]`` (paths, n, d), e.g. the final states of an earlier run,
+    continued under fresh noise (the chain is Markov). The block of paths ``start .. stop-1`` takes those rows, so
+    no number depends on the block size."""
+    state = np.array(states, dtype=float)
+    if state.ndim != 3:
+        raise ValueError(f"states must be an array (paths, n, d), got shape {state.shape}")
+    _on_sphere("states", state, *state.shape[1:], unit)
+
+    def initial(streams, n, dim):
+        rows = state[streams.start : streams.start + streams.paths]
+        if rows.shape != (streams.paths, n, dim):
+            raise ValueError(
+                f"states hold {state.shape[0]} paths of shape {state.shape[1:]}, but paths {streams.start}.."
+                f"{streams.start + streams.paths - 1} of shape ({n}, {dim}) were asked for"
+            )
+        return rows.copy()
+
+    return initial
+
+
 def fixed_overlap(rho0: float):
     """Initial state: tokens e_1 and rho0 e_1 + sqrt(1 - rho0^2) e_2 on every path (two tokens)."""
 

@@ -27,8 +27,8 @@ from verify.models import eps as eps_symbol
 
 from ..experiments import DELTA, decided_ends, probability_check
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
-from ..output import Curve, Plot, StudyResult
-from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, simulate
+from ..output import CellMap, Curve, Plot, StudyResult
+from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, path_states, simulate
 from ..runtime import STREAM_KEYS, concurrent_map
 from ..statistics import (
     FAIL,
@@ -48,6 +48,7 @@ STUDY_KEY = STREAM_KEYS[NAME]
 HORIZON_FACTOR = 30.0
 MAX_UNDECIDED = 0.02
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
+FOLLOW_CHUNKS = 8  # below beta_c, runs not yet collapsed at T are followed for up to this many more horizons
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,9 @@ DESIGNS = {
     ),
     "full": PhaseDesign(
         dims=(3, 4, 8, 16),
-        beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5),
-        betas_d3=(0.5, 0.75, 1.0, 1.5, 2.5),
-        rho0s=(0.0, -0.5, -0.9),
+        beta_factors=(0.5, 0.65, 0.8, 0.9, 1.1, 1.25, 1.6, 2.5),
+        betas_d3=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5),
+        rho0s=(0.0, -0.9),
         paths=2000,
         step=0.0025,
         max_horizon=80.0,
@@ -148,18 +149,13 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         T = horizon(dim, b, design)
         depth = max(1, round(T / design.step))
         model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
-        rho = overlap(
-            simulate(
-                model,
-                depth,
-                T,
-                design.paths,
-                seed,
-                (STUDY_KEY, index, j),
-                fixed_overlap(rho0),
-                block_paths=design.block_paths,
-            )
+        x = simulate(
+            model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0), design.block_paths
         )
+        rho = overlap(x)
+        followed = ""
+        if b < float(verify.critical_beta(dim)[0]):  # certified below beta_c: every run collapses (P(antipodal) = 0)
+            rho, followed = follow_to_collapse(model, rho, x, T, depth, design, seed, (STUDY_KEY, index, j))
         antipodal, undecided, allowance = decided_ends(rho, dim, b)
         config = {"d": dim, "beta": b, "rho0": rho0}
         probability = probability_check(
@@ -169,7 +165,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             allowance,
             confidence,
             config,
-            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}",
+            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}{followed}",
             design.probability_target,
         )
         # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
@@ -204,7 +200,11 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     many_checks, many_plots, many_rows = many_tokens(design, seed, confidence)
     hybrid_checks, hybrid_rows = hybrid_dichotomy(design, seed, confidence)
     checks += many_checks + hybrid_checks
-    plots = {"": _probability_plots(design, rows), "phase-diagram": [_phase_diagram(rows)], "many-tokens": many_plots}
+    plots = {
+        "": _probability_plots(design, rows),
+        "phase-diagram": _phase_maps(rows, design.paths),
+        "many-tokens": many_plots,
+    }
     params = {
         "dims": list(design.dims),
         "beta_factors_of_beta_c": list(design.beta_factors),
@@ -227,8 +227,47 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "family-wise false-failure rate at most 1%.",
         "P(antipodal) does not depend on sigma (time change), so sigma = 1 with sigma^2 h fixed.",
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
+        "Below beta_c (certified) every run collapses, but some linger near -1 at T: each run not within DELTA of "
+        f"+1 at T is followed (the same chain from its state, fresh noise) for up to {FOLLOW_CHUNKS} more "
+        "horizons until it is (each p_antipodal note says how many, how close to -1 they came, and how many "
+        "remain). The two-token chain carries 1 + rho to full relative precision through the tokens' sum, so a "
+        "run at 1 + rho ~ 1e-16 still leaves -1 (exact antipodality would be kept by the map: x_2 = -x_1 gives "
+        "a_2 = -a_1).",
+        "The phase map (phase-diagram figure): per rho0, the simulated fraction, the scale function's "
+        "P(antipodal) and their difference in binomial standard errors (at q = (k + 1/2) / (n + 1)) over "
+        "(d, beta), with the certified beta_c(d).",
     ]
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots=plots, notes=notes)
+
+
+def follow_to_collapse(
+    model, rho: np.ndarray, x: np.ndarray, T: float, depth: int, design: PhaseDesign, seed: int, key: tuple
+) -> tuple[np.ndarray, str]:
+    """Below beta_c the antipodal end repels (1 + rho grows like exp(lambda_- t), lambda_- > 0) and every run
+    collapses, but a run may still linger near -1 at T (1 + rho down to 1e-14 at d = 4). Each run not yet within
+    ``DELTA`` of +1 is followed: the same chain from its state at T under fresh noise (its own stream, key + (k,)
+    for the k-th further horizon; the chain is Markov), up to ``FOLLOW_CHUNKS`` more horizons of length T, until
+    it is within ``DELTA`` of +1. The classification is each run's end when followed so: the event "ends
+    antipodal" is a limit, and following a run longer only brings its indicator closer to it. Returns the final
+    overlaps and a note (how many runs were followed, for how long, how close to -1 they had come)."""
+    rho, x = rho.copy(), x.copy()
+    pending = rho <= 1 - DELTA
+    if not pending.any():
+        return rho, ""
+    first = int(pending.sum())
+    closest = float(np.min(0.5 * np.sum((x[pending, 0] + x[pending, 1]) ** 2, axis=-1)))  # 1 + rho, to full precision
+    chunks = 0
+    while pending.any() and chunks < FOLLOW_CHUNKS:
+        chunks += 1
+        index = np.flatnonzero(pending)
+        x[index] = simulate(model, depth, T, index.size, seed, (*key, chunks), path_states(x[index]), index.size)
+        rho[index] = overlap(x[index])
+        pending = rho <= 1 - DELTA
+    left = int(pending.sum())
+    return rho, (
+        f"; below beta_c, {first} runs not collapsed at T (smallest 1 + rho {closest:.2g}) followed for up to "
+        f"{chunks} more horizons: {left} not collapsed then"
+    )
 
 
 def _probability_plots(design: PhaseDesign, rows: list[dict]) -> list[Plot]:
@@ -256,24 +295,41 @@ def _probability_plots(design: PhaseDesign, rows: list[dict]) -> list[Plot]:
     return plots
 
 
-def _phase_diagram(rows: list[dict]) -> Plot:
-    dims = np.arange(3, 65)
+def standard_error_units(fraction: float, predicted: float, paths: int) -> float:
+    """(simulated - predicted) / SE, SE = sqrt(q (1 - q) / n) at q = (k + 1/2) / (n + 1) (k = n x fraction): the
+    binomial standard error at a Jeffreys-type centre, never 0 (a fraction of 0 against a prediction of 0 is 0)."""
+    q = (fraction * paths + 0.5) / (paths + 1)
+    return (fraction - predicted) / math.sqrt(q * (1 - q) / paths)
+
+
+def _phase_maps(rows: list[dict], paths: int) -> list[CellMap]:
+    """Per rho_0: the simulated fraction ending antipodal over (d, beta), the scale function's P(antipodal), and
+    their difference in standard errors, each with the certified beta_c(d) drawn over it."""
+    dims = sorted({r["d"] for r in rows})
+    d_line = np.arange(dims[0], dims[-1] + 1)
     curve = Curve(
         "beta_c(d) = acosh(d - 2) / 2 (certified)",
-        dims.tolist(),
-        [float(verify.critical_beta(int(dv))[1]) for dv in dims],
+        d_line.tolist(),
+        [float(verify.critical_beta(int(dv))[1]) for dv in d_line],
     )
-    seen = {(r["d"], r["beta"]) for r in rows if r["fraction"] > 0}
-    grid = sorted({(r["d"], r["beta"]) for r in rows})
-    observed = [g for g in grid if g in seen]
-    never = [g for g in grid if g not in seen]
-    points = [
-        Curve(
-            "grid point: some runs ended antipodal", [g[0] for g in observed], [g[1] for g in observed], style="points"
-        ),
-        Curve("grid point: no run ended antipodal", [g[0] for g in never], [g[1] for g in never], style="points"),
-    ]
-    return Plot("phase diagram: antipodal pairs possible above beta_c(d)", "d", "beta", [curve, *points])
+    maps = []
+    for rho0 in sorted({r["rho0"] for r in rows}, reverse=True):
+        cells = [
+            sorted((r for r in rows if r["d"] == dim and r["rho0"] == rho0), key=lambda r: r["beta"]) for dim in dims
+        ]
+        betas = [[r["beta"] for r in column] for column in cells]
+        for title, scale, value in (
+            ("simulated fraction ending antipodal", "unit", lambda r: r["fraction"]),
+            ("P(antipodal), scale function", "unit", lambda r: r["predicted"]),
+            (
+                "(simulated - predicted) / SE",
+                "signed",
+                lambda r: standard_error_units(r["fraction"], r["predicted"], paths),
+            ),
+        ):
+            values = [[value(r) for r in column] for column in cells]
+            maps.append(CellMap(f"{title}, rho0 = {rho0:g}", "d", "beta", dims, betas, values, scale, [curve]))
+    return maps
 
 
 def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list[Check], list[Plot], list[dict]]:

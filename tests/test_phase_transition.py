@@ -1,0 +1,67 @@
+"""Model F's phase transition below beta_c: runs lingering near -1 at the horizon are followed until they collapse,
+the two-token chain lets a pair at 1 + rho = 1e-20 leave -1 (exact antipodality would be kept), and the phase map's
+difference in standard errors."""
+
+import math
+
+import numpy as np
+import pytest
+
+import verify
+from convergence.experiments import DELTA
+from convergence.models import FedorovModel, TwoTokenOverlapChain
+from convergence.paths import fixed_overlap, fixed_state, overlap, path_states, simulate
+from convergence.studies import phase_transition as pt
+
+CHAIN = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=4, beta=0.5268, sigma=1.0))  # 0.8 beta_c(4)
+
+
+def test_the_full_phase_map_covers_four_dimensions_and_eight_betas_around_beta_c():
+    design = pt.DESIGNS["full"]
+    assert len(design.dims) >= 4
+    for dim in design.dims[1:]:
+        betas = pt.beta_grid(dim, design)
+        beta_c = float(verify.critical_beta(dim)[1])
+        assert len(betas) >= 8 and min(betas) < beta_c < max(betas)
+
+
+def test_path_states_continue_each_path_from_its_own_state_whatever_the_block_size():
+    x0 = simulate(CHAIN, 10, 0.1, 9, 0, (7,), fixed_overlap(-0.3), block_paths=4)
+    runs = [simulate(CHAIN, 20, 0.2, 9, 0, (8,), path_states(x0), block_paths=b) for b in (2, 9)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    same_start = simulate(CHAIN, 20, 0.2, 9, 0, (8,), path_states(np.repeat(x0[:1], 9, axis=0)), block_paths=4)
+    np.testing.assert_array_equal(same_start, simulate(CHAIN, 20, 0.2, 9, 0, (8,), fixed_state(x0[0]), block_paths=4))
+    with pytest.raises(ValueError, match="states hold 9 paths"):
+        simulate(CHAIN, 2, 0.1, 12, 0, (8,), path_states(x0), block_paths=12)
+
+
+def test_below_beta_c_runs_lingering_near_minus_one_are_followed_until_they_collapse():
+    """d = 4, beta = 0.8 beta_c, rho_0 = -0.9, T = 40: some runs are still within DELTA of -1 at T (the antipodal end
+    repels at rate lambda_- > 0, slowly near beta_c); followed, every one of them collapses."""
+    design = pt.DESIGNS["quick"]
+    T, depth = 40.0, 4000
+    x = simulate(CHAIN, depth, T, 200, 3, (1,), fixed_overlap(-0.9), block_paths=200)
+    rho = overlap(x)
+    assert np.sum(rho < -1 + DELTA) > 0  # the finite-horizon bias the following removes
+    followed, note = pt.follow_to_collapse(CHAIN, rho, x, T, depth, design, 3, (1,))
+    assert np.all(followed > 1 - DELTA), note
+    assert "0 not collapsed then" in note
+
+
+def test_a_pair_at_one_plus_rho_1e_minus_20_still_leaves_minus_one_below_beta_c():
+    """The chain carries x_1 + x_2 to full relative precision (1 + rho computed as 1 + c would read 0 here), so the
+    repelling antipodal end is not made absorbing by rounding; an exactly antipodal pair does stay (the map keeps
+    x_2 = -x_1): that is the artefact, and the reason the chain must not round a near-antipodal pair onto it."""
+    s = math.sqrt(2e-20)
+    near = np.array([[1.0, 0.0], [-math.sqrt(1 - s * s), s]])
+    x = simulate(CHAIN, 20000, 400.0, 16, 0, (2,), fixed_state(near), block_paths=16)
+    assert np.all(overlap(x) > -1 + DELTA)
+    exact = simulate(CHAIN, 200, 2.0, 4, 0, (2,), fixed_state(np.array([[1.0, 0.0], [-1.0, 0.0]])), block_paths=4)
+    np.testing.assert_array_equal(overlap(exact), -1.0)
+
+
+def test_the_phase_map_measures_differences_in_binomial_standard_errors():
+    assert pt.standard_error_units(0.0, 0.0, 2000) == 0.0
+    q = (100 + 0.5) / 2001
+    assert pt.standard_error_units(0.05, 0.04, 2000) == pytest.approx(0.01 / math.sqrt(q * (1 - q) / 2000), rel=1e-12)
+    assert pt.standard_error_units(0.01, 0.0, 2000) > 3  # 20 of 2000 where none can end antipodal: far off
