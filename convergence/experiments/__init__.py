@@ -1,9 +1,9 @@
 """Experiments, each for any model that provides what it needs: strong and weak convergence (``strong``,
 ``strong_low_rank``, ``weak``), local consistency (``local``), where two tokens end (``overlap_ends``), plausible wrong
-claims (``mutants``), two-point exponents (``exponents``), the interaction energy (``energy``), propagation of chaos
-(``chaos``), the SPDE (``mean_field``), commuting limits (``commute``), width (``width``, ``width_depth``) and the
-latent diffusion sampler's nested runs and their checks (``latent_sampling``), and the certified checks of its
-stopping problem (``stopping_certificates``).
+claims (``mutants``), two-point exponents (``exponents``), the interaction energy (``energy``), collapse rates over
+depth (``collapse``), propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits (``commute``),
+width (``width``, ``width_depth``) and the latent diffusion sampler's nested runs and their checks
+(``latent_sampling``), and the certified checks of its stopping problem (``stopping_certificates``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,14 @@ from .chaos import (
     empirical_means,
     sliced_w2_squared,
     w2_squared,
+)
+from .collapse import (
+    CollapseRate,
+    Comparison,
+    collapse_rate,
+    ordering_check,
+    rate_check,
+    record_collapse,
 )
 from .commute import CommuteDesign, analyse_commute, commute_estimates, coupled_energies
 from .energy import (
@@ -66,6 +74,7 @@ from .overlap_ends import (
     decided_ends,
     expectation_check,
     merge_probability_check,
+    pending_runs,
     probability_check,
 )
 from .stopping_certificates import (
@@ -118,6 +127,7 @@ __all__ = [
     "DELTA",
     "antipodal_share_check",
     "decided_ends",
+    "pending_runs",
     "expectation_check",
     "merge_probability_check",
     "probability_check",
@@ -166,6 +176,12 @@ __all__ = [
     "coupled_width_errors",
     "empirical_means",
     "energy_bound_check",
+    "CollapseRate",
+    "Comparison",
+    "collapse_rate",
+    "ordering_check",
+    "rate_check",
+    "record_collapse",
     "exponent_check",
     "frame",
     "interaction_energy",

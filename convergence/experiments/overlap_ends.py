@@ -41,14 +41,28 @@ MERGE_TARGET = 0.075  # the same for merge_probability_check (its allowance, the
 SHARE_TARGET = 0.3  # antipodal_share_check may miss a share this far on the other side of its threshold
 
 
-def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
-    """Sum over runs of the tabulated switching probability at the smallest tabulated distance that is
-    at least the run's distance (SWITCH_GRID decreases; runs closer than its last entry use that entry)."""
-    if distances.size == 0:
-        return 0.0
+def switch_probabilities(distances: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Per run, the tabulated switching probability at the smallest tabulated distance that is at least the run's
+    distance (SWITCH_GRID decreases; runs closer than its last entry use that entry)."""
     # index of the smallest grid distance >= the run's distance
     index = np.searchsorted(-SWITCH_GRID, -np.maximum(distances, SWITCH_GRID[-1]), side="right") - 1
-    return float(np.sum(table[np.clip(index, 0, SWITCH_GRID.size - 1)]))
+    return table[np.clip(index, 0, SWITCH_GRID.size - 1)]
+
+
+def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
+    """Sum over runs of ``switch_probabilities``."""
+    return float(np.sum(switch_probabilities(distances, table))) if distances.size else 0.0
+
+
+def pending_runs(rho: np.ndarray, dim: int, beta: float, threshold: float) -> np.ndarray:
+    """Runs not yet decided at an end, or decided with a switching probability above ``threshold``: those worth
+    following further (the mask over ``rho``)."""
+    switch_from_antipodal, switch_from_collapse = switch_tables(dim, beta)
+    pending = np.abs(rho) <= 1 - DELTA
+    antipodal, collapsed = rho < -1 + DELTA, rho > 1 - DELTA
+    pending[antipodal] = switch_probabilities(1 + rho[antipodal], switch_from_antipodal) > threshold
+    pending[collapsed] = switch_probabilities(1 - rho[collapsed], switch_from_collapse) > threshold
+    return pending
 
 
 @cache

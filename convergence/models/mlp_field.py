@@ -59,6 +59,10 @@ class GaussianField:
 
     spec: KernelSpec
     tokens: int
+    # law-only sampling: the pivoted Cholesky factor of K(Y) from the Gram matrix (``psd_factor(pivoted=True)``),
+    # about 60 times cheaper at n = 64 but not continuous in Y (no pathwise couplings); close pairs are resolved down to
+    # distances of about 1e-8 (the factor's pivots lose half the digits), below which they move together to rounding
+    pivoted: bool = False
     isotropic: ClassVar[bool] = True  # covariance k(<x, y>) I: the field verify's model A assumes
 
     def __post_init__(self) -> None:
@@ -87,6 +91,8 @@ class GaussianField:
             f[:, 1, 0] = root - gap / root  # k(u) / sqrt(k1)
             f[:, 1, 1] = np.sqrt(np.clip(gap * (2.0 - gap / k.k1), 0.0, None))  # k1 - k(u)^2/k1
             return f
+        if self.pivoted:
+            return psd_factor(k.k1 - k.deficit(1.0 - y @ np.swapaxes(y, -1, -2)), pivoted=True)
         return psd_factor(k.k1 - k.deficit(half_squared_distances(y)), symmetric=True)
 
     def increment(self, y: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:

@@ -25,7 +25,7 @@ from verify.analysis import hybrid_ends, p_antipodal_double
 from verify.models import beta as beta_symbol
 from verify.models import eps as eps_symbol
 
-from ..experiments import DELTA, decided_ends, probability_check
+from ..experiments import DELTA, decided_ends, pending_runs, probability_check
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
 from ..output import CellMap, Curve, Plot, StudyResult
 from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, path_states, simulate
@@ -48,7 +48,8 @@ STUDY_KEY = STREAM_KEYS[NAME]
 HORIZON_FACTOR = 30.0
 MAX_UNDECIDED = 0.02
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
-FOLLOW_CHUNKS = 8  # below beta_c, runs not yet collapsed at T are followed for up to this many more horizons
+FOLLOW_CHUNKS = 8  # runs undecided or likely to switch at T are followed for up to this many more horizons
+SWITCH_THRESHOLD = 1e-3  # a decided run that switches ends with a larger probability is followed
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0), design.block_paths
         )
         rho = overlap(x)
-        followed = ""
-        if b < float(verify.critical_beta(dim)[0]):  # certified below beta_c: every run collapses (P(antipodal) = 0)
-            rho, followed = follow_to_collapse(model, rho, x, T, depth, design, seed, (STUDY_KEY, index, j))
+        rho, followed = follow_until_decided(model, rho, x, T, depth, design, seed, (STUDY_KEY, index, j))
         antipodal, undecided, allowance = decided_ends(rho, dim, b)
         config = {"d": dim, "beta": b, "rho0": rho0}
         probability = probability_check(
@@ -227,12 +226,13 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "family-wise false-failure rate at most 1%.",
         "P(antipodal) does not depend on sigma (time change), so sigma = 1 with sigma^2 h fixed.",
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
-        "Below beta_c (certified) every run collapses, but some linger near -1 at T: each run not within DELTA of "
-        f"+1 at T is followed (the same chain from its state, fresh noise) for up to {FOLLOW_CHUNKS} more "
-        "horizons until it is (each p_antipodal note says how many, how close to -1 they came, and how many "
-        "remain). The two-token chain carries 1 + rho to full relative precision through the tokens' sum, so a "
-        "run at 1 + rho ~ 1e-16 still leaves -1 (exact antipodality would be kept by the map: x_2 = -x_1 gives "
-        "a_2 = -a_1).",
+        "Runs undecided at T, or decided with a probability above "
+        f"{SWITCH_THRESHOLD:g} of still switching ends (scale function), are followed (the same chain from their "
+        f"states, fresh noise) for up to {FOLLOW_CHUNKS} more horizons; what stays so is in the allowance. Below "
+        "beta_c this follows every run near -1 (its end repels) until it collapses; each p_antipodal note says how "
+        "many runs were followed, how close to -1 they came, and how many remain. The two-token chain carries "
+        "1 + rho to full relative precision through the tokens' sum, so a run at 1 + rho ~ 1e-16 still leaves -1 "
+        "(exact antipodality would be kept by the map: x_2 = -x_1 gives a_2 = -a_1).",
         "The phase map (phase-diagram figure): per rho0, the simulated fraction, the scale function's "
         "P(antipodal) and their difference in binomial standard errors (at q = (k + 1/2) / (n + 1)) over "
         "(d, beta), with the certified beta_c(d).",
@@ -240,33 +240,33 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots=plots, notes=notes)
 
 
-def follow_to_collapse(
+def follow_until_decided(
     model, rho: np.ndarray, x: np.ndarray, T: float, depth: int, design: PhaseDesign, seed: int, key: tuple
 ) -> tuple[np.ndarray, str]:
-    """Below beta_c the antipodal end repels (1 + rho grows like exp(lambda_- t), lambda_- > 0) and every run
-    collapses, but a run may still linger near -1 at T (1 + rho down to 1e-14 at d = 4). Each run not yet within
-    ``DELTA`` of +1 is followed: the same chain from its state at T under fresh noise (its own stream, key + (k,)
-    for the k-th further horizon; the chain is Markov), up to ``FOLLOW_CHUNKS`` more horizons of length T, until
-    it is within ``DELTA`` of +1. The classification is each run's end when followed so: the event "ends
-    antipodal" is a limit, and following a run longer only brings its indicator closer to it. Returns the final
-    overlaps and a note (how many runs were followed, for how long, how close to -1 they had come)."""
+    """Runs still undecided at T, or decided with a probability above ``SWITCH_THRESHOLD`` of switching ends
+    (``pending_runs``, from the scale function: below beta_c every run near -1, whose end repels), are followed: the
+    same chain from its state at T under fresh noise (its own stream, key + (k,) for the k-th further horizon; the
+    chain is Markov), for up to ``FOLLOW_CHUNKS`` more horizons of length T, until none is pending. The event "ends
+    antipodal" is a limit: following a run longer only brings its indicator closer to it, and what stays pending
+    is still covered by the allowance (``decided_ends``). Returns the final overlaps and a note (how many runs were
+    followed, for how long, how close to -1 they had come, how many stay pending)."""
+    dim, beta = model.model.dim, model.model.beta
     rho, x = rho.copy(), x.copy()
-    pending = rho <= 1 - DELTA
+    pending = pending_runs(rho, dim, beta, SWITCH_THRESHOLD)
     if not pending.any():
         return rho, ""
     first = int(pending.sum())
-    closest = float(np.min(0.5 * np.sum((x[pending, 0] + x[pending, 1]) ** 2, axis=-1)))  # 1 + rho, to full precision
+    closest = float(np.min(0.5 * np.sum((x[pending, 0] + x[pending, 1]) ** 2, axis=-1)))  # 1 + rho, full precision
     chunks = 0
     while pending.any() and chunks < FOLLOW_CHUNKS:
         chunks += 1
         index = np.flatnonzero(pending)
         x[index] = simulate(model, depth, T, index.size, seed, (*key, chunks), path_states(x[index]), index.size)
         rho[index] = overlap(x[index])
-        pending = rho <= 1 - DELTA
-    left = int(pending.sum())
+        pending[index] = pending_runs(rho[index], dim, beta, SWITCH_THRESHOLD)
     return rho, (
-        f"; below beta_c, {first} runs not collapsed at T (smallest 1 + rho {closest:.2g}) followed for up to "
-        f"{chunks} more horizons: {left} not collapsed then"
+        f"; {first} runs undecided or likely to switch at T (smallest 1 + rho {closest:.2g}) followed for up to "
+        f"{chunks} more horizons: {int(pending.sum())} still so"
     )
 
 
