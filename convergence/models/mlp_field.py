@@ -92,7 +92,12 @@ class GaussianField:
             f[:, 1, 1] = np.sqrt(np.clip(gap * (2.0 - gap / k.k1), 0.0, None))  # k1 - k(u)^2/k1
             return f
         if self.pivoted:
-            return psd_factor(k.k1 - k.deficit(1.0 - y @ np.swapaxes(y, -1, -2)), pivoted=True)
+            upper = np.triu_indices(self.tokens, 1)  # K is symmetric with k(1) on its diagonal: half the kernel calls
+            off = k.k1 - k.deficit(1.0 - np.einsum("...id,...id->...i", y[..., upper[0], :], y[..., upper[1], :]))
+            covariance = np.full(y.shape[:-2] + (self.tokens, self.tokens), k.k1)
+            covariance[..., upper[0], upper[1]] = off
+            covariance[..., upper[1], upper[0]] = off
+            return psd_factor(covariance, pivoted=True)
         return psd_factor(k.k1 - k.deficit(half_squared_distances(y)), symmetric=True)
 
     def increment(self, y: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:

@@ -167,7 +167,9 @@ def _draw_plot(ax, plot: Plot) -> None:
                 ]
             ax.errorbar(curve.x, curve.y, yerr=err, fmt="o", ms=4, capsize=2, label=curve.label, color=curve.color)
         else:
-            ax.plot(curve.x, curve.y, "-", lw=1.2, label=curve.label, color=curve.color)
+            line = ax.plot(curve.x, curve.y, curve.linestyle or "-", lw=1.2, label=curve.label, color=curve.color)[0]
+            if curve.y_lo is not None:
+                ax.fill_between(curve.x, curve.y_lo, curve.y_hi, color=line.get_color(), alpha=0.15, lw=0)
     for x, label in plot.markers:
         ax.axvline(x, color="k", ls="--", lw=0.8)
         ax.text(x, ax.get_ylim()[1], f" {label}", fontsize=7, va="top")
@@ -235,9 +237,9 @@ def _draw_cell_map(ax, cell_map: CellMap) -> None:
         plt.colorbar(image, ax=ax, fraction=0.046)
 
 
-def figure_png(items: list, title: str) -> bytes:
-    """A grid of panels (``Panel``, ``Plot``, ``Heatmap`` or ``CellMap``, two per row) as PNG bytes."""
-    cols = min(2, max(1, len(items)))
+def figure_png(items: list, title: str, columns: int = 2) -> bytes:
+    """A grid of panels (``Panel``, ``Plot``, ``Heatmap`` or ``CellMap``, ``columns`` per row) as PNG bytes."""
+    cols = min(columns, max(1, len(items)))
     rows = max(1, math.ceil(len(items) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
     for ax, item in zip(axes.flat, items):
@@ -264,7 +266,8 @@ def panels_png(result: StudyResult, key: str = "") -> bytes:
     """A grid of panels: log-log convergence panels (error against step, interval band, fitted line,
     slope triangle) for the main figure, then the study's other plots under ``key``."""
     items = (list(result.panels) if key == "" else []) + list(result.plots.get(key, []))
-    return figure_png(items, f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else ""))
+    title = f"{result.study} ({result.profile}): {result.verdict}" + (f" - {key}" if key else "")
+    return figure_png(items, title, result.plot_columns.get(key, 2))
 
 
 def write_study(result: StudyResult, out: Path) -> dict[str, Path]:

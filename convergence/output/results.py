@@ -49,7 +49,8 @@ class Panel:
 
 @dataclass(frozen=True)
 class Curve:
-    """A line (``style="line"``) or points with error bars (``style="points"``)."""
+    """A line (``style="line"``, with a band when ``y_lo``/``y_hi`` are given) or points with error bars
+    (``style="points"``)."""
 
     label: str
     x: list[float]
@@ -58,6 +59,7 @@ class Curve:
     y_hi: list[float] | None = None
     style: str = "line"
     color: str | None = None  # curves that share a colour belong together (e.g. theory and simulation)
+    linestyle: str | None = None  # a line's dash pattern (matplotlib's: "-", "--", ":")
 
 
 @dataclass(frozen=True)
@@ -110,9 +112,9 @@ class StudyResult:
     params: dict
     checks: list[Check]
     panels: list[Panel] = field(default_factory=list)
-    plots: dict[str, list[Plot | Heatmap | CellMap]] = field(
-        default_factory=dict
-    )  # "" -> <study>.png, key -> <study>-<key>.png
+    # "" -> <study>.png, key -> <study>-<key>.png; panels per row of each figure (default 2)
+    plots: dict[str, list[Plot | Heatmap | CellMap]] = field(default_factory=dict)
+    plot_columns: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     cpu_s: float = 0.0  # CPU seconds of the study: its own thread and the dask blocks run for it

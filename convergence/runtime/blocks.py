@@ -39,6 +39,7 @@ STREAM_KEYS = {
     "calibration": 14,
     "quick-profiles": 15,
     "mutant-seeds": 16,
+    "grid-agazzi": 17,
 }
 
 

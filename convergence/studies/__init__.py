@@ -1,9 +1,9 @@
 """The registry of studies: each module defines one study, its configurations and its quick and full profiles, and
 calls the experiments (``base``: what a study is). Studies: ``strong_fedorov``, ``weak_fedorov``,
-``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``; and,
-run by name only (not part of ``report``), ``calibration`` (the public checks' decision rates over seeds) and
-``quick_profiles`` (every study's quick profile over seeds) and ``mutant_seeds`` (the power study's near misses over
-seeds)."""
+``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``grid_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``,
+``power``; and, run by name only (not part of ``report``), ``calibration`` (the public checks' decision rates over
+seeds) and ``quick_profiles`` (every study's quick profile over seeds) and ``mutant_seeds`` (the power study's near
+misses over seeds)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from .base import PROFILES, Study
 from .calibration import STUDY as CALIBRATION
 from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
+from .grid_agazzi import STUDY as GRID_AGAZZI
 from .ldm_stopping import STUDY as LDM_STOPPING
 from .mutant_seeds import mutant_seeds_study
 from .phase_transition import STUDY as PHASE_TRANSITION
@@ -27,6 +28,7 @@ _REPORTED = (
     PHASE_TRANSITION,
     STRONG_AGAZZI,
     SYNC_AGAZZI,
+    GRID_AGAZZI,
     CHAOS,
     COMMUTE,
     LDM_STOPPING,

@@ -50,6 +50,7 @@ MAX_UNDECIDED = 0.02
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
 FOLLOW_CHUNKS = 8  # runs undecided or likely to switch at T are followed for up to this many more horizons
 SWITCH_THRESHOLD = 1e-3  # a decided run that switches ends with a larger probability is followed
+FOLLOW_ALLOWANCE = 0.005  # above beta_c, runs are followed while the allowance exceeds this (a fifteenth of the target)
 
 
 @dataclass(frozen=True)
@@ -228,8 +229,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
         "Runs undecided at T, or decided with a probability above "
         f"{SWITCH_THRESHOLD:g} of still switching ends (scale function), are followed (the same chain from their "
-        f"states, fresh noise) for up to {FOLLOW_CHUNKS} more horizons; what stays so is in the allowance. Below "
-        "beta_c this follows every run near -1 (its end repels) until it collapses; each p_antipodal note says how "
+        f"states, fresh noise) for up to {FOLLOW_CHUNKS} more horizons while the allowance exceeds "
+        f"{FOLLOW_ALLOWANCE:g}; what stays so is in the allowance. Below beta_c every run near -1 (its end repels) "
+        "is followed until it collapses; each p_antipodal note says how "
         "many runs were followed, how close to -1 they came, and how many remain. The two-token chain carries "
         "1 + rho to full relative precision through the tokens' sum, so a run at 1 + rho ~ 1e-16 still leaves -1 "
         "(exact antipodality would be kept by the map: x_2 = -x_1 gives a_2 = -a_1).",
@@ -246,19 +248,26 @@ def follow_until_decided(
     """Runs still undecided at T, or decided with a probability above ``SWITCH_THRESHOLD`` of switching ends
     (``pending_runs``, from the scale function: below beta_c every run near -1, whose end repels), are followed: the
     same chain from its state at T under fresh noise (its own stream, key + (k,) for the k-th further horizon; the
-    chain is Markov), for up to ``FOLLOW_CHUNKS`` more horizons of length T, until none is pending. The event "ends
+    chain is Markov), for up to ``FOLLOW_CHUNKS`` more horizons of length T: below the certified beta_c until none
+    is pending, above it while the allowance (undecided and switching runs, ``decided_ends``) exceeds
+    ``FOLLOW_ALLOWANCE``. The event "ends
     antipodal" is a limit: following a run longer only brings its indicator closer to it, and what stays pending
     is still covered by the allowance (``decided_ends``). Returns the final overlaps and a note (how many runs were
     followed, for how long, how close to -1 they had come, how many stay pending)."""
     dim, beta = model.model.dim, model.model.beta
+    below = beta < float(verify.critical_beta(dim)[0])  # certified: no run may stay near -1
+
+    def needed(rho: np.ndarray) -> bool:  # below beta_c until none is pending; above, while the allowance is large
+        return below or decided_ends(rho, dim, beta)[2] > FOLLOW_ALLOWANCE
+
     rho, x = rho.copy(), x.copy()
     pending = pending_runs(rho, dim, beta, SWITCH_THRESHOLD)
-    if not pending.any():
+    if not pending.any() or not needed(rho):
         return rho, ""
     first = int(pending.sum())
     closest = float(np.min(0.5 * np.sum((x[pending, 0] + x[pending, 1]) ** 2, axis=-1)))  # 1 + rho, full precision
     chunks = 0
-    while pending.any() and chunks < FOLLOW_CHUNKS:
+    while pending.any() and chunks < FOLLOW_CHUNKS and needed(rho):
         chunks += 1
         index = np.flatnonzero(pending)
         x[index] = simulate(model, depth, T, index.size, seed, (*key, chunks), path_states(x[index]), index.size)

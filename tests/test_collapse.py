@@ -1,0 +1,81 @@
+"""Model A's collapse rates: the ordering and rate checks decide as stated on synthetic rates, the attention's share
+of the predicted rate (-2 v) is exact algebra, ReLU without bias sits at lambda_1 = -1/(2d), and the grid's claims
+are judged against wrong exponents that they reject."""
+
+import numpy as np
+import pytest
+
+import verify
+from convergence.experiments import CollapseRate, Comparison, ordering_check, rate_check
+from convergence.models.agazzi import attention_half_step
+from convergence.studies import grid_agazzi as grid
+
+LEVEL = 0.99
+
+
+def _rate(rate: float, se: float, transient: float = 0.0) -> CollapseRate:
+    flat = np.zeros(3)
+    return CollapseRate(rate, se, (0, 3), True, transient, flat, np.zeros((2, 3)), flat, np.zeros((2, 3)))
+
+
+def test_an_ordering_passes_when_every_difference_has_its_predicted_sign_and_fails_on_a_contradiction():
+    agree = [Comparison("a", "b", -1.0, 0.1, -0.8), Comparison("c", "d", 0.9, 0.1, 1.2)]
+    assert ordering_check("o", agree, LEVEL, {}, "").verdict == "pass"
+    contradicted = [*agree, Comparison("e", "f", 1.0, 0.1, -0.9)]
+    check = ordering_check("o", contradicted, LEVEL, {}, "")
+    assert check.verdict == "fail" and "contradicted: e vs f" in check.note
+    straddling = [*agree, Comparison("e", "f", -0.2, 0.1, -0.9)]
+    assert ordering_check("o", straddling, LEVEL, {}, "").verdict == "inconclusive"
+
+
+def test_an_ordering_leaves_out_what_its_sample_cannot_resolve_and_is_undecided_with_nothing_left():
+    """A predicted difference of 0.5 with a standard error of 0.3 is below its resolution (~0.3 x 5.5): left out,
+    whatever its measured sign; with nothing left the check is inconclusive, never a pass."""
+    noisy = Comparison("a", "b", 5.0, 0.3, -0.5)
+    check = ordering_check("o", [noisy, Comparison("c", "d", -1.0, 0.1, -0.9)], LEVEL, {}, "")
+    assert check.verdict == "pass" and "1 of 2 comparisons left out" in check.note
+    assert ordering_check("o", [noisy], LEVEL, {}, "").verdict == "inconclusive"
+
+
+@pytest.mark.parametrize(
+    ("measured", "transient", "verdict"),
+    [(-2.0, 0.0, "pass"), (-2.5, 0.0, "fail"), (-2.1, 0.15, "pass"), (-2.0, 0.5, "inconclusive")],
+)
+def test_a_rate_is_judged_against_two_lambda_minus_v_with_its_drift_as_allowance(measured, transient, verdict):
+    """Predicted -2.0, target 20% (0.4): a rate 25% off fails; a drift of 0.5 (above the target) leaves it open."""
+    assert rate_check(_rate(measured, 0.02, transient), -2.0, LEVEL, {}, "").verdict == verdict
+
+
+def test_the_attention_contracts_a_tight_cluster_at_rate_v_exactly_to_first_order():
+    """Exact algebra behind 2 (lambda_1 - v): N(x_i + h v a_i) moves each token of a cluster of radius r towards the
+    mean at rate v (softmax weights uniform to O(beta r^2)), so squared distances shrink by 1 - 2 h v + O(h^2) per
+    layer (exactly 1 / (1 + h v)^2 here: the normalisation divides by |x + h v a| = 1 + h v + O(r^2))."""
+    rng = np.random.default_rng(0)
+    centre = np.eye(8)[0]
+    x = centre + 1e-5 * rng.standard_normal((1, 16, 8))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    for v in (1.0, -1.0):
+        h = 1e-3
+        y = attention_half_step(x, h, beta=1.0, v=v)
+        spread = np.sum((x - x.mean(axis=1, keepdims=True)) ** 2)
+        after = np.sum((y - y.mean(axis=1, keepdims=True)) ** 2)
+        assert after / spread == pytest.approx(1 - 2 * h * v, abs=4 * h**2)
+        assert after / spread == pytest.approx(1 / (1 + h * v) ** 2, rel=1e-8)
+
+
+@pytest.mark.parametrize("dim", [5, 64, 128])
+def test_relu_without_bias_sits_at_minus_one_over_two_d(dim):
+    """The paper's "near the edge": k(1) = k'(1) = 1/(2d) for ReLU without biases, so lambda_1 = -1/(2d) exactly."""
+    assert verify.activation_constants("relu", dim, 0.0, 0.0)["lambda_1"] == pytest.approx(-1 / (2 * dim), rel=1e-12)
+
+
+def test_each_wrong_exponent_reverses_or_breaks_a_prediction_the_true_one_makes():
+    """The claims' wrong predictions are not the true ones in disguise: the Ito term's sign flipped predicts that
+    biases slow collapse and sigmoid is the slowest; k'(1) without its 1/d makes ReLU's lambda_1 positive at d = 64."""
+    flip = grid.WRONG_PREDICTIONS["the Ito term's sign flipped"]
+    without = grid.WRONG_PREDICTIONS["k'(1) without its 1/d"]
+    biased, plain = grid.Config("relu", 64, 0.1, 0.0), grid.Config("relu", 64, 0.0, 0.0)
+    assert grid.lambda_true(biased) < grid.lambda_true(plain) and flip(biased) > flip(plain)
+    sig, relu = grid.Config("sigmoid", 64, 0.0, 0.0), grid.Config("relu", 64, 0.0, 0.0)
+    assert grid.lambda_true(sig) < grid.lambda_true(relu) and flip(sig) > flip(relu)
+    assert grid.lambda_true(relu) < 0 < without(relu)
