@@ -2,15 +2,20 @@
 of the predicted rate (-2 v) is exact algebra, ReLU without bias sits at lambda_1 = -1/(2d), and the grid's claims
 are judged against wrong exponents that they reject."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import verify
+from convergence.cli import main
 from convergence.experiments import CollapseRate, Comparison, ordering_check, rate_check
-from convergence.models.agazzi import attention_half_step
+from convergence.models import attention_half_step
 from convergence.studies import grid_agazzi as grid
 
 LEVEL = 0.99
+REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
 
 def _rate(rate: float, se: float, transient: float = 0.0) -> CollapseRate:
@@ -79,3 +84,28 @@ def test_each_wrong_exponent_reverses_or_breaks_a_prediction_the_true_one_makes(
     sig, relu = grid.Config("sigmoid", 64, 0.0, 0.0), grid.Config("relu", 64, 0.0, 0.0)
     assert grid.lambda_true(sig) < grid.lambda_true(relu) and flip(sig) > flip(relu)
     assert grid.lambda_true(relu) < 0 < without(relu)
+
+
+def _claims_reject_their_wrong_predictions(report: dict) -> None:
+    """Every claim of the grid is shown to fail on a plausible wrong prediction: for each claim, some
+    ``wrong_prediction`` row judging it fails (the rate claims: collapse_rate and near_edge_rate)."""
+    rows = [c for c in report["checks"] if c["name"] == "wrong_prediction"]
+    for claim in (*grid.ORDERING_CLAIMS, "collapse_rate", "near_edge_rate"):
+        verdicts = {c["verdict"] for c in rows if c["config"]["check"] == claim}
+        assert "fail" in verdicts, (claim, verdicts)
+
+
+def test_the_committed_grid_report_passes_and_rejects_every_wrong_prediction():
+    report = json.loads((REPORTS / "grid-agazzi.json").read_text())
+    assert report["verdict"] == "pass" and report["profile"] == "full"
+    _claims_reject_their_wrong_predictions(report)
+    claims = {c["name"] for c in report["checks"] if c["claim"]}
+    assert claims >= {*grid.ORDERING_CLAIMS, "collapse_rate", "near_edge_rate"}
+
+
+@pytest.mark.slow  # the quick profile: about a minute on 2 cores
+def test_the_quick_grid_passes_and_rejects_every_wrong_prediction(tmp_path):
+    assert main(["run", "grid-agazzi", "--profile", "quick", "--seed", "0", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "grid-agazzi.json").read_text())
+    assert report["verdict"] == "pass"
+    _claims_reject_their_wrong_predictions(report)

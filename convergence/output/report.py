@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 
 from verify.common import atomic_write, atomic_write_set
 
+from ..runtime.reference import in_reference_units
 from ..statistics import NO_TARGET, NO_TARGET_TEXT, confidence_label, json_safe
 from .results import CellMap, Heatmap, Panel, Plot, StudyResult
 
@@ -366,6 +367,7 @@ def write_index(out: Path) -> Path:
     """``index.md``: every study whose JSON is in ``out``, with its verdict, profile and time."""
     out = Path(out)
     rows, wall_total, cpu_total, studies = [], 0.0, 0.0, []
+    ref_total, ref_count = 0.0, 0
     for path in sorted(out.glob("*.json")):
         try:
             data = json.loads(path.read_text())
@@ -385,11 +387,16 @@ def write_index(out: Path) -> Path:
         rate_text = "not stated (older report)" if rate is None else f"{rate:.3g}"
         cpu = data.get("cpu_s")
         cpu_text = "-" if cpu is None else f"{cpu:.1f}"
+        ref_units = in_reference_units(cpu or 0.0, data.get("ref_s"))
+        ref_text = "-" if ref_units is None else f"{ref_units:.1f}"
         wall_total += data.get("elapsed_s", 0.0)
         cpu_total += cpu or 0.0
+        if ref_units is not None:
+            ref_total, ref_count = ref_total + ref_units, ref_count + 1
         rows.append(
             f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
-            f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {rate_text} | {summary} |"
+            f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {ref_text} | {rate_text} | "
+            f"{summary} |"
         )
     lines = [
         "# Verification reports",
@@ -398,14 +405,17 @@ def write_index(out: Path) -> Path:
         "",
         "Time: wall seconds of the study, from its start to its result (studies run side by side share the "
         "workers, so a study's time includes waiting for them); CPU: seconds of CPU charged to the study (its "
-        "own thread and every block the dask workers ran for it).",
+        "own thread and every block the dask workers ran for it); CPU (ref): the same in units of the machine's "
+        "reference kernel, the CPU seconds one core takes to draw 10^9 standard normals with numpy's default "
+        "generator, measured in the same run (`convergence.runtime.reference`; '-' for a report from before it).",
         "",
         *_run_line(out),
-        "| study | verdict | profile | seed | time (s) | CPU (s) | family-wise rate | checks |",
-        "|---|---|---|---|---|---|---|---|",
+        "| study | verdict | profile | seed | time (s) | CPU (s) | CPU (ref) | family-wise rate | checks |",
+        "|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
-        f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU.",
+        f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU"
+        + (f"; {ref_total:.0f} ref over the {ref_count} studies that state it." if ref_count else "."),
         "",
         *_target_lines(studies),
     ]

@@ -119,6 +119,7 @@ class StudyResult:
     elapsed_s: float = 0.0
     cpu_s: float = 0.0  # CPU seconds of the study: its own thread and the dask blocks run for it
     serial_cpu_s: float = 0.0  # of which its own thread's (work that no worker takes over)
+    ref_s: float | None = None  # the machine's reference kernel (runtime.reference), CPU s: costs in ref units
     versions: dict = field(default_factory=dict)
 
     @property
@@ -141,6 +142,7 @@ class StudyResult:
             "elapsed_s": self.elapsed_s,
             "cpu_s": self.cpu_s,
             "serial_cpu_s": self.serial_cpu_s,
+            "ref_s": self.ref_s,
             "params": self.params,
             "versions": self.versions,
             "checks": [check.to_dict() for check in self.checks],

@@ -49,7 +49,7 @@ from ..experiments import (
 )
 from ..models import AgazziModel, FedorovModel, FrozenFeatureField, ReducedFedorov
 from ..paths import BrownianBlock, EulerMaruyama, PathStreams, chunk_length, simulate
-from ..runtime import scheduler
+from ..runtime import measure_reference, scheduler
 from .cost import cost_curves
 
 LARGE_DIMS = (64, 128)
@@ -249,6 +249,8 @@ def torchsde_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | 
 def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str], None] = lambda name: None) -> dict:
     """Every measurement of the module docstring, in one run; returns rates and the derived ratios."""
     h, path_steps = 1.0 / config.steps, config.paths * config.steps
+    progress("reference kernel")
+    ref = measure_reference()  # first, alone: every cost below is also given in its units
     model = FedorovModel(config.tokens, config.dim, 1.0)
     sigma = float(model.sigma)
     rates: dict[str, dict | None] = {}
@@ -327,6 +329,7 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
     ratios = derived_ratios(rates)
     return {
         "config": asdict(config),
+        "ref_s": ref,
         "rates": rates,
         "ratios": ratios,
         "machine": machine(),

@@ -17,7 +17,7 @@ from .cost import cost_plots
 
 def performance_markdown(result: dict) -> str:
     """``performance.md``: rates side by side, the ratios and whether each meets its target."""
-    config, rates, ratios = result["config"], result["rates"], result["ratios"]
+    config, rates, ratios, ref = result["config"], result["rates"], result["ratios"], result["ref_s"]
     lines = [
         "# Performance",
         "",
@@ -27,14 +27,19 @@ def performance_markdown(result: dict) -> str:
         f"{result['machine']['python']}, numpy {result['machine']['numpy']}; best of {config['repeats']} runs "
         "after a warm-up. Generate with `python -m convergence bench`.",
         "",
-        "| measurement | seconds | path-steps per second |",
-        "|---|---|---|",
+        f"Reference kernel, measured first in the same run: ref = {ref:.3g} CPU s (one core drawing 10^9 standard "
+        "normals with numpy's default generator, `convergence.runtime.reference`); each time is also given in ref "
+        "units (seconds / ref), which machines of different speeds agree on.",
+        "",
+        "| measurement | seconds | ref units | path-steps per second |",
+        "|---|---|---|---|",
     ]
     for name, entry in rates.items():
         if entry is None:
-            lines.append(f"| `{name}` | not installed | - |")
+            lines.append(f"| `{name}` | not installed | - | - |")
         else:
-            lines.append(f"| `{name}` | {entry['seconds']:.3f} | {entry['path_steps_per_s']:.4g} |")
+            seconds = entry["seconds"]
+            lines.append(f"| `{name}` | {seconds:.3f} | {seconds / ref:.3g} | {entry['path_steps_per_s']:.4g} |")
     lines += ["", "| ratio | measured | target | met |", "|---|---|---|---|"]
     for name, value in ratios.items():
         comparison, bound = TARGETS.get(name, ("", None))

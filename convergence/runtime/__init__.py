@@ -1,6 +1,7 @@
 """Where work runs: blocks of paths, the unit of seeding and of work (``blocks``), the schedulers (in process or
 dask) with the resumable block cache (``execution``), and the explicit identity of a configuration that keys it
-(``identity``). The lowest layer: it imports nothing else from ``convergence``.
+(``identity``), and the reference kernel that costs are measured in (``reference``). The lowest layer: it imports
+nothing else from ``convergence``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .execution import (
     scheduler,
 )
 from .identity import identity
+from .reference import REFERENCE_NORMALS, in_reference_units, measure_reference, reference_seconds
 
 __all__ = [
     "BlockCache",
@@ -37,6 +39,10 @@ __all__ = [
     "cpu_meter",
     "default_scheduler",
     "identity",
+    "in_reference_units",
+    "measure_reference",
+    "reference_seconds",
+    "REFERENCE_NORMALS",
     "map_blocks",
     "scheduler",
     "seed_block_sequence",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from verify.common import check_choice, check_int, package_versions
 
 from ..output import StudyResult
-from ..runtime import cpu_meter
+from ..runtime import cpu_meter, reference_seconds
 
 PROFILES = ("quick", "full")
 
@@ -24,7 +24,7 @@ def no_progress(total: int, description: str) -> Callable[[int], None]:
 @dataclass(frozen=True)
 class Study:
     """A named study. ``run`` validates its inputs, times the work (wall time, and CPU time of this process and of
-    the dask workers' blocks run for it) and stamps versions."""
+    the dask workers' blocks run for it), stamps versions and the machine's reference kernel time ``ref_s``."""
 
     name: str
     summary: str
@@ -34,10 +34,12 @@ class Study:
     def run(self, profile: str = "quick", seed: int = 0, progress: ProgressFactory = no_progress) -> StudyResult:
         check_choice("profile", profile, PROFILES)
         check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+        ref = reference_seconds()  # before the work, once per process: costs in ref units (runtime.reference)
         start = time.perf_counter()
         with cpu_meter() as cpu:
             result = self.execute(profile, seed, progress)
             result.cpu_s, result.serial_cpu_s = (round(seconds, 3) for seconds in cpu.split())
         result.elapsed_s = round(time.perf_counter() - start, 3)
         result.versions = package_versions()
+        result.ref_s = round(ref, 3)
         return result
