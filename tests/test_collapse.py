@@ -20,24 +20,24 @@ REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
 def _rate(rate: float, se: float, transient: float = 0.0) -> CollapseRate:
     flat = np.zeros(3)
-    return CollapseRate(rate, se, (0, 3), True, transient, flat, np.zeros((2, 3)), flat, np.zeros((2, 3)))
+    return CollapseRate(rate, se, 64, (0, 3), True, transient, flat, np.zeros((2, 3)), flat, np.zeros((2, 3)))
 
 
 def test_an_ordering_passes_when_every_difference_has_its_predicted_sign_and_fails_on_a_contradiction():
-    agree = [Comparison("a", "b", -1.0, 0.1, -0.8), Comparison("c", "d", 0.9, 0.1, 1.2)]
+    agree = [Comparison("a", "b", -1.0, 0.1, -0.8, 60.0), Comparison("c", "d", 0.9, 0.1, 1.2, 60.0)]
     assert ordering_check("o", agree, LEVEL, {}, "").verdict == "pass"
-    contradicted = [*agree, Comparison("e", "f", 1.0, 0.1, -0.9)]
+    contradicted = [*agree, Comparison("e", "f", 1.0, 0.1, -0.9, 60.0)]
     check = ordering_check("o", contradicted, LEVEL, {}, "")
     assert check.verdict == "fail" and "contradicted: e vs f" in check.note
-    straddling = [*agree, Comparison("e", "f", -0.2, 0.1, -0.9)]
+    straddling = [*agree, Comparison("e", "f", -0.2, 0.1, -0.9, 60.0)]
     assert ordering_check("o", straddling, LEVEL, {}, "").verdict == "inconclusive"
 
 
 def test_an_ordering_leaves_out_what_its_sample_cannot_resolve_and_is_undecided_with_nothing_left():
     """A predicted difference of 0.5 with a standard error of 0.3 is below its resolution (~0.3 x 5.5): left out,
     whatever its measured sign; with nothing left the check is inconclusive, never a pass."""
-    noisy = Comparison("a", "b", 5.0, 0.3, -0.5)
-    check = ordering_check("o", [noisy, Comparison("c", "d", -1.0, 0.1, -0.9)], LEVEL, {}, "")
+    noisy = Comparison("a", "b", 5.0, 0.3, -0.5, 60.0)
+    check = ordering_check("o", [noisy, Comparison("c", "d", -1.0, 0.1, -0.9, 60.0)], LEVEL, {}, "")
     assert check.verdict == "pass" and "1 of 2 comparisons left out" in check.note
     assert ordering_check("o", [noisy], LEVEL, {}, "").verdict == "inconclusive"
 
@@ -88,9 +88,9 @@ def test_each_wrong_exponent_reverses_or_breaks_a_prediction_the_true_one_makes(
 
 def _claims_reject_their_wrong_predictions(report: dict) -> None:
     """Every claim of the grid is shown to fail on a plausible wrong prediction: for each claim, some
-    ``wrong_prediction`` row judging it fails (the rate claims: collapse_rate and near_edge_rate)."""
+    ``wrong_prediction`` row judging it fails."""
     rows = [c for c in report["checks"] if c["name"] == "wrong_prediction"]
-    for claim in (*grid.ORDERING_CLAIMS, "collapse_rate", "near_edge_rate"):
+    for claim in (*grid.ORDERING_CLAIMS, "collapse_rate"):
         verdicts = {c["verdict"] for c in rows if c["config"]["check"] == claim}
         assert "fail" in verdicts, (claim, verdicts)
 
@@ -100,7 +100,7 @@ def test_the_committed_grid_report_passes_and_rejects_every_wrong_prediction():
     assert report["verdict"] == "pass" and report["profile"] == "full"
     _claims_reject_their_wrong_predictions(report)
     claims = {c["name"] for c in report["checks"] if c["claim"]}
-    assert claims >= {*grid.ORDERING_CLAIMS, "collapse_rate", "near_edge_rate"}
+    assert claims >= {*grid.ORDERING_CLAIMS, "collapse_rate", "finite_records"} - {grid.LARGER_D_WITHOUT_BIAS}
 
 
 @pytest.mark.slow  # the quick profile: about a minute on 2 cores

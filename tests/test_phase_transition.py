@@ -38,12 +38,11 @@ def test_path_states_continue_each_path_from_its_own_state_whatever_the_block_si
 def test_below_beta_c_runs_lingering_near_minus_one_are_followed_until_they_collapse():
     """d = 4, beta = 0.8 beta_c, rho_0 = -0.9, T = 40: some runs are still within DELTA of -1 at T (the antipodal end
     repels at rate lambda_- > 0, slowly near beta_c); followed, every one of them collapses."""
-    design = pt.DESIGNS["quick"]
     T, depth = 40.0, 4000
     x = simulate(CHAIN, depth, T, 200, 3, (1,), fixed_overlap(-0.9), block_paths=200)
     rho = overlap(x)
     assert np.sum(rho < -1 + DELTA) > 0  # the finite-horizon bias the following removes
-    followed, note = pt.follow_until_decided(CHAIN, rho, x, T, depth, design, 3, (1,))
+    followed, note = pt.follow_until_decided(CHAIN, rho, x, T, depth, 3, (1,))
     assert np.all(followed > 1 - DELTA), note
     assert note.endswith(": 0 still so")
 

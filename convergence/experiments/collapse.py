@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from ..models import LayerMap
 from ..paths import BrownianBlock, Level, PathStreams, run_seeded, uniform_sphere
@@ -36,8 +37,8 @@ from ..statistics import (
     INCONCLUSIVE,
     PASS,
     Check,
+    all_finite,
     bootstrap_interval,
-    confidence_z,
     detectable_effect,
     effect_verdict,
     first_nonfinite,
@@ -46,7 +47,7 @@ from .energy import interaction_energy
 
 CLUSTERED = 0.99  # median mean pairwise cosine from which the run counts as one tight cluster
 ENERGY_FLOOR = 1e-11  # median E_beta below this is near the sampler's rounding floor (pairs closer than ~1e-6)
-MIN_WINDOW = 8  # records in a rate's window
+MIN_WINDOW = 5  # records in a rate's window (a run at the floor within a unit of time still has a window)
 CONTINUUM = 0.1  # largest contraction of distances per layer at which a continuous-time exponent predicts the rate
 MIN_EFFECT = 0.5  # orderings: the smallest predicted difference of rates (of log E_beta per unit time) compared
 RATE_TARGET = 0.2  # collapse_rate may miss a relative error of this size in 2 (lambda_1 - v), allowance included
@@ -101,12 +102,14 @@ def record_collapse(
 
 @dataclass(frozen=True)
 class CollapseRate:
-    """A run's rate of log E_beta: the mean of the paths' slopes and its standard error, the window (record indices
-    start..stop-1), whether the run is one tight cluster over it, the pre-asymptotic drift (the mean slope over the
-    window's later half minus the rate), and the medians over paths with bootstrap bands (for figures)."""
+    """A run's rate of log E_beta: the mean of the paths' slopes, its standard error and the number of paths, the
+    window (record indices start..stop-1), whether the run is one tight cluster over it, the pre-asymptotic drift
+    (twice the mean slope over the window's later half minus the rate: the bias of a slope drifting linearly), and
+    the medians over paths with bootstrap bands (for figures)."""
 
     rate: float
     se: float
+    paths: int
     window: tuple[int, int]
     clustered: bool
     transient: float
@@ -116,8 +119,9 @@ class CollapseRate:
     cosine_band: np.ndarray
 
     def interval(self, confidence: float) -> tuple[float, float]:
-        z = confidence_z(confidence)
-        return self.rate - z * self.se, self.rate + z * self.se
+        """Student t interval over the paths (few paths, Bonferroni tails: a normal quantile would be too short)."""
+        t = float(stats.t.ppf(0.5 + confidence / 2, self.paths - 1))
+        return self.rate - t * self.se, self.rate + t * self.se
 
 
 def _slopes(times: np.ndarray, curves: np.ndarray) -> np.ndarray:
@@ -147,14 +151,31 @@ def collapse_rate(
     return CollapseRate(
         rate=float(slopes.mean()),
         se=float(slopes.std(ddof=1) / np.sqrt(slopes.size)),
+        paths=int(slopes.size),
         window=(start, stop),
         clustered=bool(clustered),
-        transient=float(later.mean() - slopes.mean()),
+        # a slope drifting linearly over the window is off by twice the later half's departure from it
+        transient=2.0 * float(later.mean() - slopes.mean()),
         median_log_energy=median_log,
         log_energy_band=bootstrap_interval(median_log, np.median(log_energy[boot], axis=1), confidence),
         median_cosine=median_cos,
         cosine_band=bootstrap_interval(median_cos, np.median(cosine[boot], axis=1), confidence),
     )
+
+
+def layer_rate(lambda_1: float, v: float, h: float) -> float:
+    """The rate of log E_beta of a tight cluster under the layers of step h: the attention's half-step divides each
+    pairwise difference by |x + h v a| = 1 + h v (exact to first order in the cluster's radius: test), a rate
+    -2 log(1 + h v) / h = -2 v + v^2 h + O(h^2); the noise's share is the continuous 2 lambda_1, whose own O(h)
+    correction goes into the allowance (``discretisation``)."""
+    return -2.0 * np.log1p(h * v) / h + 2.0 * lambda_1
+
+
+def discretisation(lambda_1: float, h: float) -> float:
+    """A bound on the O(h) error of the continuous 2 lambda_1 for the layers: the second-order term (2 lambda_1)^2 h
+    of a per-layer log-contraction exp(2 lambda_1 h), taken once in full (the attention's own term, v^2 h, is half of
+    (2 v)^2 h)."""
+    return (2.0 * lambda_1) ** 2 * h
 
 
 def rate_check(
@@ -164,11 +185,12 @@ def rate_check(
     config: dict,
     note: str,
     target: float = RATE_TARGET,
+    bias: float = 0.0,
 ) -> Check:
-    """``collapse_rate``: the rate against 2 (lambda_1 - v) (``predicted``). Allowance: the pre-asymptotic drift of
-    the slope within its window (|transient|); target: ``target`` x |predicted|; two-sided."""
+    """``collapse_rate``: the rate against ``predicted`` (``layer_rate``). Allowance: twice the pre-asymptotic drift
+    of the slope within its window plus ``bias`` (``discretisation``); target: ``target`` x |predicted|; two-sided."""
     ci = estimate.interval(confidence)
-    allowance = abs(estimate.transient)
+    allowance = abs(estimate.transient) + bias
     bad = first_nonfinite({"rate": np.array([estimate.rate]), "interval": np.array(ci), "drift": np.array([allowance])})
     resolution = detectable_effect(ci, allowance, confidence) if not bad else float("nan")
     verdict = FAIL if bad else effect_verdict(ci, predicted, allowance, resolution, target * abs(predicted))
@@ -198,11 +220,18 @@ class Comparison:
     difference: float
     se: float
     predicted: float
+    df: float  # Welch-Satterthwaite degrees of freedom of the difference
+
+    @classmethod
+    def of(cls, first: str, second: str, a: CollapseRate, b: CollapseRate, predicted: float) -> Comparison:
+        se = float(np.hypot(a.se, b.se))
+        df = se**4 / (a.se**4 / (a.paths - 1) + b.se**4 / (b.paths - 1)) if se > 0 else float(a.paths + b.paths - 2)
+        return cls(first, second, a.rate - b.rate, se, predicted, df)
 
 
 def _interval(c: Comparison, level: float) -> tuple[float, float]:
-    z = confidence_z(level)
-    return c.difference - z * c.se, c.difference + z * c.se
+    t = float(stats.t.ppf(0.5 + level / 2, c.df)) if np.isfinite(c.df) else float("nan")
+    return c.difference - t * c.se, c.difference + t * c.se
 
 
 def ordering_check(name: str, comparisons: Sequence[Comparison], confidence: float, config: dict, note: str) -> Check:
@@ -214,6 +243,10 @@ def ordering_check(name: str, comparisons: Sequence[Comparison], confidence: flo
     interval lies on the predicted side; else inconclusive. Resolution: the largest over the comparisons of the
     effect each confirms with 90% probability, as a fraction of its predicted difference (target 1)."""
     level = 1.0 - (1.0 - confidence) / max(len(comparisons), 1)
+    bad = [f"{c.first} vs {c.second}" for c in comparisons if not all_finite(c.difference, c.se, c.df)]
+    if bad:  # a diverged run is a failure, never a comparison left out
+        nan = float("nan")
+        return Check(name, 0.0, nan, (nan, nan), FAIL, config, 0.0, confidence, note=f"{note}; not finite: {bad}")
     # a comparison is decidable when its predicted difference is at least its resolution (the effect confirmed with
     # probability 90%); the standard errors do not depend on the measured signs, so this choice cannot favour them
     decidable = [c for c in comparisons if abs(c.predicted) >= detectable_effect(_interval(c, level), 0.0, level)]
@@ -222,7 +255,9 @@ def ordering_check(name: str, comparisons: Sequence[Comparison], confidence: flo
     comparisons = decidable
     if not comparisons:
         nan = float("nan")
-        return Check(name, 0.0, nan, (nan, nan), INCONCLUSIVE, config, note=note + "; no comparison qualifies")
+        return Check(
+            name, 0.0, nan, (nan, nan), INCONCLUSIVE, config, 0.0, confidence, note=note + "; no comparison qualifies"
+        )
     signed = []
     for c in comparisons:
         s = np.sign(c.predicted)
@@ -270,6 +305,8 @@ __all__ = [
     "Comparison",
     "collapse_observables",
     "collapse_rate",
+    "discretisation",
+    "layer_rate",
     "ordering_check",
     "rate_check",
     "record_collapse",

@@ -60,8 +60,9 @@ class GaussianField:
     spec: KernelSpec
     tokens: int
     # law-only sampling: the pivoted Cholesky factor of K(Y) from the Gram matrix (``psd_factor(pivoted=True)``),
-    # about 60 times cheaper at n = 64 but not continuous in Y (no pathwise couplings); close pairs are resolved down to
-    # distances of about 1e-8 (the factor's pivots lose half the digits), below which they move together to rounding
+    # about 60 times cheaper at n = 64 but not continuous in Y (no pathwise couplings); the Gram form resolves pairs
+    # down to distances of about 1e-7 (1 - <y_i, y_j> carries an absolute rounding of 1e-16), below which they move
+    # together to rounding
     pivoted: bool = False
     isotropic: ClassVar[bool] = True  # covariance k(<x, y>) I: the field verify's model A assumes
 

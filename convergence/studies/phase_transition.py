@@ -5,7 +5,8 @@ the tokens' plane by ``convergence.models.fedorov_overlap_chain`` (exact in law)
 is compared with P(antipodal) from the derived
 overlap diffusion's scale function (``verify.analysis.hitting``). The horizon comes from the boundary
 exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay rare; a run is
-decided when rho_T is within ``DELTA`` of an end (``experiments.overlap_ends``). Allowance: the undecided fraction plus,
+decided when rho_T is within ``DELTA`` of an end (``experiments.overlap_ends``); runs undecided or likely to switch
+ends at T are followed further (``follow_until_decided``). Allowance: the undecided fraction plus,
 for each decided run, the probability that it would still switch ends, bounded from the scale function at the
 next tabulated distance at least as large as the run's own distance to its end (P(antipodal | rho) is
 monotone). Intervals are Wilson intervals; every statistical check of the study (grid, many tokens, hybrid) is
@@ -155,7 +156,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0), design.block_paths
         )
         rho = overlap(x)
-        rho, followed = follow_until_decided(model, rho, x, T, depth, design, seed, (STUDY_KEY, index, j))
+        rho, followed = follow_until_decided(model, rho, x, T, depth, seed, (STUDY_KEY, index, j))
         antipodal, undecided, allowance = decided_ends(rho, dim, b)
         config = {"d": dim, "beta": b, "rho0": rho0}
         probability = probability_check(
@@ -176,7 +177,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             z,
             design.fraction_target,
             config,
-            f"runs with |rho_T| < {1 - DELTA} at T = {T:.2f}",
+            f"runs with |rho| < {1 - DELTA} at the end (T = {T:.2f}, or later for runs followed further)",
         )
         advance(1)
         return [probability, undecided_check], {
@@ -243,7 +244,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
 
 
 def follow_until_decided(
-    model, rho: np.ndarray, x: np.ndarray, T: float, depth: int, design: PhaseDesign, seed: int, key: tuple
+    model: TwoTokenOverlapChain, rho: np.ndarray, x: np.ndarray, T: float, depth: int, seed: int, key: tuple
 ) -> tuple[np.ndarray, str]:
     """Runs still undecided at T, or decided with a probability above ``SWITCH_THRESHOLD`` of switching ends
     (``pending_runs``, from the scale function: below beta_c every run near -1, whose end repels), are followed: the
