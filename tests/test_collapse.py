@@ -10,7 +10,8 @@ import pytest
 
 import verify
 from convergence.cli import main
-from convergence.experiments import CollapseRate, Comparison, ordering_check, rate_check
+from convergence.experiments import CollapseRate, Comparison, collapse_rate, ordering_check, rate_check
+from convergence.experiments.collapse import MIN_WINDOW
 from convergence.models import attention_half_step
 from convergence.studies import grid_agazzi as grid
 
@@ -18,9 +19,10 @@ LEVEL = 0.99
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
 
-def _rate(rate: float, se: float, transient: float = 0.0) -> CollapseRate:
+def _rate(rate: float, se: float, transient: float = 0.0, cosine: float = 1.0, cosine_se: float = 0.0) -> CollapseRate:
     flat = np.zeros(3)
-    return CollapseRate(rate, se, 64, (0, 3), True, transient, flat, np.zeros((2, 3)), flat, np.zeros((2, 3)))
+    band = np.zeros((2, 3))
+    return CollapseRate(rate, se, 64, (0, 3), True, transient, flat, band, flat, band, cosine, cosine_se)
 
 
 def test_an_ordering_passes_when_every_difference_has_its_predicted_sign_and_fails_on_a_contradiction():
@@ -34,7 +36,7 @@ def test_an_ordering_passes_when_every_difference_has_its_predicted_sign_and_fai
 
 
 def test_an_ordering_leaves_out_what_its_sample_cannot_resolve_and_is_undecided_with_nothing_left():
-    """A predicted difference of 0.5 with a standard error of 0.3 is below its resolution (~0.3 x 5.5): left out,
+    """A predicted difference of 0.5 with a standard error of 0.3 is below its resolution (~0.3 x 4.2): left out,
     whatever its measured sign; with nothing left the check is inconclusive, never a pass."""
     noisy = Comparison("a", "b", 5.0, 0.3, -0.5, 60.0)
     check = ordering_check("o", [noisy, Comparison("c", "d", -1.0, 0.1, -0.9, 60.0)], LEVEL, {}, "")
@@ -47,7 +49,7 @@ def test_an_ordering_leaves_out_what_its_sample_cannot_resolve_and_is_undecided_
     [(-2.0, 0.0, "pass"), (-2.5, 0.0, "fail"), (-2.1, 0.15, "pass"), (-2.0, 0.5, "inconclusive")],
 )
 def test_a_rate_is_judged_against_two_lambda_minus_v_with_its_drift_as_allowance(measured, transient, verdict):
-    """Predicted -2.0, target 20% (0.4): a rate 25% off fails; a drift of 0.5 (above the target) leaves it open."""
+    """Predicted -2.0, target 25% (0.5): a rate 25% off fails; a drift of 0.5 (the target) leaves it open."""
     assert rate_check(_rate(measured, 0.02, transient), -2.0, LEVEL, {}, "").verdict == verdict
 
 
@@ -86,6 +88,44 @@ def test_each_wrong_exponent_reverses_or_breaks_a_prediction_the_true_one_makes(
     assert grid.lambda_true(relu) < 0 < without(relu)
 
 
+def test_a_run_tight_for_fewer_than_min_window_records_is_not_clustered():
+    """A cluster that forms only in the last records (noise clustering late) is not judged by an exponent, and a
+    run tight from the start is; the window ends at the last record above the rounding floor."""
+    times = np.linspace(0.0, 5.0, 51)
+    energy = np.exp(-2.0 * times)[None, :].repeat(8, axis=0)
+    for tight_records, clustered in ((MIN_WINDOW - 1, False), (40, True)):
+        cosine = np.where(np.arange(51) >= 51 - tight_records, 0.995, 0.5)[None, :].repeat(8, axis=0)
+        rate = collapse_rate(np.stack([cosine, energy], axis=-1), times, np.random.default_rng(0), 10, LEVEL)
+        assert rate.clustered is clustered
+        assert rate.rate == pytest.approx(-2.0)
+
+
+def _repulsion_rates(final_cosines: dict) -> tuple[list, dict]:
+    configs = [grid.Config(act, 64, 0.0, -1.0) for act in ("relu", "sigmoid")]
+    # a collapsed run's final cosine hardly varies over the paths
+    spread = {act: 1e-5 if cosine > 0.99 else 0.01 for act, cosine in final_cosines.items()}
+    return configs, {c: _rate(0.0, 0.01, cosine=final_cosines[c.act], cosine_se=spread[c.act]) for c in configs}
+
+
+def test_repulsion_is_judged_by_the_final_cosine_on_the_side_the_prediction_puts_it():
+    """At d = 64 without bias the certified exponent predicts that ReLU's repulsion prevails (2 (lambda_1 + 1) > 0)
+    and sigmoid's is overpowered: a simulation that agrees passes both; one where ReLU's tokens end in one cluster
+    fails ``repulsion_prevails``; ignoring the attention's sign predicts ReLU collapses, which the agreeing
+    simulation contradicts; a non-finite final cosine fails."""
+    design = grid.DESIGNS["full"]
+
+    def verdict(name, finals, predict=grid.predicted_rate):
+        configs, rates = _repulsion_rates(finals)
+        return grid.repulsion_check(name, configs, rates, predict, LEVEL, {}, "", design.prevail_target).verdict
+
+    agree = {"relu": 0.06, "sigmoid": 0.9999}
+    assert verdict("repulsion_overpowered", agree) == verdict("repulsion_prevails", agree) == "pass"
+    assert verdict("repulsion_prevails", {**agree, "relu": 0.999}) == "fail"
+    ignored = grid.WRONG_PREDICTIONS["the attention's sign ignored"]
+    assert verdict("repulsion_overpowered", agree, ignored) == "fail"
+    assert verdict("repulsion_prevails", {**agree, "relu": float("nan")}) == "fail"
+
+
 def _claims_reject_their_wrong_predictions(report: dict) -> None:
     """Every claim of the grid is shown to fail on a plausible wrong prediction: for each claim, some
     ``wrong_prediction`` row judging it fails."""
@@ -96,9 +136,16 @@ def _claims_reject_their_wrong_predictions(report: dict) -> None:
 
 
 def test_the_committed_grid_report_passes_and_rejects_every_wrong_prediction():
+    """... and a wrong prediction's collapse_rate allowance is the true one's (from the run, not from the claim)."""
     report = json.loads((REPORTS / "grid-agazzi.json").read_text())
     assert report["verdict"] == "pass" and report["profile"] == "full"
     _claims_reject_their_wrong_predictions(report)
+    allowances = {}
+    for c in report["checks"]:
+        if "collapse_rate" in (c["name"], c["config"].get("check")):
+            key = tuple(c["config"][k] for k in ("act", "d", "bias", "v"))
+            allowances.setdefault(key, set()).add(c["allowance"])
+    assert allowances and all(len(values) == 1 for values in allowances.values())
     claims = {c["name"] for c in report["checks"] if c["claim"]}
     assert claims >= {*grid.ORDERING_CLAIMS, "collapse_rate", "finite_records"} - {grid.LARGER_D_WITHOUT_BIAS}
 

@@ -5,19 +5,20 @@ Observables per layer and path: E_beta(mu) (``energy.interaction_energy``) and t
 (1/(n(n-1))) sum_{i != j} <x_i, x_j>.
 
 Rate: the mean over paths of each path's least-squares slope of log E_beta against time over a window of the late
-layers, with its standard error over paths (normal intervals; the median curves and their bootstrap bands are for
-figures). The window is the later half of the records above the
-rounding floor (the median energy at least ``ENERGY_FLOOR``; all of [0, T] when it is never reached), from the first
-record at which the median cosine reaches ``CLUSTERED`` if later. With fewer than ``MIN_WINDOW`` records there, or
-a cosine below ``CLUSTERED`` in it, the run is *not clustered*: its rate is measured over that later half and no
+layers, with a Student t interval over the paths (the median curves and their bootstrap bands are for figures).
+The window ends at the last record above the rounding floor (the median energy at least ``ENERGY_FLOOR``; at T when
+it is never reached) and starts at the first record at which the median cosine reaches ``CLUSTERED``, or a quarter
+of the way in if that is later. With fewer than ``MIN_WINDOW`` records there, or a cosine below ``CLUSTERED`` in it,
+the run is *not clustered*: its rate is measured over the later half of the records above the floor and no
 exponent predicts it.
 
 Prediction: in one tight cluster every pairwise difference follows the same linearised flow: the field's, whose top
 Lyapunov exponent is the two-point exponent lambda_1 = ((d-3) k'(1) - (d-1) k(1)) / 2 (``verify.activation_constants``),
 and the attention's, which moves each token towards the cluster's mean at rate v (Q^T K = beta I, V = v I; the
 softmax weights are uniform to O(beta r^2)). So log E_beta (a sum of squared distances, e^beta beta |x_i - x_j|^2 / 2
-per pair) decays at 2 (lambda_1 - v) almost surely. A layer's contraction of distances must be small (``CONTINUUM``)
-for the continuous-time exponent to describe the layers.
+per pair) decays at 2 (lambda_1 - v) almost surely in continuous time, and at ``layer_rate`` under layers of step h.
+A layer's contraction of distances must be small (``CONTINUUM``) for the continuous-time exponent to describe the
+layers.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ..statistics import (
     Check,
     all_finite,
     bootstrap_interval,
+    confidence_label,
     detectable_effect,
     effect_verdict,
     first_nonfinite,
@@ -47,10 +49,10 @@ from .energy import interaction_energy
 
 CLUSTERED = 0.99  # median mean pairwise cosine from which the run counts as one tight cluster
 ENERGY_FLOOR = 1e-11  # median E_beta below this is near the sampler's rounding floor (pairs closer than ~1e-6)
-MIN_WINDOW = 5  # records in a rate's window (a run at the floor within a unit of time still has a window)
+MIN_WINDOW = 8  # records a run must stay one tight cluster over (0.7 units of time at T = 5, 51 records)
 CONTINUUM = 0.1  # largest contraction of distances per layer at which a continuous-time exponent predicts the rate
 MIN_EFFECT = 0.5  # orderings: the smallest predicted difference of rates (of log E_beta per unit time) compared
-RATE_TARGET = 0.2  # collapse_rate may miss a relative error of this size in 2 (lambda_1 - v), allowance included
+RATE_TARGET = 0.25  # collapse_rate may miss a relative error of this size in the layers' rate, allowance included
 
 
 def collapse_observables(beta: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -117,11 +119,21 @@ class CollapseRate:
     log_energy_band: np.ndarray  # (2, records)
     median_cosine: np.ndarray
     cosine_band: np.ndarray
+    final_cosine: float  # the mean over paths of the last record's mean pairwise cosine
+    final_cosine_se: float
 
     def interval(self, confidence: float) -> tuple[float, float]:
         """Student t interval over the paths (few paths, Bonferroni tails: a normal quantile would be too short)."""
-        t = float(stats.t.ppf(0.5 + confidence / 2, self.paths - 1))
-        return self.rate - t * self.se, self.rate + t * self.se
+        return _t_interval(self.rate, self.se, self.paths - 1, confidence)
+
+    def final_cosine_interval(self, confidence: float) -> tuple[float, float]:
+        """Student t interval of the mean final cosine over the paths."""
+        return _t_interval(self.final_cosine, self.final_cosine_se, self.paths - 1, confidence)
+
+
+def _t_interval(mean: float, se: float, df: float, confidence: float) -> tuple[float, float]:
+    t = float(stats.t.ppf(0.5 + confidence / 2, df)) if np.isfinite(df) else float("nan")
+    return mean - t * se, mean + t * se
 
 
 def _slopes(times: np.ndarray, curves: np.ndarray) -> np.ndarray:
@@ -160,6 +172,8 @@ def collapse_rate(
         log_energy_band=bootstrap_interval(median_log, np.median(log_energy[boot], axis=1), confidence),
         median_cosine=median_cos,
         cosine_band=bootstrap_interval(median_cos, np.median(cosine[boot], axis=1), confidence),
+        final_cosine=float(cosine[:, -1].mean()),
+        final_cosine_se=float(cosine[:, -1].std(ddof=1) / np.sqrt(cosine.shape[0])),
     )
 
 
@@ -171,11 +185,13 @@ def layer_rate(lambda_1: float, v: float, h: float) -> float:
     return -2.0 * np.log1p(h * v) / h + 2.0 * lambda_1
 
 
-def discretisation(lambda_1: float, h: float) -> float:
-    """A bound on the O(h) error of the continuous 2 lambda_1 for the layers: the second-order term (2 lambda_1)^2 h
-    of a per-layer log-contraction exp(2 lambda_1 h), taken once in full (the attention's own term, v^2 h, is half of
-    (2 v)^2 h)."""
-    return (2.0 * lambda_1) ** 2 * h
+def discretisation(estimate: CollapseRate, v: float, h: float) -> float:
+    """An estimate (not a bound) of the O(h) error of the continuous 2 lambda_1 under the layers: the second-order
+    term s^2 h of a per-layer contraction exp(s h), s = the measured rate less the attention's share
+    (``layer_rate``), taken in full (the attention's own second-order term, v^2 h, is a quarter of (2 v)^2 h). From
+    the run, not from the exponent under test, so a wrong exponent cannot widen its own allowance."""
+    noise = estimate.rate + 2.0 * np.log1p(h * v) / h
+    return float(noise**2 * h)
 
 
 def rate_check(
@@ -188,7 +204,8 @@ def rate_check(
     bias: float = 0.0,
 ) -> Check:
     """``collapse_rate``: the rate against ``predicted`` (``layer_rate``). Allowance: twice the pre-asymptotic drift
-    of the slope within its window plus ``bias`` (``discretisation``); target: ``target`` x |predicted|; two-sided."""
+    of the slope within its window plus ``bias`` (``discretisation``); target: ``target`` x |predicted|; two-sided.
+    A non-finite rate, interval or allowance fails."""
     ci = estimate.interval(confidence)
     allowance = abs(estimate.transient) + bias
     bad = first_nonfinite({"rate": np.array([estimate.rate]), "interval": np.array(ci), "drift": np.array([allowance])})
@@ -208,6 +225,22 @@ def rate_check(
         relative_resolution=resolution / abs(predicted),
         target=target * abs(predicted),
     )
+
+
+def sign_decision(signed: Sequence[tuple[float, tuple[float, float]]]) -> tuple[str, tuple[float, tuple[float, float]]]:
+    """Claims that each of several signed statistics (value, interval) is positive: ``fail`` when some interval lies
+    below 0, ``pass`` when every one lies above, else ``inconclusive``; and the row with the lowest lower bound (a
+    non-finite one first: it fails)."""
+    finite = [all_finite(value, *ci) for value, ci in signed]
+    if not all(finite):
+        return FAIL, signed[finite.index(False)]
+    if any(ci[1] < 0 for _, ci in signed):
+        verdict = FAIL
+    elif all(ci[0] > 0 for _, ci in signed):
+        verdict = PASS
+    else:
+        verdict = INCONCLUSIVE
+    return verdict, min(signed, key=lambda row: row[1][0])
 
 
 @dataclass(frozen=True)
@@ -230,8 +263,7 @@ class Comparison:
 
 
 def _interval(c: Comparison, level: float) -> tuple[float, float]:
-    t = float(stats.t.ppf(0.5 + level / 2, c.df)) if np.isfinite(c.df) else float("nan")
-    return c.difference - t * c.se, c.difference + t * c.se
+    return _t_interval(c.difference, c.se, c.df, level)
 
 
 def ordering_check(name: str, comparisons: Sequence[Comparison], confidence: float, config: dict, note: str) -> Check:
@@ -263,20 +295,14 @@ def ordering_check(name: str, comparisons: Sequence[Comparison], confidence: flo
         s = np.sign(c.predicted)
         lo, hi = sorted(float(s * v) for v in _interval(c, level))
         signed.append((float(s * c.difference), (lo, hi), c))
-    worst = min(signed, key=lambda item: item[1][0])
+    verdict, worst = sign_decision([(value, ci) for value, ci, _ in signed])
     # in units of each comparison's predicted difference: every one kept is resolved (<= 1)
     resolution = max(detectable_effect(ci, 0.0, level) / abs(c.predicted) for _, ci, c in signed)
-    if any(ci[1] < 0 for _, ci, _ in signed):
-        verdict = FAIL
-    elif all(ci[0] > 0 for _, ci, _ in signed):
-        verdict = PASS
-    else:
-        verdict = INCONCLUSIVE
     contradicted = [f"{c.first} vs {c.second}" for _, ci, c in signed if ci[1] < 0]
     detail = "; ".join(
         f"{c.first} - {c.second}: {c.difference:+.3g} (predicted {c.predicted:+.3g})" for _, _, c in signed
     )
-    note += f"; {len(comparisons)} decided, each at {100 * level:.4g}%: {detail}"
+    note += f"; {len(comparisons)} decided, each at {confidence_label(level)}: {detail}"
     if contradicted:
         note += f"; contradicted: {', '.join(contradicted)}"
     return Check(
@@ -310,4 +336,5 @@ __all__ = [
     "ordering_check",
     "rate_check",
     "record_collapse",
+    "sign_decision",
 ]
