@@ -3,6 +3,7 @@ the two-token chain lets a pair at 1 + rho = 1e-20 leave -1 (exact antipodality 
 difference in standard errors."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -36,15 +37,15 @@ def test_path_states_continue_each_path_from_its_own_state_whatever_the_block_si
 
 
 def test_below_beta_c_runs_lingering_near_minus_one_are_followed_until_they_collapse():
-    """d = 4, beta = 0.8 beta_c, rho_0 = -0.9, T = 40: some runs are still within DELTA of -1 at T (the antipodal end
-    repels at rate lambda_- > 0, slowly near beta_c); followed, every one of them collapses."""
-    T, depth = 40.0, 4000
-    x = simulate(CHAIN, depth, T, 200, 3, (1,), fixed_overlap(-0.9), block_paths=200)
-    rho = overlap(x)
-    assert np.sum(rho < -1 + DELTA) > 0  # the finite-horizon bias the following removes
-    followed, note = pt.follow_until_decided(CHAIN, rho, x, T, depth, 3, (1,))
-    assert np.all(followed > 1 - DELTA), note
-    assert note.endswith(": 0 still so")
+    """d = 4, beta = 0.8 beta_c, rho_0 = -0.9, T = 40: some runs are still near -1 at T (the antipodal end repels at
+    rate lambda_- > 0, slowly near beta_c); followed, every one of them collapses. Runs stop once decided, so a run
+    takes fewer layers than the horizon's on average; no number depends on the block size."""
+    runs = [pt.run_until_decided(CHAIN, -0.9, 40.0, 0.01, 200, 3, (1,), block) for block in (200, 64)]
+    (rho, depth, note), (other, _, _) = runs
+    np.testing.assert_array_equal(rho, other)
+    assert int(re.search(r"(\d+) pending at T", note).group(1)) > 0  # the finite-horizon bias the following removes
+    assert np.all(rho > 1 - DELTA) and ": 0 still pending" in note, note
+    assert depth == 4000 and float(re.search(r"(\d+) of 4000 layers per run", note).group(1)) < 4000
 
 
 def test_a_pair_at_one_plus_rho_1e_minus_20_still_leaves_minus_one_below_beta_c():

@@ -1,18 +1,16 @@
 """Study ``phase-transition``: where two tokens of the discrete model F end, against the scale function.
 
-For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian values, the layer map kept in
-the tokens' plane by ``convergence.models.fedorov_overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal
-is compared with P(antipodal) from the derived
-overlap diffusion's scale function (``verify.analysis.hitting``). The horizon comes from the boundary
-exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay rare; a run is
-decided when rho_T is within ``DELTA`` of an end (``experiments.overlap_ends``); runs undecided or likely to switch
-ends at T are followed further (``follow_until_decided``). Allowance: the undecided fraction plus,
-for each decided run, the probability that it would still switch ends, bounded from the scale function at the
-next tabulated distance at least as large as the run's own distance to its end (P(antipodal | rho) is
-monotone). Intervals are Wilson intervals; every statistical check of the study (grid, many tokens, hybrid) is
-one Bonferroni family at 1% (``family_size``). A check's resolution is the smallest departure of the
-probability it rejects with 90% power (``detectable_effect``).
-"""
+For each (d, beta, rho_0) the fraction of discrete runs (two tokens, Gaussian values, the layer map kept in the
+tokens' plane by ``convergence.models.fedorov_overlap_chain`` (exact in law), sigma = 1, step h) that end antipodal
+is compared with P(antipodal) from the derived overlap diffusion's scale function (``verify.analysis.hitting``). The
+horizon comes from the boundary exponents: T = C / min(|lambda_+|, |lambda_-|) (capped), so that undecided runs stay
+rare; a run is decided when rho is within ``DELTA`` of an end (``experiments.overlap_ends``); runs stop once decided
+and unlikely to switch ends, and runs undecided or likely to switch at T are followed further
+(``run_until_decided``). Allowance: the undecided fraction plus, for each decided run, the probability that it would
+still switch ends, bounded from the scale function at the next tabulated distance at least as large as the run's own
+distance to its end (P(antipodal | rho) is monotone). Intervals are Wilson intervals; every statistical check of the
+study (grid, many tokens, hybrid) is one Bonferroni family at 1% (``family_size``). A check's resolution is the
+smallest departure of the probability it rejects with 90% power (``detectable_effect``)."""
 
 from __future__ import annotations
 
@@ -49,6 +47,7 @@ STUDY_KEY = STREAM_KEYS[NAME]
 HORIZON_FACTOR = 30.0
 MAX_UNDECIDED = 0.02
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
+CHUNKS = 4  # a horizon is run in parts; after each, runs decided (and unlikely to switch ends) stop
 FOLLOW_CHUNKS = 8  # runs undecided or likely to switch at T are followed for up to this many more horizons
 SWITCH_THRESHOLD = 1e-3  # a decided run that switches ends with a larger probability is followed
 FOLLOW_ALLOWANCE = 0.005  # above beta_c, runs are followed while the allowance exceeds this (a fifteenth of the target)
@@ -150,13 +149,11 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         index, j = run
         (dim, b), rho0, predicted = grid[index], design.rho0s[j], float(predictions[index][j])
         T = horizon(dim, b, design)
-        depth = max(1, round(T / design.step))
         model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
-        x = simulate(
-            model, depth, T, design.paths, seed, (STUDY_KEY, index, j), fixed_overlap(rho0), design.block_paths
+        key = (STUDY_KEY, index, j)
+        rho, depth, followed = run_until_decided(
+            model, rho0, T, design.step, design.paths, seed, key, design.block_paths
         )
-        rho = overlap(x)
-        rho, followed = follow_until_decided(model, rho, x, T, depth, seed, (STUDY_KEY, index, j))
         antipodal, undecided, allowance = decided_ends(rho, dim, b)
         config = {"d": dim, "beta": b, "rho0": rho0}
         probability = probability_check(
@@ -228,12 +225,13 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "family-wise false-failure rate at most 1%.",
         "P(antipodal) does not depend on sigma (time change), so sigma = 1 with sigma^2 h fixed.",
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
-        "Runs undecided at T, or decided with a probability above "
-        f"{SWITCH_THRESHOLD:g} of still switching ends (scale function), are followed (the same chain from their "
-        f"states, fresh noise) for up to {FOLLOW_CHUNKS} more horizons while the allowance exceeds "
-        f"{FOLLOW_ALLOWANCE:g}; what stays so is in the allowance. Below beta_c every run near -1 (its end repels) "
-        "is followed until it collapses; each p_antipodal note says how "
-        "many runs were followed, how close to -1 they came, and how many remain. The two-token chain carries "
+        f"Each horizon is run in {CHUNKS} parts; after each, the runs decided at an end with a probability of at "
+        f"most {SWITCH_THRESHOLD:g} of still switching ends (scale function) stop, and that probability goes into the "
+        "allowance. Runs undecided or likely to switch at T are followed (the same chain from their states, fresh "
+        f"noise) for up to {FOLLOW_CHUNKS} more horizons while the allowance exceeds {FOLLOW_ALLOWANCE:g}; what stays "
+        "so is in the allowance. Below beta_c every run near -1 (its end repels) is followed until it collapses; "
+        "each p_antipodal note says how many layers a run took on average, how many runs were pending at T, how "
+        "close to -1 they came, and how many remain. The two-token chain carries "
         "1 + rho to full relative precision through the tokens' sum, so a run at 1 + rho ~ 1e-16 still leaves -1 "
         "(exact antipodality would be kept by the map: x_2 = -x_1 gives a_2 = -a_1).",
         "The phase map (phase-diagram figure): per rho0, the simulated fraction, the scale function's "
@@ -243,41 +241,48 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots=plots, notes=notes)
 
 
-def follow_until_decided(
-    model: TwoTokenOverlapChain, rho: np.ndarray, x: np.ndarray, T: float, depth: int, seed: int, key: tuple
-) -> tuple[np.ndarray, str]:
-    """Runs still undecided at T, or decided with a probability above ``SWITCH_THRESHOLD`` of switching ends
-    (``pending_runs``, from the scale function: below beta_c every run near -1, whose end repels), are followed: the
-    same chain from its state at T under fresh noise (its own stream, key + (k,) for the k-th further horizon; the
-    chain is Markov), for up to ``FOLLOW_CHUNKS`` more horizons of length T: below the certified beta_c until none
-    is pending, above it while the allowance (undecided and switching runs, ``decided_ends``) exceeds
-    ``FOLLOW_ALLOWANCE``. The event "ends
-    antipodal" is a limit: following a run longer only brings its indicator closer to it, and what stays pending
-    is still covered by the allowance (``decided_ends``). Returns the final overlaps and a note (how many runs were
-    followed, for how long, how close to -1 they had come, how many stay pending)."""
+def run_until_decided(
+    model: TwoTokenOverlapChain, rho0: float, T: float, step: float, paths: int, seed: int, key: tuple, block: int
+) -> tuple[np.ndarray, int, str]:
+    """Two-token runs from overlap ``rho0``, simulated in ``CHUNKS`` parts of the horizon T. After each part the runs
+    decided at an end with a probability of at most ``SWITCH_THRESHOLD`` of still switching ends stop
+    (``pending_runs``, from the scale function); the others go on from their states under fresh noise (the chain is
+    Markov; part k draws from the stream key + (k,)), up to T and past it for up to ``FOLLOW_CHUNKS`` more
+    horizons: below the certified beta_c until none is pending (the antipodal end repels, so every run near -1 is
+    pending), above it while the allowance (``decided_ends``) exceeds ``FOLLOW_ALLOWANCE``. Stopping a decided run
+    changes its indicator "ends antipodal" (a limit) with at most its switching probability, which the allowance
+    counts; running it on could only bring the indicator closer to its limit. Returns the final overlaps, the
+    layers per horizon, and a note (mean layers run per path, runs pending at T and after, the smallest 1 + rho a
+    pending run reached, carried to full precision)."""
     dim, beta = model.model.dim, model.model.beta
     below = beta < float(verify.critical_beta(dim)[0])  # certified: no run may stay near -1
-
-    def needed(rho: np.ndarray) -> bool:  # below beta_c until none is pending; above, while the allowance is large
-        return below or decided_ends(rho, dim, beta)[2] > FOLLOW_ALLOWANCE
-
-    rho, x = rho.copy(), x.copy()
-    pending = pending_runs(rho, dim, beta, SWITCH_THRESHOLD)
-    if not pending.any() or not needed(rho):
-        return rho, ""
-    first = int(pending.sum())
-    closest = float(np.min(0.5 * np.sum((x[pending, 0] + x[pending, 1]) ** 2, axis=-1)))  # 1 + rho, full precision
-    chunks = 0
-    while pending.any() and chunks < FOLLOW_CHUNKS and needed(rho):
-        chunks += 1
-        index = np.flatnonzero(pending)
-        x[index] = simulate(model, depth, T, index.size, seed, (*key, chunks), path_states(x[index]), index.size)
-        rho[index] = overlap(x[index])
-        pending[index] = pending_runs(rho[index], dim, beta, SWITCH_THRESHOLD)
-    return rho, (
-        f"; {first} runs undecided or likely to switch at T (smallest 1 + rho {closest:.2g}) followed for up to "
-        f"{chunks} more horizons: {int(pending.sum())} still so"
+    part_depth = max(1, round(T / CHUNKS / step))
+    states, rho = np.empty((paths, 2, 2)), np.full(paths, float(rho0))
+    active, layers, closest, pending_at_T = np.arange(paths), 0, np.inf, 0
+    for part in range(CHUNKS * (1 + FOLLOW_CHUNKS)):
+        initial = fixed_overlap(rho0) if part == 0 else path_states(states[active])
+        states[active] = simulate(model, part_depth, T / CHUNKS, active.size, seed, (*key, part), initial, block)
+        layers += part_depth * active.size
+        rho[active] = overlap(states[active])
+        active = active[pending_runs(rho[active], dim, beta, SWITCH_THRESHOLD)]
+        near = active[rho[active] < 0]
+        if near.size:  # 1 + rho = |x_1 + x_2|^2 / 2, to full relative precision
+            closest = min(closest, float(np.min(0.5 * np.sum((states[near, 0] + states[near, 1]) ** 2, axis=-1))))
+        if part + 1 == CHUNKS:
+            pending_at_T = active.size
+        done = part + 1 >= CHUNKS and not (below or decided_ends(rho, dim, beta)[2] > FOLLOW_ALLOWANCE)
+        if active.size == 0 or done:
+            break
+    horizons = (part + 1) / CHUNKS
+    note = (
+        f"; runs stopped once decided: {layers / paths:.0f} of {CHUNKS * part_depth} layers per run on average; "
+        f"{pending_at_T} pending at T"
     )
+    if horizons > 1:
+        note += f", followed for {horizons - 1:g} more horizons: {active.size} still pending"
+    if np.isfinite(closest):
+        note += f" (smallest 1 + rho of a pending run {closest:.2g})"
+    return rho, CHUNKS * part_depth, note
 
 
 def _probability_plots(design: PhaseDesign, rows: list[dict]) -> list[Plot]:
