@@ -12,6 +12,7 @@ from convergence.paths import PathStreams
 from convergence.performance.breakdown import categorise, sampled_breakdown
 from convergence.performance.cost import CostAxis, cost_curves
 from convergence.performance.report import write_performance
+from convergence.performance.user_checks import BUDGETS, user_checks_markdown
 
 
 def test_cost_curve_exponent_is_the_log_log_slope_of_the_upper_sizes():
@@ -45,6 +46,24 @@ def test_performance_report_writes_the_cost_figure_and_table(tmp_path):
     assert paths["cost"].read_bytes()[:4] == b"\x89PNG"
     text = paths["md"].read_text()
     assert "## Cost curves" in text and "| tokens N | synthetic | 1, 2, 4 | 1, 4, 16 | 2.00 | 2 |" in text
+
+
+def test_a_users_check_meets_its_budget_only_when_decided_as_wanted_and_cheap_enough():
+    rows = [
+        {"check": "local", "claim": "true claim", "wanted": "pass", "verdict": "pass", "cpu_s": 2.0, "ref": 0.2},
+        {
+            "check": "local",
+            "claim": "drift x 1.05",
+            "wanted": "fail",
+            "verdict": "inconclusive",
+            "cpu_s": 1,
+            "ref": 0.1,
+        },
+        {"check": "weak", "claim": "true claim", "wanted": "pass", "verdict": "pass", "cpu_s": 60.0, "ref": 6.0},
+    ]
+    rows = [{**r, "budget_ref": BUDGETS[r["check"]]} for r in rows]
+    table = [line for line in user_checks_markdown(rows) if line.startswith("| local") or line.startswith("| weak")]
+    assert [line.rsplit("|", 2)[1].strip() for line in table] == ["yes", "**no**", "**no**"]
 
 
 def test_index_reports_wall_and_cpu_time(tmp_path):

@@ -387,7 +387,7 @@ def write_index(out: Path) -> Path:
         rate_text = "not stated (older report)" if rate is None else f"{rate:.3g}"
         cpu = data.get("cpu_s")
         cpu_text = "-" if cpu is None else f"{cpu:.1f}"
-        ref_units = in_reference_units(cpu or 0.0, data.get("ref_s"))
+        ref_units = None if cpu is None else in_reference_units(cpu, data.get("ref_s"))
         ref_text = "-" if ref_units is None else f"{ref_units:.1f}"
         wall_total += data.get("elapsed_s", 0.0)
         cpu_total += cpu or 0.0

@@ -21,7 +21,9 @@ Workload (the issue's reference): model F with n = 2 tokens in d = 16, 4096 path
   ladder with the exact low-rank coupling (``convergence.experiments.strong_low_rank``: d m normals per fine step,
   m = n x levels);
 * cost curves (``convergence.performance.cost``): time against tokens, dimension, depth, paths and width, with fitted
-  exponents.
+  exponents;
+* a user's own checks (``convergence.performance.user_checks``): local, strong and weak on model F, n = 2, d = 16,
+  true claim and drift x 1.05, at their defaults: the verdict and the CPU in ref units against a budget.
 
 Like-for-like against the peers means the same SDE with the full d x d Brownian matrix *in law*: the reduced
 Euler rows draw the matrix's action on the attention vectors from its exact joint law
@@ -51,6 +53,7 @@ from ..models import AgazziModel, FedorovModel, FrozenFeatureField, ReducedFedor
 from ..paths import BrownianBlock, EulerMaruyama, PathStreams, chunk_length, simulate
 from ..runtime import measure_reference, scheduler
 from .cost import cost_curves
+from .user_checks import user_check_costs
 
 LARGE_DIMS = (64, 128)
 STRONG_DEPTHS, STRONG_REFERENCE_FACTOR = (8, 16, 32, 64, 128), 16  # strong-fedorov's quick ladder
@@ -72,10 +75,11 @@ class BenchConfig:
     repeats: int = 3
     strong_paths: int = 256  # at d = 16; scaled by (16/d)^2 at larger d
     cost_repeats: int = 2  # 0: no cost curves
+    user_checks: int = 1  # 0: no timing of a user's checks at their defaults (``user_checks``)
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            check_int(name, value, minimum=0 if name == "cost_repeats" else 1)
+            check_int(name, value, minimum=0 if name in ("cost_repeats", "user_checks") else 1)
 
 
 def best_time(run: Callable[[], object], repeats: int) -> float:
@@ -326,8 +330,10 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
             design.paths * design.fine_steps,
         )
     curves = cost_curves(best_time, config.cost_repeats, progress) if config.cost_repeats else {}
+    users = user_check_costs(ref, progress=progress) if config.user_checks else []
     ratios = derived_ratios(rates)
     return {
+        "user_checks": users,
         "config": asdict(config),
         "ref_s": ref,
         "rates": rates,

@@ -13,12 +13,13 @@ from . import benchmark, breakdown
 from .benchmark import TARGETS
 from .breakdown import CATEGORIES
 from .cost import cost_plots
+from .user_checks import user_checks_markdown
 
 
 def performance_markdown(result: dict) -> str:
     """``performance.md``: rates side by side, the ratios and whether each meets its target."""
     config, rates, ratios = result["config"], result["rates"], result["ratios"]
-    ref = result.get("ref_s") or float("nan")  # nan: a result from before the reference kernel
+    ref = result.get("ref_s")  # None: a result from before the reference kernel
     lines = [
         "# Performance",
         "",
@@ -28,9 +29,13 @@ def performance_markdown(result: dict) -> str:
         f"{result['machine']['python']}, numpy {result['machine']['numpy']}; best of {config['repeats']} runs "
         "after a warm-up. Generate with `python -m convergence bench`.",
         "",
-        f"Reference kernel, measured first in the same run: ref = {ref:.3g} CPU s (one core drawing 10^9 standard "
-        "normals with numpy's default generator, `convergence.runtime.reference`); each time is also given in ref "
-        "units (seconds / ref), which machines of different speeds agree on.",
+        (
+            f"Reference kernel, measured first in the same run: ref = {ref:.3g} CPU s (one core drawing 10^9 "
+            "standard normals with numpy's default generator, `convergence.runtime.reference`); each time is also "
+            "given in ref units (seconds / ref), which machines of different speeds agree on."
+            if ref
+            else "No reference kernel in this result (it predates `convergence.runtime.reference`): no ref units."
+        ),
         "",
         "| measurement | seconds | ref units | path-steps per second |",
         "|---|---|---|---|",
@@ -40,7 +45,8 @@ def performance_markdown(result: dict) -> str:
             lines.append(f"| `{name}` | not installed | - | - |")
         else:
             seconds = entry["seconds"]
-            lines.append(f"| `{name}` | {seconds:.3f} | {seconds / ref:.3g} | {entry['path_steps_per_s']:.4g} |")
+            units = f"{seconds / ref:.3g}" if ref else "-"
+            lines.append(f"| `{name}` | {seconds:.3f} | {units} | {entry['path_steps_per_s']:.4g} |")
     lines += ["", "| ratio | measured | target | met |", "|---|---|---|---|"]
     for name, value in ratios.items():
         comparison, bound = TARGETS.get(name, ("", None))
@@ -72,6 +78,8 @@ def performance_markdown(result: dict) -> str:
                 f"| {entry['label']} | {entry['workload']} | {', '.join(map(str, entry['sizes']))} | "
                 f"{seconds} | {entry['exponent']:.2f} | {entry['expected']:g} |"
             )
+    if result.get("user_checks"):
+        lines += ["", *user_checks_markdown(result["user_checks"])]
     studies = result.get("breakdown")
     if studies:
         lines += [
