@@ -10,8 +10,7 @@ import pytest
 
 import verify
 from convergence.cli import main
-from convergence.experiments import CollapseRate, Comparison, collapse_rate, ordering_check, rate_check
-from convergence.experiments.collapse import MIN_WINDOW
+from convergence.experiments import MIN_WINDOW, CollapseRate, Comparison, collapse_rate, ordering_check, rate_check
 from convergence.models import attention_half_step
 from convergence.studies import grid_agazzi as grid
 

@@ -20,6 +20,7 @@ from .chaos import (
     w2_squared,
 )
 from .collapse import (
+    MIN_WINDOW,
     CollapseRate,
     Comparison,
     collapse_rate,
@@ -76,6 +77,7 @@ from .overlap_ends import (
     merge_probability_check,
     pending_runs,
     probability_check,
+    run_until_decided,
 )
 from .stopping_certificates import (
     capped_growth,
@@ -124,6 +126,7 @@ from .width_depth import (
 )
 
 __all__ = [
+    "MIN_WINDOW",
     "DELTA",
     "antipodal_share_check",
     "decided_ends",
@@ -218,6 +221,7 @@ __all__ = [
     "miss_probability",
     "pooled_check",
     "rejection_row",
+    "run_until_decided",
     "true_claim_row",
     "claim_limit_check",
     "coupled_layer_and_claims",

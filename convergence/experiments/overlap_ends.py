@@ -2,16 +2,16 @@
 antipodal fraction against a predicted probability, of a merge probability, of a derived invariant's expectation,
 and of the share of antipodal pairs among many tokens.
 
-A run is decided when its final overlap rho_T is within ``DELTA`` of an end. A decided run could still switch ends:
-``decided_ends`` bounds that by the scale function of the overlap diffusion (``verify.analysis.hitting``) at the
-next tabulated distance at least as large as the run's own distance to its end (``SWITCH_GRID``; P(antipodal | rho)
-is monotone). ``probability_check`` compares the Wilson interval of the antipodal fraction with the prediction
-plus that allowance; it is inconclusive when its resolution (the smallest probability error it rejects with 90%
-power) exceeds its target (``PROBABILITY_TARGET`` unless the design says otherwise). ``merge_probability_check``
-takes the undecided fraction as its allowance; ``expectation_check`` allows the O(h) bias measured against a coarser
-depth; ``antipodal_share_check`` is a Student t interval over the paths' shares. Each is inconclusive when its
-resolution exceeds its target.
-"""
+A run is decided when its final overlap rho_T is within ``DELTA`` of an end; ``run_until_decided`` stops each
+two-token run once it is decided and unlikely to switch ends, and follows the others past the horizon. A decided run
+could still switch ends: ``decided_ends`` bounds that by the scale function of the overlap diffusion
+(``verify.analysis.hitting``) at the next tabulated distance at least as large as the run's own distance to its end
+(``SWITCH_GRID``; P(antipodal | rho) is monotone). ``probability_check`` compares the Wilson interval of the
+antipodal fraction with the prediction plus that allowance; it is inconclusive when its resolution (the smallest
+probability error it rejects with 90% power) exceeds its target (``PROBABILITY_TARGET`` unless the design says
+otherwise). ``merge_probability_check`` takes the undecided fraction as its allowance; ``expectation_check`` allows
+the O(h) bias measured against a coarser depth; ``antipodal_share_check`` is a Student t interval over the paths'
+shares. Each is inconclusive when its resolution exceeds its target."""
 
 from __future__ import annotations
 
@@ -20,8 +20,11 @@ from functools import cache
 import numpy as np
 from scipy import stats
 
+import verify
 from verify.analysis import p_antipodal_double
 
+from ..models import TwoTokenOverlapChain
+from ..paths import fixed_overlap, overlap, path_states, simulate
 from ..statistics import (
     DETECTION_POWER,
     FAIL,
@@ -39,6 +42,10 @@ SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switchin
 PROBABILITY_TARGET = 0.075  # p_antipodal is inconclusive when it cannot see a probability error this large
 MERGE_TARGET = 0.075  # the same for merge_probability_check (its allowance, the undecided fraction, included)
 SHARE_TARGET = 0.3  # antipodal_share_check may miss a share this far on the other side of its threshold
+CHUNKS = 4  # a horizon is run in parts; after each, runs decided (and unlikely to switch ends) stop
+FOLLOW_CHUNKS = 8  # runs undecided or likely to switch at T are followed for up to this many more horizons
+SWITCH_THRESHOLD = 1e-3  # a decided run that switches ends with a larger probability is followed
+FOLLOW_ALLOWANCE = 0.005  # above beta_c, runs are followed while the allowance exceeds this (a fifteenth of the target)
 
 
 def switch_probabilities(distances: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -83,6 +90,50 @@ def decided_ends(rho: np.ndarray, dim: int, beta: float) -> tuple[int, int, floa
         1 - rho[collapsed], switch_from_collapse
     )
     return int(antipodal.sum()), undecided, (undecided + switching) / rho.size
+
+
+def run_until_decided(
+    model: TwoTokenOverlapChain, rho0: float, T: float, step: float, paths: int, seed: int, key: tuple, block: int
+) -> tuple[np.ndarray, int, str]:
+    """Two-token runs from overlap ``rho0``, simulated in ``CHUNKS`` parts of the horizon T. After each part the runs
+    decided at an end with a probability of at most ``SWITCH_THRESHOLD`` of still switching ends stop
+    (``pending_runs``, from the scale function); the others go on from their states under fresh noise (the chain is
+    Markov; part k draws from the stream key + (k,)), up to T and past it for up to ``FOLLOW_CHUNKS`` more
+    horizons: below the certified beta_c until none is pending (the antipodal end repels, so every run near -1 is
+    pending), above it while the allowance (``decided_ends``) exceeds ``FOLLOW_ALLOWANCE``. Stopping a decided run
+    changes its indicator "ends antipodal" (a limit) with at most its switching probability, which the allowance
+    counts; running it on could only bring the indicator closer to its limit. Returns the final overlaps, the
+    layers per horizon, and a note (mean layers run per path, runs pending at T and after, the smallest 1 + rho a
+    pending run reached, carried to full precision)."""
+    dim, beta = model.model.dim, model.model.beta
+    below = beta < float(verify.critical_beta(dim)[0])  # certified: no run may stay near -1
+    part_depth = max(1, round(T / CHUNKS / step))
+    states, rho = np.empty((paths, 2, 2)), np.full(paths, float(rho0))
+    active, layers, closest, pending_at_T = np.arange(paths), 0, np.inf, 0
+    for part in range(CHUNKS * (1 + FOLLOW_CHUNKS)):
+        initial = fixed_overlap(rho0) if part == 0 else path_states(states[active])
+        states[active] = simulate(model, part_depth, T / CHUNKS, active.size, seed, (*key, part), initial, block)
+        layers += part_depth * active.size
+        rho[active] = overlap(states[active])
+        active = active[pending_runs(rho[active], dim, beta, SWITCH_THRESHOLD)]
+        near = active[rho[active] < 0]
+        if near.size:  # 1 + rho = |x_1 + x_2|^2 / 2, to full relative precision
+            closest = min(closest, float(np.min(0.5 * np.sum((states[near, 0] + states[near, 1]) ** 2, axis=-1))))
+        if part + 1 == CHUNKS:
+            pending_at_T = active.size
+        done = part + 1 >= CHUNKS and not (below or decided_ends(rho, dim, beta)[2] > FOLLOW_ALLOWANCE)
+        if active.size == 0 or done:
+            break
+    horizons = (part + 1) / CHUNKS
+    note = (
+        f"; runs stopped once decided: {layers / paths:.0f} of {CHUNKS * part_depth} layers per run on average; "
+        f"{pending_at_T} pending at T"
+    )
+    if horizons > 1:
+        note += f", followed for {horizons - 1:g} more horizons: {active.size} still pending"
+    if np.isfinite(closest):
+        note += f" (smallest 1 + rho of a pending run {closest:.2g})"
+    return rho, CHUNKS * part_depth, note
 
 
 def probability_check(

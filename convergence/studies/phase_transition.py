@@ -24,10 +24,11 @@ from verify.analysis import hybrid_ends, p_antipodal_double
 from verify.models import beta as beta_symbol
 from verify.models import eps as eps_symbol
 
-from ..experiments import DELTA, decided_ends, pending_runs, probability_check
+from ..experiments import DELTA, decided_ends, probability_check, run_until_decided
+from ..experiments.overlap_ends import CHUNKS, FOLLOW_ALLOWANCE, FOLLOW_CHUNKS, SWITCH_THRESHOLD
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
 from ..output import CellMap, Curve, Plot, StudyResult
-from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, path_states, simulate
+from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, simulate
 from ..runtime import STREAM_KEYS, concurrent_map
 from ..statistics import (
     FAIL,
@@ -47,10 +48,6 @@ STUDY_KEY = STREAM_KEYS[NAME]
 HORIZON_FACTOR = 30.0
 MAX_UNDECIDED = 0.02
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
-CHUNKS = 4  # a horizon is run in parts; after each, runs decided (and unlikely to switch ends) stop
-FOLLOW_CHUNKS = 8  # runs undecided or likely to switch at T are followed for up to this many more horizons
-SWITCH_THRESHOLD = 1e-3  # a decided run that switches ends with a larger probability is followed
-FOLLOW_ALLOWANCE = 0.005  # above beta_c, runs are followed while the allowance exceeds this (a fifteenth of the target)
 
 
 @dataclass(frozen=True)
@@ -239,50 +236,6 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "(d, beta), with the certified beta_c(d).",
     ]
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots=plots, notes=notes)
-
-
-def run_until_decided(
-    model: TwoTokenOverlapChain, rho0: float, T: float, step: float, paths: int, seed: int, key: tuple, block: int
-) -> tuple[np.ndarray, int, str]:
-    """Two-token runs from overlap ``rho0``, simulated in ``CHUNKS`` parts of the horizon T. After each part the runs
-    decided at an end with a probability of at most ``SWITCH_THRESHOLD`` of still switching ends stop
-    (``pending_runs``, from the scale function); the others go on from their states under fresh noise (the chain is
-    Markov; part k draws from the stream key + (k,)), up to T and past it for up to ``FOLLOW_CHUNKS`` more
-    horizons: below the certified beta_c until none is pending (the antipodal end repels, so every run near -1 is
-    pending), above it while the allowance (``decided_ends``) exceeds ``FOLLOW_ALLOWANCE``. Stopping a decided run
-    changes its indicator "ends antipodal" (a limit) with at most its switching probability, which the allowance
-    counts; running it on could only bring the indicator closer to its limit. Returns the final overlaps, the
-    layers per horizon, and a note (mean layers run per path, runs pending at T and after, the smallest 1 + rho a
-    pending run reached, carried to full precision)."""
-    dim, beta = model.model.dim, model.model.beta
-    below = beta < float(verify.critical_beta(dim)[0])  # certified: no run may stay near -1
-    part_depth = max(1, round(T / CHUNKS / step))
-    states, rho = np.empty((paths, 2, 2)), np.full(paths, float(rho0))
-    active, layers, closest, pending_at_T = np.arange(paths), 0, np.inf, 0
-    for part in range(CHUNKS * (1 + FOLLOW_CHUNKS)):
-        initial = fixed_overlap(rho0) if part == 0 else path_states(states[active])
-        states[active] = simulate(model, part_depth, T / CHUNKS, active.size, seed, (*key, part), initial, block)
-        layers += part_depth * active.size
-        rho[active] = overlap(states[active])
-        active = active[pending_runs(rho[active], dim, beta, SWITCH_THRESHOLD)]
-        near = active[rho[active] < 0]
-        if near.size:  # 1 + rho = |x_1 + x_2|^2 / 2, to full relative precision
-            closest = min(closest, float(np.min(0.5 * np.sum((states[near, 0] + states[near, 1]) ** 2, axis=-1))))
-        if part + 1 == CHUNKS:
-            pending_at_T = active.size
-        done = part + 1 >= CHUNKS and not (below or decided_ends(rho, dim, beta)[2] > FOLLOW_ALLOWANCE)
-        if active.size == 0 or done:
-            break
-    horizons = (part + 1) / CHUNKS
-    note = (
-        f"; runs stopped once decided: {layers / paths:.0f} of {CHUNKS * part_depth} layers per run on average; "
-        f"{pending_at_T} pending at T"
-    )
-    if horizons > 1:
-        note += f", followed for {horizons - 1:g} more horizons: {active.size} still pending"
-    if np.isfinite(closest):
-        note += f" (smallest 1 + rho of a pending run {closest:.2g})"
-    return rho, CHUNKS * part_depth, note
 
 
 def _probability_plots(design: PhaseDesign, rows: list[dict]) -> list[Plot]:

@@ -60,6 +60,7 @@ from ..experiments import (
     pooled_check,
     probability_check,
     rejection_row,
+    run_until_decided,
     states_for,
     true_claim_row,
     weak_order,
@@ -73,7 +74,7 @@ from ..models import (
     TwoTokenOverlapChain,
 )
 from ..output import Curve, Plot, StudyResult
-from ..paths import fixed_overlap, overlap, simulate
+from ..paths import fixed_overlap, overlap
 from ..references import expectation, lambdify_overlap
 from ..runtime import STREAM_KEYS, seed_block_sequence
 from ..statistics import (
@@ -353,18 +354,8 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
     T = phase_transition.horizon(PHASE_DIM, beta, design)
     paths = PHASE_PATHS[profile]
     layer = TwoTokenOverlapChain(FedorovModel(2, PHASE_DIM, beta, sigma=1.0))
-    rho = overlap(
-        simulate(
-            layer,
-            round(T / design.step),
-            T,
-            paths,
-            seed,
-            (STUDY_KEY, 70),
-            fixed_overlap(PHASE_RHO0),
-            block_paths=design.block_paths,
-        )
-    )
+    # as in phase-transition: runs stop once decided, the undecided are followed past T
+    rho, _, _ = run_until_decided(layer, PHASE_RHO0, T, design.step, paths, seed, (STUDY_KEY, 70), design.block_paths)
     antipodal, _, allowance = decided_ends(rho, PHASE_DIM, beta)
     claims = {"true": (None, PHASE_DIM, beta, 1.0), "d - 1 for d": (None, PHASE_DIM - 1, beta, 1.0)}
     for eps in (0.05, 0.2):
