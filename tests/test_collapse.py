@@ -10,7 +10,15 @@ import pytest
 
 import verify
 from convergence.cli import main
-from convergence.experiments import MIN_WINDOW, CollapseRate, Comparison, collapse_rate, ordering_check, rate_check
+from convergence.experiments import (
+    MIN_WINDOW,
+    CollapseRate,
+    Comparison,
+    collapse_rate,
+    ordering_check,
+    rate_check,
+    sign_decision,
+)
 from convergence.models import attention_half_step
 from convergence.studies import grid_agazzi as grid
 
@@ -18,10 +26,9 @@ LEVEL = 0.99
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
 
-def _rate(rate: float, se: float, transient: float = 0.0, cosine: float = 1.0, cosine_se: float = 0.0) -> CollapseRate:
-    flat = np.zeros(3)
-    band = np.zeros((2, 3))
-    return CollapseRate(rate, se, 64, (0, 3), True, transient, flat, band, flat, band, cosine, cosine_se)
+def _rate(rate: float, se: float, transient: float = 0.0) -> CollapseRate:
+    flat, band = np.zeros(3), np.zeros((2, 3))
+    return CollapseRate(rate, se, 64, (0, 3), True, transient, flat, band, flat, band)
 
 
 def test_an_ordering_passes_when_every_difference_has_its_predicted_sign_and_fails_on_a_contradiction():
@@ -47,7 +54,7 @@ def test_an_ordering_leaves_out_what_its_sample_cannot_resolve_and_is_undecided_
     ("measured", "transient", "verdict"),
     [(-2.0, 0.0, "pass"), (-2.5, 0.0, "fail"), (-2.1, 0.15, "pass"), (-2.0, 0.5, "inconclusive")],
 )
-def test_a_rate_is_judged_against_two_lambda_minus_v_with_its_drift_as_allowance(measured, transient, verdict):
+def test_a_rate_is_judged_against_the_layers_rate_with_its_drift_as_allowance(measured, transient, verdict):
     """Predicted -2.0, target 25% (0.5): a rate 25% off fails; a drift of 0.5 (the target) leaves it open."""
     assert rate_check(_rate(measured, 0.02, transient), -2.0, LEVEL, {}, "").verdict == verdict
 
@@ -92,37 +99,42 @@ def test_a_run_tight_for_fewer_than_min_window_records_is_not_clustered():
     run tight from the start is; the window ends at the last record above the rounding floor."""
     times = np.linspace(0.0, 5.0, 51)
     energy = np.exp(-2.0 * times)[None, :].repeat(8, axis=0)
-    for tight_records, clustered in ((MIN_WINDOW - 1, False), (40, True)):
+    for tight_records, clustered, window in ((MIN_WINDOW - 1, False, (25, 51)), (MIN_WINDOW, True, (43, 51))):
         cosine = np.where(np.arange(51) >= 51 - tight_records, 0.995, 0.5)[None, :].repeat(8, axis=0)
         rate = collapse_rate(np.stack([cosine, energy], axis=-1), times, np.random.default_rng(0), 10, LEVEL)
-        assert rate.clustered is clustered
+        assert (rate.clustered, rate.window) == (clustered, window)
         assert rate.rate == pytest.approx(-2.0)
 
 
-def _repulsion_rates(final_cosines: dict) -> tuple[list, dict]:
+def _repulsion_verdict(name: str, cluster_rates: dict, predict=grid.predicted_rate) -> str:
+    """ReLU and sigmoid at d = 64 without bias, v = -1, with the given rates from one tight cluster (standard error
+    0.02)."""
     configs = [grid.Config(act, 64, 0.0, -1.0) for act in ("relu", "sigmoid")]
-    # a collapsed run's final cosine hardly varies over the paths
-    spread = {act: 1e-5 if cosine > 0.99 else 0.01 for act, cosine in final_cosines.items()}
-    return configs, {c: _rate(0.0, 0.01, cosine=final_cosines[c.act], cosine_se=spread[c.act]) for c in configs}
+    cluster = {c: _rate(cluster_rates[c.act], 0.02) for c in configs}
+    return grid.repulsion_check(name, configs, cluster, predict, LEVEL, {}, "", 1.0).verdict
 
 
-def test_repulsion_is_judged_by_the_final_cosine_on_the_side_the_prediction_puts_it():
-    """At d = 64 without bias the certified exponent predicts that ReLU's repulsion prevails (2 (lambda_1 + 1) > 0)
-    and sigmoid's is overpowered: a simulation that agrees passes both; one where ReLU's tokens end in one cluster
-    fails ``repulsion_prevails``; ignoring the attention's sign predicts ReLU collapses, which the agreeing
-    simulation contradicts; a non-finite final cosine fails."""
-    design = grid.DESIGNS["full"]
-
-    def verdict(name, finals, predict=grid.predicted_rate):
-        configs, rates = _repulsion_rates(finals)
-        return grid.repulsion_check(name, configs, rates, predict, LEVEL, {}, "", design.prevail_target).verdict
-
-    agree = {"relu": 0.06, "sigmoid": 0.9999}
-    assert verdict("repulsion_overpowered", agree) == verdict("repulsion_prevails", agree) == "pass"
-    assert verdict("repulsion_prevails", {**agree, "relu": 0.999}) == "fail"
+def test_repulsion_is_judged_by_the_rate_from_a_tight_cluster_on_the_side_the_prediction_puts_it():
+    """At d = 64 without bias the certified exponent predicts that ReLU's repulsion prevails (2 (lambda_1 + 1) = +2)
+    and sigmoid's is overpowered (-13.7): rates of +2 and -10 from a tight cluster pass both checks; a ReLU cluster
+    that contracts fails ``repulsion_prevails``; ignoring the attention's sign predicts that ReLU's contracts, which a
+    rate of +2 contradicts; a rate at 0 within its error is undecided; NaN fails."""
+    agree = {"relu": 2.0, "sigmoid": -10.0}
+    assert _repulsion_verdict("repulsion_overpowered", agree) == "pass"
+    assert _repulsion_verdict("repulsion_prevails", agree) == "pass"
+    assert _repulsion_verdict("repulsion_prevails", {**agree, "relu": -1.0}) == "fail"
     ignored = grid.WRONG_PREDICTIONS["the attention's sign ignored"]
-    assert verdict("repulsion_overpowered", agree, ignored) == "fail"
-    assert verdict("repulsion_prevails", {**agree, "relu": float("nan")}) == "fail"
+    assert _repulsion_verdict("repulsion_overpowered", agree, ignored) == "fail"
+    assert _repulsion_verdict("repulsion_prevails", {**agree, "relu": 0.01}) == "inconclusive"
+    assert _repulsion_verdict("repulsion_prevails", {**agree, "relu": float("nan")}) == "fail"
+
+
+def test_sign_decision_names_the_contradicted_row_on_a_failure():
+    rows = [(-0.05, (-0.06, -0.04)), (0.1, (-0.5, 0.7))]
+    assert sign_decision(rows) == ("fail", rows[0])
+    assert sign_decision([(1.0, (0.5, 1.5)), (0.1, (-0.5, 0.7))]) == ("inconclusive", (0.1, (-0.5, 0.7)))
+    with pytest.raises(ValueError, match="at least one row"):
+        sign_decision([])
 
 
 def _claims_reject_their_wrong_predictions(report: dict) -> None:

@@ -45,7 +45,10 @@ def test_performance_report_writes_the_cost_figure_and_table(tmp_path):
     paths = write_performance(result, tmp_path)
     assert paths["cost"].read_bytes()[:4] == b"\x89PNG"
     text = paths["md"].read_text()
-    assert "## Cost curves" in text and "| tokens N | synthetic | 1, 2, 4 | 1, 4, 16 | 2.00 | 2 |" in text
+    assert "## Cost curves" in text and "| tokens N | synthetic | 1, 2, 4 | 1, 4, 16 | - | 2.00 | 2 |" in text
+    result["ref_s"] = 2.0  # seconds in units of the reference kernel
+    text = write_performance(result, tmp_path)["md"].read_text()
+    assert "| tokens N | synthetic | 1, 2, 4 | 1, 4, 16 | 0.5, 2, 8 | 2.00 | 2 |" in text
 
 
 def test_a_users_check_meets_its_budget_only_when_decided_as_wanted_and_cheap_enough():

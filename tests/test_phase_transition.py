@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import verify
-from convergence.experiments import DELTA
+from convergence.experiments import DELTA, pending_runs, run_until_decided
 from convergence.models import FedorovModel, TwoTokenOverlapChain
 from convergence.paths import fixed_overlap, fixed_state, overlap, path_states, simulate
 from convergence.studies import phase_transition as pt
@@ -40,12 +40,24 @@ def test_below_beta_c_runs_lingering_near_minus_one_are_followed_until_they_coll
     """d = 4, beta = 0.8 beta_c, rho_0 = -0.9, T = 40: some runs are still near -1 at T (the antipodal end repels at
     rate lambda_- > 0, slowly near beta_c); followed, every one of them collapses. Runs stop once decided, so a run
     takes fewer layers than the horizon's on average; no number depends on the block size."""
-    runs = [pt.run_until_decided(CHAIN, -0.9, 40.0, 0.01, 200, 3, (1,), block) for block in (200, 64)]
+    runs = [run_until_decided(CHAIN, -0.9, 40.0, 0.01, 200, 3, (1,), block) for block in (200, 64)]
     (rho, depth, note), (other, _, _) = runs
     np.testing.assert_array_equal(rho, other)
     assert int(re.search(r"(\d+) pending at T", note).group(1)) > 0  # the finite-horizon bias the following removes
     assert np.all(rho > 1 - DELTA) and ": 0 still pending" in note, note
-    assert depth == 4000 and float(re.search(r"(\d+) of 4000 layers per run", note).group(1)) < 4000
+    assert depth == 4000 and float(re.search(r"on average (\d+) layers per run \(T is 4000\)", note).group(1)) < 4000
+
+
+def test_a_run_at_an_attracting_end_closer_than_the_switching_table_is_not_followed():
+    """Above beta_c both ends attract: a run within 1e-16 of -1 (or +1) moves closer when followed, and its switching
+    bound, taken at the table's smallest distance, cannot improve; below beta_c the antipodal end repels, so a run
+    there is followed until it leaves."""
+    rho = np.array([-1.0, 1.0, -1 + 1e-3])
+    above = 1.25 * float(verify.critical_beta(4)[1])
+    bound_above = pending_runs(rho, 4, above, 0.0)  # threshold 0: every run with a positive bound counts
+    assert not bound_above[0] and not bound_above[1] and bound_above[2]
+    below = 0.8 * float(verify.critical_beta(4)[0])
+    assert pending_runs(rho, 4, below, 1e-3)[0]
 
 
 def test_a_pair_at_one_plus_rho_1e_minus_20_still_leaves_minus_one_below_beta_c():

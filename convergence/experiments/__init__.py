@@ -27,6 +27,7 @@ from .collapse import (
     ordering_check,
     rate_check,
     record_collapse,
+    sign_decision,
 )
 from .commute import CommuteDesign, analyse_commute, commute_estimates, coupled_energies
 from .energy import (
@@ -222,6 +223,7 @@ __all__ = [
     "pooled_check",
     "rejection_row",
     "run_until_decided",
+    "sign_decision",
     "true_claim_row",
     "claim_limit_check",
     "coupled_layer_and_claims",

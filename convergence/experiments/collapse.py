@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from ..models import LayerMap
-from ..paths import BrownianBlock, Level, PathStreams, run_seeded, uniform_sphere
+from ..paths import BrownianBlock, InitialState, Level, PathStreams, run_seeded, sampled_state, uniform_sphere
 from ..paths.coupling import run_recorded
 from ..runtime import concatenate_blocks
 from ..statistics import (
@@ -78,13 +78,14 @@ def record_collapse(
     block_paths: int,
     every: int = 1,
     progress: Callable[[int], None] | None = None,
+    initial: InitialState = uniform_sphere,
 ) -> np.ndarray:
-    """(mean pairwise cosine, E_beta) after every ``every``-th layer from uniform tokens: shape
-    (paths, depth // every + 1, 2)."""
+    """(mean pairwise cosine, E_beta) after every ``every``-th layer from ``initial`` tokens (uniform by default):
+    shape (paths, depth // every + 1, 2)."""
     observe = collapse_observables(beta)
 
     def compute(streams: PathStreams, advance) -> np.ndarray:
-        x0 = uniform_sphere(streams, model.tokens, model.dim)
+        x0 = initial(streams, model.tokens, model.dim)
         block = BrownianBlock(model.noise, streams, horizon / depth)
         return run_recorded([Level("layer", model, 1)], x0, block, depth, depth // every, observe, advance)[:, 0]
 
@@ -92,7 +93,7 @@ def record_collapse(
         run_seeded(
             compute,
             name="record_collapse",
-            configuration=(model, depth, horizon, beta, every),
+            configuration=(model, depth, horizon, beta, every, initial),
             seed=seed,
             key=key,
             paths=paths,
@@ -100,6 +101,18 @@ def record_collapse(
             progress=progress,
         )
     )
+
+
+def tight_cluster(radius: float) -> InitialState:
+    """Initial state: n tokens e_1 + radius g_i (g_i standard normal in R^d), normalised: one cluster of radius about
+    radius sqrt(d), where the linearised flow (the two-point exponent and the attention's rate) governs E_beta."""
+
+    def sample(rng: np.random.Generator, paths: int, tokens: int, dim: int) -> np.ndarray:
+        x = radius * rng.standard_normal((paths, tokens, dim))
+        x[..., 0] += 1.0
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    return sampled_state(sample)
 
 
 @dataclass(frozen=True)
@@ -119,16 +132,10 @@ class CollapseRate:
     log_energy_band: np.ndarray  # (2, records)
     median_cosine: np.ndarray
     cosine_band: np.ndarray
-    final_cosine: float  # the mean over paths of the last record's mean pairwise cosine
-    final_cosine_se: float
 
     def interval(self, confidence: float) -> tuple[float, float]:
         """Student t interval over the paths (few paths, Bonferroni tails: a normal quantile would be too short)."""
         return _t_interval(self.rate, self.se, self.paths - 1, confidence)
-
-    def final_cosine_interval(self, confidence: float) -> tuple[float, float]:
-        """Student t interval of the mean final cosine over the paths."""
-        return _t_interval(self.final_cosine, self.final_cosine_se, self.paths - 1, confidence)
 
 
 def _t_interval(mean: float, se: float, df: float, confidence: float) -> tuple[float, float]:
@@ -172,8 +179,6 @@ def collapse_rate(
         log_energy_band=bootstrap_interval(median_log, np.median(log_energy[boot], axis=1), confidence),
         median_cosine=median_cos,
         cosine_band=bootstrap_interval(median_cos, np.median(cosine[boot], axis=1), confidence),
-        final_cosine=float(cosine[:, -1].mean()),
-        final_cosine_se=float(cosine[:, -1].std(ddof=1) / np.sqrt(cosine.shape[0])),
     )
 
 
@@ -186,9 +191,9 @@ def layer_rate(lambda_1: float, v: float, h: float) -> float:
 
 
 def discretisation(estimate: CollapseRate, v: float, h: float) -> float:
-    """An estimate (not a bound) of the O(h) error of the continuous 2 lambda_1 under the layers: the second-order
-    term s^2 h of a per-layer contraction exp(s h), s = the measured rate less the attention's share
-    (``layer_rate``), taken in full (the attention's own second-order term, v^2 h, is a quarter of (2 v)^2 h). From
+    """An estimate (not a bound) of the O(h) error of the continuous 2 lambda_1 under the layers: twice the
+    second-order term s^2 h / 2 of log(1 + s h) / h, s = the measured rate less the attention's share
+    (``layer_rate``; the attention's own second-order term, v^2 h, is a quarter of (2 v)^2 h). From
     the run, not from the exponent under test, so a wrong exponent cannot widen its own allowance."""
     noise = estimate.rate + 2.0 * np.log1p(h * v) / h
     return float(noise**2 * h)
@@ -229,17 +234,16 @@ def rate_check(
 
 def sign_decision(signed: Sequence[tuple[float, tuple[float, float]]]) -> tuple[str, tuple[float, tuple[float, float]]]:
     """Claims that each of several signed statistics (value, interval) is positive: ``fail`` when some interval lies
-    below 0, ``pass`` when every one lies above, else ``inconclusive``; and the row with the lowest lower bound (a
-    non-finite one first: it fails)."""
+    below 0, ``pass`` when every one lies above, else ``inconclusive``; with the row that decides it: a non-finite
+    one (it fails), the most contradicted (lowest upper bound) on a fail, else the one with the lowest lower bound."""
+    if not signed:
+        raise ValueError("sign_decision needs at least one row")
     finite = [all_finite(value, *ci) for value, ci in signed]
     if not all(finite):
         return FAIL, signed[finite.index(False)]
     if any(ci[1] < 0 for _, ci in signed):
-        verdict = FAIL
-    elif all(ci[0] > 0 for _, ci in signed):
-        verdict = PASS
-    else:
-        verdict = INCONCLUSIVE
+        return FAIL, min(signed, key=lambda row: row[1][1])
+    verdict = PASS if all(ci[0] > 0 for _, ci in signed) else INCONCLUSIVE
     return verdict, min(signed, key=lambda row: row[1][0])
 
 
@@ -337,4 +341,5 @@ __all__ = [
     "rate_check",
     "record_collapse",
     "sign_decision",
+    "tight_cluster",
 ]

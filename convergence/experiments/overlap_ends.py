@@ -63,13 +63,29 @@ def switch_bound(distances: np.ndarray, table: np.ndarray) -> float:
 
 def pending_runs(rho: np.ndarray, dim: int, beta: float, threshold: float) -> np.ndarray:
     """Runs not yet decided at an end, or decided with a switching probability above ``threshold``: those worth
-    following further (the mask over ``rho``)."""
+    following further (the mask over ``rho``). A run at or within the table's smallest distance (``SWITCH_GRID``)
+    of an attracting end is not: following moves it closer still, and its bound, taken at that distance, cannot
+    improve (the allowance keeps it)."""
     switch_from_antipodal, switch_from_collapse = switch_tables(dim, beta)
     pending = np.abs(rho) <= 1 - DELTA
     antipodal, collapsed = rho < -1 + DELTA, rho > 1 - DELTA
     pending[antipodal] = switch_probabilities(1 + rho[antipodal], switch_from_antipodal) > threshold
     pending[collapsed] = switch_probabilities(1 - rho[collapsed], switch_from_collapse) > threshold
+    collapse_attracts, antipodal_attracts = attracting_ends(dim, beta)
+    floor = SWITCH_GRID[-1]
+    if antipodal_attracts:
+        pending[antipodal & (1 + rho <= floor)] = False
+    if collapse_attracts:
+        pending[collapsed & (1 - rho <= floor)] = False
     return pending
+
+
+@cache
+def attracting_ends(dim: int, beta: float) -> tuple[bool, bool]:
+    """(the collapse end attracts, the antipodal end attracts): their growth exponents (of 1 - rho near +1 and of
+    1 + rho near -1, ``verify.boundary_exponents``, sigma = 1) are negative."""
+    plus, minus = (float(v) for v in verify.boundary_exponents(dim, beta, 1))
+    return plus < 0, minus < 0
 
 
 @cache
@@ -102,9 +118,9 @@ def run_until_decided(
     horizons: below the certified beta_c until none is pending (the antipodal end repels, so every run near -1 is
     pending), above it while the allowance (``decided_ends``) exceeds ``FOLLOW_ALLOWANCE``. Stopping a decided run
     changes its indicator "ends antipodal" (a limit) with at most its switching probability, which the allowance
-    counts; running it on could only bring the indicator closer to its limit. Returns the final overlaps, the
-    layers per horizon, and a note (mean layers run per path, runs pending at T and after, the smallest 1 + rho a
-    pending run reached, carried to full precision)."""
+    counts. Each part has round(T / (CHUNKS step)) layers (the step is ``step`` to within that rounding). Returns
+    the final overlaps, the layers per horizon, and a note (mean layers run per path, runs pending at T and after,
+    the smallest 1 + rho a pending run reached, carried to full precision)."""
     dim, beta = model.model.dim, model.model.beta
     below = beta < float(verify.critical_beta(dim)[0])  # certified: no run may stay near -1
     part_depth = max(1, round(T / CHUNKS / step))
@@ -126,7 +142,7 @@ def run_until_decided(
             break
     horizons = (part + 1) / CHUNKS
     note = (
-        f"; runs stopped once decided: {layers / paths:.0f} of {CHUNKS * part_depth} layers per run on average; "
+        f"; runs stopped once decided: on average {layers / paths:.0f} layers per run (T is {CHUNKS * part_depth}); "
         f"{pending_at_T} pending at T"
     )
     if horizons > 1:

@@ -15,7 +15,8 @@ Workload (the issue's reference): model F with n = 2 tokens in d = 16, 4096 path
 * ``model_a``       model A (attention + frozen-feature ReLU MLP of width 64) with N = 1024 tokens;
 * ``diffrax`` / ``torchsde`` the same limit SDE with Euler steps on the CPU when installed (extra ``[peers]``):
   diffrax with jit, vmap and an unsafe Brownian path, torchsde with a hand-written ``g_prod``;
-* ``*_d64`` / ``*_d128`` the Euler rows and diffrax at d = 64 and 128 (paths scaled by (16/d)^2, same steps);
+* ``*_d64`` / ``*_d128`` the Euler rows, diffrax and torchsde at d = 64 and 128 (paths scaled by (16/d)^2, same
+  steps), and the reduced Euler row on 2 processes (at least four seed blocks of paths);
 * ``strong_workload_d*`` the strong study's coupled run on one Brownian path per sample: every level of the
   ladder L = 8 .. 128 and the Euler reference at T/2048 (rate: fine path-steps per second); ``_low_rank``: the same
   ladder with the exact low-rank coupling (``convergence.experiments.strong_low_rank``: d m normals per fine step,
@@ -51,7 +52,7 @@ from ..experiments import (
 )
 from ..models import AgazziModel, FedorovModel, FrozenFeatureField, ReducedFedorov
 from ..paths import BrownianBlock, EulerMaruyama, PathStreams, chunk_length, simulate
-from ..runtime import measure_reference, scheduler
+from ..runtime import SEED_BLOCK, measure_reference, scheduler
 from .cost import cost_curves
 from .user_checks import user_check_costs
 
@@ -306,11 +307,20 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
         euler_reduced_large = EulerMaruyama(ReducedFedorov(large_model).limit_sde())
         measure(f"euler_sde_d{dim}", forward(euler_large, large.paths), work)
         measure(f"euler_sde_reduced_d{dim}", forward(euler_reduced_large, large.paths), work)
-        run = diffrax_euler(large, float(large_model.sigma))
-        if run is None:
-            rates[f"diffrax_d{dim}"] = None
-        else:
-            measure(f"diffrax_d{dim}", run, work)
+        for peer, build in (("diffrax", diffrax_euler), ("torchsde", torchsde_euler)):
+            run = build(large, float(large_model.sigma))
+            if run is None:
+                rates[f"{peer}_d{dim}"] = None
+            else:
+                measure(f"{peer}_d{dim}", run, work)
+        # two processes need two seed blocks at least: four here, whatever the scaled path count
+        spread = max(large.paths, 4 * SEED_BLOCK)
+        with scheduler("processes", workers=2):
+            measure(
+                f"euler_sde_reduced_2p_d{dim}",
+                forward(euler_reduced_large, spread, block=spread // 2),
+                spread * large.steps,
+            )
     for dim in (config.dim, *LARGE_DIMS):
         strong_model = FedorovModel(config.tokens, dim, 1.0)
         design = StrongDesign(
@@ -418,6 +428,11 @@ def derived_ratios(rates: dict) -> dict:
         },
         **{f"euler_full_over_diffrax_d{dim}": ratio(f"euler_sde_d{dim}", f"diffrax_d{dim}") for dim in LARGE_DIMS},
         **{
+            f"euler_reduced_2_processes_over_{peer}_d{dim}": ratio(f"euler_sde_reduced_2p_d{dim}", f"{peer}_d{dim}")
+            for dim in LARGE_DIMS
+            for peer in ("diffrax", "torchsde")
+        },
+        **{
             f"strong_low_rank_over_full_d{dim}": ratio(f"strong_workload_low_rank_d{dim}", f"strong_workload_d{dim}")
             for dim in (16, *LARGE_DIMS)
         },
@@ -431,6 +446,8 @@ TARGETS = {  # ratio name -> (comparison, bound), from the issue
     "euler_2_processes_over_1": (">=", 1.7),
     "euler_reduced_2_processes_over_diffrax": (">=", 2.0),  # the same SDE, the full matrix in law
     "euler_reduced_2_processes_over_torchsde": (">=", 10.0),
+    **{f"euler_reduced_2_processes_over_diffrax_d{dim}": (">=", 2.0) for dim in LARGE_DIMS},
+    **{f"euler_reduced_2_processes_over_torchsde_d{dim}": (">=", 10.0) for dim in LARGE_DIMS},
 }
 
 

@@ -69,14 +69,15 @@ def performance_markdown(result: dict) -> str:
             "Time against each size that grows, the others fixed; exponent: log-log slope "
             "over the upper three sizes (time ~ size^p). ![cost curves](performance-cost.png)",
             "",
-            "| size | workload | sizes | seconds | fitted exponent | expected |",
-            "|---|---|---|---|---|---|",
+            "| size | workload | sizes | seconds | ref units | fitted exponent | expected |",
+            "|---|---|---|---|---|---|---|",
         ]
         for entry in curves.values():
             seconds = ", ".join(f"{t:.3g}" for t in entry["seconds"])
+            units = ", ".join(f"{t / ref:.3g}" for t in entry["seconds"]) if ref else "-"
             lines.append(
                 f"| {entry['label']} | {entry['workload']} | {', '.join(map(str, entry['sizes']))} | "
-                f"{seconds} | {entry['exponent']:.2f} | {entry['expected']:g} |"
+                f"{seconds} | {units} | {entry['exponent']:.2f} | {entry['expected']:g} |"
             )
     if result.get("user_checks"):
         lines += ["", *user_checks_markdown(result["user_checks"])]
