@@ -1,7 +1,7 @@
 """The documentation: the site builds (mkdocs, strict: every page in the nav, every API reference resolves), every
 relative link in the README and the docs points to a file of the repository, every Python example in the README and
-the docs runs as written, the README fits on one screen, and its results table is the committed reports' (``python
--m tests.test_docs`` rewrites it)."""
+the docs runs as written, the README fits on one screen, its results table is the committed reports' (``python
+-m tests.test_docs`` rewrites it), and every "estimate [low, high]" the results page quotes is a committed report's."""
 
 from __future__ import annotations
 
@@ -140,6 +140,50 @@ def test_the_readme_results_are_the_committed_reports():
 def test_the_readme_fits_on_one_screen():
     size = len((ROOT / "README.md").read_bytes())
     assert size <= README_LIMIT, f"README.md is {size} bytes, more than {README_LIMIT}: move the detail into docs/"
+
+
+NUMBER = r"(-?\d+(?:\.\d+)?(?:e-?\d+)?)"
+ESTIMATE_AND_INTERVAL = re.compile(NUMBER + r" \[" + NUMBER + r", " + NUMBER + r"\]")
+
+
+def _rounds_to(printed: str, value: float) -> bool:
+    """``value`` rounds to ``printed`` at the digits printed (0.497 stands for [0.4965, 0.4975])."""
+    mantissa, _, exponent = printed.partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return abs(float(printed) - value) <= 0.5 * 10.0 ** (int(exponent or 0) - decimals) * (1 + 1e-9)
+
+
+def _committed_checks() -> list[dict]:
+    checks = []
+    for path in sorted((ROOT / "reports").glob("*.json")):
+        data = json.loads(path.read_text())
+        checks += [
+            c for c in data.get("checks", []) if isinstance(c, dict) and c.get("ci") and c.get("estimate") is not None
+        ]
+    return checks
+
+
+def test_every_estimate_with_its_interval_in_the_results_page_is_a_committed_reports():
+    """docs/results.md reads headline numbers as "estimate [low, high]": each must be some check's estimate and
+    interval in reports/*.json, to the digits printed, so a report rerun with other numbers makes the page fail
+    here instead of going stale."""
+    text = (ROOT / "docs" / "results.md").read_text()
+    quoted = ESTIMATE_AND_INTERVAL.findall(text)
+    assert len(quoted) >= 20  # the page's tables: a change of format must not empty this test
+    checks = _committed_checks()
+    stale = [
+        f"{e} [{lo}, {hi}]"
+        for e, lo, hi in quoted
+        if not any(
+            _rounds_to(e, c["estimate"]) and _rounds_to(lo, c["ci"][0]) and _rounds_to(hi, c["ci"][1]) for c in checks
+        )
+    ]
+    assert not stale, f"docs/results.md quotes numbers no committed report holds: {stale}"
+
+
+def test_a_quoted_number_stands_for_what_rounds_to_it():
+    assert _rounds_to("0.497", 0.4974) and not _rounds_to("0.497", 0.4976)
+    assert _rounds_to("-7e-4", -0.00074) and not _rounds_to("-7e-4", -0.0008)
 
 
 if __name__ == "__main__":  # rewrite the README's results table from reports/*.json
