@@ -169,7 +169,7 @@ def test_every_estimate_with_its_interval_in_the_results_page_is_a_committed_rep
     here instead of going stale."""
     text = (ROOT / "docs" / "results.md").read_text()
     quoted = ESTIMATE_AND_INTERVAL.findall(text)
-    assert len(quoted) >= 20  # the page's tables: a change of format must not empty this test
+    assert len(quoted) == 26  # the page's quotes: a change of format must not empty this test silently
     checks = _committed_checks()
     stale = [
         f"{e} [{lo}, {hi}]"

@@ -15,8 +15,8 @@ Workload (the issue's reference): model F with n = 2 tokens in d = 16, 4096 path
 * ``model_a``       model A (attention + frozen-feature ReLU MLP of width 64) with N = 1024 tokens;
 * ``diffrax`` / ``torchsde`` the same limit SDE with Euler steps on the CPU when installed (extra ``[peers]``):
   diffrax with jit, vmap and an unsafe Brownian path, torchsde with a hand-written ``g_prod``;
-* ``*_d64`` / ``*_d128`` the Euler rows, diffrax and torchsde at d = 64 and 128 (paths scaled by (16/d)^2, same
-  steps), and the reduced Euler row on 2 processes (at least four seed blocks of paths);
+* ``*_d64`` / ``*_d128`` the Euler rows, diffrax and torchsde at d = 64 and 128 (paths scaled by (16/d)^2, at least
+  four seed blocks, same steps), and the reduced Euler row on 2 processes;
 * ``strong_workload_d*`` the strong study's coupled run on one Brownian path per sample: every level of the
   ladder L = 8 .. 128 and the Euler reference at T/2048 (rate: fine path-steps per second); ``_low_rank``: the same
   ladder with the exact low-rank coupling (``convergence.experiments.strong_low_rank``: d m normals per fine step,
@@ -300,7 +300,8 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
         else:
             measure(name, run, path_steps)
     for dim in LARGE_DIMS:  # the same rows at larger d, with paths scaled to keep the work comparable
-        large = replace(config, dim=dim, paths=max(1, config.paths * config.dim**2 // dim**2))
+        # at least four seed blocks, so that two processes have two each: every row of this d at the same paths
+        large = replace(config, dim=dim, paths=max(4 * SEED_BLOCK, config.paths * config.dim**2 // dim**2))
         large_model = FedorovModel(config.tokens, dim, 1.0)
         work = large.paths * large.steps
         euler_large = EulerMaruyama(large_model.limit_sde())
@@ -313,13 +314,9 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
                 rates[f"{peer}_d{dim}"] = None
             else:
                 measure(f"{peer}_d{dim}", run, work)
-        # two processes need two seed blocks at least: four here, whatever the scaled path count
-        spread = max(large.paths, 4 * SEED_BLOCK)
         with scheduler("processes", workers=2):
             measure(
-                f"euler_sde_reduced_2p_d{dim}",
-                forward(euler_reduced_large, spread, block=spread // 2),
-                spread * large.steps,
+                f"euler_sde_reduced_2p_d{dim}", forward(euler_reduced_large, large.paths, block=large.paths // 2), work
             )
     for dim in (config.dim, *LARGE_DIMS):
         strong_model = FedorovModel(config.tokens, dim, 1.0)

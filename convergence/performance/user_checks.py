@@ -1,12 +1,12 @@
 """What a user's own checks cost at their defaults, in ref units, and whether they decide.
 
-Model F with n = 2 tokens in d = 16 (sigma^2 = 1/d, beta = 1), its limit SDE (the true claim) and that SDE with
-its drift x 1.05 (a 5% error the local and weak checks must reject; the strong check's default target is a drift
-error of ``DRIFT_TARGET``, 20%, so its mutant is that one), through the public checks at their default settings:
-``check_local_consistency``, ``check_strong_order`` and ``check_weak_limit`` (f = <x_0, x_1>^2). Each run's cost is
-the CPU seconds of this process (``time.process_time``: every thread, BLAS included; the checks run in process by
-default), also in units of the reference kernel (``convergence.runtime.reference``). Budgets (ref units per run):
-local 0.5, strong 3, weak 5.
+Model F with n = 2 tokens in d = 16 (sigma^2 = 1/d, beta = 1), its limit SDE (the true claim) and that SDE with its
+drift x 1.05 (a 5% error the local and weak checks must reject; the strong check's default target is a drift error
+of ``DRIFT_TARGET``, 20%, so its mutant is that one, rejected with probability about 90% by design), through the
+public checks at their default settings: ``check_local_consistency``, ``check_strong_order`` and
+``check_weak_limit`` (f = <x_0, x_1>^2). Each run's cost is the CPU seconds of this process (``time.process_time``:
+every thread, BLAS included; the checks run in process by default), also in units of the reference kernel
+(``convergence.runtime.reference``). Budgets (ref units per run): local 0.5, strong 3, weak 5.
 """
 
 from __future__ import annotations

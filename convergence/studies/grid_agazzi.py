@@ -25,13 +25,13 @@ clustered by their attention or by biased noise, so the noise's share is seen be
 v in {+1, 0}), ``sigmoid_collapses_fastest`` (sigmoid against each other activation, same d, bias and v),
 ``larger_d_without_bias_follows_lambda_1`` (the paper says a larger d slows collapse without bias; lambda_1 says so for
 ReLU, SiLU and tanh, by less than MIN_EFFECT, and the opposite for sigmoid, which is what is decided: finding
-``paper_wording``), ``larger_d_speeds_collapse_with_bias``; and at v = -1 ``repulsion_overpowered`` (the tokens
-collapse, their late rate of log E_beta below -MIN_EFFECT / 2, where the layers' rate 2 (lambda_1 + 1) + O(h) is below
--MIN_EFFECT) and ``repulsion_prevails`` (above it where that rate is above MIN_EFFECT). The paper's "ReLU and SiLU
-without bias sit near the edge": lambda_1 = -1/(2d) exactly for ReLU (test), about that for SiLU; their noise alone does
-not cluster 64 tokens by T = 5, so no rate of theirs is judged without attention. Power: each claim is also judged
-against a plausible wrong prediction (``WRONG_PREDICTIONS``: a wrong exponent, or the attention's sign ignored), which
-must be contradicted (findings ``wrong_prediction``)."""
+``paper_wording``), ``larger_d_speeds_collapse_with_bias``; and at v = -1 ``repulsion_overpowered`` (a tight cluster
+contracts: the rate of log E_beta of runs started in one is below 0 where the layers' rate 2 (lambda_1 + 1) + O(h) is
+below -MIN_EFFECT) and ``repulsion_prevails`` (it spreads: the rate is above 0 where that rate is above MIN_EFFECT). The
+paper's "ReLU and SiLU without bias sit near the edge": lambda_1 = -1/(2d) exactly for ReLU (test), about that for SiLU;
+their noise alone does not cluster 64 tokens by T = 5, so no rate of theirs is judged without attention. Power: each
+claim is also judged against a plausible wrong prediction (``WRONG_PREDICTIONS``: a wrong exponent, or the attention's
+sign ignored), which must be contradicted (findings ``wrong_prediction``)."""
 
 from __future__ import annotations
 
@@ -297,7 +297,8 @@ def repulsion_check(
         0.0,
         confidence,
         note=f"{note}; the rate of log E_beta from one tight cluster (radius {CLUSTER_RADIUS:g}, t in [0, "
-        f"{CLUSTER_HORIZON:g}]) {'below' if collapse else 'above'} 0; {len(rows)} configurations, each at "
+        f"{CLUSTER_HORIZON:g}]) {'below' if collapse else 'above'} 0 (estimate and interval: the deciding row's rate"
+        f"{' times -1' if collapse else ''}); {len(rows)} configurations, each at "
         f"{confidence_label(level)}: {detail}",
         resolution=resolution,
         target=target,
