@@ -106,11 +106,11 @@ def test_a_run_tight_for_fewer_than_min_window_records_is_not_clustered():
         assert rate.rate == pytest.approx(-2.0)
 
 
-def _repulsion_verdict(name: str, cluster_rates: dict, predict=grid.predicted_rate) -> str:
+def _repulsion_verdict(name: str, cluster_rates: dict, predict=grid.predicted_rate, se: float = 0.02) -> str:
     """ReLU and sigmoid at d = 64 without bias, v = -1, with the given rates from one tight cluster (standard error
-    0.02)."""
+    ``se``, 64 paths)."""
     configs = [grid.Config(act, 64, 0.0, -1.0) for act in ("relu", "sigmoid")]
-    cluster = {c: _rate(cluster_rates[c.act], 0.02) for c in configs}
+    cluster = {c: _rate(cluster_rates[c.act], se) for c in configs}
     return grid.repulsion_check(name, configs, cluster, predict, LEVEL, {}, "", 1.0).verdict
 
 
@@ -118,7 +118,9 @@ def test_repulsion_is_judged_by_the_rate_from_a_tight_cluster_on_the_side_the_pr
     """At d = 64 without bias the certified exponent predicts that ReLU's repulsion prevails (2 (lambda_1 + 1) = +2)
     and sigmoid's is overpowered (-13.7): rates of +2 and -10 from a tight cluster pass both checks; a ReLU cluster
     that contracts fails ``repulsion_prevails``; ignoring the attention's sign predicts that ReLU's contracts, which a
-    rate of +2 contradicts; a rate at 0 within its error is undecided; NaN fails."""
+    rate of +2 contradicts; a rate at 0 within its error is undecided; NaN fails. Too few paths (standard error 0.7,
+    every interval on its predicted side but a resolution above the predicted rates) leave it undecided, never a
+    pass."""
     agree = {"relu": 2.0, "sigmoid": -10.0}
     assert _repulsion_verdict("repulsion_overpowered", agree) == "pass"
     assert _repulsion_verdict("repulsion_prevails", agree) == "pass"
@@ -127,6 +129,7 @@ def test_repulsion_is_judged_by_the_rate_from_a_tight_cluster_on_the_side_the_pr
     assert _repulsion_verdict("repulsion_overpowered", agree, ignored) == "fail"
     assert _repulsion_verdict("repulsion_prevails", {**agree, "relu": 0.01}) == "inconclusive"
     assert _repulsion_verdict("repulsion_prevails", {**agree, "relu": float("nan")}) == "fail"
+    assert _repulsion_verdict("repulsion_prevails", agree, se=0.7) == "inconclusive"
 
 
 def test_sign_decision_names_the_contradicted_row_on_a_failure():

@@ -35,7 +35,7 @@ sign ignored), which must be contradicted (findings ``wrong_prediction``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 import numpy as np
@@ -106,7 +106,7 @@ class GridDesign:
     block_paths: int
     rate_target: float = RATE_TARGET  # collapse_rate may miss this relative error of the layers' rate
     repulsion_target: float = 1.0  # the repulsion checks' resolution, as a fraction of each row's predicted rate
-    cluster_paths: dict[int, int] | None = None  # paths of the runs from one tight cluster (default: ``paths``)
+    cluster_paths: dict[int, int] = field(default_factory=dict)  # paths of the runs from one cluster (else ``paths``)
     replicates: int = 1000  # bootstrap replicates of the figures' bands
 
 
@@ -201,6 +201,11 @@ def continuum(rate: CollapseRate) -> bool:
 def stream_key(c: Config) -> tuple[int, ...]:
     """A configuration's stream, by what it is (adding a dimension to the grid changes no other configuration's)."""
     return (STUDY_KEY, ACTIVATIONS.index(c.act), c.dim, BIASES.index(c.bias), ATTENTION.index(c.v))
+
+
+def cluster_key(c: Config) -> tuple[int, ...]:
+    """The stream of a configuration's run from one tight cluster (beside its grid run's ``stream_key``)."""
+    return (*stream_key(c), 1)
 
 
 def configs(design: GridDesign) -> list[Config]:
@@ -398,10 +403,18 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         )
         paths = design.paths[c.dim]
         if from_cluster:
-            paths = (design.cluster_paths or {}).get(c.dim, paths)
-            key, start = (*stream_key(c), 1), tight_cluster(CLUSTER_RADIUS)
+            paths = design.cluster_paths.get(c.dim, paths)
+            start = tight_cluster(CLUSTER_RADIUS)
             records = record_collapse(
-                model, CLUSTER_DEPTH, CLUSTER_HORIZON, paths, BETA, seed, key, design.block_paths, initial=start
+                model,
+                CLUSTER_DEPTH,
+                CLUSTER_HORIZON,
+                paths,
+                BETA,
+                seed,
+                cluster_key(c),
+                design.block_paths,
+                initial=start,
             )
         else:
             records = record_collapse(
@@ -420,9 +433,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             for c in grid
         }
         cluster = {
-            c: collapse_rate(
-                cluster_records[c], CLUSTER_TIMES, bootstrap_generator(seed, (*stream_key(c), 1)), 10, level
-            )
+            c: collapse_rate(cluster_records[c], CLUSTER_TIMES, bootstrap_generator(seed, cluster_key(c)), 10, level)
             for c in repulsive
         }
         return rates, cluster
