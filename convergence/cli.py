@@ -44,7 +44,7 @@ from .runtime import (
     default_scheduler,
     scheduler,
 )
-from .studies import PROFILES, STUDIES
+from .studies import HEADLINES, PROFILES, STUDIES
 
 
 def _folder(option: str):
@@ -286,7 +286,7 @@ def _run_studies(args: argparse.Namespace, names: list[str], progress, cache_dir
             "timeline": sorted(timeline, key=lambda row: row["start_s"]),
         },
     )
-    print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; index: {write_index(args.out)}")
+    print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; index: {write_index(args.out, HEADLINES)}")
     return worst
 
 

@@ -1,7 +1,8 @@
 """The documentation: the site builds (mkdocs, strict: every page in the nav, every API reference resolves), every
 relative link in the README and the docs points to a file of the repository, every Python example in the README and
 the docs runs as written, the README fits on one screen, its results table is the committed reports' (``python
--m tests.test_docs`` rewrites it), and every "estimate [low, high]" the results page quotes is a committed report's."""
+-m tests.test_docs`` rewrites it and reports/index.md), reports/index.md is the committed reports' (headline checks
+included), and no page copies a measured estimate by hand."""
 
 from __future__ import annotations
 
@@ -142,50 +143,54 @@ def test_the_readme_fits_on_one_screen():
     assert size <= README_LIMIT, f"README.md is {size} bytes, more than {README_LIMIT}: move the detail into docs/"
 
 
-NUMBER = r"(-?\d+(?:\.\d+)?(?:e-?\d+)?)"
-ESTIMATE_AND_INTERVAL = re.compile(NUMBER + r" \[" + NUMBER + r", " + NUMBER + r"\]")
+ESTIMATE_AND_INTERVAL = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)? \[-?\d+(?:\.\d+)?(?:e-?\d+)?, ")
 
 
-def _rounds_to(printed: str, value: float) -> bool:
-    """``value`` rounds to ``printed`` at the digits printed (0.497 stands for [0.4965, 0.4975])."""
-    mantissa, _, exponent = printed.partition("e")
-    decimals = len(mantissa.partition(".")[2])
-    return abs(float(printed) - value) <= 0.5 * 10.0 ** (int(exponent or 0) - decimals) * (1 + 1e-9)
+def _committed_reports() -> list[dict]:
+    reports = [json.loads(path.read_text()) for path in sorted((ROOT / "reports").glob("*.json"))]
+    return [r for r in reports if isinstance(r, dict) and "checks" in r]
 
 
-def _committed_checks() -> list[dict]:
-    checks = []
-    for path in sorted((ROOT / "reports").glob("*.json")):
-        data = json.loads(path.read_text())
-        checks += [
-            c for c in data.get("checks", []) if isinstance(c, dict) and c.get("ci") and c.get("estimate") is not None
-        ]
-    return checks
+def test_the_committed_index_is_the_committed_reports():
+    """reports/index.md (verdicts, times, headline checks, targets) is what the report command writes from the
+    committed reports' JSON: a report rerun without its index, or a hand edit, fails here."""
+    from convergence.output import index_markdown
+    from convergence.studies import HEADLINES
+
+    committed = (ROOT / "reports" / "index.md").read_text()
+    assert committed == index_markdown(ROOT / "reports", HEADLINES), (
+        "reports/index.md is stale: python -m tests.test_docs"
+    )
 
 
-def test_every_estimate_with_its_interval_in_the_results_page_is_a_committed_reports():
-    """docs/results.md reads headline numbers as "estimate [low, high]": each must be some check's estimate and
-    interval in reports/*.json, to the digits printed, so a report rerun with other numbers makes the page fail
-    here instead of going stale."""
-    text = (ROOT / "docs" / "results.md").read_text()
-    quoted = ESTIMATE_AND_INTERVAL.findall(text)
-    assert len(quoted) == 26  # the page's quotes: a change of format must not empty this test silently
-    checks = _committed_checks()
-    stale = [
-        f"{e} [{lo}, {hi}]"
-        for e, lo, hi in quoted
-        if not any(
-            _rounds_to(e, c["estimate"]) and _rounds_to(lo, c["ci"][0]) and _rounds_to(hi, c["ci"][1]) for c in checks
-        )
-    ]
-    assert not stale, f"docs/results.md quotes numbers no committed report holds: {stale}"
+def test_every_headline_names_a_check_of_its_committed_report():
+    from convergence.output import unmatched
+    from convergence.studies import HEADLINES
+
+    assert not unmatched(_committed_reports(), HEADLINES)
+    assert "## Headline results" in (ROOT / "reports" / "index.md").read_text()
 
 
-def test_a_quoted_number_stands_for_what_rounds_to_it():
-    assert _rounds_to("0.497", 0.4974) and not _rounds_to("0.497", 0.4976)
-    assert _rounds_to("-7e-4", -0.00074) and not _rounds_to("-7e-4", -0.0008)
+def test_a_headline_that_matches_nothing_is_found():
+    from convergence.output import headline, unmatched
+
+    report = {"study": "s", "checks": [{"name": "strong_order", "config": {"n": 2, "d": 4}}]}
+    assert not unmatched([report], {"s": (headline("strong_order", n=2),)})
+    assert unmatched([report], {"s": (headline("strong_order", n=8),)})
+    assert unmatched([report], {"s": (headline("weak_order"),)})
 
 
-if __name__ == "__main__":  # rewrite the README's results table from reports/*.json
+def test_the_docs_copy_no_measured_estimate():
+    """Measured numbers live in the generated reports: no docs page or the README quotes an "estimate [low, high]"."""
+    for page in [ROOT / "README.md", *PAGES]:
+        quoted = ESTIMATE_AND_INTERVAL.findall(page.read_text())
+        assert not quoted, f"{page.name} copies measured estimates by hand: {quoted[:3]}; link reports/index.md"
+
+
+if __name__ == "__main__":  # rewrite the README's results table and reports/index.md from reports/*.json
+    from convergence.output import write_index
+    from convergence.studies import HEADLINES
+
     readme_path = ROOT / "README.md"
     readme_path.write_text(_readme_with_results(readme_path.read_text()))
+    write_index(ROOT / "reports", HEADLINES)

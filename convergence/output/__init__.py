@@ -1,10 +1,13 @@
 """Plain-data study results (``results``) and the reports written from them: JSON, Markdown, plots and the index
-(``report``).
+(``report``), how they print numbers (``format``), and the index's table of each study's headline checks
+(``headlines``).
 """
 
 from __future__ import annotations
 
+from .headlines import Headline, headline, unmatched
 from .report import (
+    index_markdown,
     json_default,
     plot_figure,
     to_json,
@@ -18,15 +21,19 @@ from .results import CellMap, Curve, Heatmap, Panel, Plot, Series, StudyResult
 __all__ = [
     "CellMap",
     "Curve",
+    "Headline",
     "Heatmap",
     "Panel",
     "Plot",
     "Series",
     "StudyResult",
+    "headline",
+    "index_markdown",
     "json_default",
     "plot_figure",
     "to_json",
     "to_markdown",
+    "unmatched",
     "write_index",
     "write_run",
     "write_study",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -21,14 +22,10 @@ import matplotlib.pyplot as plt
 from verify.common import atomic_write, atomic_write_set
 
 from ..runtime.reference import in_reference_units
-from ..statistics import NO_TARGET, NO_TARGET_TEXT, confidence_label, json_safe
+from ..statistics import NO_TARGET_TEXT, confidence_label, json_safe
+from .format import number, resolution_text
+from .headlines import Headline, headline_lines
 from .results import CellMap, Heatmap, Panel, Plot, StudyResult
-
-
-def _number(value: float, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    return f"{value:.{digits}g}"
 
 
 def json_default(value):
@@ -40,20 +37,6 @@ def json_default(value):
 def to_json(result: StudyResult) -> str:
     """The study as strict JSON: non-finite numbers are written as null."""
     return json.dumps(json_safe(result.to_dict()), indent=2, default=json_default, allow_nan=False) + "\n"
-
-
-def _resolution(check) -> str:
-    target = (
-        ""
-        if check.target is None
-        else f" / {NO_TARGET_TEXT}"
-        if check.target == NO_TARGET
-        else f" / {_number(check.target, 3)}"
-    )
-    if check.resolution is None:
-        return "-" + target
-    relative = "" if check.relative_resolution is None else f" ({_number(100 * check.relative_resolution, 2)}% rel.)"
-    return _number(check.resolution, 3) + relative + target
 
 
 def to_markdown(result: StudyResult, image: str | None = None, extra_images: list[str] = ()) -> str:
@@ -101,22 +84,22 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
         lo, hi = check.ci
         kind = "" if check.claim else " (finding)"
         lines.append(
-            f"| `{check.name}`{kind} | {config} | {_number(check.expected)} | {_number(check.estimate)} | "
-            f"[{_number(lo)}, {_number(hi)}] ({confidence_label(check.confidence)}) | {_number(check.allowance, 3)} | "
-            f"{_resolution(check)} | **{check.verdict}** | {check.note} |"
+            f"| `{check.name}`{kind} | {config} | {number(check.expected)} | {number(check.estimate)} | "
+            f"[{number(lo)}, {number(hi)}] ({confidence_label(check.confidence)}) | {number(check.allowance, 3)} | "
+            f"{resolution_text(check)} | **{check.verdict}** | {check.note} |"
         )
     for panel in result.panels:
         lines += ["", f"## {panel.title}", ""]
         for series in panel.series:
             lines += [
-                f"{series.label}: fitted order {_number(series.order)}",
+                f"{series.label}: fitted order {number(series.order)}",
                 "",
                 "| step h | error | interval | flags |",
                 "|---|---|---|---|",
             ]
             for h, value, lo, hi, flags in zip(series.steps, series.values, series.ci_lo, series.ci_hi, series.flags):
                 lines.append(
-                    f"| {_number(h)} | {_number(value)} | [{_number(lo)}, {_number(hi)}] | {', '.join(flags) or '-'} |"
+                    f"| {number(h)} | {number(value)} | [{number(lo)}, {number(hi)}] | {', '.join(flags) or '-'} |"
                 )
             lines.append("")
     lines += ["## Parameters", "", "```json", json.dumps(result.params, indent=2, default=json_default), "```", ""]
@@ -335,9 +318,9 @@ def _target_lines(studies: list[dict]) -> list[str]:
                 []
                 if not stated
                 else [
-                    _number(min(stated), 3)
+                    number(min(stated), 3)
                     if min(stated) == max(stated)
-                    else f"{_number(min(stated), 3)} .. {_number(max(stated), 3)}"
+                    else f"{number(min(stated), 3)} .. {number(max(stated), 3)}"
                 ]
             )
             parts += [f"{needless} {NO_TARGET_TEXT}"] if needless else []
@@ -345,8 +328,7 @@ def _target_lines(studies: list[dict]) -> list[str]:
             parts += [f"{missing} not stated"] if missing else []
             target = "; ".join(parts)
             rows.append(
-                f"| {data['study']} | `{name}` | {len(checks)} | {target} | "
-                f"{_number(max(worst), 3) if worst else '-'} |"
+                f"| {data['study']} | `{name}` | {len(checks)} | {target} | {number(max(worst), 3) if worst else '-'} |"
             )
     if not rows:
         return []
@@ -363,8 +345,10 @@ def _target_lines(studies: list[dict]) -> list[str]:
     ]
 
 
-def write_index(out: Path) -> Path:
-    """``index.md``: every study whose JSON is in ``out``, with its verdict, profile and time."""
+def index_markdown(out: Path, headlines: Mapping[str, Sequence[Headline]] | None = None) -> str:
+    """The text of ``index.md``: every study whose JSON is in ``out``, with its verdict, profile, time and CPU;
+    the ``headlines`` of each study (``convergence.studies.HEADLINES``: study name -> its headline checks); the
+    targets per kind of check."""
     out = Path(out)
     rows, wall_total, cpu_total, studies = [], 0.0, 0.0, []
     ref_total, ref_count = 0.0, 0
@@ -417,6 +401,7 @@ def write_index(out: Path) -> Path:
         f"Sum over studies: {wall_total:.0f} s wall, {cpu_total:.0f} s CPU"
         + (f"; {ref_total:.0f} ref over the {ref_count} studies that state it." if ref_count else "."),
         "",
+        *headline_lines(studies, headlines or {}),
         *_target_lines(studies),
     ]
     symbolic = out / "symbolic.json"
@@ -430,7 +415,11 @@ def write_index(out: Path) -> Path:
             ]
         except (OSError, json.JSONDecodeError, KeyError):
             lines += ["Symbolic derivations: `symbolic.json` is unreadable.", ""]
-    text = "\n".join(lines)
-    index = out / "index.md"
-    atomic_write(index, text.encode())
+    return "\n".join(lines)
+
+
+def write_index(out: Path, headlines: Mapping[str, Sequence[Headline]] | None = None) -> Path:
+    """Write ``index_markdown`` to ``out / index.md`` (atomically) and return its path."""
+    index = Path(out) / "index.md"
+    atomic_write(index, index_markdown(out, headlines).encode())
     return index

@@ -38,7 +38,11 @@ STUDIES: dict[str, Study] = {
     study.name: study for study in (*_REPORTED, CALIBRATION, quick_profiles_study(_REPORTED), mutant_seeds_study(POWER))
 }
 
+# the headline checks of each study, for the index (``convergence.output.write_index``)
+HEADLINES = {name: study.headlines for name, study in STUDIES.items()}
+
 __all__ = [
+    "HEADLINES",
     "PROFILES",
     "STUDIES",
     "Study",

@@ -1,4 +1,4 @@
-"""What a study is: a name, a one-line claim, and a run function per profile."""
+"""What a study is: a name, a one-line claim, a run function per profile, and its headline checks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from verify.common import check_choice, check_int, package_versions
 
-from ..output import StudyResult
+from ..output import Headline, StudyResult
 from ..runtime import cpu_meter, reference_seconds
 
 PROFILES = ("quick", "full")
@@ -30,6 +30,7 @@ class Study:
     summary: str
     execute: Callable[[str, int, ProgressFactory], StudyResult]
     in_report: bool = True  # False: run by name only (``python -m convergence run``), not by ``report``
+    headlines: tuple[Headline, ...] = ()  # checks shown in the index's headline table (``output.headlines``)
 
     def run(self, profile: str = "quick", seed: int = 0, progress: ProgressFactory = no_progress) -> StudyResult:
         check_choice("profile", profile, PROFILES)

@@ -37,7 +37,7 @@ from ..models import (
     FreshFeatureField,
     GaussianField,
 )
-from ..output import StudyResult
+from ..output import StudyResult, headline
 from ..paths import RecordGrid
 from ..runtime import STREAM_KEYS, block_count
 from ..statistics import FAMILY_ALPHA, family_confidence
@@ -196,5 +196,13 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
 
 
 STUDY = Study(
-    NAME, "many tokens: conditional propagation of chaos (test functions, W2, Sznitman) for models A and F", execute
+    NAME,
+    "many tokens: conditional propagation of chaos (test functions, W2, Sznitman) for models A and F",
+    execute,
+    headlines=(
+        headline("chaos_rate", phi="x_0"),
+        headline("sznitman_rate"),
+        headline("zonal_limit_phi1"),
+        headline("weak_form"),
+    ),
 )

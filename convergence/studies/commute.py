@@ -28,7 +28,7 @@ from ..experiments import (
     width_depth_energies,
 )
 from ..models import AgazziModel, FedorovModel, FrozenFeatureField
-from ..output import StudyResult
+from ..output import StudyResult, headline
 from ..runtime import STREAM_KEYS, block_count, seed_block_sequence
 from ..statistics import confidence_label, family_confidence
 from .base import ProgressFactory, Study
@@ -165,4 +165,13 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     )
 
 
-STUDY = Study(NAME, "many tokens: depth and token limits commute (rates, iterated limits, no L/N term)", execute)
+STUDY = Study(
+    NAME,
+    "many tokens: depth and token limits commute (rates, iterated limits, no L/N term)",
+    execute,
+    headlines=(
+        headline("token_rate"),
+        headline("depth_rate"),
+        headline("iterated_limits"),
+    ),
+)

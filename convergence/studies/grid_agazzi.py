@@ -61,7 +61,7 @@ from ..experiments.collapse import (
     tight_cluster,
 )
 from ..models import AgazziModel, GaussianField
-from ..output import Curve, Plot, StudyResult
+from ..output import Curve, Plot, StudyResult, headline
 from ..runtime import STREAM_KEYS, concurrent_map
 from ..statistics import (
     FAIL,
@@ -581,5 +581,8 @@ def _figure(design: GridDesign, rates: dict, kind: str) -> list[Plot]:
 
 
 STUDY = Study(
-    NAME, "model A's experimental grid: collapse rates against the certified exponents, the paper's claims", execute
+    NAME,
+    "model A's experimental grid: collapse rates against the certified exponents, the paper's claims",
+    execute,
+    headlines=(headline("collapse_rate", summary=True),),
 )

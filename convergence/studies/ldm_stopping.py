@@ -38,7 +38,7 @@ from ..experiments import (
     switching_checks,
 )
 from ..models import LatentSampler, plugin_variances
-from ..output import Curve, Plot, StudyResult
+from ..output import Curve, Plot, StudyResult, headline
 from ..runtime import STREAM_KEYS
 from ..statistics import Check, z_value
 from .base import ProgressFactory, Study
@@ -293,4 +293,9 @@ STUDY = Study(
     "latent diffusion: distance against stopping time and latent dimension, switching times, "
     "plug-in criterion, weak order of the sampler",
     execute,
+    headlines=(
+        headline("weak_order", score="exact"),
+        headline("closed_form_limit", summary=True),
+        headline("capped_dimension_growth"),
+    ),
 )

@@ -27,7 +27,7 @@ from verify.models import eps as eps_symbol
 from ..experiments import DELTA, decided_ends, probability_check, run_until_decided
 from ..experiments.overlap_ends import CHUNKS, FOLLOW_ALLOWANCE, FOLLOW_CHUNKS, SWITCH_THRESHOLD
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
-from ..output import CellMap, Curve, Plot, StudyResult
+from ..output import CellMap, Curve, Plot, StudyResult, headline
 from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, simulate
 from ..runtime import STREAM_KEYS, concurrent_map
 from ..statistics import (
@@ -482,4 +482,12 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple
     return checks, rows
 
 
-STUDY = Study(NAME, "fraction of discrete runs ending antipodal vs the scale function, across beta_c(d)", execute)
+STUDY = Study(
+    NAME,
+    "fraction of discrete runs ending antipodal vs the scale function, across beta_c(d)",
+    execute,
+    headlines=(
+        headline("p_antipodal", summary=True),
+        headline("hybrid_dichotomy", summary=True),
+    ),
+)

@@ -459,5 +459,7 @@ def strong_rows(settings: PowerProfile, seed: int, confidence: float) -> list[Ch
 
 
 STUDY = Study(
-    NAME, "power: plausible wrong claims (near misses) are rejected by the checks that judge the true ones", execute
+    NAME,
+    "power: plausible wrong claims (near misses) are rejected by the checks that judge the true ones",
+    execute,
 )

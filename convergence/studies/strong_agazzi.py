@@ -30,7 +30,7 @@ from ..experiments import (
     coupled_width_errors,
 )
 from ..models import ATTENTION, AgazziModel, FrozenFeatureField, GaussianField
-from ..output import StudyResult
+from ..output import StudyResult, headline
 from ..runtime import STREAM_KEYS, block_count, seed_block_sequence
 from ..statistics import family_confidence
 from .base import ProgressFactory, Study
@@ -149,5 +149,11 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
 
 
 STUDY = Study(
-    NAME, "model A layers -> limit SDE in depth (RMS order 1/2) and -> infinite width (mean square 1/m)", execute
+    NAME,
+    "model A layers -> limit SDE in depth (RMS order 1/2) and -> infinite width (mean square 1/m)",
+    execute,
+    headlines=(
+        headline("strong_order"),
+        headline("width_order"),
+    ),
 )

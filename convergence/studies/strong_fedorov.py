@@ -18,7 +18,7 @@ from ..experiments import (
     coupled_strong_errors,
 )
 from ..models import FedorovModel
-from ..output import StudyResult
+from ..output import StudyResult, headline
 from ..runtime import STREAM_KEYS, block_count
 from ..statistics import family_confidence
 from .base import ProgressFactory, Study
@@ -84,5 +84,11 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
 
 
 STUDY = Study(
-    NAME, "model F layers -> limit SDE, pathwise (RMS order 1/2) and same limit as an Euler-Maruyama reference", execute
+    NAME,
+    "model F layers -> limit SDE, pathwise (RMS order 1/2) and same limit as an Euler-Maruyama reference",
+    execute,
+    headlines=(
+        headline("strong_order"),
+        headline("same_limit", summary=True),
+    ),
 )

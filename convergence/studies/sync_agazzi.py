@@ -50,7 +50,7 @@ from ..models import (
     GaussianField,
     QuadraticFormModel,
 )
-from ..output import Curve, Plot, StudyResult
+from ..output import Curve, Plot, StudyResult, headline
 from ..paths import fixed_overlap, overlap, simulate
 from ..runtime import STREAM_KEYS, block_count
 from ..statistics import (
@@ -465,5 +465,13 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
 
 
 STUDY = Study(
-    NAME, "model A synchronisation by noise: two-point exponents, energy bound, quadratic form, paper figure", execute
+    NAME,
+    "model A synchronisation by noise: two-point exponents, energy bound, quadratic form, paper figure",
+    execute,
+    headlines=(
+        headline("median_exponent", bias=0.0),
+        headline("mean_square_exponent", bias=0.0),
+        headline("qf_exponent_diagonal"),
+        headline("qf_merge_probability"),
+    ),
 )

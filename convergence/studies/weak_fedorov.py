@@ -28,7 +28,7 @@ from ..experiments import (
     weak_order,
 )
 from ..models import FedorovModel
-from ..output import Panel, StudyResult
+from ..output import Panel, StudyResult, headline
 from ..paths import fixed_overlap, overlap, simulate
 from ..references import expectation, lambdify_overlap
 from ..runtime import STREAM_KEYS, block_count
@@ -176,4 +176,12 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, panels=panels, notes=notes)
 
 
-STUDY = Study(NAME, "model F statistics -> derived overlap SDE (weak order 1, same limit, universality)", execute)
+STUDY = Study(
+    NAME,
+    "model F statistics -> derived overlap SDE (weak order 1, same limit, universality)",
+    execute,
+    headlines=(
+        headline("weak_order"),
+        headline("weak_limit", summary=True),
+    ),
+)
