@@ -390,7 +390,18 @@ def test_sync_merge_and_expectation_checks_reject_five_percent_and_cannot_pass_b
         return merge_probability_check("merge", ends(runs), predicted, 0.01, 0.01, {}).verdict
 
     assert [merge(30000, p) for p in (1 / 3, 1.05 / 3, 0.95 / 3)] == [PASS, FAIL, FAIL]
-    assert merge(90, 1 / 3) == INCONCLUSIVE  # resolution about 0.19 in probability > its target 0.075
+    assert merge(90, 1 / 3) == INCONCLUSIVE  # resolution about 0.19 in probability > its target 0.05
+
+    # 30% merged, 6% undecided: the limit fraction lies in [0.30, 0.36], up to sampling error. Undecided runs may
+    # end either way, so only predictions outside that range fail: 0.25 was passed by the old allowance (the whole
+    # undecided fraction on both sides of the merged fraction) and fails now, on the side no undecided run can reach
+    share = np.arange(30000) % 50
+    undecided = np.where(share < 15, 1.0, np.where(share < 18, 0.0, -1.0))
+    verdicts = [
+        merge_probability_check("merge", undecided, p, 0.01, 0.01, {}, target=0.1).verdict
+        for p in (0.31, 0.35, 0.25, 0.4)
+    ]
+    assert verdicts == [PASS, PASS, FAIL, FAIL]
 
     values = 1.0 + 0.1 * np.random.default_rng(3).standard_normal(4000)
 

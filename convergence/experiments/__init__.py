@@ -72,6 +72,7 @@ from .mean_field import (
 from .mutants import DriftScaled, catalogue, miss_probability, pooled_check, rejection_row, true_claim_row
 from .overlap_ends import (
     DELTA,
+    MERGE_TARGET,
     antipodal_share_check,
     decided_ends,
     expectation_check,
@@ -129,6 +130,7 @@ from .width_depth import (
 __all__ = [
     "MIN_WINDOW",
     "DELTA",
+    "MERGE_TARGET",
     "antipodal_share_check",
     "decided_ends",
     "pending_runs",

@@ -9,9 +9,9 @@ could still switch ends: ``decided_ends`` bounds that by the scale function of t
 (``SWITCH_GRID``; P(antipodal | rho) is monotone). ``probability_check`` compares the Wilson interval of the
 antipodal fraction with the prediction plus that allowance; it is inconclusive when its resolution (the smallest
 probability error it rejects with 90% power) exceeds its target (``PROBABILITY_TARGET`` unless the design says
-otherwise). ``merge_probability_check`` takes the undecided fraction as its allowance; ``expectation_check`` allows
-the O(h) bias measured against a coarser depth; ``antipodal_share_check`` is a Student t interval over the paths'
-shares. Each is inconclusive when its resolution exceeds its target."""
+otherwise). ``merge_probability_check`` counts undecided runs half, with half their fraction as its allowance;
+``expectation_check`` allows the O(h) bias measured against a coarser depth; ``antipodal_share_check`` is a Student t
+interval over the paths' shares. Each is inconclusive when its resolution exceeds its target."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from ..statistics import (
 DELTA = 0.01
 SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated
 PROBABILITY_TARGET = 0.075  # p_antipodal is inconclusive when it cannot see a probability error this large
-MERGE_TARGET = 0.075  # the same for merge_probability_check (its allowance, the undecided fraction, included)
+MERGE_TARGET = 0.05  # the same for merge_probability_check (its allowance, half the undecided fraction, included)
 SHARE_TARGET = 0.3  # antipodal_share_check may miss a share this far on the other side of its threshold
 CHUNKS = 4  # a horizon is run in parts; after each, runs decided (and unlikely to switch ends) stop
 FOLLOW_CHUNKS = 8  # runs undecided or likely to switch at T are followed for up to this many more horizons
@@ -187,27 +187,32 @@ def merge_probability_check(
     note: str = "",
     target: float = MERGE_TARGET,
 ) -> Check:
-    """The fraction of runs ending merged (rho_T > 1 - ``delta``) against ``predicted``: its Wilson interval at level
-    1 - ``alpha`` must reach the prediction +- the undecided fraction (|rho_T| <= 1 - delta), the allowance (an
-    undecided run may yet end either way); inconclusive when the resolution (``detectable_effect``, in probability)
-    exceeds ``target``."""
+    """The fraction of runs that end merged against ``predicted``. Of n runs, k end merged (rho_T > 1 - ``delta``)
+    and u undecided (|rho_T| <= 1 - ``delta``): an undecided run may yet end either way, so the limit fraction lies
+    between k / n and (k + u) / n. The estimate is the midpoint (k + u / 2) / n, the allowance half the undecided
+    fraction, u / (2 n), and the interval runs from the Wilson lower bound of k to the Wilson upper bound of k + u
+    (level 1 - ``alpha``) less the allowance on each side, so that interval +- allowance is exactly the range the
+    two bounds leave; inconclusive when the resolution (``detectable_effect``, in probability) exceeds ``target``."""
     z = z_value(1, alpha)
     runs = final_overlaps.size
     merged = int(np.sum(final_overlaps > 1 - delta))
     undecided = int(np.sum(np.abs(final_overlaps) <= 1 - delta))
+    half = 0.5 * undecided / runs
+    low, high = wilson(merged, runs, z)[0], wilson(merged + undecided, runs, z)[1]
     return effect_check(
         name,
         predicted,
-        merged / runs,
-        wilson(merged, runs, z),
-        undecided / runs,
+        merged / runs + half,
+        (low + half, high - half),
+        half,
         target,
         config,
         confidence=1 - alpha,
         false_failure_rate=alpha,
         scale=predicted,
-        note=f"fraction with rho_T > 1 - {delta} {note}; allowance = undecided fraction "
-        f"(|rho_T| <= 1 - {delta}); target {target:g} in probability",
+        note=f"fraction with rho_T > 1 - {delta} {note}, undecided runs (|rho_T| <= 1 - {delta}) counted half; "
+        f"allowance = half the undecided fraction {2 * half:.3g} (they may end either way); target {target:g} in "
+        "probability",
     )
 
 

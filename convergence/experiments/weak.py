@@ -71,9 +71,10 @@ class WeakDesign(DepthLadder):
     order: float = 1.0
     order_allowance: float = 0.15
     # an interval of weak_order across its floor may miss an order error up to this (the allowance plus the
-    # resolution, (z + z_0.9) / (2 z) ~ 0.75 of the width, of a 99% interval 0.5 wide); the limit checks may miss a
-    # mean error of ``resolution`` x sd(f)
-    order_target: float = 0.525
+    # statistical part of the resolution, (z + z_0.9) / (2 z) ~ 0.75 of the width, of a 99% interval 0.4 wide), so
+    # a map of weak order 1/2 (the strong rate) is rejected with probability above 90%; the limit checks may miss
+    # a mean error of ``resolution`` x sd(f)
+    order_target: float = 0.45
     resolution: float = 0.1
 
     def __post_init__(self) -> None:

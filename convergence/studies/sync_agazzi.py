@@ -29,6 +29,7 @@ from verify.rigorous import attention_energy_rate, lambda_bar_prime
 
 from ..experiments import (
     ENERGY_TARGET,
+    MERGE_TARGET,
     EnergyDesign,
     ExponentDesign,
     antipodal_share_check,
@@ -95,6 +96,7 @@ class SyncDesign:
     figure_paths: int
     invariant_target: float = 0.1  # qf_invariant may miss a relative error of E S(rho_T) up to this
     energy_target: float = ENERGY_TARGET  # energy_bound may miss the bound exceeded by this fraction of it
+    merge_target: float = MERGE_TARGET  # qf_merge_probability may miss a probability error up to this
 
 
 DESIGNS = {
@@ -114,6 +116,7 @@ DESIGNS = {
         figure_paths=32,
         invariant_target=0.2,
         energy_target=0.1,
+        merge_target=0.075,
     ),
     "full": SyncDesign(
         exponents=ExponentDesign(horizon=4.0, steps=400, records=20, paths=32768),
@@ -342,6 +345,7 @@ def quadratic_form_section(design: SyncDesign, seed: int, advance) -> tuple[list
             CHECK_ALPHA,
             config,
             f"at T = {design.qf_merge_horizon}",
+            design.merge_target,
         )
         checks.append(merge_check)
         rows.append(
