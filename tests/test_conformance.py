@@ -7,38 +7,61 @@ import pytest
 import sympy as sp
 
 from convergence.experiments import LocalDesign, local_checks, states_for
-from convergence.models import (
-    MODELS,
-    ROTATE_NOISE,
-    ClaimingModel,
-    LayerMap,
-    LimitSDE,
-    symbolic_values,
-)
+from convergence.models import CONFORMANCE, MODELS, ClaimingModel, FedorovModel, LayerMap, LimitSDE
 from convergence.paths import PathStreams
 from convergence.statistics import combine_verdicts
 from verify.analysis import kernel
 from verify.calculus import gram_symbol, vec_coordinates
 from verify.common import Verdict
-from verify.derivations import checked_system
+from verify.derivations import CHECKED, checked_system
 
 from .helpers import random_tokens
 
 NAMES = sorted(MODELS)
 H = 0.01
 _EXAMPLES = {name: MODELS[name]() for name in NAMES}
-# each property runs over the models it applies to; the exemptions are stated (and tested) here, never skipped
-BROWNIAN = [n for n in NAMES if _EXAMPLES[n].noise.brownian]  # a limit SDE on the same Brownian increments
-SYMBOLIC = [n for n in NAMES if _EXAMPLES[n].claims.symbolic is not None]  # an isotropic verify counterpart
-PERMUTABLE = [n for n in NAMES if _EXAMPLES[n].noise.shape[:1] != (_EXAMPLES[n].tokens,)]  # noise not per token
-ROTATABLE = sorted(ROTATE_NOISE)
 
 
-def test_exemptions_are_the_expected_ones():
-    assert set(NAMES) - set(BROWNIAN) == {"fedorov rademacher"}  # Rademacher entries: claims in law only
+def _applies(prop: str) -> list[str]:
+    """The models a conformance property runs over: those whose claims do not exempt them from it."""
+    return [name for name in NAMES if prop not in _EXAMPLES[name].claims.exempt]
+
+
+# each property runs over the models it applies to; every exemption is stated with its reason on the model's claims
+# (and checked against the model below), never skipped
+PATHWISE = _applies("pathwise")  # a limit SDE on the same Brownian increments
+SYMBOLIC = _applies("symbolic")  # an isotropic verify counterpart
+PERMUTABLE = _applies("permutation")  # noise not per token
+ROTATABLE = _applies("rotation")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_exemptions_have_reasons_and_agree_with_the_model(name):
+    model = _EXAMPLES[name]
+    exempt = model.claims.exempt
+    assert set(exempt) <= set(CONFORMANCE) and all(isinstance(r, str) and r.strip() for r in exempt.values())
+    assert ("pathwise" in exempt) == (not model.noise.brownian)
+    assert ("symbolic" in exempt) == (model.claims.symbolic is None)
+    assert ("permutation" in exempt) == (model.noise.shape[:1] == (model.tokens,))
+    assert ("rotation" in exempt) or callable(getattr(model, "rotate_noise", None))
+
+
+def test_every_property_runs_and_the_registry_exempts_what_it_should():
+    assert all(len(names) >= 3 for names in (PATHWISE, SYMBOLIC, PERMUTABLE, ROTATABLE))
+    # the registry's own exemptions, each for its stated reason
+    assert set(NAMES) - set(PATHWISE) == {"fedorov rademacher"}  # Rademacher entries: claims in law only
     assert set(NAMES) - set(SYMBOLIC) == {"agazzi frozen features"}  # frozen features are not isotropic
     assert set(NAMES) - set(PERMUTABLE) == {"agazzi gaussian field"}  # field values at the tokens: permute them too
     assert set(NAMES) - set(ROTATABLE) == {"agazzi frozen features"}  # one fixed U: no rotation acts on it
+
+
+def test_a_model_unlike_verifys_declares_no_symbolic_counterpart():
+    """Model F with Q^T K != I or M not a multiple of I is not verify's model F: exempt, with its reason."""
+    skew = FedorovModel(2, 3, interaction=np.diag([1.0, 2.0, 3.0]))
+    mean = FedorovModel(2, 3, mean_value=np.diag([0.1, 0.2, 0.3]))
+    for model in (skew, mean):
+        assert model.claims.symbolic is None and {"symbolic", "rotation"} <= set(model.claims.exempt)
+    assert FedorovModel(2, 3, interaction=np.eye(3), mean_value=0.5 * np.eye(3)).claims.symbolic == "fedorov"
 
 
 @pytest.fixture(params=NAMES)
@@ -51,7 +74,7 @@ def test_rotating_tokens_and_noise_rotates_the_layer(name):
     model = MODELS[name]()
     x, dw = _tokens(model), _noise(model)
     q = np.linalg.qr(np.random.default_rng(3).standard_normal((model.dim, model.dim)))[0]
-    rotated = model.layer(x @ q.T, ROTATE_NOISE[name](dw, q), H)
+    rotated = model.layer(x @ q.T, model.rotate_noise(dw, q), H)
     np.testing.assert_allclose(rotated, model.layer(x, dw, H) @ q.T, rtol=0, atol=1e-12)
 
 
@@ -89,7 +112,7 @@ def test_layer_keeps_tokens_on_the_sphere(model):
     np.testing.assert_allclose(np.linalg.norm(out, axis=-1), 1.0, rtol=0, atol=1e-13)
 
 
-@pytest.mark.parametrize("name", BROWNIAN)
+@pytest.mark.parametrize("name", PATHWISE)
 def test_limit_diffusion_is_tangent_and_linear_in_the_noise(name):
     model = MODELS[name]()
     sde, x, dw = model.limit_sde(), _tokens(model), _noise(model)
@@ -110,14 +133,15 @@ def test_permuting_tokens_permutes_the_layer(name):
 def test_limit_drift_equals_the_drift_verify_derives(name):
     model = MODELS[name]()
     symbolic = model.claims.symbolic
+    assert symbolic in CHECKED  # a counterpart verify derives and cross-checks with its own layer
     n = model.tokens
     system = checked_system(symbolic, n)
     symbols = {s.name: s for s in set().union(*(c.free_symbols for v in system.drift for c in v.c))}
-    values = {symbols[name]: value for name, value in symbolic_values(model).items() if name in symbols}
+    values = {symbols[name]: value for name, value in model.symbolic_values().items() if name in symbols}
     x = _tokens(model, paths=1, seed=7)
     xs = [sp.Matrix(x[0, i]) for i in range(n)]
     gram = {gram_symbol(i, j): float(x[0, i] @ x[0, j]) for i in range(n) for j in range(i + 1, n)}
-    numeric_kernel = None if symbolic != "agazzi" else kernel(model.field.spec)
+    numeric_kernel = kernel(model.field.spec) if hasattr(system.noise, "kernel") else None
     drift = model.limit_sde().drift(x)
     for i in range(n):
         expr = vec_coordinates(system.drift[i], xs, gram).subs(values)
@@ -129,7 +153,7 @@ def test_limit_drift_equals_the_drift_verify_derives(name):
         np.testing.assert_allclose(drift[0, i], expected, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", BROWNIAN)
+@pytest.mark.parametrize("name", PATHWISE)
 def test_local_consistency_at_the_canonical_states(name):
     """One layer step's conditional moments against the declared limit (``experiments.local``), at a fixed seed:
     every check passes (family-wise false-failure rate 1% per model). At a generic (uniform) state: at a merged or

@@ -175,11 +175,11 @@ def test_layer_maps_equal_the_independent_ones_verify_cross_checks(name):
     dim, h, params = 4, 0.01, crosscheck.PARAMS
     ours = {
         "fedorov": FedorovModel(2, dim, params["beta"], sigma=params["sigma"], mean_value=params["m"] * np.eye(dim)),
-        "hybrid": HybridModel(dim, params["beta"], params["eps"], law="gaussian"),
+        "hybrid": HybridModel(dim, params["beta"], params["epsilon"], law="gaussian"),
     }[name]
-    draw, theirs = crosscheck.samplers(dim)[name]
+    draw, theirs = crosscheck.INDEPENDENT[name]
     rng = np.random.default_rng(5)
     x = rng.standard_normal((500, 2, dim))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
-    noise = draw(rng, 500, h)
+    noise = draw(rng, 500, h, dim)
     np.testing.assert_allclose(ours.layer(x, noise, h), theirs(x, noise, h), rtol=0, atol=1e-14)

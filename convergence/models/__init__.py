@@ -1,12 +1,11 @@
-"""The models: each layer map beside its limit SDE (``fedorov``, ``hybrid``, ``agazzi``, ``quadratic_form``,
-``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``) and its Ito limit by
-automatic differentiation (``autodiff_limit``), a library's layer as such a block (``library_block``), the registry of
-those that declare their claims (``registry``), model F's exact in-law
-samplers (``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share:
-the interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
+"""The models: each layer map beside its limit SDE (``fedorov``, ``hybrid``, ``softmax_hybrid``, ``agazzi``,
+``quadratic_form``, ``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``)
+and its Ito limit by automatic differentiation (``autodiff_limit``), a library's layer as such a block
+(``library_block``), the registry of those that declare their claims (``registry``), model F's exact in-law samplers
+(``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share: the
+interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
 covariance (``noise``), softmax attention (``attention``) and the derived Ito drift of a normalised step
-(``normalised_step``), and the Ito-Stratonovich correction of a claim's drift (``ito_correction``).
-"""
+(``normalised_step``), and the Ito-Stratonovich correction of a claim's drift (``ito_correction``)."""
 
 from __future__ import annotations
 
@@ -54,9 +53,10 @@ from .noise import (
     scalar_noise,
     standard_entries,
 )
-from .protocols import ClaimingModel, LayerMap, LimitSDE
+from .protocols import CONFORMANCE, ClaimingModel, Claims, LayerMap, LimitSDE, exemptions, in_law_only
 from .quadratic_form import QuadraticFormModel
-from .registry import MODELS, ROTATE_NOISE, symbolic_values
+from .registry import MODELS
+from .softmax_hybrid import SoftmaxHybridModel, SoftmaxHybridSDE
 from .torch_block import TorchBlockLayer, torch_layer_map
 
 __all__ = [
@@ -65,7 +65,9 @@ __all__ = [
     "AutodiffLimit",
     "derive_limit",
     "AgazziSDE",
+    "CONFORMANCE",
     "ClaimingModel",
+    "Claims",
     "CommonNoise",
     "ENTRY_LAWS",
     "FedorovModel",
@@ -81,10 +83,11 @@ __all__ = [
     "LayerMap",
     "LimitSDE",
     "MODELS",
-    "ROTATE_NOISE",
     "QuadraticFormModel",
     "ReducedFedorov",
     "ReducedFedorovSDE",
+    "SoftmaxHybridModel",
+    "SoftmaxHybridSDE",
     "TorchBlockLayer",
     "TwoTokenOverlapChain",
     "attention_average",
@@ -105,7 +108,8 @@ __all__ = [
     "scalar_noise",
     "softmax_weights",
     "standard_entries",
-    "symbolic_values",
+    "exemptions",
+    "in_law_only",
     "tangent_projection",
     "torch_layer_map",
     "wrap_library_layer",

@@ -30,7 +30,7 @@ from verify.common import check_int, check_real
 from .attention import attention_average, normalise, tangent_projection
 from .noise import CommonNoise
 from .normalised_step import normalised_step_drift
-from .protocols import Claims, Wrapper
+from .protocols import Claims, Wrapper, exemptions, in_law_only
 
 MAX_BETA = 1e3
 ATTENTION = {"attractive": 1.0, "none": 0.0, "repulsive": -1.0}
@@ -82,6 +82,7 @@ class AgazziModel:
 
     @property
     def claims(self) -> Claims:
+        isotropic = getattr(self.field, "isotropic", False)
         return Claims(
             limit="dX_i = P_{X_i} dB(X_i, t) + [v P_{X_i} a_i - ((d-1)/2) k(X_i, X_i) X_i] dt, B the field's "
             "Brownian version (covariance t k(<x, y>) I)",
@@ -89,8 +90,26 @@ class AgazziModel:
             strong_order=0.5 if self.noise.brownian else None,
             weak_order=1.0,
             # verify's model A has an isotropic field, k(<x, y>): the Gaussian field's, not frozen features'
-            symbolic="agazzi" if getattr(self.field, "isotropic", False) else None,
+            symbolic="agazzi" if isotropic else None,
+            exempt=exemptions(
+                pathwise=in_law_only(self.noise),
+                symbolic=None if isotropic else "the field's covariance is not k(<x, y>) I, as verify's model A's",
+                permutation="the noise is the field's values at the tokens: permuting them permutes it too"
+                if self.noise.shape[:1] == (self.tokens,)
+                else None,
+                rotation=None
+                if hasattr(self.field, "rotate_noise")
+                else f"no rotation acts on the noise of a {type(self.field).__name__}",
+            ),
         )
+
+    def symbolic_values(self) -> dict[str, float]:
+        """The values of verify's model A symbols: d, beta and v (its kernel k is the field's)."""
+        return {"d": float(self.dim), "beta": self.beta, "v": self.v}
+
+    def rotate_noise(self, dw: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The field's action of the rotation ``q`` on its noise (``field.rotate_noise``)."""
+        return self.field.rotate_noise(dw, q)
 
     def attention(self, x: np.ndarray) -> np.ndarray:
         return attention_average(x, self.beta)

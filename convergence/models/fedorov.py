@@ -37,7 +37,7 @@ from verify.common import check_choice, check_int, check_matrix, check_real
 from .attention import attention_average, normalise
 from .noise import ENTRY_LAWS, CommonNoise, matrix_noise
 from .normalised_step import NormalisedLayerLimit
-from .protocols import Claims
+from .protocols import Claims, exemptions, in_law_only
 
 MAX_BETA = 1e3
 
@@ -86,14 +86,42 @@ class FedorovModel:
 
     @property
     def claims(self) -> Claims:
+        unlike_verify = self._unlike_verify()
         return Claims(
             limit="dx_i = P_{x_i} dW a_i + [P_{x_i} M a_i - ((d-1)/2) sigma^2 |a_i|^2 x_i] dt, W a d x d matrix "
             "Brownian motion with entry variance sigma^2",
             noise_law=f"i.i.d. {self.law} value-matrix entries of variance sigma^2 h",
             strong_order=0.5 if self.law == "gaussian" else None,
             weak_order=1.0,
-            symbolic="fedorov",
+            symbolic=None if unlike_verify else "fedorov",
+            exempt=exemptions(
+                pathwise=in_law_only(self.noise),
+                symbolic=unlike_verify,
+                rotation=None if self._rotatable() else "Q^T K or M does not commute with every rotation",
+            ),
         )
+
+    def _unlike_verify(self) -> str | None:
+        """Why verify's model F (Q^T K = I, M = m I) is not this one, or None."""
+        if self.interaction is not None and not np.array_equal(self.interaction, np.eye(self.dim)):
+            return "Q^T K is not I, as in verify's model F"
+        if self.mean_value is not None and not np.array_equal(
+            self.mean_value, self.mean_value[0, 0] * np.eye(self.dim)
+        ):
+            return "the mean value M is not a multiple of I, as in verify's model F"
+        return None
+
+    def _rotatable(self) -> bool:
+        return self._unlike_verify() is None  # Q^T K = I and M = m I commute with every rotation
+
+    def symbolic_values(self) -> dict[str, float]:
+        """The values of verify's model F symbols: d, beta, sigma and m (M = m I)."""
+        mean = 0.0 if self.mean_value is None else float(self.mean_value[0, 0])
+        return {"d": float(self.dim), "beta": self.beta, "sigma": float(self.sigma), "m": mean}
+
+    def rotate_noise(self, dw: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The noise that makes the layer equivariant under the rotation ``q`` (tokens x -> x q^T): q dW q^T."""
+        return q @ dw @ np.swapaxes(q, -1, -2)
 
     def attention(self, x: np.ndarray) -> np.ndarray:
         """The attention averages ``a_i(X)``, shaped like ``x``."""

@@ -30,7 +30,7 @@ from .attention import normalise, scaled_unnormalised_attention
 from .fedorov import MAX_BETA
 from .noise import ENTRY_LAWS, CommonNoise, scalar_noise
 from .normalised_step import NormalisedLayerLimit
-from .protocols import Claims
+from .protocols import Claims, exemptions, in_law_only
 
 # exp(beta) must stay finite in the limit SDE, whose coefficients are not scale-free.
 MAX_SDE_BETA = 700.0
@@ -66,7 +66,16 @@ class HybridModel:
             strong_order=0.5 if self.law == "gaussian" else None,
             weak_order=1.0,
             symbolic="hybrid",
+            exempt=exemptions(pathwise=in_law_only(self.noise)),
         )
+
+    def symbolic_values(self) -> dict[str, float]:
+        """The values of verify's hybrid model symbols: d, beta and epsilon."""
+        return {"d": float(self.dim), "beta": self.beta, "epsilon": self.eps}
+
+    def rotate_noise(self, dw: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """One scalar per layer: a rotation of the tokens leaves it as it is."""
+        return dw
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         """One layer ``N(x_i + (h + eps dB) u_i)``; ``dw`` = dB_k shaped (paths,)."""

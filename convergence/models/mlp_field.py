@@ -104,6 +104,11 @@ class GaussianField:
     def increment(self, y: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         return self.factor(y) @ dw
 
+    def rotate_noise(self, dw: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The noise that makes the field equivariant under the rotation ``q`` (points y -> y q^T): its rows, the
+        field's values in R^d (covariance k(<y_i, y_j>) I, unchanged by q), rotate as the points do."""
+        return dw @ np.swapaxes(q, -1, -2)
+
     def kernel_diagonal(self, y: np.ndarray) -> np.ndarray:
         return np.full(y.shape[:-1] + (1,), self.kernel.k1)
 

@@ -7,7 +7,8 @@ increment shaped (paths, *noise.shape), e.g. ``sqrt(h) V_k`` for model F.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -46,6 +47,27 @@ class LimitSDE(Protocol):
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray: ...
 
 
+# The conformance properties a registered model may be exempt from (``tests/test_conformance.py``), each with
+# what it asks of the model: "pathwise", a limit SDE driven by the layer's own (Brownian) increments;
+# "symbolic", ``claims.symbolic`` and ``symbolic_values()`` naming verify's counterpart and its parameters;
+# "permutation", a noise shared by the tokens (not one value per token), so that permuting the tokens permutes the
+# layer; "rotation", ``rotate_noise(dw, q)``, the action of a rotation on the noise that makes the layer equivariant.
+CONFORMANCE = ("pathwise", "symbolic", "permutation", "rotation")
+
+
+def exemptions(**reasons: str | None) -> dict[str, str]:
+    """The exemptions (property of ``CONFORMANCE`` -> reason) whose reason is not None."""
+    unknown = set(reasons) - set(CONFORMANCE)
+    if unknown:
+        raise ValueError(f"exemptions must be among {CONFORMANCE}, got {sorted(unknown)}")
+    return {name: reason for name, reason in reasons.items() if reason is not None}
+
+
+def in_law_only(noise: CommonNoise) -> str | None:
+    """The "pathwise" exemption's reason for a noise that is not Brownian (None when it is)."""
+    return None if noise.brownian else f"{noise.law} entries: no Brownian coupling, the claims are in law only"
+
+
 @dataclass(frozen=True)
 class Claims:
     """What a model's source claims about it, which the suite checks (each model's docstring states the mathematics).
@@ -53,7 +75,9 @@ class Claims:
     ``limit``: the limit SDE in words (the model's ``limit_sde()`` builds it); ``noise_law``: the common noise of one
     layer; ``strong_order``: the RMS pathwise order in h of the layer map against its limit on one Brownian path
     (None: the claim is in law only); ``weak_order``: the order in h of smooth statistics; ``symbolic``: the model of
-    ``verify.models.layer_steps.MODELS`` whose derived drift the limit's drift equals (None: no symbolic counterpart).
+    ``verify.models.layer_steps.MODELS`` whose derived drift the limit's drift equals (None: no symbolic counterpart),
+    at the values of verify's symbols that the model's ``symbolic_values()`` gives; ``exempt``: the conformance
+    properties (``CONFORMANCE``) that do not apply to the model, each with its reason (``exemptions``).
     """
 
     limit: str
@@ -61,6 +85,7 @@ class Claims:
     strong_order: float | None
     weak_order: float | None
     symbolic: str | None
+    exempt: Mapping[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -54,6 +54,14 @@ class QuadraticFormModel:
             symbolic="quadratic_form",
         )
 
+    def symbolic_values(self) -> dict[str, float]:
+        """The value of verify's random quadratic form symbol: d."""
+        return {"d": float(self.dim)}
+
+    def rotate_noise(self, dw: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The noise that makes the layer equivariant under the rotation ``q`` (tokens x -> x q^T): q dB q^T."""
+        return q @ dw @ np.swapaxes(q, -1, -2)
+
     def limit_sde(self) -> QuadraticFormSDE:
         return QuadraticFormSDE(self)
 

@@ -64,7 +64,6 @@ from ..models import latent_variances as ld
 from ..rigorous import certify_critical_beta, lambda_bar_prime
 from .crosscheck import (
     CHECKED,
-    PARAMETERS,
     TEST_FUNCTIONS,
     checked_system,
     one_step_check,
@@ -137,7 +136,7 @@ def layer_consistency() -> Derivation:
     der = Derivation("layer_consistency", "one normalised layer expanded in sqrt(h): limit SDE of each model")
     der.results["drift of N(x + s xi + s^2 mu) at order h"] = step_drift_coefficients()
     for model in CHECKED:
-        system = checked_system(model, 1 if model != "agazzi" else 2, False)
+        system = checked_system(model, 1, False)
         der.results[f"{model}: drift of x_0"] = sp.factor(sp.simplify(system.drift[0].c[0]))
         sphere = checked_system(model, 2, False)
         invariant = [sp.simplify(sphere.span.on_sphere(sphere.gram_drift(i, i))) for i in range(2)]
@@ -149,7 +148,7 @@ def layer_consistency() -> Derivation:
         span = sphere.span
         lowest = min(
             expand_step(span, 0, st, sphere.noise).lowest_order
-            for st in MODELS[model].layer(span, **PARAMETERS.get(model, {}))[0]
+            for st in MODELS[model].layer(span, **MODELS[model].parameters)[0]
         )
         der.check(
             f"{model}: increment starts at order sqrt(h) (third absolute moment O(h^3/2) = o(h))",
@@ -168,7 +167,7 @@ def layer_consistency() -> Derivation:
             diff == sp.zeros(dim, 1),
             f"difference on the sphere {list(diff)}",
         )
-        for model in ("fedorov", "quadratic_form", "hybrid"):
+        for model in (name for name in CHECKED if not MODELS[name].field_noise):
             coords, ito, comps = coordinate_form(checked_system(model, 1, False), dim, POINT_VALUES)
             strat = ito_to_stratonovich(ito, comps, coords)
             back = sp.simplify(stratonovich_to_ito(strat, comps, coords) - ito)

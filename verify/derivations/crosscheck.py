@@ -23,26 +23,19 @@ import sympy as sp
 
 from ..calculus import d, gram_symbol, polynomial_kernel, sigma
 from ..common import Verdict
-from ..models import (
-    beta,
-    eps,
-    m,
-    model_system,
-    v_sign,
-)
-
-CHECKED = ("fedorov", "hybrid", "agazzi", "quadratic_form")  # the registered models every derivation covers
-PARAMETERS = {"fedorov": {"mean": m}}  # model F with a mean value part M = m I
+from ..models import MODELS, beta, eps, m, v_sign
 
 
 def checked_system(model: str, n: int = 2, unit: bool = True):
-    """The limit SDE of a checked model, with its parameters."""
-    return model_system(model, n, unit, **PARAMETERS.get(model, {}))
+    """The limit SDE of a checked model, in the form the derivations check (``SymbolicModel.checked_system``)."""
+    if model not in CHECKED:
+        raise ValueError(f"model must be one of the cross-checked models {list(CHECKED)}, got {model!r}")
+    return MODELS[model].checked_system(n, unit)
 
 
 STEPS = (0.04, 0.02, 0.01)
 K_SE = 4.0
-PARAMS = {"beta": 0.7, "sigma": 1.2, "eps": 0.75, "m": 0.5, "v": 1.0, "kernel": (1 / 3, 1 / 2, 1 / 4)}
+PARAMS = {"beta": 0.7, "sigma": 1.2, "epsilon": 0.75, "m": 0.5, "v": 1.0, "kernel": (1 / 3, 1 / 2, 1 / 4)}
 TEST_FUNCTIONS = {
     "rho": (lambda g: g, lambda r: r),
     "rho^2": (lambda g: g**2, lambda r: r**2),
@@ -102,7 +95,12 @@ def _fedorov_layer(x, dw, h):
 def _hybrid_layer(x, xi, h):
     """The hybrid model: N(x_i + (h + eps sqrt(h) xi) u_i), u_i = (1/n) sum_j exp(beta <x_i, x_j>) x_j."""
     u = np.exp(PARAMS["beta"] * x @ np.swapaxes(x, -1, -2)) @ x / x.shape[-2]
-    return _normalise(x + (h + PARAMS["eps"] * xi)[:, None, None] * u)
+    return _normalise(x + (h + PARAMS["epsilon"] * xi)[:, None, None] * u)
+
+
+def _softmax_hybrid_layer(x, xi, h):
+    """The hybrid model with softmax attention: N(x_i + (h + eps sqrt(h) xi) a_i), a_i as model F's."""
+    return _normalise(x + (h + PARAMS["epsilon"] * xi)[:, None, None] * _softmax_average(x))
 
 
 def _agazzi_layer(x, g_noise, h):
@@ -124,35 +122,46 @@ def _quadratic_form_layer(x, dq, h):
     return _normalise(x - x @ dq)  # dq symmetric: (dQ x_i)^T = x_i^T dQ
 
 
-def samplers(dim: int) -> dict[str, tuple[Callable, Callable]]:
-    """model -> (draw(rng, pairs, h) -> noise, layer(x, noise, h)); every noise is symmetric in law."""
+def _value_matrices(rng: np.random.Generator, pairs: int, h: float, dim: int) -> np.ndarray:
+    return PARAMS["sigma"] * np.sqrt(h) * rng.standard_normal((pairs, dim, dim))
 
-    def value_matrices(rng, pairs, h):
-        return PARAMS["sigma"] * np.sqrt(h) * rng.standard_normal((pairs, dim, dim))
 
-    def symmetric(rng, pairs, h):
-        b = rng.standard_normal((pairs, dim, dim))
-        return np.sqrt(h) * (b + np.swapaxes(b, -1, -2)) / np.sqrt(2)
+def _scalar(rng: np.random.Generator, pairs: int, h: float, dim: int) -> np.ndarray:
+    return np.sqrt(h) * rng.standard_normal(pairs)
 
-    return {
-        "fedorov": (value_matrices, _fedorov_layer),
-        "hybrid": (lambda rng, pairs, h: np.sqrt(h) * rng.standard_normal(pairs), _hybrid_layer),
-        "agazzi": (lambda rng, pairs, h: rng.standard_normal((pairs, 2, dim)), _agazzi_layer),
-        "quadratic_form": (symmetric, _quadratic_form_layer),
-    }
+
+def _field_normals(rng: np.random.Generator, pairs: int, h: float, dim: int) -> np.ndarray:
+    return rng.standard_normal((pairs, 2, dim))
+
+
+def _symmetric(rng: np.random.Generator, pairs: int, h: float, dim: int) -> np.ndarray:
+    b = rng.standard_normal((pairs, dim, dim))
+    return np.sqrt(h) * (b + np.swapaxes(b, -1, -2)) / np.sqrt(2)
+
+
+# model of verify.models.MODELS -> (draw(rng, pairs, h, dim) -> noise, layer(x, noise, h)), written here from
+# docs/models.md; every noise is symmetric in law. These are the models every derivation covers.
+INDEPENDENT: dict[str, tuple[Callable, Callable]] = {
+    "fedorov": (_value_matrices, _fedorov_layer),
+    "hybrid": (_scalar, _hybrid_layer),
+    "softmax_hybrid": (_scalar, _softmax_hybrid_layer),
+    "agazzi": (_field_normals, _agazzi_layer),
+    "quadratic_form": (_symmetric, _quadratic_form_layer),
+}
+CHECKED = tuple(INDEPENDENT)
 
 
 def derived_generator(model: str, f_sym: sp.Expr, dim: int, rho: float) -> float:
     """``L f`` at the configuration, from the symbolic system (unit tokens, d = dim)."""
     system = checked_system(model, 2)
     expr = system.generator(f_sym)
-    if model == "agazzi":
+    if MODELS[model].field_noise:
         expr = expr.replace(system.noise.kernel, polynomial_kernel([sp.nsimplify(c) for c in PARAMS["kernel"]]))
     values = {
         d: dim,
         beta: sp.nsimplify(PARAMS["beta"]),
         sigma: sp.nsimplify(PARAMS["sigma"]),
-        eps: sp.nsimplify(PARAMS["eps"]),
+        eps: sp.nsimplify(PARAMS["epsilon"]),
         m: sp.nsimplify(PARAMS["m"]),
         v_sign: sp.nsimplify(PARAMS["v"]),
         gram_symbol(0, 1): sp.nsimplify(rho),
@@ -165,14 +174,14 @@ def one_step_check(
 ) -> OneStepCheck:
     """Estimate D(h) at ``steps`` and compare its extrapolation with the derived generator."""
     f_sym, f_num = TEST_FUNCTIONS[observable]
-    draw, layer = samplers(dim)[model]
+    draw, layer = INDEPENDENT[model]
     x = configuration(dim, rho)
     f0 = f_num(rho)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(dim, list(TEST_FUNCTIONS).index(observable))))
     estimates, errors = [], []
     xs = np.repeat(x, pairs, axis=0)
     for h in steps:
-        noise = draw(rng, pairs, h)
+        noise = draw(rng, pairs, h, dim)
         values = (f_num(_overlap(layer(xs, noise, h))) + f_num(_overlap(layer(xs, -noise, h))) - 2 * f0) / (2 * h)
         estimates.append(float(values.mean()))
         errors.append(float(values.std(ddof=1) / np.sqrt(pairs)))

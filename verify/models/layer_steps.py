@@ -6,8 +6,8 @@ Each ``*_layer`` function states a discrete layer map exactly as the numerical s
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import sympy as sp
 
@@ -60,6 +60,14 @@ def hybrid_layer(span: Span) -> list[list[NormalisedStep]]:
     ]
 
 
+def softmax_hybrid_layer(span: Span) -> list[list[NormalisedStep]]:
+    """The hybrid model with model F's softmax attention: ``N(x_i + h a_i + eps dB a_i)``, dB scalar."""
+    return [
+        [NormalisedStep(mu=softmax_attention(span, i), noise_arg=softmax_attention(span, i) * eps)]
+        for i in range(span.n)
+    ]
+
+
 def agazzi_layer(span: Span) -> list[list[NormalisedStep]]:
     """Model A: ``Y = N(X + h v a(X))`` then ``X' = N(Y + sqrt(h) G(Y))``, Q^T K = beta I, V = v I,
     G a Gaussian field with covariance k(<x,y>) I_d (the infinite-width MLP block)."""
@@ -83,11 +91,22 @@ def one_token_layer(span: Span) -> list[list[NormalisedStep]]:
 @dataclass(frozen=True)
 class SymbolicModel:
     """A model of docs/models.md: its layer as normalised steps in the tokens' span and the law of its common noise.
-    ``tokens`` fixes the span's size for a model defined only for it (one token beside a fixed vector)."""
+
+    ``tokens`` fixes the span's size for a model defined only for it (one token beside a fixed vector);
+    ``parameters`` are the layer's keyword parameters in the form the derivations check (model F's mean value
+    M = m I); ``min_tokens`` is the fewest tokens whose system the derivations expand (model A's field acts on pairs).
+    """
 
     layer: Callable[..., list[list[NormalisedStep]]]
     noise: Callable[[], object]
     tokens: int | None = None
+    parameters: Mapping[str, sp.Expr] = field(default_factory=dict)
+    min_tokens: int = 1
+
+    @property
+    def field_noise(self) -> bool:
+        """Whether the noise is a Brownian field with a kernel k (no finite coordinates of its own)."""
+        return hasattr(self.noise(), "kernel")
 
     def system(self, n: int = 2, unit: bool = True, **parameters) -> ParticleSystem:
         """The limit SDE of ``n`` tokens (unit tokens when ``unit``); ``parameters`` go to the layer (model F's
@@ -95,11 +114,16 @@ class SymbolicModel:
         span = Span(self.tokens or n, unit)
         return limit_system(span, self.layer(span, **parameters), self.noise())
 
+    def checked_system(self, n: int = 2, unit: bool = True) -> ParticleSystem:
+        """The limit SDE in the form the derivations check: the layer at ``parameters``."""
+        return self.system(max(n, self.min_tokens), unit, **self.parameters)
+
 
 MODELS: dict[str, SymbolicModel] = {  # verify's one registry of models
-    "fedorov": SymbolicModel(fedorov_layer, MatrixBrownian),
+    "fedorov": SymbolicModel(fedorov_layer, MatrixBrownian, parameters={"mean": m}),
     "hybrid": SymbolicModel(hybrid_layer, ScalarBrownian),
-    "agazzi": SymbolicModel(agazzi_layer, BrownianField),
+    "softmax_hybrid": SymbolicModel(softmax_hybrid_layer, ScalarBrownian),
+    "agazzi": SymbolicModel(agazzi_layer, BrownianField, min_tokens=2),
     "quadratic_form": SymbolicModel(quadratic_form_layer, SymmetricMatrixBrownian),
     "one_token": SymbolicModel(one_token_layer, MatrixBrownian, tokens=2),
 }
