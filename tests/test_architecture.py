@@ -95,6 +95,20 @@ def test_convergence_imports_only_downward(path):
     assert not upward, f"{module} (layer {own}) imports higher layers: {upward}"
 
 
+STUDY_HELPERS = {"convergence.studies.base", "convergence.studies.over_seeds"}
+
+
+@pytest.mark.parametrize("path", sources("convergence/studies"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_study_never_imports_another(path):
+    """A study composes experiments and the designs they share (``convergence.experiments``); only the registry
+    (the package's ``__init__``) names the studies."""
+    if path.name == "__init__.py":
+        return
+    modules = {".".join(m.split(".")[:3]) for m in imported_modules(path) if m.startswith("convergence.studies.")}
+    own = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    assert modules <= STUDY_HELPERS | {own}, f"{own} imports studies: {sorted(modules - STUDY_HELPERS)}"
+
+
 VERIFY_LAYERS = ("common", "calculus", "models", "analysis", "rigorous", "derivations")
 
 

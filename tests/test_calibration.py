@@ -8,9 +8,11 @@ import pytest
 
 from convergence.checks import Outcome
 from convergence.output import StudyResult
+from convergence.runtime import STREAM_KEYS
 from convergence.statistics import FAIL, INCONCLUSIVE, PASS, Check
 from convergence.studies import STUDIES
-from convergence.studies.calibration import case_seeds, rate_check, run_miss_probability
+from convergence.studies.calibration import run_miss_probability
+from convergence.studies.over_seeds import rate_check, study_seeds
 
 
 def _rate(name, outcomes, wanted):
@@ -45,9 +47,11 @@ def test_a_mutant_row_needs_nine_rejections_in_ten_and_states_its_chance_of_miss
 
 
 def test_case_seeds_depend_on_the_study_seed_alone():
+    key = STREAM_KEYS["calibration"]
     expected = np.random.SeedSequence(0, spawn_key=(14, 1)).generate_state(10, dtype=np.uint32)
-    assert case_seeds(0, 1) == [int(v) for v in expected]
-    assert len(set(case_seeds(0, 1)) | set(case_seeds(0, 2)) | set(case_seeds(1, 1))) == 30
+    assert key == 14 and study_seeds(0, 1, 10, key) == [int(v) for v in expected]
+    seeds = set(study_seeds(0, 1, 10, key)) | set(study_seeds(0, 2, 10, key)) | set(study_seeds(1, 1, 10, key))
+    assert len(seeds) == 30
     assert not STUDIES["calibration"].in_report  # run by name only: `report` runs the theorems' studies
 
 
@@ -62,7 +66,7 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
     """``quick-profiles``: a study's quick profile must pass at every one of its seeds, which depend on this study's
     seed alone (and differ from study to study); its full profile takes 10 seeds, its quick one 3."""
     from convergence.studies import Study
-    from convergence.studies.quick_profiles import SEEDS, quick_profile_rows, study_seeds
+    from convergence.studies.quick_profiles import SEEDS, STUDY_KEY, quick_profile_rows
 
     seen = []
 
@@ -81,16 +85,15 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
         return Study(name, "stub", execute)
 
     assert SEEDS == {"quick": 6, "full": 10}
-    one_undecided = study_seeds(7, 1, 10)[3]
+    one_undecided = study_seeds(7, 1, 10, STUDY_KEY)[3]
     rows = quick_profile_rows([study("a", None), study("b", one_undecided)], 7, 10, lambda total, name: lambda n: None)
     assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
     assert "1 inconclusive" in rows[1].note and "TARGET MISSED" in rows[1].note
     assert f"not passed: seed {one_undecided}: x {{}} inconclusive" in rows[1].note  # which seed, which check
-    assert [s for name, profile, s in seen if name == "a"] == study_seeds(7, 0, 10) and {p for _, p, _ in seen} == {
-        "quick"
-    }
-    assert len(set(study_seeds(7, 0, 10)) | set(study_seeds(7, 1, 10)) | set(study_seeds(8, 0, 10))) == 30
-    assert study_seeds(7, 0, 3) == study_seeds(7, 0, 10)[:3]
+    seeds = {index: study_seeds(7, index, 10, STUDY_KEY) for index in (0, 1)}
+    assert [s for name, profile, s in seen if name == "a"] == seeds[0] and {p for _, p, _ in seen} == {"quick"}
+    assert len(set(seeds[0]) | set(seeds[1]) | set(study_seeds(8, 0, 10, STUDY_KEY))) == 30
+    assert study_seeds(7, 0, 3, STUDY_KEY) == seeds[0][:3]
     assert not STUDIES["quick-profiles"].in_report
 
 

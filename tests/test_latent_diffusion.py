@@ -207,8 +207,9 @@ def test_quick_ldm_stopping_study_passes(tmp_path):
 
 def test_float64_joint_optimum_agrees_with_the_30_digit_search():
     # The study decides d* and t* < T on a float64 grid; the mpmath search (roots of the derivative) must agree.
+    from convergence.experiments import PAPER_HORIZON as HORIZON
+    from convergence.experiments import PAPER_SPECTRA as SPECTRA
     from convergence.models import joint_optimum
-    from convergence.studies.ldm_stopping import HORIZON, SPECTRA
     from verify.rigorous import optimal_stopping_time
 
     variances = SPECTRA["low-rank"]
@@ -256,9 +257,10 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
 def test_a_closed_form_with_a_wrong_exponent_fails_along_the_run():
     """Near miss: the closed form with e^{-t} off by 2% (t -> 1.02 t) everywhere but at t = T (where the exact score
     makes both vanish) fails the exact-algebra convergence check along the run; the true closed form passes."""
+    from convergence.experiments import PAPER_HORIZON as HORIZON
+    from convergence.experiments import PAPER_SPECTRA as SPECTRA
     from convergence.experiments import exact_discrete_convergence
     from convergence.models import LatentSampler
-    from convergence.studies.ldm_stopping import HORIZON, SPECTRA
     from verify.rigorous import LatentSetting, distance
 
     variances = SPECTRA["geometric"]

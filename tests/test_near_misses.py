@@ -279,6 +279,7 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
     """Two systems of the same code agree whatever the drift; the weak form of the SPDE and the zonal targets do
     not: a wrong mean-field drift (attention 20% off, the Ito factor (d-2)/2) and a wrong rate fail."""
     from convergence.experiments import (
+        MEAN_FIELD_SECTIONS,
         MeanFieldDesign,
         weak_form,
         zonal_limit,
@@ -286,9 +287,9 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
     )
     from convergence.experiments import agazzi_mean_field_drift as agazzi_drift
     from convergence.paths import RecordGrid
-    from convergence.studies.chaos import DIM, model_a_field
 
-    field = model_a_field(8)
+    section = MEAN_FIELD_SECTIONS["full"]
+    field, DIM = section.field(8), section.dim
     k1 = field.kernel.k1
     design = MeanFieldDesign(RecordGrid(horizon=1.0, steps=16, records=8, paths=4096), target=0.3)
     model = cv.AgazziModel(8, field, 1.0, 1.0)
@@ -311,14 +312,15 @@ def test_the_zonal_limit_rejects_a_rate_5_percent_off_on_the_shared_recording():
     """k(1) x 1.05 in both zonal rates, judged on the recording of the true claim (32768 paths): the true rates pass,
     phi_1 of the near miss fails, and the check states a relative resolution below the 5% it rejects."""
     from convergence.experiments import (
+        MEAN_FIELD_SECTIONS,
         MeanFieldDesign,
         zonal_limit,
         zonal_rates,
     )
     from convergence.paths import RecordGrid
-    from convergence.studies.chaos import DIM, model_a_field
 
-    field = model_a_field(8)
+    section = MEAN_FIELD_SECTIONS["full"]
+    field, DIM = section.field(8), section.dim
     k1 = field.kernel.k1
     silent = cv.AgazziModel(8, field, 1.0, 0.0)
     design = MeanFieldDesign(RecordGrid(horizon=4.0, steps=16, records=8, paths=32768), target=0.3)
@@ -330,9 +332,9 @@ def test_the_zonal_limit_rejects_a_rate_5_percent_off_on_the_shared_recording():
 def test_the_weak_limit_rejects_a_wrong_overlap_sde():
     """weak-fedorov's weak_limit on the same simulated overlaps: the derived overlap SDE passes; its diffusion
     coefficient 5% off and d - 1 for d - 2 in its drift fail."""
-    from convergence.studies.power import weak_rows
+    from convergence.studies.power import PROFILES, weak_rows
 
-    rows = {c.config.get("mutant", "true"): c for c in weak_rows("quick", 0, 0.05, 0.01, (0.05,))}
+    rows = {c.config.get("mutant", "true"): c for c in weak_rows(PROFILES["quick"].weak, 0, 0.05, 0.01, (0.05,))}
     assert rows["true"].verdict == PASS
     for label in (
         "overlap diffusion x (1 + eps), eps = +0.05",
@@ -348,16 +350,15 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     Ito factor of the wrong dimension), at beta +- 10% or with the diffusion coefficient +- 5% fails (Bonferroni
     over the six predictions)."""
     import verify
-    from convergence.experiments import decided_ends, probability_check
+    from convergence.experiments import PHASE_DESIGNS, decided_ends, phase_horizon, probability_check
     from convergence.models import TwoTokenOverlapChain
     from convergence.paths import fixed_overlap, overlap, simulate
     from convergence.statistics import family_confidence
-    from convergence.studies.phase_transition import DESIGNS, horizon
     from verify.analysis import p_antipodal_double
 
     dim, rho0, paths = 4, -0.9, 2000
     beta = 1.25 * float(verify.critical_beta(dim)[1])
-    T = horizon(dim, beta, DESIGNS["quick"])
+    T = phase_horizon(dim, beta, PHASE_DESIGNS["quick"])
     layer = TwoTokenOverlapChain(cv.FedorovModel(2, dim, beta, sigma=1.0))
     rho = overlap(simulate(layer, round(T / 0.01), T, paths, 0, (99,), fixed_overlap(rho0)))
     antipodal, _, allowance = decided_ends(rho, dim, beta)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import verify
-from convergence.experiments import DELTA, pending_runs, run_until_decided
+from convergence.experiments import DELTA, PHASE_DESIGNS, pending_runs, run_until_decided
 from convergence.models import FedorovModel, TwoTokenOverlapChain
 from convergence.paths import fixed_overlap, fixed_state, overlap, path_states, simulate
 from convergence.studies import phase_transition as pt
@@ -18,7 +18,7 @@ CHAIN = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=4, beta=0.5268, sigma=1.
 
 
 def test_the_full_phase_map_covers_four_dimensions_and_eight_betas_around_beta_c():
-    design = pt.DESIGNS["full"]
+    design = PHASE_DESIGNS["full"]
     assert len(design.dims) >= 4
     for dim in design.dims[1:]:
         betas = pt.beta_grid(dim, design)

@@ -13,6 +13,7 @@ from scipy import stats
 import verify
 from convergence.cli import main
 from convergence.experiments import (
+    OVERLAP_OBSERVABLES,
     WeakDesign,
     claim_limit_check,
     coupled_observables,
@@ -29,7 +30,6 @@ from convergence.models import (
 from convergence.paths import classify, fixed_overlap, overlap
 from convergence.references import expectation, lambdify_overlap
 from convergence.statistics import wilson, z_value
-from convergence.studies.weak_fedorov import OBSERVABLES
 from verify.analysis import change_variable, p_antipodal_double, quadratic_form_results
 from verify.calculus import d, sigma
 from verify.models import beta
@@ -180,7 +180,7 @@ def test_weak_limit_rejects_a_wrong_reference():
     fit = fits["rho^2"]
     for beta_claimed, expected in ((b, "pass"), (0.0, "fail")):
         bb, aa = lambdify_overlap(*verify.overlap_sde("fedorov"), {d: dim, beta: beta_claimed, sigma: model.sigma})
-        ref = expectation(bb, aa, OBSERVABLES["rho^2"], design.horizon, -0.5)
+        ref = expectation(bb, aa, OVERLAP_OBSERVABLES["rho^2"], design.horizon, -0.5)
         check = limit_check(
             values["rho^2"],
             fit.differences[-1],

@@ -38,6 +38,13 @@ from ..statistics import (
 
 CHUNK_STEPS = 64
 
+# the paper's synthetic settings (arXiv:2510.08409): a geometric spectrum (D = 9) and a low-rank one (D = 6), T = 2
+PAPER_HORIZON = 2.0
+PAPER_SPECTRA = {
+    "geometric": tuple([0.6**k for k in range(7)] + [1e-10, 1e-10]),
+    "low-rank": (10.0, 0.2, 0.2, 0.2, 0.0, 0.0),
+}
+
 
 @dataclass(frozen=True)
 class LatentDesign:

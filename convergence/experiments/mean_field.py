@@ -19,7 +19,8 @@ Both run the layer map at steps h and 2h on one Brownian path; the estimate is t
 2 r_h - r_2h (O(h) bias removed; the trapezoid's O(dt^2) and the remaining O(h^2) are below the resolution, which
 every check states). Initial tokens are i.i.d. on a cap around e (uniform tokens would make E<mu, phi> = 0 by
 symmetry and the check blind). The claimed drift is a parameter, so a wrong mean-field drift is judged on the same
-recorded data.
+recorded data. ``mean_field_section`` runs both for the systems of a ``MeanFieldSection`` (the chaos study's, which
+the power study judges its near misses on).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..models import AgazziModel, FedorovModel, LayerMap, tangent_projection
+from verify.analysis import KernelSpec
+
+from ..models import AgazziModel, FedorovModel, GaussianField, LayerMap, tangent_projection
 from ..paths import PathStreams, RecordGrid, record_at_two_steps
 from ..statistics import (
     FAIL,
@@ -241,3 +244,79 @@ def weak_form(
             )
         )
     return checks
+
+
+@dataclass(frozen=True)
+class MeanFieldSection:
+    """The systems whose empirical measure is checked against the SPDE: ``tokens`` tokens of model A in the
+    infinite-width field of ``activation`` in d = ``dim`` (zonal limit without attention, weak form with attention
+    strength ``beta``) and of model F (weak form), recorded on ``zonal`` and ``weak`` grids."""
+
+    zonal: MeanFieldDesign
+    weak: MeanFieldDesign
+    tokens: int = 16
+    dim: int = 5
+    beta: float = 1.0
+    activation: str = "relu"
+
+    def field(self, tokens: int | None = None) -> GaussianField:
+        """Model A's infinite-width field (the SPDE's noise) for ``tokens`` tokens (default: the section's)."""
+        return GaussianField(KernelSpec(self.activation, self.dim), self.tokens if tokens is None else tokens)
+
+
+MEAN_FIELD_SECTIONS = {  # zonal: no attention, T = 4; weak form: with attention, T = 1
+    "quick": MeanFieldSection(
+        MeanFieldDesign(RecordGrid(horizon=4.0, steps=32, records=16, paths=8192), target=0.2),
+        MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=4096), target=0.2),
+    ),
+    "full": MeanFieldSection(
+        MeanFieldDesign(RecordGrid(horizon=4.0, steps=32, records=16, paths=32768), target=0.05),
+        MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=49152), target=0.05),
+    ),
+}
+MEAN_FIELD_CHECKS = 4  # claim checks of a section: zonal phi_1 (phi_2 is a finding), weak form of A and of F
+NEAR_MISS_CHECKS = 7  # with near misses: 2 zonal rates, 4 model A drifts and 1 model F drift
+
+
+def mean_field_section(
+    section: MeanFieldSection, seed: int, key: int, family_alpha: float, near_misses: bool = False
+) -> list[Check]:
+    """The section's checks: ``zonal_limit`` (model A, no attention) and ``weak_form`` (models A and F), on the
+    streams (key, 10), (key, 11), (key, 12). ``near_misses`` adds wrong rates (k(1) 5% off, (d-2) for (d-1)) and
+    wrong mean-field drifts (attention v 5% and 20% off, beta 20% off, the Ito factor (d-2)/2) judged on the same
+    recorded data; their checks, and zonal phi_2, are findings. Every interval is at the Bonferroni level of
+    ``MEAN_FIELD_CHECKS`` (+ ``NEAR_MISS_CHECKS``) checks sharing ``family_alpha``."""
+    dim = section.dim
+    family = MEAN_FIELD_CHECKS + (NEAR_MISS_CHECKS if near_misses else 0)
+    field = section.field()
+    k1 = field.kernel.k1
+    silent = AgazziModel(section.tokens, field, section.beta, 0.0)
+    wrong = {}
+    if near_misses:
+        for label, factor in (("k(1) x 1.05", 1.05), ("(d-2)/(d-1) in lambda", (dim - 2) / (dim - 1))):
+            wrong[label] = np.array([factor * r for r in (k1 * (dim - 1) / 2, k1 * 2 * dim / 2)])
+    zonal = zonal_limit(
+        silent, k1, section.zonal, seed, (key, 10), {"model": "A", "attention": "none"}, family, wrong, family_alpha
+    )
+    checks = zonal[:2]
+    checks[1] = replace(
+        checks[1], claim=False, note=checks[1].note + " (a finding: phi_2 resolves the rate less sharply than phi_1)"
+    )
+    checks += [replace(c, claim=False) for c in zonal[2::2]]  # each near miss's phi_1 check
+    model_a = AgazziModel(section.tokens, field, section.beta, 1.0)
+    drifts = {"true": agazzi_mean_field_drift(model_a, k1)}
+    if near_misses:
+        drifts |= {
+            "attention v x 0.95": agazzi_mean_field_drift(model_a, k1, v_factor=0.95),
+            "attention v x 0.8": agazzi_mean_field_drift(model_a, k1, v_factor=0.8),
+            "beta x 1.2": agazzi_mean_field_drift(model_a, k1, beta_factor=1.2),
+            "Ito factor (d-2)/2": agazzi_mean_field_drift(model_a, k1, ito=(dim - 2) / 2),
+        }
+    found = weak_form(model_a, drifts, section.weak, seed, (key, 11), {"model": "A"}, family, family_alpha)
+    checks += [found[0]] + [replace(c, claim=False) for c in found[1:]]
+    model_f = FedorovModel(section.tokens, dim, section.beta)
+    drifts = {"true": fedorov_mean_field_drift(model_f)}
+    if near_misses:
+        drifts["Ito factor (d-2)/2"] = fedorov_mean_field_drift(model_f, ito=(dim - 2) / 2)
+    found = weak_form(model_f, drifts, section.weak, seed, (key, 12), {"model": "F"}, family, family_alpha)
+    return checks + [found[0]] + [replace(c, claim=False) for c in found[1:]]

@@ -11,10 +11,14 @@ antipodal fraction with the prediction plus that allowance; it is inconclusive w
 probability error it rejects with 90% power) exceeds its target (``PROBABILITY_TARGET`` unless the design says
 otherwise). ``merge_probability_check`` counts undecided runs half, with half their fraction as its allowance;
 ``expectation_check`` allows the O(h) bias measured against a coarser depth; ``antipodal_share_check`` is a Student t
-interval over the paths' shares. Each is inconclusive when its resolution exceeds its target."""
+interval over the paths' shares. Each is inconclusive when its resolution exceeds its target.
+
+``PhaseDesign`` is the design of the phase experiment (the phase-transition study's profiles, ``PHASE_DESIGNS``, which
+the power study's near misses reuse); ``phase_horizon`` its horizon from the boundary exponents."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -286,3 +290,71 @@ def antipodal_share_check(
         resolution=float((t + stats.norm.ppf(DETECTION_POWER)) * spread),
         target=target,
     )
+
+
+HORIZON_FACTOR = 30.0  # the horizon in units of the slower end's time scale 1 / |lambda|
+
+
+@dataclass(frozen=True)
+class PhaseDesign:
+    """Two-token grid, then n-token classification (``many_*``) and the hybrid dichotomy (``hybrid_*``)."""
+
+    dims: tuple[int, ...]
+    beta_factors: tuple[float, ...]  # multiples of beta_c(d); for d = 3 (beta_c = 0) BETAS_D3 instead
+    betas_d3: tuple[float, ...]
+    rho0s: tuple[float, ...]
+    paths: int
+    step: float  # sigma^2 h
+    max_horizon: float
+    many_tokens: tuple[int, ...] = (3, 4, 8)
+    many_dim: int = 4
+    many_beta_factors: tuple[float, ...] = (0.5, 1.5, 4.5)
+    many_paths: int = 200
+    many_horizon: float = 40.0
+    hybrid_betas: tuple[float, ...] = (0.5, 1.0)
+    hybrid_factors: tuple[float, ...] = (0.5, 2.0)  # eps^2 / eps_c^2
+    hybrid_paths: int = 300
+    hybrid_step: float = 0.002
+    block_paths: int = 1024  # compute block: a few per run so every core has one (no number depends on it)
+    # The largest errors the checks may miss: in the antipodal probability, and in a fraction claimed small (runs
+    # undecided at the horizon, still merging, at the wrong end) or claimed positive (antipodal pairs persisting).
+    probability_target: float = 0.075
+    fraction_target: float = 0.08
+    # hybrid_dichotomy's allowance is its undecided fraction (up to 7% at the full profile), so its target is wider
+    hybrid_target: float = 0.15
+
+
+PHASE_DESIGNS = {
+    "quick": PhaseDesign(
+        dims=(3, 8),
+        beta_factors=(0.6, 1.5, 2.5),
+        betas_d3=(0.5, 1.0, 2.0),
+        rho0s=(0.0, -0.9),
+        paths=400,
+        step=0.01,
+        max_horizon=80.0,
+        many_paths=100,
+        block_paths=256,
+        probability_target=0.15,
+        fraction_target=0.2,
+        hybrid_target=0.2,
+    ),
+    "full": PhaseDesign(
+        dims=(3, 4, 8, 16),
+        beta_factors=(0.5, 0.65, 0.8, 0.9, 1.1, 1.25, 1.6, 2.5),
+        betas_d3=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5),
+        rho0s=(0.0, -0.9),
+        paths=2000,
+        step=0.0025,
+        max_horizon=80.0,
+        many_paths=500,
+        hybrid_paths=2000,
+        many_beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5, 4.5),
+    ),
+}
+
+
+def phase_horizon(dim: int, beta: float, design: PhaseDesign) -> float:
+    """T = C / min |lambda| over the two ends (sigma = 1), capped at ``max_horizon``."""
+    plus, minus = (abs(float(v)) for v in verify.boundary_exponents(dim, beta, 1))
+    return min(design.max_horizon, HORIZON_FACTOR / max(min(plus, minus), 1e-12))

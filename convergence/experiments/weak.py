@@ -18,6 +18,9 @@ Experiment: each path drives the layer map at every depth of a dyadic ladder wit
               (``claim_limit_check``). Same noise, but only the laws are compared: a claim equal in law and
               driven differently (say, the noise transposed) passes it, with a wider interval.
 
+Model F's overlap rho of two tokens is observed through ``OVERLAP_OBSERVABLES`` at the betas of
+``betas_across_critical`` (the weak-fedorov study's design, which the power study's near misses reuse).
+
 Intervals are normal intervals with Bonferroni-corrected levels (``z_value``), so that across all the
 checks of a study the probability of a false ``fail`` is at most ``FAMILY_ALPHA``.
 """
@@ -29,6 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+import verify
 from verify.common import check_ladder
 
 from ..models import LayerMap, LimitSDE
@@ -62,6 +66,21 @@ from ..statistics import (
 )
 
 Observable = Callable[[np.ndarray], np.ndarray]
+
+OVERLAP_OBSERVABLES: dict[str, Observable] = {
+    "rho": (lambda r: r),
+    "rho^2": (lambda r: r**2),
+    "exp(rho)": np.exp,
+}
+
+
+def betas_across_critical(dim: int) -> tuple[float, float]:
+    """One beta below and one above model F's beta_c(d) (``verify.critical_beta``): half its lower and twice its
+    upper enclosure, rounded to 3 decimals; for d = 3, where beta_c = 0, the critical value itself and 1."""
+    lo, hi = verify.critical_beta(dim)
+    if hi == 0:
+        return 0.0, 1.0
+    return round(0.5 * float(lo), 3), round(2.0 * float(hi), 3)
 
 
 @dataclass(frozen=True)

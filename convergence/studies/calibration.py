@@ -25,8 +25,7 @@ Intervals: Wilson at 99%.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,28 +38,18 @@ from ..checks import (
 )
 from ..experiments import DriftScaled, miss_probability
 from ..models import FedorovModel
-from ..output import Curve, Plot, StudyResult
-from ..runtime import STREAM_KEYS, seed_block_sequence
+from ..output import StudyResult
+from ..runtime import STREAM_KEYS
 from ..statistics import (
     FAIL,
-    FAMILY_ALPHA,
-    INCONCLUSIVE,
     PASS,
-    Check,
-    confidence_z,
-    detection_rate,
-    wilson,
 )
 from .base import ProgressFactory, Study
+from .over_seeds import rate_check, rate_plot, study_seeds
 
 NAME = "calibration"
 STUDY_KEY = STREAM_KEYS[NAME]
 SEEDS = 10
-REJECT_SHARE = 0.9  # a mutant at or beyond the target is rejected at this share of seeds
-CONFIDENCE = 0.99
-# A rate row may miss a per-run rate of unwanted verdicts (false failures or undecided runs of a true claim, misses
-# of a mutant) up to this: a few seeds cannot certify a 1% rate, only catch a check that errs this often
-RATE_TARGET = 0.35
 
 
 def overlap_squared(x: np.ndarray) -> np.ndarray:
@@ -117,12 +106,6 @@ def cases(profile: str) -> list[Case]:
     ]
 
 
-def case_seeds(seed: int, case: int) -> list[int]:
-    """The check seeds of a case: a function of the study's seed alone."""
-    state = seed_block_sequence(seed, case, (STUDY_KEY,)).generate_state(SEEDS, dtype=np.uint32)
-    return [int(s) for s in state]
-
-
 def run_miss_probability(outcome: Outcome) -> float:
     """A run's estimated chance of missing the mutant it rejected, at the measured effect (its most decisive failing
     check, ``mutants.miss_probability``); 1 for a run that did not reject it."""
@@ -130,93 +113,12 @@ def run_miss_probability(outcome: Outcome) -> float:
     return min(miss_probability(c) for c in failed) if failed else 1.0
 
 
-def rate_plot(title: str, xlabel: str, checks: Sequence[Check], target: bool = True) -> Plot:
-    """The rate rows of ``rate_check`` as a figure: each row's share of seeds with its Wilson interval, and its target
-    share when ``target``."""
-    x = list(range(len(checks)))
-    measured = Curve(
-        "measured (Wilson 99%)",
-        x,
-        [c.estimate for c in checks],
-        [c.ci[0] for c in checks],
-        [c.ci[1] for c in checks],
-        style="points",
-    )
-    wanted = [Curve("target", x, [c.expected for c in checks], style="points")] if target else []
-    return Plot(title, xlabel, "share", [measured, *wanted])
-
-
-def rate_check(
-    name: str,
-    verdicts: Sequence[str],
-    wanted: str,
-    config: dict,
-    misses: Sequence[float] = (),
-    sizes: Sequence[int] = (),
-) -> Check:
-    """The share of seeds with the ``wanted`` verdict, against its target. ``verdicts``: one per seed (a public
-    check's outcome, a study's result, or the inner verdict a mutant met); for ``wanted`` = fail, ``misses`` are the
-    runs' estimated chances of missing the mutant (1 for a run that did not reject it, ``run_miss_probability``);
-    ``sizes`` the samples or paths at which each run decided, when it sampled in stages."""
-    runs = len(verdicts)
-    hits = list(verdicts).count(wanted)
-    counts = {v.value: list(verdicts).count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
-    lo, hi = wilson(hits, runs, confidence_z(CONFIDENCE))
-    if wanted == PASS:
-        verdict = PASS if hits == runs else FAIL
-        expected, chance = 1.0, 1.0 - (1.0 - FAMILY_ALPHA) ** runs
-        target = (
-            f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
-            "seed at the budget has no such bound, and also misses the target)"
-        )
-    else:
-        if len(misses) != runs:
-            raise ValueError(f"misses must hold one chance per verdict ({runs}), got {len(misses)}")
-        verdict = PASS if hits >= REJECT_SHARE * runs else FAIL
-        expected = REJECT_SHARE
-        k = int(np.ceil(REJECT_SHARE * runs))
-        power = 1.0 - float(np.mean(misses))  # estimated at the measured effects
-        chance = _below(runs, k, power)
-        target = (
-            f"rejected at >= {k} of {runs} seeds (estimated power per run {power:.3g}: fewer with probability "
-            f"{chance:.2g}; at exactly 90% power it would be {_below(runs, k, REJECT_SHARE):.2f})"
-        )
-    # fails at `allowed` + 1 unwanted verdicts: the per-run rate of them caught with probability 90%
-    allowed = runs - (runs if wanted == PASS else int(np.ceil(REJECT_SHARE * runs)))
-    resolution = detection_rate(runs, allowed + 1)
-    decided = f"decided at {min(sizes)}..{max(sizes)} samples or paths per run; " if sizes else ""
-    note = (
-        f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive of {runs} seeds; "
-        f"target: {target}; {decided}resolution: a per-run rate {resolution:.2f} of unwanted verdicts is caught "
-        "with probability 90%" + ("" if verdict == PASS else "; TARGET MISSED")
-    )
-    return Check(
-        name,
-        expected,
-        hits / runs,
-        (lo, hi),
-        verdict,
-        config,
-        0.0,
-        CONFIDENCE,
-        chance,
-        note=note,
-        resolution=resolution,
-        target=RATE_TARGET,
-    )
-
-
-def _below(runs: int, k: int, p: float) -> float:
-    """P(Binomial(runs, p) < k)."""
-    return float(sum(math.comb(runs, j) * p**j * (1 - p) ** (runs - j) for j in range(k)))
-
-
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     chosen = cases(profile)
     advance = progress(sum(SEEDS * (1 + len(c.mutants)) for c in chosen), NAME)
     checks, rows = [], []
     for index, case in enumerate(chosen):
-        seeds = case_seeds(seed, index)
+        seeds = study_seeds(seed, index, SEEDS, STUDY_KEY)
         true_claim = case.model.limit_sde()
         claims = [("true claim", true_claim, PASS)]
         claims += [(f"drift x (1 + {eps:g})", DriftScaled(true_claim, 1.0 + eps), FAIL) for eps in case.mutants]

@@ -13,32 +13,24 @@ reports what it finds.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
-
 from verify.analysis import KernelSpec
 
 from ..experiments import (
     CHECKS,
+    MEAN_FIELD_CHECKS,
+    MEAN_FIELD_SECTIONS,
     ChaosDesign,
-    MeanFieldDesign,
-    agazzi_mean_field_drift,
     analyse_chaos,
     bootstrap_generator,
     coupled_chaos,
-    fedorov_mean_field_drift,
-    weak_form,
-    zonal_limit,
+    mean_field_section,
 )
 from ..models import (
     AgazziModel,
     FedorovModel,
     FreshFeatureField,
-    GaussianField,
 )
 from ..output import StudyResult, headline
-from ..paths import RecordGrid
 from ..runtime import STREAM_KEYS, block_count
 from ..statistics import FAMILY_ALPHA, family_confidence
 from .base import ProgressFactory, Study
@@ -56,71 +48,6 @@ DESIGNS = {
     ),
 }
 
-MEAN_FIELD_TOKENS = 16
-MEAN_FIELD = {  # (zonal: no attention, T = 4; weak form: with attention, T = 1)
-    "quick": (
-        MeanFieldDesign(RecordGrid(horizon=4.0, steps=32, records=16, paths=8192), target=0.2),
-        MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=4096), target=0.2),
-    ),
-    "full": (
-        MeanFieldDesign(RecordGrid(horizon=4.0, steps=32, records=16, paths=32768), target=0.05),
-        MeanFieldDesign(RecordGrid(horizon=1.0, steps=32, records=16, paths=49152), target=0.05),
-    ),
-}
-MEAN_FIELD_CHECKS = 4  # zonal phi_1 (phi_2 is a finding), weak form of A and of F, and phi_2
-
-
-def model_a_field(tokens: int) -> GaussianField:
-    """The infinite-width field of model A's mean-field checks (the SPDE's noise)."""
-    return GaussianField(KernelSpec(ACTIVATION, DIM), tokens)
-
-
-def mean_field_section(profile: str, seed: int, near_misses: bool = False, family_alpha: float | None = None) -> list:
-    """The empirical measure against the SPDE (``convergence.experiments.mean_field``): zonal limit without attention
-    (model A), weak form with attention (models A and F). ``near_misses`` adds wrong mean-field drifts and rates judged
-    on the same data (for the power study); their checks are findings."""
-    zonal_design, weak_design = MEAN_FIELD[profile]
-    family = MEAN_FIELD_CHECKS + (7 if near_misses else 0)  # the near misses: 2 zonal, 4 + 1 weak form
-    # in the chaos study these checks take their share of the study's 1% (see execute)
-    alpha = {
-        "family_alpha": FAMILY_ALPHA * MEAN_FIELD_CHECKS / (CHECKS * len(MODELS) + MEAN_FIELD_CHECKS)
-        if family_alpha is None
-        else family_alpha
-    }
-    field = model_a_field(MEAN_FIELD_TOKENS)
-    k1 = field.kernel.k1
-    silent = AgazziModel(MEAN_FIELD_TOKENS, field, BETA, 0.0)
-    wrong = {}
-    if near_misses:
-        for label, factor in (("k(1) x 1.05", 1.05), ("(d-2)/(d-1) in lambda", (DIM - 2) / (DIM - 1))):
-            wrong[label] = np.array([factor * r for r in (k1 * (DIM - 1) / 2, k1 * 2 * DIM / 2)])
-    zonal = zonal_limit(
-        silent, k1, zonal_design, seed, (STUDY_KEY, 10), {"model": "A", "attention": "none"}, family, wrong, **alpha
-    )
-    checks = zonal[:2]
-    checks[1] = replace(
-        checks[1], claim=False, note=checks[1].note + " (a finding: phi_2 resolves the rate less sharply than phi_1)"
-    )
-    checks += [replace(c, claim=False) for c in zonal[2::2]]  # each near miss's phi_1 check
-    model_a = AgazziModel(MEAN_FIELD_TOKENS, field, BETA, 1.0)
-    drifts = {"true": agazzi_mean_field_drift(model_a, k1)}
-    if near_misses:
-        drifts |= {
-            "attention v x 0.95": agazzi_mean_field_drift(model_a, k1, v_factor=0.95),
-            "attention v x 0.8": agazzi_mean_field_drift(model_a, k1, v_factor=0.8),
-            "beta x 1.2": agazzi_mean_field_drift(model_a, k1, beta_factor=1.2),
-            "Ito factor (d-2)/2": agazzi_mean_field_drift(model_a, k1, ito=(DIM - 2) / 2),
-        }
-    found = weak_form(model_a, drifts, weak_design, seed, (STUDY_KEY, 11), {"model": "A"}, family, **alpha)
-    checks += [found[0]] + [replace(c, claim=False) for c in found[1:]]
-    model_f = FedorovModel(MEAN_FIELD_TOKENS, DIM, BETA)
-    drifts = {"true": fedorov_mean_field_drift(model_f)}
-    if near_misses:
-        drifts["Ito factor (d-2)/2"] = fedorov_mean_field_drift(model_f, ito=(DIM - 2) / 2)
-    found = weak_form(model_f, drifts, weak_design, seed, (STUDY_KEY, 12), {"model": "F"}, family, **alpha)
-    return checks + [found[0]] + [replace(c, claim=False) for c in found[1:]]
-
-
 MODELS = {
     "A": lambda n: AgazziModel(n, FreshFeatureField(KernelSpec(ACTIVATION, DIM), WIDTH), BETA, 1.0),
     "F": lambda n: FedorovModel(n, DIM, BETA),
@@ -133,7 +60,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     advance = progress(len(MODELS) * blocks * design.depth, NAME)
     checks, panels = [], []
     # one family: the chaos checks of both models and the mean-field checks share the study's 1%
-    confidence = family_confidence(CHECKS * len(MODELS) + MEAN_FIELD_CHECKS)
+    family = CHECKS * len(MODELS) + MEAN_FIELD_CHECKS
+    confidence = family_confidence(family)
     for index, (name, model_for) in enumerate(MODELS.items()):
         key = (STUDY_KEY, index)
         data = coupled_chaos(model_for, design, seed, key, progress=advance)
@@ -142,7 +70,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         )
         checks += config_checks
         panels += config_panels
-    checks += mean_field_section(profile, seed)
+    # the mean-field checks take their share of the study's 1%
+    section = MEAN_FIELD_SECTIONS[profile]
+    checks += mean_field_section(section, seed, STUDY_KEY, FAMILY_ALPHA * MEAN_FIELD_CHECKS / family)
     params = {
         "models": {
             "A": f"attention (Q^T K = beta I, V = I) + {ACTIVATION} MLP block of width {WIDTH}, fresh "
@@ -160,10 +90,10 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "sliced_directions": design.slices,
         "test_functions": ["x_0", "x_0 x_1", "x_0^2"],
     }
-    zonal_design, weak_design = MEAN_FIELD[profile]
+    zonal_design, weak_design = section.zonal, section.weak
     params["mean_field"] = {
-        "tokens": MEAN_FIELD_TOKENS,
-        "field": f"infinite-width Gaussian field ({ACTIVATION})",
+        "tokens": section.tokens,
+        "field": f"infinite-width Gaussian field ({section.activation})",
         "initial": "i.i.d. on a cap around e (normalise(e + 0.7 z))",
         "zonal": {
             "horizon": zonal_design.grid.horizon,
@@ -179,7 +109,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     }
     notes = [
         "Family-wise: every interval is at the Bonferroni level of the study's "
-        f"{CHECKS * len(MODELS) + MEAN_FIELD_CHECKS} checks (false-failure rate {FAMILY_ALPHA:g} in all).",
+        f"{family} checks (false-failure rate {FAMILY_ALPHA:g} in all).",
         "chaos_rate, chaos_limit, w2_rate and sznitman_rate compare systems built by the same code on the same noise: "
         "they test the rate. The limit is tested against the SPDE itself: zonal_limit (no attention: the one-particle "
         "law is a spherical Brownian motion at rate k(1), exact zonal targets) and weak_form (with attention: "

@@ -28,6 +28,8 @@ from verify.rigorous import LatentSetting, distance, optimal_dimension
 
 from ..experiments import (
     LIMIT_TARGET,
+    PAPER_HORIZON,
+    PAPER_SPECTRA,
     capped_growth,
     criterion_search,
     data_rng,
@@ -45,11 +47,6 @@ from .base import ProgressFactory, Study
 
 NAME = "ldm-stopping"
 STUDY_KEY = STREAM_KEYS[NAME]
-HORIZON = 2.0
-SPECTRA = {
-    "geometric": tuple([0.6**k for k in range(7)] + [1e-10, 1e-10]),
-    "low-rank": (10.0, 0.2, 0.2, 0.2, 0.0, 0.0),
-}
 LOW_RANK = 4
 DATA_SAMPLES = 1000
 DATA_KEY = (STUDY_KEY, 900)  # the stream of every plug-in estimate's data samples
@@ -76,43 +73,46 @@ PROFILES = {
 
 def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyResult:
     profile = PROFILES[profile_name]
-    runs = [(name, score, method) for name in SPECTRA for score in ("exact", "plug-in") for method in ("sde", "ode")]
+    runs = [
+        (name, score, method) for name in PAPER_SPECTRA for score in ("exact", "plug-in") for method in ("sde", "ode")
+    ]
     runs.append(("geometric", "capped", "sde"))  # capped ODE: no closed form (the capped path is not a marginal family)
     advance = progress(len(runs), NAME)
     checks: list[Check] = []
     plots: list[Plot] = []
     hats = {
         name: tuple(plugin_variances(np.array(v), DATA_SAMPLES, data_rng(seed, DATA_KEY, i)))
-        for i, (name, v) in enumerate(SPECTRA.items())
+        for i, (name, v) in enumerate(PAPER_SPECTRA.items())
     }
-    switch_check, switch_times = switching_checks("geometric", SPECTRA["geometric"], HORIZON)
-    checks += switch_check + switching_checks("low-rank", SPECTRA["low-rank"], HORIZON)[0]
+    switch_check, switch_times = switching_checks("geometric", PAPER_SPECTRA["geometric"], PAPER_HORIZON)
+    checks += switch_check + switching_checks("low-rank", PAPER_SPECTRA["low-rank"], PAPER_HORIZON)[0]
     stops_by_spectrum = {
-        name: plugin_stops(LatentSetting(variances, HORIZON, hats[name])) for name, variances in SPECTRA.items()
+        name: plugin_stops(LatentSetting(variances, PAPER_HORIZON, hats[name]))
+        for name, variances in PAPER_SPECTRA.items()
     }
-    for name, variances in SPECTRA.items():
-        checks += monotone_checks(name, variances, None, HORIZON) + monotone_checks(
-            name, variances, hats[name], HORIZON, stops_by_spectrum[name]
+    for name, variances in PAPER_SPECTRA.items():
+        checks += monotone_checks(name, variances, None, PAPER_HORIZON) + monotone_checks(
+            name, variances, hats[name], PAPER_HORIZON, stops_by_spectrum[name]
         )
     simulated: dict[tuple[str, str], dict] = {}
     run_stops = []
     for name, score, method in runs:
         stops = {}
         if score == "plug-in" and method == "sde":
-            setting = LatentSetting(SPECTRA[name], HORIZON, hats[name])
+            setting = LatentSetting(PAPER_SPECTRA[name], PAPER_HORIZON, hats[name])
             for d, (t_star, value) in stops_by_spectrum[name].items():
-                if 0 < t_star < HORIZON and distance(mpmath.mp, setting, HORIZON, d) - value > 1e-6:
+                if 0 < t_star < PAPER_HORIZON and distance(mpmath.mp, setting, PAPER_HORIZON, d) - value > 1e-6:
                     stops[d] = float(t_star)
         run_stops.append(stops)
     # the Monte Carlo checks: discrete_law, weak_order, closed_form_limit per run and early_stop_discrete per stop
     monte_carlo_checks = 3 * len(runs) + sum(len(stops) for stops in run_stops)
     z = z_value(monte_carlo_checks)
     for index, (name, score, method) in enumerate(runs):
-        variances = SPECTRA[name]
+        variances = PAPER_SPECTRA[name]
         hat = variances if score == "exact" else hats[name]
         cap = SAMPLER_CAP if score == "capped" else None
-        sampler = LatentSampler(hat, HORIZON, cap=cap, method=method)
-        setting = LatentSetting(variances, HORIZON, None if score == "exact" else hat, cap)
+        sampler = LatentSampler(hat, PAPER_HORIZON, cap=cap, method=method)
+        setting = LatentSetting(variances, PAPER_HORIZON, None if score == "exact" else hat, cap)
         stops = run_stops[index]
         run_checks, data = sampler_checks(
             name,
@@ -135,25 +135,32 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
             )
             simulated[(name, score)] = data
         advance(1)
-    for name, variances in SPECTRA.items():
+    for name, variances in PAPER_SPECTRA.items():
         settings = {
-            "exact": LatentSetting(variances, HORIZON),
-            "plug-in": LatentSetting(variances, HORIZON, hats[name]),
+            "exact": LatentSetting(variances, PAPER_HORIZON),
+            "plug-in": LatentSetting(variances, PAPER_HORIZON, hats[name]),
         }
         plots.append(_dimension_plot(name, settings, {score: simulated[(name, score)] for score in settings}))
-    checks += criterion_search(SPECTRA, HORIZON, profile.criterion_draws, DATA_SAMPLES, seed, DATA_KEY)
+    checks += criterion_search(PAPER_SPECTRA, PAPER_HORIZON, profile.criterion_draws, DATA_SAMPLES, seed, DATA_KEY)
     checks += [
         low_rank_optimum(
-            SPECTRA["low-rank"], LOW_RANK, HORIZON, profile.plugin_draws, DATA_SAMPLES, seed, DATA_KEY, start
+            PAPER_SPECTRA["low-rank"],
+            LOW_RANK,
+            PAPER_HORIZON,
+            profile.plugin_draws,
+            DATA_SAMPLES,
+            seed,
+            DATA_KEY,
+            start,
         )
         for start in ("forward", "standard")
     ]
-    cap_check, cap_plot = capped_growth(CAP_RATIO, CAP_DIM, CAPS, HORIZON)
+    cap_check, cap_plot = capped_growth(CAP_RATIO, CAP_DIM, CAPS, PAPER_HORIZON)
     checks.append(cap_check)
     plots.append(cap_plot)
     params = {
-        "spectra": {k: list(v) for k, v in SPECTRA.items()},
-        "T": HORIZON,
+        "spectra": {k: list(v) for k, v in PAPER_SPECTRA.items()},
+        "T": PAPER_HORIZON,
         "steps": profile.steps,
         "levels": [1, *profile.factors],
         "paths": profile.paths,
@@ -198,7 +205,7 @@ COLOURS = (
     "tab:gray",
     "tab:olive",
 )
-REMAINING = np.logspace(-11, math.log10(HORIZON), 121)  # forward time u = T - t left, log-spaced
+REMAINING = np.logspace(-11, math.log10(PAPER_HORIZON), 121)  # forward time u = T - t left, log-spaced
 
 
 def _shown_dims(dim: int) -> range:
@@ -208,7 +215,7 @@ def _shown_dims(dim: int) -> range:
 def _distance_plot(name: str, score: str, data: dict, switch_times: list[float] | None) -> Plot:
     """W2^2 against the remaining forward time u = T - t (log-log): closed form and Monte Carlo (u > 0)."""
     setting: LatentSetting = data["setting"]
-    remaining = HORIZON - data["times"]
+    remaining = PAPER_HORIZON - data["times"]
     shown = remaining > 0
     curves = []
     for d in _shown_dims(setting.dim):
@@ -217,7 +224,7 @@ def _distance_plot(name: str, score: str, data: dict, switch_times: list[float] 
             Curve(
                 f"d={d}",
                 REMAINING.tolist(),
-                [float(distance(mpmath.mp, setting, HORIZON - u, d)) for u in REMAINING],
+                [float(distance(mpmath.mp, setting, PAPER_HORIZON - u, d)) for u in REMAINING],
                 color=colour,
             )
         )
@@ -236,7 +243,7 @@ def _distance_plot(name: str, score: str, data: dict, switch_times: list[float] 
     markers = (
         []
         if switch_times is None
-        else [(HORIZON - t, f"t_{j + 1}") for j, t in enumerate(switch_times[:-1]) if 0 < t < HORIZON]
+        else [(PAPER_HORIZON - t, f"t_{j + 1}") for j, t in enumerate(switch_times[:-1]) if 0 < t < PAPER_HORIZON]
     )
     return Plot(
         f"{name}, {score} score: W2^2 (lines: closed form; points: Euler SDE, h = T/1024)",
@@ -257,13 +264,13 @@ def _dimension_plot(name: str, settings: dict[str, LatentSetting], simulated: di
             Curve(
                 f"{score} score",
                 REMAINING.tolist(),
-                [float(optimal_dimension(setting, HORIZON - u)) for u in REMAINING],
+                [float(optimal_dimension(setting, PAPER_HORIZON - u)) for u in REMAINING],
                 color=colour,
             )
         )
         data = simulated.get(score)
         if data is not None:
-            remaining = HORIZON - data["times"]
+            remaining = PAPER_HORIZON - data["times"]
             best = [
                 min(range(setting.dim + 1), key=lambda d, k=k: (_corrected(data, d, k), d))
                 for k in range(len(remaining))

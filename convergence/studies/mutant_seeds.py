@@ -6,14 +6,14 @@ full profile at this study's full one: every mutant a 5% coefficient error or st
 that is a claim at every seed:
 
   ``mutant_rejected``  the mutant's check fails (the row ``rejects`` passes) at >= 90% of the seeds: at 6 seeds,
-                       at every one (``calibration.rate_check``; its chance of missing the target is
+                       at every one (``over_seeds.rate_check``; its chance of missing the target is
                        P(Binomial(6, power) < 6), the per-run power 1 - the rows' stated chance of a miss at the
                        measured effect);
   ``true_claim_passes``  the true claim passes every inner check at every seed (at most 1 - 0.99^6 = 0.059 by
                        chance per row when the claims hold).
 
 Resolution: a per-seed rate of unwanted verdicts of 0.32 is caught with probability 90% at 6 seeds (the rows'
-target ``calibration.RATE_TARGET``, 0.35). Intervals: Wilson at 99%.
+target ``over_seeds.RATE_TARGET``, 0.35). Intervals: Wilson at 99%.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from ..output import StudyResult
 from ..runtime import STREAM_KEYS
 from ..statistics import FAIL, INCONCLUSIVE, PASS, Check
 from .base import ProgressFactory, Study
-from .calibration import rate_check, rate_plot
-from .quick_profiles import study_seeds
+from .over_seeds import rate_check, rate_plot, study_seeds
 
 NAME = "mutant-seeds"
 STUDY_KEY = STREAM_KEYS[NAME]

@@ -15,7 +15,6 @@ smallest departure of the probability it rejects with 90% power (``detectable_ef
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,7 +23,16 @@ from verify.analysis import hybrid_ends, p_antipodal_double
 from verify.models import beta as beta_symbol
 from verify.models import eps as eps_symbol
 
-from ..experiments import DELTA, decided_ends, probability_check, run_until_decided
+from ..experiments import (
+    DELTA,
+    HORIZON_FACTOR,
+    PHASE_DESIGNS,
+    PhaseDesign,
+    decided_ends,
+    phase_horizon,
+    probability_check,
+    run_until_decided,
+)
 from ..experiments.overlap_ends import CHUNKS, FOLLOW_ALLOWANCE, FOLLOW_CHUNKS, SWITCH_THRESHOLD
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
 from ..output import CellMap, Curve, Plot, StudyResult, headline
@@ -45,68 +53,8 @@ from .base import ProgressFactory, Study
 
 NAME = "phase-transition"
 STUDY_KEY = STREAM_KEYS[NAME]
-HORIZON_FACTOR = 30.0
 MAX_UNDECIDED = 0.02
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
-
-
-@dataclass(frozen=True)
-class PhaseDesign:
-    """Two-token grid, then n-token classification (``many_*``) and the hybrid dichotomy (``hybrid_*``)."""
-
-    dims: tuple[int, ...]
-    beta_factors: tuple[float, ...]  # multiples of beta_c(d); for d = 3 (beta_c = 0) BETAS_D3 instead
-    betas_d3: tuple[float, ...]
-    rho0s: tuple[float, ...]
-    paths: int
-    step: float  # sigma^2 h
-    max_horizon: float
-    many_tokens: tuple[int, ...] = (3, 4, 8)
-    many_dim: int = 4
-    many_beta_factors: tuple[float, ...] = (0.5, 1.5, 4.5)
-    many_paths: int = 200
-    many_horizon: float = 40.0
-    hybrid_betas: tuple[float, ...] = (0.5, 1.0)
-    hybrid_factors: tuple[float, ...] = (0.5, 2.0)  # eps^2 / eps_c^2
-    hybrid_paths: int = 300
-    hybrid_step: float = 0.002
-    block_paths: int = 1024  # compute block: a few per run so every core has one (no number depends on it)
-    # The largest errors the checks may miss: in the antipodal probability, and in a fraction claimed small (runs
-    # undecided at the horizon, still merging, at the wrong end) or claimed positive (antipodal pairs persisting).
-    probability_target: float = 0.075
-    fraction_target: float = 0.08
-    # hybrid_dichotomy's allowance is its undecided fraction (up to 7% at the full profile), so its target is wider
-    hybrid_target: float = 0.15
-
-
-DESIGNS = {
-    "quick": PhaseDesign(
-        dims=(3, 8),
-        beta_factors=(0.6, 1.5, 2.5),
-        betas_d3=(0.5, 1.0, 2.0),
-        rho0s=(0.0, -0.9),
-        paths=400,
-        step=0.01,
-        max_horizon=80.0,
-        many_paths=100,
-        block_paths=256,
-        probability_target=0.15,
-        fraction_target=0.2,
-        hybrid_target=0.2,
-    ),
-    "full": PhaseDesign(
-        dims=(3, 4, 8, 16),
-        beta_factors=(0.5, 0.65, 0.8, 0.9, 1.1, 1.25, 1.6, 2.5),
-        betas_d3=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5),
-        rho0s=(0.0, -0.9),
-        paths=2000,
-        step=0.0025,
-        max_horizon=80.0,
-        many_paths=500,
-        hybrid_paths=2000,
-        many_beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5, 4.5),
-    ),
-}
 
 
 def beta_grid(dim: int, design: PhaseDesign) -> list[float]:
@@ -114,12 +62,6 @@ def beta_grid(dim: int, design: PhaseDesign) -> list[float]:
     if hi == 0:
         return list(design.betas_d3)
     return [round(f * float(hi), 4) for f in design.beta_factors]
-
-
-def horizon(dim: int, beta: float, design: PhaseDesign) -> float:
-    """T = C / min |lambda| over the two ends (sigma = 1), capped at ``max_horizon``."""
-    plus, minus = (abs(float(v)) for v in verify.boundary_exponents(dim, beta, 1))
-    return min(design.max_horizon, HORIZON_FACTOR / max(min(plus, minus), 1e-12))
 
 
 def family_size(design: PhaseDesign, grid_points: int) -> int:
@@ -133,7 +75,7 @@ def family_size(design: PhaseDesign, grid_points: int) -> int:
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
-    design = DESIGNS[profile]
+    design = PHASE_DESIGNS[profile]
     grid = [(dim, b) for dim in design.dims for b in beta_grid(dim, design)]
     n_checks = family_size(design, len(grid))
     confidence = family_confidence(n_checks)
@@ -145,7 +87,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     def grid_run(run: tuple[int, int]) -> tuple[list[Check], dict]:
         index, j = run
         (dim, b), rho0, predicted = grid[index], design.rho0s[j], float(predictions[index][j])
-        T = horizon(dim, b, design)
+        T = phase_horizon(dim, b, design)
         model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
         key = (STUDY_KEY, index, j)
         rho, depth, followed = run_until_decided(

@@ -45,10 +45,18 @@ from verify.rigorous import LatentSetting, distance
 
 from ..experiments import (
     DRIFT_TARGET,
+    MEAN_FIELD_SECTIONS,
+    OVERLAP_OBSERVABLES,
+    PAPER_HORIZON,
+    PAPER_SPECTRA,
+    PHASE_DESIGNS,
     LocalDesign,
+    MeanFieldSection,
+    PhaseDesign,
     StrongDesign,
     WeakDesign,
     analyse_strong,
+    betas_across_critical,
     bootstrap_generator,
     catalogue,
     coupled_observables,
@@ -57,6 +65,8 @@ from ..experiments import (
     exact_discrete_convergence,
     limit_check,
     local_checks_for_claims,
+    mean_field_section,
+    phase_horizon,
     pooled_check,
     probability_check,
     rejection_row,
@@ -82,9 +92,7 @@ from ..statistics import (
     Check,
     z_value,
 )
-from . import ldm_stopping, phase_transition, weak_fedorov
 from .base import ProgressFactory, Study
-from .chaos import mean_field_section
 
 NAME = "power"
 STUDY_KEY = STREAM_KEYS[NAME]
@@ -99,6 +107,12 @@ class PowerProfile:
     local: LocalDesign
     strong: StrongDesign
     tokens_f: tuple[int, ...]
+    # the shared designs whose checks judge near misses: the chaos study's mean-field section (and its recorded
+    # data), the weak limit of model F's overlap, and the phase experiment's steps and horizon
+    mean_field: MeanFieldSection
+    weak: WeakDesign
+    phase: PhaseDesign
+    phase_paths: int
 
 
 PROFILES = {
@@ -109,6 +123,10 @@ PROFILES = {
         local=LocalDesign(samples=40960),
         strong=StrongDesign(depths=(8, 16, 32, 64, 128), paths=1024, target=DRIFT_TARGET),
         tokens_f=(2,),
+        mean_field=MEAN_FIELD_SECTIONS["quick"],
+        weak=WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=50_000, block_paths=5000),
+        phase=PHASE_DESIGNS["quick"],
+        phase_paths=2000,
     ),
     "full": PowerProfile(
         local_eps=(0.01, 0.05, 0.2),
@@ -117,6 +135,10 @@ PROFILES = {
         local=LocalDesign(),
         strong=StrongDesign(depths=(8, 16, 32, 64, 128, 256), paths=2048, target=DRIFT_TARGET),
         tokens_f=(2, 8),
+        mean_field=MEAN_FIELD_SECTIONS["full"],
+        weak=WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=200_000, block_paths=10_000),
+        phase=PHASE_DESIGNS["full"],
+        phase_paths=8000,
     ),
 }
 
@@ -166,9 +188,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 calibration.append((mutant.effect, pooled_check(inner, "drift_scale")))
         advance(1)
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
-    checks += mean_field_rows(profile, seed, settings.target, true_alpha)
-    checks += weak_rows(profile, seed, settings.target, true_alpha, settings.strong_eps)
-    checks += phase_rows(profile, seed, settings.target, true_alpha)
+    checks += mean_field_rows(settings.mean_field, seed, settings.target, true_alpha)
+    checks += weak_rows(settings.weak, seed, settings.target, true_alpha, settings.strong_eps)
+    checks += phase_rows(settings.phase, settings.phase_paths, seed, settings.target, true_alpha)
     checks += latent_rows(settings.target)
     advance(1)
     notes = [
@@ -227,16 +249,17 @@ MEAN_FIELD_EFFECTS = {
 }
 
 
-def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float) -> list[Check]:
+def mean_field_rows(section: MeanFieldSection, seed: int, target: float, family_alpha: float) -> list[Check]:
     """The chaos study's mean-field checks (zonal limit, weak form of the SPDE) on wrong mean-field drifts and
-    rates, judged on the same recorded data as the true claim (``studies.chaos.mean_field_section``).
+    rates, judged on the same recorded data as the true claim (``experiments.mean_field_section`` on the chaos
+    study's streams).
 
     A mutant's effect on such a check is the difference of its statistic and the true claim's on the same paths
     (a drift term or a decay computed from the same recording). When that effect is below the check's resolution
     (the effect it rejects with probability ``DETECTION_POWER``) the profile cannot see the mutant, whatever its
     eps: the row is a finding that says so (a beta 20% off moves the weak form by only ~6% of its drift term)."""
     rows, truth = [], {}
-    for check in mean_field_section(profile, seed, near_misses=True, family_alpha=family_alpha):
+    for check in mean_field_section(section, seed, STREAM_KEYS["chaos"], family_alpha, near_misses=True):
         label = check.config.get("claim", check.config.get("drift", "true"))
         model = f"{check.config['model']} ({check.name})"
         if label == "true" and check.claim:
@@ -268,10 +291,6 @@ def mean_field_rows(profile: str, seed: int, target: float, family_alpha: float)
 
 
 WEAK_DIM, WEAK_RHO0 = 4, -0.5
-WEAK_DESIGNS = {
-    "quick": WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=50_000, block_paths=5000),
-    "full": WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=200_000, block_paths=10_000),
-}
 
 
 def overlap_claims(eps: float) -> dict[str, tuple[float | None, sp.Expr, sp.Expr]]:
@@ -290,23 +309,22 @@ def overlap_claims(eps: float) -> dict[str, tuple[float | None, sp.Expr, sp.Expr
 
 
 def weak_rows(
-    profile: str, seed: int, target: float, family_alpha: float, eps_values: tuple[float, ...]
+    design: WeakDesign, seed: int, target: float, family_alpha: float, eps_values: tuple[float, ...]
 ) -> list[Check]:
     """weak-fedorov's weak_limit check (finest depth against the backward Kolmogorov equation) for the true overlap
     SDE and its near misses, judged on the same simulated overlaps of model F (d = 4, beta above beta_c)."""
-    design = WEAK_DESIGNS[profile]
-    beta = weak_fedorov.betas(WEAK_DIM)[1]
+    beta = betas_across_critical(WEAK_DIM)[1]
     model = FedorovModel(tokens=2, dim=WEAK_DIM, beta=beta)
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in weak_fedorov.OBSERVABLES.items()}
+    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
     values = coupled_observables(model, design, observables, seed, (STUDY_KEY, 60), fixed_overlap(WEAK_RHO0))
     fits = weak_order(
         values,
         design.steps(),
         bootstrap_generator(seed, (STUDY_KEY, 60)),
         design.replicates,
-        z_value(len(weak_fedorov.OBSERVABLES), family_alpha),
+        z_value(len(OVERLAP_OBSERVABLES), family_alpha),
     )
-    z = z_value(len(weak_fedorov.OBSERVABLES), family_alpha)
+    z = z_value(len(OVERLAP_OBSERVABLES), family_alpha)
     claims = {}
     for eps in eps_values:
         claims |= {
@@ -318,7 +336,7 @@ def weak_rows(
     for label, (effect, drift, diffusion) in claims.items():
         b, a = lambdify_overlap(drift, diffusion, substitutions)
         inner = []
-        for name, f in weak_fedorov.OBSERVABLES.items():
+        for name, f in OVERLAP_OBSERVABLES.items():
             ref = expectation(b, a, f, design.horizon, WEAK_RHO0)
             fit = fits[name]
             inner.append(
@@ -342,17 +360,14 @@ def weak_rows(
 
 
 PHASE_DIM, PHASE_BETA_FACTOR, PHASE_RHO0 = 4, 1.25, -0.9
-PHASE_PATHS = {"quick": 2000, "full": 8000}
 
 
-def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> list[Check]:
+def phase_rows(design: PhaseDesign, paths: int, seed: int, target: float, family_alpha: float) -> list[Check]:
     """phase-transition's p_antipodal check (two tokens of model F in the plane of the pair, d = 4, beta = 1.25
     beta_c, rho0 = -0.9) against the scale function of the true overlap diffusion and of its near misses: the
     diffusion coefficient x (1 +- eps), beta x (1 +- eps), d - 1 for d; all judged on the same runs."""
     beta = PHASE_BETA_FACTOR * float(verify.critical_beta(PHASE_DIM)[1])
-    design = phase_transition.DESIGNS[profile]
-    T = phase_transition.horizon(PHASE_DIM, beta, design)
-    paths = PHASE_PATHS[profile]
+    T = phase_horizon(PHASE_DIM, beta, design)
     layer = TwoTokenOverlapChain(FedorovModel(2, PHASE_DIM, beta, sigma=1.0))
     # as in phase-transition: runs stop once decided, the undecided are followed past T
     rho, _, _ = run_until_decided(layer, PHASE_RHO0, T, design.step, paths, seed, (STUDY_KEY, 70), design.block_paths)
@@ -382,8 +397,8 @@ def phase_rows(profile: str, seed: int, target: float, family_alpha: float) -> l
 def latent_rows(target: float) -> list[Check]:
     """ldm-stopping's exact_discrete_convergence (the discrete sampler's law against the closed form at t = T/4,
     T/2, 3T/4, T; exact algebra) for the closed form with e^{-t} off by eps (t -> (1 + eps) t before T)."""
-    variances = ldm_stopping.SPECTRA["geometric"]
-    horizon = ldm_stopping.HORIZON
+    variances = PAPER_SPECTRA["geometric"]
+    horizon = PAPER_HORIZON
     sampler, setting = LatentSampler(variances, horizon, method="sde"), LatentSetting(variances, horizon)
     rows = [
         true_claim_row(

@@ -3,7 +3,7 @@
 The README's first command runs the quick profiles; its verdict must not depend on the seed. For each study, its
 quick profile runs at ``SEEDS`` seeds (10 at this study's full profile; 6 at its quick one, the fewest whose row can
 decide at calibration's rate target), drawn from this study's seed alone, and ``quick_profile_passes`` asks that it
-passes at every one (``calibration.rate_check``: a false failure at one of 10 seeds has probability at most
+passes at every one (``over_seeds.rate_check``: a false failure at one of 10 seeds has probability at most
 1 - 0.99^10 = 0.096 when every claim holds, each study's family-wise rate being 1%; an undecided seed misses the
 target too, and that chance is not bounded; resolution: a per-seed rate of unwanted verdicts of 0.21 is caught with
 probability 90% at 10 seeds, 0.32 at 6).
@@ -16,27 +16,23 @@ from dataclasses import replace
 from functools import partial
 
 from ..output import StudyResult
-from ..runtime import STREAM_KEYS, seed_block_sequence
+from ..runtime import STREAM_KEYS
 from ..statistics import PASS, Check
 from .base import ProgressFactory, Study
-from .calibration import rate_check, rate_plot
+from .over_seeds import rate_check, rate_plot, study_seeds
 
 NAME = "quick-profiles"
 STUDY_KEY = STREAM_KEYS[NAME]
 SEEDS = {"quick": 6, "full": 10}
 
 
-def study_seeds(seed: int, index: int, count: int, key: int = STUDY_KEY) -> list[int]:
-    """The ``count`` seeds of the ``index``-th study: a function of this study's seed (and its ``key``) alone."""
-    state = seed_block_sequence(seed, index, (key,)).generate_state(count, dtype="uint32")
-    return [int(s) for s in state]
-
-
 def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress: ProgressFactory) -> list[Check]:
     """``quick_profile_passes`` per study: its quick profile at ``count`` seeds must pass at every one."""
     rows = []
     for index, study in enumerate(studies):
-        results = [study.execute("quick", study_seed, progress) for study_seed in study_seeds(seed, index, count)]
+        results = [
+            study.execute("quick", study_seed, progress) for study_seed in study_seeds(seed, index, count, STUDY_KEY)
+        ]
         row = rate_check("quick_profile_passes", [r.verdict for r in results], PASS, {"study": study.name})
         missed = "; ".join(
             f"seed {r.seed}: "

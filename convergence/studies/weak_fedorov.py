@@ -20,7 +20,9 @@ from verify.calculus import sigma as sigma_symbol
 from verify.models import beta as beta_symbol
 
 from ..experiments import (
+    OVERLAP_OBSERVABLES,
     WeakDesign,
+    betas_across_critical,
     bootstrap_generator,
     coupled_observables,
     limit_check,
@@ -38,21 +40,8 @@ from .base import ProgressFactory, Study
 NAME = "weak-fedorov"
 STUDY_KEY = STREAM_KEYS[NAME]
 RHO0 = -0.5
-OBSERVABLES = {
-    "rho": (lambda r: r),
-    "rho^2": (lambda r: r**2),
-    "exp(rho)": np.exp,
-}
 LAWS = ("rademacher", "uniform")
 UNIVERSALITY_PATHS = {"quick": 30_000, "full": 200_000}
-
-
-def betas(dim: int) -> tuple[float, float]:
-    """One beta below and one above beta_c(d) (for d = 3, beta_c = 0: the critical value itself and above)."""
-    lo, hi = verify.critical_beta(dim)
-    if hi == 0:
-        return 0.0, 1.0
-    return round(0.5 * float(lo), 3), round(2.0 * float(hi), 3)
 
 
 DIMS = (3, 4, 8)
@@ -67,7 +56,7 @@ def reference_values(dim: int, beta: float, sigma: float, horizon: float) -> dic
     drift, diffusion = verify.overlap_sde("fedorov", 2)
     b, a = lambdify_overlap(drift, diffusion, {d_symbol: dim, beta_symbol: sp.nsimplify(beta), sigma_symbol: sigma})
     out = {}
-    for name, f in OBSERVABLES.items():
+    for name, f in OVERLAP_OBSERVABLES.items():
         sol = expectation(b, a, f, horizon, RHO0)
         out[name] = (float(sol.value[0]), float(sol.error[0]))
     return out
@@ -75,10 +64,10 @@ def reference_values(dim: int, beta: float, sigma: float, horizon: float) -> dic
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     design = DESIGNS[profile]
-    configs = [(dim, b) for dim in DIMS for b in betas(dim)]
-    checks_per_config = 1 + len(OBSERVABLES) * (1 + len(LAWS))
+    configs = [(dim, b) for dim in DIMS for b in betas_across_critical(dim)]
+    checks_per_config = 1 + len(OVERLAP_OBSERVABLES) * (1 + len(LAWS))
     z = z_value(len(configs) * checks_per_config)
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OBSERVABLES.items()}
+    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
     blocks = block_count(design.paths, design.block_paths)
     advance = progress(len(configs) * blocks * design.depths[-1], NAME)
     checks, panels, references = [], [], {}
@@ -95,7 +84,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         checks.append(
             order_check(fits, design, z, {"d": dim, "beta": b, "observable": "all (pooled)", "entries": "gaussian"})
         )
-        for name in OBSERVABLES:
+        for name in OVERLAP_OBSERVABLES:
             config = {"d": dim, "beta": b, "observable": name, "entries": "gaussian"}
             fit = fits[name]
             checks.append(
@@ -128,7 +117,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 )
                 finals[depth] = overlap(x)
             coarse, finest = finals[design.depths[-2]], finals[design.depths[-1]]
-            for name, f in OBSERVABLES.items():
+            for name, f in OVERLAP_OBSERVABLES.items():
                 config = {"d": dim, "beta": b, "observable": name, "entries": law}
                 diff = f(coarse).mean() - f(finest).mean()
                 diff_se = np.sqrt(f(coarse).var(ddof=1) / coarse.size + f(finest).var(ddof=1) / finest.size)
@@ -154,7 +143,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "horizon": design.horizon,
         "depths": list(design.depths),
         "paths": design.paths,
-        "observables": list(OBSERVABLES),
+        "observables": list(OVERLAP_OBSERVABLES),
         "laws": ["gaussian", *LAWS],
         "z": z,
         "beta_c": {dim: [str(v) for v in verify.critical_beta(dim)] for dim in DIMS},
