@@ -15,7 +15,8 @@ computes RMSNorm, softmax and the rotary embedding in float32 although the block
 ``torch_layer_map`` warns and names the first such operation.
 
 ``weak(layer)`` runs the weak check against the derived limit (GPT-2: the limit passes, the drift x 1.05 is
-rejected; about 800 CPU s, since the Euler reference differentiates the block at every path and step).
+rejected; about 800 CPU s, since the Euler reference differentiates the block at every path and step; Llama: the
+limit passes and the drift x 1.25 is rejected, a 5% drift error being below the weak check's target there).
 
 Run it:  python examples/hf_blocks.py  (about a minute)  or  python -m pytest examples/hf_blocks.py
 Needs the torch and hf extras: pip install torch==2.13.0 && pip install -e ".[torch,hf]".
@@ -108,11 +109,17 @@ def check(layer, drift_factor: float = 1.0):
     return cv.check_local_consistency(layer, claim, states=STATES, target=0.02, title=f"{layer.name} vs {claim.name}")
 
 
-def weak(layer):
+def weak(layer, drift_error: float = 0.05, budget: int = 16384):
     """The weak check of ``layer`` against its derived limit from a fixed state in R^d, for the observable along the
-    limit's drift there (where a drift error shows most), with the drift x 1.05 as a near miss on the same paths.
-    Costly: the Euler reference calls the derived drift (automatic differentiation) at every path and step; GPT-2
-    about 800 CPU s on 2 cores."""
+    limit's drift there (where a drift error shows most), with the drift x (1 + ``drift_error``) as a near miss on
+    the same paths, at most ``budget`` paths. Costly: the Euler reference calls the derived drift (automatic
+    differentiation) at every path and step; GPT-2 at 16384 paths about 800 CPU s, Llama at 4096 about 200.
+
+    The weak check's target is a mean error of 0.05 sd(f). GPT-2's drift is large against its noise (along the drift
+    at the start, 1.1 per unit time): a 5% drift error moves E f beyond that target and is rejected. Llama's is
+    small (0.24: the drift comes only from SiLU's curvature in the gate, the noise also from the attention's output):
+    a 5% drift error moves E f by about 0.25 of the target, below what the check claims to see (its local check
+    rejects it), and the weak check rejects a 25% one."""
     derived = cv.derive_limit(layer)
     start = 1.5 * np.random.default_rng(0).standard_normal((N, D))
     direction = derived.drift(start[None])[0]
@@ -123,10 +130,10 @@ def weak(layer):
         lambda x: np.sum(x * direction, axis=(-2, -1)),
         depths=(4, 8, 16),
         reference_factor=2,
-        near_misses=(0.05,),
+        near_misses=(drift_error,),
         initial=cv.fixed_state(start, unit=False),
         first=2048,
-        budget=16384,
+        budget=budget,
         title=f"{layer.name}: weak limit",
     )
 
