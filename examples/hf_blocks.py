@@ -23,7 +23,6 @@ Needs the torch and hf extras: pip install torch==2.13.0 && pip install -e ".[to
 """
 
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from transformers import GPT2Config, LlamaConfig
@@ -81,31 +80,10 @@ LAYERS = {"llama": LLAMA_LAYER, "gpt2": GPT2_LAYER}
 STATES = ("uniform", "near merged")
 
 
-@dataclass(frozen=True)
-class DriftTimes:
-    """A limit SDE (``convergence.LimitSDE``) with ``limit``'s drift x ``factor``: a near miss."""
-
-    limit: object
-    factor: float
-
-    tokens, dim, noise = (
-        property(lambda s: s.limit.tokens),
-        property(lambda s: s.limit.dim),
-        property(lambda s: s.limit.noise),
-    )
-    name = property(lambda s: f"derived drift x {s.factor:g}")
-
-    def drift(self, x):
-        return self.factor * self.limit.drift(x)
-
-    def diffusion(self, x, dw):
-        return self.limit.diffusion(x, dw)
-
-
 def check(layer, drift_factor: float = 1.0):
     """The local check of ``layer`` against its derived limit with the drift x ``drift_factor``."""
     derived = cv.derive_limit(layer)
-    claim = derived if drift_factor == 1.0 else DriftTimes(derived, drift_factor)
+    claim = derived if drift_factor == 1.0 else cv.scaled_drift(derived, drift_factor)
     return cv.check_local_consistency(layer, claim, states=STATES, target=0.02, title=f"{layer.name} vs {claim.name}")
 
 

@@ -78,6 +78,24 @@ def test_the_plugin_asserts_that_a_wrong_claim_is_rejected(depth_limits):
         depth_limits.assert_rejects("strong", LAYER, WRONG)
 
 
+def test_a_claim_with_its_drift_scaled_is_a_near_miss_the_local_check_rejects():
+    """``scaled_drift``: the same tokens, dimension, noise and diffusion, the drift x factor; model F's drift x 1.05
+    fails the local check at its defaults, x 1 is the claim itself."""
+    model = cv.FedorovModel(2, 16)
+    true = model.limit_sde()
+    near = cv.scaled_drift(true, 1.05)
+    x = np.eye(16)[None, :2]  # two orthogonal unit tokens, one path
+    np.testing.assert_array_equal(near.drift(x), 1.05 * true.drift(x))
+    dw = np.random.default_rng(0).standard_normal((1, *true.noise.shape))
+    np.testing.assert_array_equal(near.diffusion(x, dw), true.diffusion(x, dw))
+    assert (near.tokens, near.dim, near.noise) == (true.tokens, true.dim, true.noise)
+    assert cv.check_local_consistency(model, near).verdict == "fail"
+    with pytest.raises(ValueError, match="factor must be finite, got nan"):
+        cv.scaled_drift(true, float("nan"))
+    with pytest.raises(TypeError, match="factor must be a real number, got str"):
+        cv.scaled_drift(true, "1.05")
+
+
 def test_outcomes_write_the_suites_reports_with_their_time_and_no_empty_figure(tmp_path):
     outcome = cv.check_strong_order(LAYER, WRONG, paths=64, depths=(4, 8, 16), title="wrong-sde")
     assert outcome.verdict == "fail"

@@ -21,6 +21,7 @@ from .public import (
     matrix_noise,
     per_token_noise,
     scalar_noise,
+    scaled_drift,
     where_it_lives,
 )
 
@@ -42,5 +43,6 @@ __all__ = [
     "matrix_noise",
     "per_token_noise",
     "scalar_noise",
+    "scaled_drift",
     "where_it_lives",
 ]

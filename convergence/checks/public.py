@@ -322,6 +322,18 @@ def limit_sde(
     return sde
 
 
+def scaled_drift(claim: LimitSDE, factor: float) -> LimitSDE:
+    """The near miss ``dx = factor b(x) dt + g(x) dW`` of a claim ``dx = b(x) dt + g(x) dW`` (same tokens, dimension
+    and noise): a drift error of ``factor - 1``, which a check whose target is that small must reject (as
+    ``check_weak_limit``'s ``near_misses`` do on the true claim's paths; or with the plugin's ``assert_rejects``).
+    ``factor``: a finite number."""
+    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.integer, np.floating)):
+        raise TypeError(f"factor must be a real number, got {type(factor).__name__}")
+    if not np.isfinite(factor):
+        raise ValueError(f"factor must be finite, got {factor}")
+    return DriftScaled(claim, float(factor))
+
+
 PROBE_STEP = 1.0 / 64
 FORMS = ("ito", "stratonovich")  # how a claim's drift is read
 NUMPY_SHAPE_ERROR = re.compile(r"broadcast|core dimension|not aligned|cannot reshape|shapes? \(")

@@ -73,6 +73,10 @@ class DriftScaled(_Wrapped):
 
     factor: float = 1.0
 
+    @property
+    def name(self) -> str:
+        return f"{getattr(self.true, 'name', type(self.true).__name__)} with drift x {self.factor:g}"
+
     def drift(self, x: np.ndarray) -> np.ndarray:
         return self.factor * self.true.drift(x)
 
