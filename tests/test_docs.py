@@ -111,6 +111,7 @@ README_LIMIT = 6500  # bytes: one screen, with the generated table
 def results_markdown() -> str:
     """The README's results table: every study of ``convergence.studies.STUDIES`` with a committed report, its
     summary, verdict, claim checks and CPU seconds, from ``reports/<study>.json``."""
+    from convergence.output import verdict_tally
     from convergence.studies import STUDIES
 
     rows = [RESULTS_START, "| study | what it checks | verdict | claim checks | CPU s |", "|---|---|---|---|---|"]
@@ -119,8 +120,7 @@ def results_markdown() -> str:
         if not path.exists():
             continue
         data = json.loads(path.read_text())
-        claims = [c["verdict"] for c in data["checks"] if c.get("claim", True)]
-        tally = ", ".join(f"{claims.count(v)} {v}" for v in ("pass", "fail", "inconclusive") if claims.count(v))
+        tally = verdict_tally(c["verdict"] for c in data["checks"] if c.get("claim", True))
         rows.append(
             f"| [{name}](reports/{name}.md) | {study.summary} | **{data['verdict']}** ({data['profile']}) | "
             f"{tally} | {data.get('cpu_s') or 0:.0f} |"

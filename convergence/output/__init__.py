@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from .format import verdict_tally
 from .headlines import Headline, headline, unmatched
 from .report import (
     index_markdown,
@@ -34,6 +35,7 @@ __all__ = [
     "to_json",
     "to_markdown",
     "unmatched",
+    "verdict_tally",
     "write_index",
     "write_run",
     "write_study",

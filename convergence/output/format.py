@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ..statistics import NO_TARGET, NO_TARGET_TEXT
 
@@ -31,3 +32,12 @@ def resolution_text(check) -> str:
 
 
 __all__ = ["number", "resolution_text"]
+
+
+VERDICT_ORDER = ("pass", "fail", "inconclusive")
+
+
+def verdict_tally(verdicts: Sequence[str], order: Sequence[str] = VERDICT_ORDER) -> str:
+    """How many of ``verdicts`` are each verdict, in ``order``, those that occur: e.g. '3 pass, 1 fail'."""
+    verdicts = list(verdicts)
+    return ", ".join(f"{verdicts.count(v)} {v}" for v in order if verdicts.count(v))

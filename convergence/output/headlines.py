@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from ..statistics import confidence_label
-from .format import number, resolution_text
+from .format import number, resolution_text, verdict_tally
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def _check_row(study: str, check: Mapping) -> str:
 
 def _summary_row(study: str, name: str, checks: list[Mapping]) -> str:
     verdicts = [c["verdict"] for c in checks]
-    tally = ", ".join(f"{verdicts.count(v)} {v}" for v in ("pass", "fail", "inconclusive") if verdicts.count(v))
+    tally = verdict_tally(verdicts)
     gaps = [c["estimate"] - c["expected"] for c in checks]
     resolutions = [c["resolution"] for c in checks if c.get("resolution") is not None]
     spread = f"{number(min(resolutions), 2)} .. {number(max(resolutions), 2)}" if resolutions else "-"

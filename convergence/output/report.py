@@ -23,7 +23,7 @@ from verify.common import atomic_write, atomic_write_set
 
 from ..runtime.reference import in_reference_units
 from ..statistics import NO_TARGET_TEXT, confidence_label, json_safe
-from .format import number, resolution_text
+from .format import VERDICT_ORDER, number, resolution_text, verdict_tally
 from .headlines import Headline, headline_lines
 from .results import CellMap, Heatmap, Panel, Plot, StudyResult
 
@@ -360,13 +360,12 @@ def index_markdown(out: Path, headlines: Mapping[str, Sequence[Headline]] | None
         if not {"study", "verdict", "checks"} <= set(data):
             continue
         studies.append(data)
-        counts, findings = {}, {}
-        for check in data["checks"]:
-            tally = counts if check.get("claim", True) else findings
-            tally[check["verdict"]] = tally.get(check["verdict"], 0) + 1
-        summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        claims = [c["verdict"] for c in data["checks"] if c.get("claim", True)]
+        findings = [c["verdict"] for c in data["checks"] if not c.get("claim", True)]
+        alphabetical = sorted(VERDICT_ORDER)
+        summary = verdict_tally(claims, alphabetical)
         if findings:
-            summary += "; findings: " + ", ".join(f"{n} {v}" for v, n in sorted(findings.items()))
+            summary += "; findings: " + verdict_tally(findings, alphabetical)
         rate = data.get("family_wise_false_failure_rate")
         rate_text = "not stated (older report)" if rate is None else f"{rate:.3g}"
         cpu = data.get("cpu_s")
