@@ -272,3 +272,18 @@ def test_a_closed_form_with_a_wrong_exponent_fails_along_the_run():
 
     assert exact_discrete_convergence(sampler, variances, setting, {}).verdict == "pass"
     assert exact_discrete_convergence(sampler, variances, setting, {}, closed_form=warped).verdict == "fail"
+
+
+def test_the_optimal_stopping_time_is_found_where_the_distance_is_flat_to_rounding_near_its_end():
+    """Plug-in variances drawn at one of quick-profiles' ldm-stopping seeds: for d = 9 the derivative changes sign at
+    T - t = 3e-12, where it is flat to rounding and mpmath's Anderson-Bjorck iteration stops short of its tolerance
+    (it raised there). The root is then bisected: t* lies in its cell and no time of the grid does better."""
+    from verify.rigorous import optimal_stopping_time
+
+    plug_in = (0.9475565133292915, 0.5532305220726916, 0.3723736864525005, 0.20059261416548374, 0.13172271253910575)
+    plug_in += (0.0761782588773762, 0.046095826925889136, 9.944566216021654e-11, 9.779575892560139e-11)
+    setting = LatentSetting(tuple([0.6**k for k in range(7)] + [1e-10, 1e-10]), 2.0, plug_in)
+    t_star, value = optimal_stopping_time(setting, 9)
+    assert 1.9999999999943765 <= t_star <= 1.9999999999968376
+    grid = [mpmath.mpf(2) * k / 400 for k in range(401)] + [2 - mpmath.mpf(10) ** (-k / 4) for k in range(4, 49)]
+    assert all(value <= distance(mpmath.mp, setting, t, 9) for t in grid)

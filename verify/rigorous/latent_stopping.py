@@ -232,6 +232,25 @@ def optimal_dimension(setting: LatentSetting, t) -> int:
     return min(range(len(values)), key=lambda d: (values[d], d))
 
 
+def bracketed_root(f: Callable, lo, hi) -> mpmath.mpf:
+    """A root of ``f`` in [lo, hi], given f(lo) < 0 < f(hi): mpmath's Anderson-Bjorck iteration, or bisection to the
+    working precision where that stops short of mpmath's tolerance or leaves the bracket (a derivative that is flat
+    to rounding near its root, as the distance's is for some plug-in variances)."""
+    try:
+        root = mpmath.findroot(f, (lo, hi), solver="anderson")
+        if lo <= root <= hi:
+            return root
+    except ValueError:
+        pass
+    lo, hi = mpmath.mpf(lo), mpmath.mpf(hi)
+    for _ in range(mpmath.mp.prec + 8):
+        middle = (lo + hi) / 2
+        if middle in (lo, hi):
+            break
+        lo, hi = (middle, hi) if f(middle) < 0 else (lo, middle)
+    return (lo + hi) / 2
+
+
 def optimal_stopping_time(setting: LatentSetting, d: int, grid: int = 400) -> tuple[mpmath.mpf, mpmath.mpf]:
     """``(t*, W2^2(t*))`` minimising the distance over [0, T] for fixed d: the endpoints and every root of the
     derivative in a cell where it changes sign from - to +. Cells: a uniform grid of ``grid`` cells plus
@@ -247,7 +266,7 @@ def optimal_stopping_time(setting: LatentSetting, d: int, grid: int = 400) -> tu
         slopes = [f(x) for x in ts]
         for k in range(len(ts) - 1):
             if slopes[k] < 0 < slopes[k + 1]:
-                candidates.append(mpmath.findroot(f, (ts[k], ts[k + 1]), solver="anderson"))
+                candidates.append(bracketed_root(f, ts[k], ts[k + 1]))
     else:
         candidates += ts
     values = [distance(mpmath.mp, setting, x, d) for x in candidates]
