@@ -97,6 +97,27 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
     assert not STUDIES["quick-profiles"].in_report
 
 
+def test_a_study_that_raises_at_a_seed_fails_its_row_and_the_sweep_goes_on():
+    """A quick profile that raises at one seed (as ldm-stopping's once did, inside mpmath) is that seed's failure,
+    named with its error; the other seeds and studies still run."""
+    from convergence.studies import Study
+    from convergence.studies.quick_profiles import STUDY_KEY, quick_profile_rows
+
+    crashing_seed = study_seeds(3, 0, 10, STUDY_KEY)[1]
+
+    def execute(profile, seed, progress):
+        if seed == crashing_seed:
+            raise ValueError("Could not find root within given tolerance")
+        check = Check("x", 0.0, 0.0, (-1.0, 1.0), PASS, resolution=0.5, target=1.0)
+        return StudyResult(study="a", profile=profile, seed=seed, params={}, checks=[check])
+
+    crashing, fine = Study("a", "stub", execute), Study("b", "stub", execute)
+    rows = quick_profile_rows([crashing, fine], 3, 10, lambda total, name: lambda n: None)
+    assert [r.verdict for r in rows] == [FAIL, PASS]
+    assert "9 pass, 1 fail" in rows[0].note
+    assert f"seed {crashing_seed}: raised ValueError: Could not find root" in rows[0].note
+
+
 def test_the_power_studys_rows_over_seeds_need_every_seed_to_reject_and_to_pass():
     """``mutant-seeds``: a mutant row passes when its mutant is rejected at >= 90% of 6 seeds (every one), a true
     claim row when the claim passes at every seed; a row that is a finding at some seed is left out, by name."""

@@ -17,7 +17,7 @@ from functools import partial
 
 from ..output import StudyResult
 from ..runtime import STREAM_KEYS
-from ..statistics import PASS, Check
+from ..statistics import FAIL, PASS, Check
 from .base import ProgressFactory, Study
 from .over_seeds import rate_check, rate_plot, study_seeds
 
@@ -27,20 +27,24 @@ SEEDS = {"quick": 6, "full": 10}
 
 
 def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress: ProgressFactory) -> list[Check]:
-    """``quick_profile_passes`` per study: its quick profile at ``count`` seeds must pass at every one."""
+    """``quick_profile_passes`` per study: its quick profile at ``count`` seeds must pass at every one. A seed at
+    which the study raises counts as a failure, named with its error in the row's note (the sweep goes on)."""
     rows = []
     for index, study in enumerate(studies):
-        results = [
-            study.execute("quick", study_seed, progress) for study_seed in study_seeds(seed, index, count, STUDY_KEY)
-        ]
-        row = rate_check("quick_profile_passes", [r.verdict for r in results], PASS, {"study": study.name})
-        missed = "; ".join(
-            f"seed {r.seed}: "
-            + ", ".join(f"{c.name} {c.config} {c.verdict}" for c in r.checks if c.claim and c.verdict != PASS)
-            for r in results
-            if r.verdict != PASS
-        )
-        rows.append(replace(row, note=f"{row.note}; not passed: {missed}") if missed else row)
+        verdicts, missed = [], []
+        for study_seed in study_seeds(seed, index, count, STUDY_KEY):
+            try:
+                result = study.execute("quick", study_seed, progress)
+            except Exception as error:  # a crash is this seed's failure, not the sweep's end
+                verdicts.append(FAIL)
+                missed.append(f"seed {study_seed}: raised {type(error).__name__}: {error}")
+                continue
+            verdicts.append(result.verdict)
+            if result.verdict != PASS:
+                unwanted = (c for c in result.checks if c.claim and c.verdict != PASS)
+                missed.append(f"seed {study_seed}: " + ", ".join(f"{c.name} {c.config} {c.verdict}" for c in unwanted))
+        row = rate_check("quick_profile_passes", verdicts, PASS, {"study": study.name})
+        rows.append(replace(row, note=f"{row.note}; not passed: {'; '.join(missed)}") if missed else row)
     return rows
 
 
