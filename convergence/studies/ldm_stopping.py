@@ -66,7 +66,7 @@ class Profile:
 
 
 PROFILES = {
-    "quick": Profile(paths=12288, replicates=200, limit_target=0.005),
+    "quick": Profile(paths=24576, replicates=200, limit_target=0.005),
     "full": Profile(paths=65536, replicates=400, plugin_draws=1000, criterion_draws=200),
 }
 
