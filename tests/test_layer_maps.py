@@ -166,6 +166,28 @@ def test_attention_average_is_the_shifted_softmax_and_does_not_depend_on_the_bat
         assert_allclose(attention_average(x[p : p + 1], beta)[0], batch[p], rtol=1e-14, atol=0)
 
 
+@pytest.mark.parametrize("beta", [0.7, -40.0, 1e3, -1e3])
+@pytest.mark.parametrize("general", [False, True])
+def test_two_token_attention_is_the_softmax_in_closed_form(rng, beta, general):
+    """Two tokens take ``two_token_average``: the shifted softmax to rounding, for Q^T K = I or any G, off the sphere,
+    merged, antipodal and at |beta| = 1e3, each path the same alone as in its batch; a wrong weight (the other
+    token's score difference, or tanh(u) for tanh(u/2)) is seen at these tolerances."""
+    from convergence.models import attention_scores, softmax_weights
+
+    x = random_tokens(rng, 6, 2, 5)
+    x[1] *= 1.05
+    x[2, 1] = x[2, 0]  # merged
+    x[3, 1] = -x[3, 0]  # antipodal
+    g = rng.standard_normal((5, 5)) if general else None
+    reference = softmax_weights(attention_scores(x, beta, g)) @ x
+    batch = attention_average(x, beta, g)
+    assert_allclose(batch, reference, rtol=1e-13, atol=1e-15)
+    for p in range(6):
+        assert_allclose(attention_average(x[p : p + 1], beta, g)[0], batch[p], rtol=1e-14, atol=0)
+    bound = np.linalg.norm(x, axis=-1).max(axis=-1)[:, None] * (1 + 1e-15)  # convex combinations of the two tokens
+    assert np.all(np.linalg.norm(batch, axis=-1) <= bound)
+
+
 @pytest.mark.parametrize("name", ["fedorov", "hybrid"])
 def test_layer_maps_equal_the_independent_ones_verify_cross_checks(name):
     """``verify.derivations.crosscheck`` writes models F and H from docs/models.md without this package; both must agree

@@ -5,7 +5,8 @@ interaction matrix. The softmax is shift-invariant; it is exponentiated unshifte
 score, ``|beta| ||G||_2 max_j |x_j|^2``, is at most ``UNSHIFTED_BOUND`` (unit tokens at |beta| <= 300: no
 exponent leaves [-300, 300], so nothing overflows or underflows), and otherwise after subtracting each row's
 maximum, so weights stay finite (and sum to one) for any beta up to 1e3 and any token geometry. The
-normalisation divides the weighted average, not the n x n weights (one pass fewer over the scores).
+normalisation divides the weighted average, not the n x n weights (one pass fewer over the scores). Two tokens
+take a closed form (``two_token_average``): batched 2 x 2 products are numpy's slow case.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None
     bit-identical across blocks.
     """
     n = x.shape[-2]
+    if n == 2:
+        return two_token_average(x, beta, interaction)
     rows = max(1, SCORE_BYTES_PER_PATH // (8 * n))
     queries, keys = _queries(x, beta, interaction), np.swapaxes(x, -1, -2)
     shift = _needs_shift(x, beta, interaction)
@@ -65,6 +68,29 @@ def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None
     for start in range(0, n, rows):
         stop = min(n, start + rows)
         out[..., start:stop, :] = _softmax_average(queries[..., start:stop, :] @ keys, x, shift)
+    return out
+
+
+def two_token_average(x: np.ndarray, beta: float, interaction: np.ndarray | None = None) -> np.ndarray:
+    """``attention_average`` for two tokens in closed form, equal to it up to rounding (about 3 times faster).
+
+    With ``s = x_1 + x_2`` and ``e = x_2 - x_1``, token i puts the weight ``expit(u_i)`` on the other token's
+    score difference ``u_1 = beta x_1^T G e`` and ``u_2 = beta x_2^T G e`` (row 2 compares its score on x_1 with its
+    own: ``w_2 = expit(-u_2)``), so ``a_i = s/2 + (tanh(u_i / 2) / 2) e``. tanh is finite for every argument, so no
+    shift is needed at any beta, and |tanh| <= 1 keeps a_i a convex combination of the two tokens.
+    """
+    x1, x2 = x[..., 0, :], x[..., 1, :]
+    e = x2 - x1
+    if interaction is None:
+        u1, u2 = beta * np.vecdot(x1, e), beta * np.vecdot(x2, e)
+    else:
+        g_e = e @ (beta * interaction).T
+        u1, u2 = np.vecdot(x1, g_e), np.vecdot(x2, g_e)
+    out = np.empty_like(x)
+    np.multiply(0.5, x1 + x2, out=out[..., 0, :])
+    out[..., 1, :] = out[..., 0, :]
+    out[..., 0, :] += (0.5 * np.tanh(0.5 * u1))[..., None] * e
+    out[..., 1, :] += (0.5 * np.tanh(0.5 * u2))[..., None] * e
     return out
 
 
@@ -90,5 +116,6 @@ def tangent_projection(x: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def normalise(y: np.ndarray) -> np.ndarray:
-    """Token-wise ``y / |y|`` (RMS normalisation to unit radius)."""
-    return y / np.linalg.norm(y, axis=-1, keepdims=True)
+    """Token-wise ``y / |y|`` (RMS normalisation to unit radius); ``vecdot`` is about 3 times faster than
+    ``np.linalg.norm`` over the last axis of a batch of short vectors."""
+    return y / np.sqrt(np.vecdot(y, y))[..., None]
