@@ -65,9 +65,10 @@ class Profile:
     limit_target: float = LIMIT_TARGET  # the Monte Carlo checks' target, a fraction of the distance a run removes
 
 
+# full: 45056 paths put weak_order, the binding check, at about 0.7 of its target (65536 paths: 0.59)
 PROFILES = {
     "quick": Profile(paths=24576, replicates=200, limit_target=0.005),
-    "full": Profile(paths=65536, replicates=400, plugin_draws=1000, criterion_draws=200),
+    "full": Profile(paths=45056, replicates=400, plugin_draws=1000, criterion_draws=200),
 }
 
 
