@@ -69,17 +69,19 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
     from convergence.studies.quick_profiles import SEEDS, STUDY_KEY, quick_profile_rows
 
     seen = []
+    closest_seed = study_seeds(7, 0, 10, STUDY_KEY)[5]
 
     def study(name: str, failing_seed: int | None) -> Study:
         def execute(profile, seed, progress):
             seen.append((name, profile, seed))
             verdict = INCONCLUSIVE if seed == failing_seed else PASS
+            resolution = 0.8 if seed == closest_seed else 0.5
             return StudyResult(
                 study=name,
                 profile=profile,
                 seed=seed,
                 params={},
-                checks=[Check("x", 0.0, 0.0, (-1.0, 1.0), verdict, resolution=0.5, target=1.0)],
+                checks=[Check("x", 0.0, 0.0, (-1.0, 1.0), verdict, resolution=resolution, target=1.0)],
             )
 
         return Study(name, "stub", execute)
@@ -90,6 +92,9 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
     assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
     assert "1 inconclusive" in rows[1].note and "TARGET MISSED" in rows[1].note
     assert f"not passed: seed {one_undecided}: x {{}} inconclusive" in rows[1].note  # which seed, which check
+    # how close each profile came to undecided, for sizing it: the largest resolution / target over the seeds
+    assert f"largest resolution / target over seeds 0.80 (x {{}} at seed {closest_seed})" in rows[0].note
+    assert "largest resolution / target over seeds 0.50" in rows[1].note
     seeds = {index: study_seeds(7, index, 10, STUDY_KEY) for index in (0, 1)}
     assert [s for name, profile, s in seen if name == "a"] == seeds[0] and {p for _, p, _ in seen} == {"quick"}
     assert len(set(seeds[0]) | set(seeds[1]) | set(study_seeds(8, 0, 10, STUDY_KEY))) == 30

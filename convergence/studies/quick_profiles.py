@@ -6,11 +6,14 @@ decide at calibration's rate target), drawn from this study's seed alone, and ``
 passes at every one (``over_seeds.rate_check``: a false failure at one of 10 seeds has probability at most
 1 - 0.99^10 = 0.096 when every claim holds, each study's family-wise rate being 1%; an undecided seed misses the
 target too, and that chance is not bounded; resolution: a per-seed rate of unwanted verdicts of 0.21 is caught with
-probability 90% at 10 seeds, 0.32 at 6).
+probability 90% at 10 seeds, 0.32 at 6). Each row's note also gives the largest resolution / target of the study's
+claim checks over the seeds, and per seed: how far each quick profile sits from undecided, the measure its sizing
+needs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
@@ -31,7 +34,7 @@ def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress
     which the study raises counts as a failure, named with its error in the row's note (the sweep goes on)."""
     rows = []
     for index, study in enumerate(studies):
-        verdicts, missed = [], []
+        verdicts, missed, closest = [], [], []
         for study_seed in study_seeds(seed, index, count, STUDY_KEY):
             try:
                 result = study.execute("quick", study_seed, progress)
@@ -40,12 +43,33 @@ def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress
                 missed.append(f"seed {study_seed}: raised {type(error).__name__}: {error}")
                 continue
             verdicts.append(result.verdict)
+            ratio, check = largest_resolution_ratio(result.checks)
+            if check is not None:
+                closest.append((ratio, study_seed, check))
             if result.verdict != PASS:
                 unwanted = (c for c in result.checks if c.claim and c.verdict != PASS)
                 missed.append(f"seed {study_seed}: " + ", ".join(f"{c.name} {c.config} {c.verdict}" for c in unwanted))
         row = rate_check("quick_profile_passes", verdicts, PASS, {"study": study.name})
+        if closest:  # how near the profile is to undecided: what sizing it needs, or could give up
+            ratio, at_seed, check = max(closest, key=lambda item: item[0])
+            row = replace(
+                row,
+                note=f"{row.note}; largest resolution / target over seeds {ratio:.2f} ({check.name} {check.config} at "
+                f"seed {at_seed}), per seed {', '.join(f'{r:.2f}' for r, _, _ in closest)}",
+            )
         rows.append(replace(row, note=f"{row.note}; not passed: {'; '.join(missed)}") if missed else row)
     return rows
+
+
+def largest_resolution_ratio(checks: Sequence[Check]) -> tuple[float, Check | None]:
+    """The largest resolution / target of a run's claim checks that state both (a finite target), with its check;
+    ``(0, None)`` when none does."""
+    ratios = [
+        (c.resolution / c.target, c)
+        for c in checks
+        if c.claim and c.resolution is not None and c.target is not None and 0 < c.target < math.inf
+    ]
+    return max(ratios, key=lambda item: item[0], default=(0.0, None))
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory, studies: Sequence[Study] = ()) -> StudyResult:
