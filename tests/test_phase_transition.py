@@ -77,25 +77,3 @@ def test_the_phase_map_measures_differences_in_binomial_standard_errors():
     q = (100 + 0.5) / 2001
     assert pt.standard_error_units(0.05, 0.04, 2000) == pytest.approx(0.01 / math.sqrt(q * (1 - q) / 2000), rel=1e-12)
     assert pt.standard_error_units(0.01, 0.0, 2000) > 3  # 20 of 2000 where none can end antipodal: far off
-
-
-def test_grid_points_get_the_runs_their_predicted_probability_needs():
-    """``grid_paths``: fixed from the design and the prediction alone. The full profile gives a point the fewest runs
-    (in hundreds, 1000 to 2000) whose binomial resolution is 0.7 of the target; one hundred fewer would miss it; the
-    quick profile keeps its fixed count."""
-    from scipy import stats
-
-    from convergence.experiments import PHASE_DESIGNS, PLANNED_SHARE, grid_paths
-
-    full, z = PHASE_DESIGNS["full"], 3.97
-    assert grid_paths(PHASE_DESIGNS["quick"], 0.2, z) == PHASE_DESIGNS["quick"].paths
-    assert grid_paths(full, 0.0, z) == grid_paths(full, 1.0, z) == full.min_paths == 1000
-    assert grid_paths(full, 0.5, z) == full.paths == 2000
-
-    def resolution(p: float, n: int) -> float:
-        return (z + stats.norm.ppf(0.9)) * np.sqrt(p * (1 - p) / n)
-
-    for p in (0.15, 0.2, 0.25, 0.8):
-        n = grid_paths(full, p, z)
-        assert 1000 < n < 2000
-        assert resolution(p, n) <= PLANNED_SHARE * full.probability_target < resolution(p, n - 100)

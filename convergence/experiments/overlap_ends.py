@@ -316,9 +316,6 @@ class PhaseDesign:
     hybrid_paths: int = 300
     hybrid_step: float = 0.002
     block_paths: int = 1024  # compute block: a few per run so every core has one (no number depends on it)
-    # Runs per grid point planned from its predicted probability, from min_paths up to paths (``grid_paths``);
-    # None: every point runs ``paths``
-    min_paths: int | None = None
     # The largest errors the checks may miss: in the antipodal probability, and in a fraction claimed small (runs
     # undecided at the horizon, still merging, at the wrong end) or claimed positive (antipodal pairs persisting).
     probability_target: float = 0.075
@@ -348,7 +345,6 @@ PHASE_DESIGNS = {
         betas_d3=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5),
         rho0s=(0.0, -0.9),
         paths=2000,
-        min_paths=1000,  # a point predicted near 0 or 1 needs fewer runs (p_antipodal at 0.07-0.4 of its target)
         step=0.0025,
         max_horizon=80.0,
         many_paths=500,
@@ -356,24 +352,6 @@ PHASE_DESIGNS = {
         many_beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5, 4.5),
     ),
 }
-
-
-PLANNED_SHARE = 0.7  # of the target, for the binomial part (Wilson's interval and the allowance add a little)
-
-
-def grid_paths(design: PhaseDesign, predicted: float, z: float) -> int:
-    """Runs at a grid point whose claimed antipodal probability is ``predicted``: ``design.paths``, or with
-    ``design.min_paths`` set, the fewest from ``min_paths`` up (rounded up to a hundred) at which the binomial part
-    of p_antipodal's resolution, (z + z_0.9) sqrt(p (1 - p) / n), is ``PLANNED_SHARE`` of its target (about 0.75 in
-    all: at 2000 runs the formula read 2-10% below the measured resolutions for p = 0.2-0.4), at most
-    ``design.paths``. A function of the design and the claim alone: the
-    sample size is fixed before any run, so no look at the data is spent. ``min_paths`` keeps the undecided check
-    (a fraction near 0, whose resolution grows as 1/n) within its target."""
-    if design.min_paths is None:
-        return design.paths
-    spread = (z + stats.norm.ppf(DETECTION_POWER)) ** 2 * predicted * (1.0 - predicted)
-    needed = 100 * int(np.ceil(spread / (PLANNED_SHARE * design.probability_target) ** 2 / 100))
-    return int(min(design.paths, max(design.min_paths, needed)))
 
 
 def phase_horizon(dim: int, beta: float, design: PhaseDesign) -> float:

@@ -27,10 +27,8 @@ from ..experiments import (
     DELTA,
     HORIZON_FACTOR,
     PHASE_DESIGNS,
-    PLANNED_SHARE,
     PhaseDesign,
     decided_ends,
-    grid_paths,
     phase_horizon,
     probability_check,
     run_until_decided,
@@ -90,27 +88,28 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         index, j = run
         (dim, b), rho0, predicted = grid[index], design.rho0s[j], float(predictions[index][j])
         T = phase_horizon(dim, b, design)
-        paths = grid_paths(design, predicted, z)
         model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
         key = (STUDY_KEY, index, j)
-        rho, depth, followed = run_until_decided(model, rho0, T, design.step, paths, seed, key, design.block_paths)
+        rho, depth, followed = run_until_decided(
+            model, rho0, T, design.step, design.paths, seed, key, design.block_paths
+        )
         antipodal, undecided, allowance = decided_ends(rho, dim, b)
         config = {"d": dim, "beta": b, "rho0": rho0}
         probability = probability_check(
             antipodal,
-            paths,
+            design.paths,
             predicted,
             allowance,
             confidence,
             config,
-            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {paths}{followed}",
+            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}{followed}",
             design.probability_target,
         )
         # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
         undecided_check = small_fraction_check(
             "undecided",
             undecided,
-            paths,
+            design.paths,
             z,
             design.fraction_target,
             config,
@@ -122,8 +121,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             "beta": b,
             "rho0": rho0,
             "predicted": predicted,
-            "fraction": antipodal / paths,
-            "paths": paths,
+            "fraction": antipodal / design.paths,
             "ci": list(probability.ci),
             "undecided": undecided,
             "horizon": T,
@@ -141,7 +139,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     checks += many_checks + hybrid_checks
     plots = {
         "": _probability_plots(design, rows),
-        "phase-diagram": _phase_maps(rows),
+        "phase-diagram": _phase_maps(rows, design.paths),
         "many-tokens": many_plots,
     }
     params = {
@@ -149,9 +147,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "beta_factors_of_beta_c": list(design.beta_factors),
         "betas_d3": list(design.betas_d3),
         "rho0s": list(design.rho0s),
-        "paths": design.paths
-        if design.min_paths is None
-        else f"{design.min_paths} to {design.paths} per grid point, from its prediction (each row's paths)",
+        "paths": design.paths,
         "sigma": 1.0,
         "sigma2_h": design.step,
         "delta": DELTA,
@@ -168,16 +164,6 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "family-wise false-failure rate at most 1%.",
         "P(antipodal) does not depend on sigma (time change), so sigma = 1 with sigma^2 h fixed.",
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
-        *(
-            []
-            if design.min_paths is None
-            else [
-                f"Runs per grid point are fixed before any run from its predicted probability p "
-                f"(experiments.overlap_ends.grid_paths): the fewest from {design.min_paths} to {design.paths} at which "
-                f"the binomial part of p_antipodal's resolution, (z + z_0.9) sqrt(p (1 - p) / n), is "
-                f"{PLANNED_SHARE:g} of its target; a point predicted near 0 or 1 needs fewer."
-            ]
-        ),
         f"Each horizon is run in {CHUNKS} parts; after each, the runs decided at an end with a probability of at "
         f"most {SWITCH_THRESHOLD:g} of still switching ends (scale function) stop, and that probability goes into the "
         "allowance. Runs undecided or likely to switch at T are followed (the same chain from their states, fresh "
@@ -226,7 +212,7 @@ def standard_error_units(fraction: float, predicted: float, paths: int) -> float
     return (fraction - predicted) / math.sqrt(q * (1 - q) / paths)
 
 
-def _phase_maps(rows: list[dict]) -> list[CellMap]:
+def _phase_maps(rows: list[dict], paths: int) -> list[CellMap]:
     """Per rho_0: the simulated fraction ending antipodal over (d, beta), the scale function's P(antipodal), and
     their difference in standard errors, each with the certified beta_c(d) drawn over it."""
     dims = sorted({r["d"] for r in rows})
@@ -248,7 +234,7 @@ def _phase_maps(rows: list[dict]) -> list[CellMap]:
             (
                 "(simulated - predicted) / SE",
                 "signed",
-                lambda r: standard_error_units(r["fraction"], r["predicted"], r["paths"]),
+                lambda r: standard_error_units(r["fraction"], r["predicted"], paths),
             ),
         ):
             values = [[value(r) for r in column] for column in cells]
