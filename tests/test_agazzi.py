@@ -87,7 +87,7 @@ def test_deficit_keeps_relative_precision_for_close_points():
 def test_truncated_kernel_series_is_as_accurate_as_direct_quadrature(act, d):
     """The slope's Chebyshev series is cut to a low degree; between its test points (a 10 times finer grid) the
     deficit still equals direct Gauss-Hermite quadrature to 1e-14 (one degree fewer misses it for tanh, d = 4)."""
-    from verify.analysis.kernels import deficit_quadrature
+    from verify.analysis import deficit_quadrature
 
     k = kernel(KernelSpec(act, d, 0.1, 0.1))
     z = np.linspace(0.0, 2.0, 2001)[1:]
