@@ -74,9 +74,9 @@ def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None
 def two_token_average(x: np.ndarray, beta: float, interaction: np.ndarray | None = None) -> np.ndarray:
     """``attention_average`` for two tokens in closed form, equal to it up to rounding (about 3 times faster).
 
-    With ``s = x_1 + x_2`` and ``e = x_2 - x_1``, token i puts the weight ``expit(u_i)`` on the other token's
-    score difference ``u_1 = beta x_1^T G e`` and ``u_2 = beta x_2^T G e`` (row 2 compares its score on x_1 with its
-    own: ``w_2 = expit(-u_2)``), so ``a_i = s/2 + (tanh(u_i / 2) / 2) e``. tanh is finite for every argument, so no
+    With ``s = x_1 + x_2``, ``e = x_2 - x_1`` and ``u_i = beta x_i^T G e`` (the score of row i on x_2 less its score
+    on x_1), row i puts the weight ``expit(u_i)`` on x_2 and ``1 - expit(u_i)`` on x_1, so
+    ``a_i = s/2 + (tanh(u_i / 2) / 2) e``. tanh is finite for every argument, so no
     shift is needed at any beta, and |tanh| <= 1 keeps a_i a convex combination of the two tokens.
     """
     x1, x2 = x[..., 0, :], x[..., 1, :]

@@ -67,7 +67,11 @@ def largest_resolution_ratio(checks: Sequence[Check]) -> tuple[float, Check | No
     ratios = [
         (c.resolution / c.target, c)
         for c in checks
-        if c.claim and c.resolution is not None and c.target is not None and 0 < c.target < math.inf
+        if c.claim
+        and isinstance(c.resolution, (int, float))
+        and isinstance(c.target, (int, float))  # not "none needed", as a report's JSON writes it
+        and math.isfinite(c.resolution)
+        and 0 < c.target < math.inf
     ]
     return max(ratios, key=lambda item: item[0], default=(0.0, None))
 

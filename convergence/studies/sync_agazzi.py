@@ -123,8 +123,9 @@ DESIGNS = {
         energy_target=0.1,
         merge_target=0.075,
     ),
-    # full: each section sized to its targets (largest resolution / target about 0.6-0.78; at 0516c94 sigmoid's
-    # exponents sat at 0.07-0.53 on 32768 paths, the quadratic form's at 0.11 on 65536 and 0.56 on 200000)
+    # full: fewer paths where a section was over-resolved (at 0516c94 sigmoid's exponents sat at 0.07-0.53 of their
+    # target on 32768 paths, the quadratic form's at 0.11 on 65536 and 0.56 on 200000; measured at 5a7d649: sigmoid
+    # 0.08-0.61, quadratic form 0.26-0.29 and 0.60-0.70, the largest in the study still ReLU's 0.78)
     "full": SyncDesign(
         exponents=ExponentDesign(horizon=4.0, steps=400, records=20, paths=32768),
         exponent_paths={("sigmoid", 5): 24576, ("sigmoid", 16): 4096},

@@ -74,7 +74,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     checks_per_config = 1 + len(OVERLAP_OBSERVABLES) * (1 + len(LAWS))
     z = z_value(len(configs) * checks_per_config)
     observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
-    designs = {dim: replace(design, paths=COUPLED_PATHS[profile].get(dim, design.paths)) for dim in DIMS}
+    designs = {
+        dim: replace(design, paths=min(design.paths, COUPLED_PATHS[profile].get(dim, design.paths))) for dim in DIMS
+    }
     advance = progress(
         sum(block_count(designs[dim].paths, design.block_paths) for dim, _ in configs) * design.depths[-1], NAME
     )
