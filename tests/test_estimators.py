@@ -192,3 +192,16 @@ def test_binomial_resolutions_are_exact():
     assert stats.binom.sf(first - 1, 400, excess_resolution(400, 0.02, z)) == pytest.approx(0.9, abs=1e-9)
     assert excess_resolution(400, 0.0, z) == pytest.approx(detection_rate(400, 1))
     assert excess_resolution(50, 0.99, z) == float("inf")  # 50 runs can never show a fraction above 0.99
+
+
+def test_resolution_ratio_needs_a_finite_resolution_and_a_finite_positive_target():
+    """``Check.resolution_ratio``, the one resolution / target that quick-profiles and the power rows read."""
+    from convergence.statistics import NO_TARGET, Check
+
+    def ratio(resolution, target):
+        return Check("x", 0.0, 0.0, (-1.0, 1.0), "inconclusive", resolution=resolution, target=target).resolution_ratio
+
+    assert ratio(0.3, 0.4) == pytest.approx(0.75)
+    assert ratio(0.5, 0.25) == pytest.approx(2.0)  # an undecided check: above 1
+    for resolution, target in ((None, 0.4), (0.3, None), (float("nan"), 0.4), (0.3, NO_TARGET), (0.3, 0.0)):
+        assert ratio(resolution, target) is None

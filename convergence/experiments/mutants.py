@@ -293,11 +293,7 @@ def _ratios(checks: list[Check], pick: Callable) -> float | None:
     """``pick`` (min or max) of resolution / target over the statistical claim checks of ``checks`` that have a
     finite target (None when one of them lacks a resolution or target, or none has one): unit-free, at most 1 when
     each sees what it may not miss."""
-    ratios = [
-        c.resolution / c.target if c.resolution is not None and c.target else None
-        for c in checks
-        if c.statistical and c.target != NO_TARGET
-    ]
+    ratios = [c.resolution_ratio for c in checks if c.statistical and c.target != NO_TARGET]
     return None if not ratios or None in ratios else pick(ratios)
 
 

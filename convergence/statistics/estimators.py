@@ -165,6 +165,15 @@ class Check:
                 )
 
     @property
+    def resolution_ratio(self) -> float | None:
+        """``resolution / target``, unit-free (at most 1 when the check sees every effect it may not miss); None
+        without a finite resolution and a finite positive target (``NO_TARGET`` included)."""
+        numbers = (self.resolution, self.target)
+        if not all(isinstance(v, (int, float)) for v in numbers) or not all_finite(*numbers) or self.target <= 0:
+            return None
+        return self.resolution / self.target
+
+    @property
     def statistical(self) -> bool:
         """A claim that can fail by chance (not a finding, not certified or exact)."""
         return self.claim and self.false_failure_rate > 0

@@ -13,7 +13,6 @@ needs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
@@ -50,29 +49,23 @@ def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress
                 unwanted = (c for c in result.checks if c.claim and c.verdict != PASS)
                 missed.append(f"seed {study_seed}: " + ", ".join(f"{c.name} {c.config} {c.verdict}" for c in unwanted))
         row = rate_check("quick_profile_passes", verdicts, PASS, {"study": study.name})
+        notes = [row.note]
         if closest:  # how near the profile is to undecided: what sizing it needs, or could give up
             ratio, at_seed, check = max(closest, key=lambda item: item[0])
-            row = replace(
-                row,
-                note=f"{row.note}; largest resolution / target over seeds {ratio:.2f} ({check.name} {check.config} at "
-                f"seed {at_seed}), per seed {', '.join(f'{r:.2f}' for r, _, _ in closest)}",
+            notes.append(
+                f"largest resolution / target over seeds {ratio:.2f} ({check.name} {check.config} at seed {at_seed}), "
+                f"per seed {', '.join(f'{r:.2f}' for r, _, _ in closest)}"
             )
-        rows.append(replace(row, note=f"{row.note}; not passed: {'; '.join(missed)}") if missed else row)
+        if missed:
+            notes.append(f"not passed: {'; '.join(missed)}")
+        rows.append(replace(row, note="; ".join(notes)))
     return rows
 
 
 def largest_resolution_ratio(checks: Sequence[Check]) -> tuple[float, Check | None]:
     """The largest resolution / target of a run's claim checks that state both (a finite target), with its check;
     ``(0, None)`` when none does."""
-    ratios = [
-        (c.resolution / c.target, c)
-        for c in checks
-        if c.claim
-        and isinstance(c.resolution, (int, float))
-        and isinstance(c.target, (int, float))  # not "none needed", as a report's JSON writes it
-        and math.isfinite(c.resolution)
-        and 0 < c.target < math.inf
-    ]
+    ratios = [(c.resolution_ratio, c) for c in checks if c.claim and c.resolution_ratio is not None]
     return max(ratios, key=lambda item: item[0], default=(0.0, None))
 
 
