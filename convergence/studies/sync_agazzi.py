@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy as sp
@@ -97,11 +97,12 @@ class SyncDesign:
     invariant_target: float = 0.1  # qf_invariant may miss a relative error of E S(rho_T) up to this
     energy_target: float = ENERGY_TARGET  # energy_bound may miss the bound exceeded by this fraction of it
     merge_target: float = MERGE_TARGET  # qf_merge_probability may miss a probability error up to this
-    exponent_paths: dict[tuple[str, int], int] = field(default_factory=dict)  # per (activation, d), else exponents'
+    exponent_paths: tuple[tuple[str, int, int], ...] = ()  # (activation, d, paths) where not the exponents' own
 
     def exponent_design(self, act: str, dim: int) -> ExponentDesign:
         """The exponents' design of one configuration: its own number of paths where ``exponent_paths`` names it."""
-        return replace(self.exponents, paths=self.exponent_paths.get((act, dim), self.exponents.paths))
+        paths = {(a, d): n for a, d, n in self.exponent_paths}.get((act, dim), self.exponents.paths)
+        return replace(self.exponents, paths=paths)
 
 
 DESIGNS = {
@@ -128,7 +129,7 @@ DESIGNS = {
     # 0.08-0.61, quadratic form 0.26-0.29 and 0.60-0.70, the largest in the study still ReLU's 0.78)
     "full": SyncDesign(
         exponents=ExponentDesign(horizon=4.0, steps=400, records=20, paths=32768),
-        exponent_paths={("sigmoid", 5): 24576, ("sigmoid", 16): 4096},
+        exponent_paths=(("sigmoid", 5, 24576), ("sigmoid", 16, 4096)),
         energy=EnergyDesign(horizon=4.0, steps=400, records=20, paths=2048),
         energy_tokens=16,
         qf_exponents=ExponentDesign(horizon=1.0, steps=400, records=20, paths=8192),
