@@ -42,8 +42,18 @@ from verify.analysis import KernelSpec
 def test_blocked_attention_equals_the_full_softmax(rng, monkeypatch):
     x = random_tokens(rng, 2, 300, 6)
     full = attention.softmax_weights(attention.attention_scores(x, 3.0)) @ x
-    monkeypatch.setattr(attention, "SCORE_BYTES_PER_PATH", 8 * 300 * 7)  # row blocks of 7 queries
+    monkeypatch.setattr(attention, "SCORE_BYTES", 8 * 300 * 7)  # row blocks of 7 queries
     assert_allclose(attention.attention_average(x, 3.0), full, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("tokens", [20, 300])
+def test_attention_of_a_path_does_not_depend_on_the_paths_beside_it(tokens, rng):
+    """Paths are grouped (20 tokens: 163 paths a group) or split into row blocks (300 tokens) by a byte budget; a
+    path's average is the same, bit for bit, alone or among 9 others."""
+    x = random_tokens(rng, 9, tokens, 5)
+    together = attention.attention_average(x, 2.0)
+    for path in range(9):
+        np.testing.assert_array_equal(attention.attention_average(x[path : path + 1], 2.0), together[path : path + 1])
 
 
 @pytest.mark.parametrize("model", ["F", "A"])
