@@ -25,6 +25,8 @@ from convergence.statistics import (
     order_verdict,
     plateau,
     pre_asymptotic_flags,
+    scale_family_interval,
+    z_confidence,
 )
 
 STEPS = 1.0 / np.array([8, 16, 32, 64, 128])
@@ -205,3 +207,37 @@ def test_resolution_ratio_needs_a_finite_resolution_and_a_finite_positive_target
     assert ratio(0.5, 0.25) == pytest.approx(2.0)  # an undecided check: above 1
     for resolution, target in ((None, 0.4), (0.3, None), (float("nan"), 0.4), (0.3, NO_TARGET), (0.3, 0.0)):
         assert ratio(resolution, target) is None
+
+
+def test_scale_family_interval_is_the_set_of_means_within_z_relative_errors(rng):
+    """[m / (1 + z c), m / (1 - z c)] with c = se / m: both ends v satisfy |m - v| = z c v; a handful of spread-out
+    values (z c >= 1) get the t interval, which stays finite."""
+    values = 0.3 * rng.chisquare(1, 192)
+    confidence = 0.999
+    mean, lower, upper = scale_family_interval(values, confidence)
+    z, c = confidence_z(confidence), values.std(ddof=1) / np.sqrt(values.size) / values.mean()
+    assert_allclose(mean, values.mean(), rtol=1e-15)
+    assert_allclose([abs(mean - lower) / lower, abs(upper - mean) / upper], [z * c, z * c], rtol=1e-12)
+    assert lower < mean < upper and upper - mean > mean - lower  # skewed toward high means, like the data
+    few = np.array([0.01, 0.02, 5.0])
+    mean, lower, upper = scale_family_interval(few, confidence)
+    half = confidence_z(confidence) * few.std(ddof=1) / np.sqrt(3)
+    assert_allclose([lower, upper], [mean - half, mean + half], rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_scale_family_interval_keeps_its_level_for_the_sampler_baseline_statistic():
+    """The chaos study's sampler_baseline statistic, N |<x_0^2, mu_a - mu_b>|^2 / 2 averaged over nested N = 16..256
+    on 192 paths of uniform tokens on S^4 (mean Var(x_0^2) = 3/35 - 1/25), 6000 replications at z = 2.5: each side
+    misses at most 2 x the normal 0.0062, i.e. 75 times (measured at this seed: 42 low, 49 high; at p = 0.008,
+    Binomial(6000, p) exceeds 75 with probability 1.1e-4). The t interval misses low 101 times."""
+    rng = np.random.default_rng(20261204)
+    sizes, variance, confidence = np.array([16, 32, 64, 128, 256]), 3 / 35 - 1 / 25, z_confidence(2.5)
+    low = high = 0
+    for _ in range(6000):
+        a, b = (rng.standard_normal((192, 256, 5)) for _ in range(2))
+        phi_a, phi_b = (np.cumsum(x[..., 0] ** 2 / np.vecdot(x, x), axis=1) for x in (a, b))
+        values = np.mean([n * ((phi_a[:, n - 1] - phi_b[:, n - 1]) / n) ** 2 / 2 for n in sizes], axis=0)
+        _, lower, upper = scale_family_interval(values, confidence)
+        low, high = low + (upper < variance), high + (lower > variance)
+    assert max(low, high) <= 2 * 0.0062 * 6000, (low, high)

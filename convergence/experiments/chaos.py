@@ -54,7 +54,7 @@ from ..statistics import (
     fit_order,
     limit_plateau,
     limit_verdict,
-    z_value,
+    scale_family_interval,
 )
 
 TEST_FUNCTIONS = ("x_0", "x_0 x_1", "x_0^2")
@@ -248,16 +248,15 @@ def analyse_chaos(
     # Exact algebra at time 0: N |<phi, mu_a> - <phi, mu_b>|^2 / 2 has mean Var(phi) under the uniform law
     # (a calibration of the initial sampler, not a chaos claim: named for what it tests).
     scaled = (data.phi_sq0 * sizes[None, :, None] / 2).mean(axis=1)
-    z = z_value(1, 1.0 - confidence)
     for j, name in enumerate(TEST_FUNCTIONS):
-        mean, se = float(scaled[:, j].mean()), float(scaled[:, j].std(ddof=1) / np.sqrt(scaled.shape[0]))
+        mean, lower, upper = scale_family_interval(scaled[:, j], confidence)
         variance = float(baseline_variance(dim)[j])
         checks.append(
             effect_check(
                 "sampler_baseline",
                 variance,
                 mean,
-                (mean - z * se, mean + z * se),
+                (lower, upper),
                 0.0,
                 design.sampler_target * variance,
                 {**config, "phi": name},

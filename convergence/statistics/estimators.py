@@ -89,6 +89,26 @@ def bootstrap_interval(point: np.ndarray | float, replicates: np.ndarray, confid
     return np.stack([point - z * se, point + z * se])
 
 
+def scale_family_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """``(mean, lower, upper)``: the interval for the mean of positive, right-skewed ``values`` (means of squares)
+    whose spread grows with their mean, ``{v : |mean - v| <= z (se / mean) v} = [mean / (1 + z c), mean / (1 - z c)]``
+    with ``c = se / mean`` (a scale family ``v W``: c does not depend on v).
+
+    The t interval ``mean +- z se`` misses low far more often than its level says, because a low mean comes with a
+    low se: for N |<phi, mu_a> - <phi, mu_b>|^2 / 2 over 192 paths of uniform tokens on S^4 (3 functions x 4000
+    replications), P(t < -3) = 0.0064 against the normal 0.00135, while this interval's tails beyond 3 are 0.0014
+    and 0.0017.
+    When ``z c >= 1`` (a handful of paths) the interval has no finite upper end, and the t interval is returned."""
+    values = np.asarray(values, dtype=np.float64)
+    mean = float(values.mean())
+    se = float(values.std(ddof=1) / np.sqrt(values.size))
+    z = confidence_z(confidence)
+    relative = z * se / mean if mean > 0 else np.inf
+    if relative >= 1.0:
+        return mean, mean - z * se, mean + z * se
+    return mean, mean / (1.0 + relative), mean / (1.0 - relative)
+
+
 def confidence_label(confidence: float) -> str:
     """``confidence`` as a percentage with enough decimals to show its alpha's first digit (0.99 -> 99%,
     0.99967 -> 99.97%, 0.99999 -> 99.999%): never "100%" for a confidence below 1."""
