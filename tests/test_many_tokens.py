@@ -22,6 +22,7 @@ from convergence.experiments import (
     commute_estimates,
     coupled_chaos,
     empirical_means,
+    interaction_energy,
     sliced_w2_squared,
     w2_squared,
     width_depth_energies,
@@ -47,13 +48,16 @@ def test_blocked_attention_equals_the_full_softmax(rng, monkeypatch):
 
 
 @pytest.mark.parametrize("tokens", [20, 300])
-def test_attention_of_a_path_does_not_depend_on_the_paths_beside_it(tokens, rng):
-    """Paths are grouped (20 tokens: 163 paths a group) or split into row blocks (300 tokens) by a byte budget; a
-    path's average is the same, bit for bit, alone or among 9 others."""
+def test_attention_and_energy_of_a_path_do_not_depend_on_the_paths_beside_it(tokens, rng):
+    """Paths are grouped (20 tokens: 163 paths a group) or taken one at a time, attention in row blocks (300 tokens)
+    by a byte budget; a path's attention average and interaction energy are the same, bit for bit, alone or among 9
+    others."""
     x = random_tokens(rng, 9, tokens, 5)
-    together = attention.attention_average(x, 2.0)
+    together, energies = attention.attention_average(x, 2.0), interaction_energy(x, 2.0)
     for path in range(9):
-        np.testing.assert_array_equal(attention.attention_average(x[path : path + 1], 2.0), together[path : path + 1])
+        alone = x[path : path + 1]
+        np.testing.assert_array_equal(attention.attention_average(alone, 2.0), together[path : path + 1])
+        np.testing.assert_array_equal(interaction_energy(alone, 2.0), energies[path : path + 1])
 
 
 @pytest.mark.parametrize("model", ["F", "A"])
