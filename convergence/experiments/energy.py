@@ -53,7 +53,8 @@ def interaction_energy(x: np.ndarray, beta: float) -> np.ndarray:
 def _group_energy(x: np.ndarray, beta: float) -> np.ndarray:
     """``interaction_energy`` of paths (paths, n, d) in one array."""
     squares = np.einsum("...d,...d->...", x, x)
-    z = 0.5 * (squares[..., :, None] + squares[..., None, :]) - x @ np.swapaxes(x, -1, -2)
+    gram = x @ np.ascontiguousarray(np.swapaxes(x, -1, -2))  # numpy's product is 2x slower on the view
+    z = 0.5 * (squares[..., :, None] + squares[..., None, :]) - gram
     close = z < CLOSE_PAIR
     if close.any():
         path, i, j = np.nonzero(close)

@@ -73,7 +73,7 @@ def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None
     rows = n if 8 * n * n <= SCORE_BYTES else max(1, SCORE_BYTES // (8 * n))
     for first in range(0, flat.shape[0], paths):
         group = slice(first, first + paths)
-        keys = np.swapaxes(flat[group], -1, -2)
+        keys = np.ascontiguousarray(np.swapaxes(flat[group], -1, -2))  # numpy's product is 2x slower on the view
         for start in range(0, n, rows):
             block = slice(start, start + rows)
             scores = queries[group, block, :] @ keys
