@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 UNSHIFTED_BOUND = 300.0
-SCORE_BYTES = (
-    2**19
-)  # one block of scores: a quarter of the L2 cache of the machines measured; row blocks beyond n = 256
+# one block of scores: a quarter of the L2 cache of the machines measured; row blocks beyond n = 256
+SCORE_BYTES = 2**19
 
 
 def attention_scores(x: np.ndarray, beta: float, interaction: np.ndarray | None = None) -> np.ndarray:
