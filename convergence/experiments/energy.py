@@ -24,7 +24,7 @@ import numpy as np
 from scipy import stats
 
 from ..models import LayerMap
-from ..models.attention import SCORE_BYTES
+from ..models.attention import path_groups
 from ..paths import RecordGrid, record_at_two_steps, uniform_sphere
 from ..statistics import DETECTION_POWER, FAIL, FAMILY_ALPHA, PASS, Check, z_value
 
@@ -38,15 +38,14 @@ def interaction_energy(x: np.ndarray, beta: float) -> np.ndarray:
     Written with z_ij = |x_i - x_j|^2 / 2 as e^beta (1 - e^{-beta z}) so a near-cluster keeps precision. z comes
     from the Gram matrix, (|x_i|^2 + |x_j|^2) / 2 - <x_i, x_j> (one matrix product instead of n^2 d differences),
     and every pair closer than ``CLOSE_PAIR`` is recomputed from its difference, so relative precision is kept.
-    Paths go in groups of at most ``SCORE_BYTES`` of pairs, so the passes over them read from cache (1.5-2 times
-    faster for 64 paths of 64-512 tokens); a path's value does not depend on its group.
+    Paths go in groups whose pairs fit in cache (``models.attention.path_groups``): 1.5-2 times faster for 64 paths
+    of 64-512 tokens; a path's value does not depend on its group.
     """
     n, dim = x.shape[-2:]
     flat = x.reshape(-1, n, dim)
     out = np.empty(flat.shape[0])
-    group = max(1, SCORE_BYTES // (8 * n * n))
-    for first in range(0, flat.shape[0], group):
-        out[first : first + group] = _group_energy(flat[first : first + group], beta)
+    for group in path_groups(flat.shape[0], n):
+        out[group] = _group_energy(flat[group], beta)
     return out.reshape(x.shape[:-2])
 
 

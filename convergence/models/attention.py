@@ -12,6 +12,8 @@ slow case.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 UNSHIFTED_BOUND = 300.0
@@ -52,6 +54,13 @@ def _softmax_average(scores: np.ndarray, extended: np.ndarray, shift: np.ndarray
     np.divide(sums[..., :-1], sums[..., -1:], out=out)
 
 
+def path_groups(paths: int, tokens: int) -> Iterator[slice]:
+    """Consecutive paths whose ``tokens`` x ``tokens`` blocks of float64 fit in ``SCORE_BYTES`` together (at least
+    one path a group), so that passes over them read from cache."""
+    size = max(1, SCORE_BYTES // (8 * tokens * tokens))
+    return (slice(first, first + size) for first in range(0, paths, size))
+
+
 def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None = None) -> np.ndarray:
     """``a_i = sum_j softmax_j(beta x_i^T G x_j) x_j``, shaped like ``x`` (|a_i| <= max_j |x_j|).
 
@@ -68,10 +77,8 @@ def attention_average(x: np.ndarray, beta: float, interaction: np.ndarray | None
     queries, shift = _queries(flat, beta, interaction), _needs_shift(flat, beta, interaction)
     extended = np.concatenate([flat, np.ones((*flat.shape[:-1], 1))], axis=-1)
     out = np.empty(flat.shape)
-    paths = max(1, SCORE_BYTES // (8 * n * n))
     rows = n if 8 * n * n <= SCORE_BYTES else max(1, SCORE_BYTES // (8 * n))
-    for first in range(0, flat.shape[0], paths):
-        group = slice(first, first + paths)
+    for group in path_groups(flat.shape[0], n):
         keys = np.ascontiguousarray(np.swapaxes(flat[group], -1, -2))  # numpy's product is 2x slower on the view
         for start in range(0, n, rows):
             block = slice(start, start + rows)
