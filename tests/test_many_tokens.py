@@ -125,6 +125,34 @@ def test_chaos_checks_fail_when_the_difference_does_not_decay(rng):
     assert verdicts[("sznitman_rate", None)] == "fail"
 
 
+def _sampler_data(rng, paths: int, tokens: tuple[int, ...], scale: float) -> ChaosData:
+    """Time-0 squared differences of the test functions' means of two nested uniform samples on S^4 (the chaos
+    experiment's layout), times ``scale``: 1 for the true sampler, 1.4 or 0.6 for one whose variances are 40% off."""
+    a, b = (random_tokens(rng, paths, tokens[-1], 5) for _ in range(2))
+    sq = np.stack([(empirical_means(a[:, :n]) - empirical_means(b[:, :n])) ** 2 for n in tokens], axis=1) * scale
+    flat = np.full((paths, len(tokens)), 1e-3)
+    return ChaosData(phi_sq=sq, phi_sq0=sq, w2_sq=flat, w2_sq0=flat, sliced_sq=flat, sliced_sq0=flat, sznitman=flat)
+
+
+@pytest.mark.parametrize(
+    ("paths", "scale", "verdicts"),
+    [(400, 1.0, {"pass"}), (400, 1.4, {"fail"}), (400, 0.6, {"fail"}), (12, 1.4, {"fail", "inconclusive"})],
+)
+def test_sampler_baseline_rejects_variances_40_percent_off_and_never_passes_on_a_dozen_paths(
+    rng, paths, scale, verdicts
+):
+    """sampler_baseline's target is a 30% relative error of Var(phi) (resolution 0.047 / target 0.06 for x_0 at 400
+    paths, 0.99 level): the true sampler passes, variances 40% too large or too small fail (each at 10 of 10 seeds
+    when measured), and 12 paths (resolution about 1.2) fail or stay inconclusive, never pass."""
+    design = ChaosDesign(tokens=(16, 32, 64), large=128, paths=paths, assignment_max=64)
+    checks, _ = analyse_chaos(_sampler_data(rng, paths, design.tokens, scale), design, 5, {}, rng)
+    baseline = [c for c in checks if c.name == "sampler_baseline"]
+    assert len(baseline) == 3 and {c.verdict for c in baseline} <= verdicts, [(c.verdict, c.estimate) for c in baseline]
+    assert all(c.target == pytest.approx(0.3 * c.expected) for c in baseline)
+    if scale == 1.0 and paths == 400:  # decided at its target (a wrong variance scales the resolution too)
+        assert all(c.resolution <= c.target for c in baseline)
+
+
 def _surface(design: CommuteDesign, extra) -> np.ndarray:
     """Level means for an exactly known u(N, L) (layout of ``coupled_energies``)."""
     tokens = np.asarray(design.tokens, float)[:, None]
