@@ -11,6 +11,7 @@ from convergence.experiments import StrongDesign, coupled_strong_errors
 from convergence.models import FedorovModel, matrix_noise, standard_entries
 from convergence.paths import (
     BrownianBlock,
+    CoarseIncrements,
     PathStreams,
     block_sums,
     simulate,
@@ -30,6 +31,46 @@ def test_coarse_increments_are_exact_block_sums(blocks, factor, seed):
         for i in range(1, factor):
             sequential = sequential + fine[:, j * factor + i]
         assert_array_equal(coarse[:, j], sequential)
+
+
+@given(st.lists(st.integers(1, 11), min_size=1, max_size=8), st.integers(0, 2**31))
+def test_coarse_increments_carried_across_chunks_are_the_sequential_sums(chunks, seed):
+    """Chunks of any length, a coarse step straddling several of them: each coarse increment is the time-ordered sum
+    of its fine increments, bit for bit, whatever the chunks."""
+    factors = (1, 2, 3, 8, 16)
+    fine = np.random.default_rng(seed).standard_normal((3, sum(chunks), 2, 2))
+    increments, delivered, start = CoarseIncrements(factors), {f: [] for f in factors}, 0
+    for length in chunks:
+        for f, coarse in increments.add(fine[:, start : start + length]).items():
+            delivered[f].append(coarse)
+        start += length
+    for f in factors:
+        coarse = np.concatenate(delivered[f], axis=1)
+        assert coarse.shape[1] == fine.shape[1] // f
+        for j in range(coarse.shape[1]):
+            sequential = fine[:, j * f]
+            for i in range(1, f):
+                sequential = sequential + fine[:, j * f + i]
+            assert_array_equal(coarse[:, j], sequential)
+
+
+def test_a_strong_run_whose_coarsest_step_spans_several_chunks_gives_the_same_bits(monkeypatch):
+    """Depth 8 of 1024 fine steps is a coarse step of 128 fine increments; chunks of 7 or 64 steps carry it over
+    (a chunk of 128 steps would hold 33 MB of model F's d x d increments at d = 16)."""
+    import convergence.paths.coupling as coupling
+
+    model = FedorovModel(2, 16, 1.0)
+    design = StrongDesign(depths=(8, 16, 32, 64), horizon=1.0, reference_factor=16, paths=128, block_paths=128)
+
+    def run():
+        data = coupled_strong_errors(model, model.limit_sde(), design, seed=5, key=(1, 2))
+        return np.concatenate([data.final_sq, data.sup_sq, data.reference_sq], axis=1)
+
+    monkeypatch.setattr(coupling, "CHUNK_BYTES", 2**40)  # one chunk
+    whole = run()
+    for steps in (7, 64):
+        monkeypatch.setattr(coupling, "CHUNK_BYTES", steps * 128 * 16 * 16 * 8)
+        assert_array_equal(run(), whole)
 
 
 def test_block_sums_rejects_non_dividing_factor():

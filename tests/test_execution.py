@@ -17,13 +17,16 @@ from numpy.testing import assert_array_equal
 from convergence.cli import main
 from convergence.experiments import (
     LocalDesign,
+    MeanFieldDesign,
+    MeanFieldSection,
     StrongDesign,
     coupled_strong_errors,
     local_checks,
+    mean_field_section,
     states_for,
 )
 from convergence.models import FedorovModel
-from convergence.paths import simulate
+from convergence.paths import RecordGrid, simulate
 from convergence.runtime import (
     BlockCache,
     as_finished,
@@ -32,6 +35,7 @@ from convergence.runtime import (
     cpu_meter,
     map_blocks,
     scheduler,
+    shared_result,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -426,3 +430,43 @@ def test_a_run_refuses_to_replace_reports_of_the_other_profile_unless_told(tmp_p
         assert json.loads((tmp_path / folder / "strong-fedorov.json").read_text())["profile"] == folder  # untouched
     assert build_parser().parse_args(["run", "chaos"]).out is None  # resolved by profile:
     assert DEFAULT_OUT == {"quick": Path("reports") / "quick", "full": Path("reports")}
+
+
+def test_a_shared_result_is_computed_once_for_concurrent_callers_and_read_only():
+    calls = []
+
+    def compute():
+        calls.append(1)
+        time.sleep(0.2)  # the other callers arrive while it runs
+        return [np.arange(3.0), {"x": np.ones(2)}]
+
+    label = "tests.test_execution: a shared result"
+    results = concurrent_map(lambda _: shared_result(label, compute), range(4))
+    assert len(calls) == 1 and all(r is results[0] for r in results)
+    with pytest.raises(ValueError, match="read-only"):
+        results[0][0][0] = 1.0
+
+    def fail():
+        calls.append(1)
+        raise RuntimeError("no result")
+
+    with pytest.raises(RuntimeError, match="no result"):
+        shared_result(label + " failing", fail)
+    assert_array_equal(shared_result(label + " failing", lambda: np.zeros(1)), np.zeros(1))  # not kept: computed
+
+
+def test_power_judges_its_mean_field_near_misses_on_the_recordings_of_the_chaos_study(tmp_path):
+    """The chaos study's section and power's (its near misses added) record alike: in one process the second computes
+    no block, and its true claims' numbers are the first's."""
+    grid = RecordGrid(horizon=1.0, steps=4, records=2, paths=64, block_paths=64)
+    section = MeanFieldSection(MeanFieldDesign(grid, 0.5), MeanFieldDesign(grid, 0.5), tokens=4)
+    seed = 80_417  # recordings no other test makes
+    with caching(tmp_path, {"study": "chaos"}) as chaos_cache:
+        chaos = mean_field_section(section, seed, 6, 0.01)
+    with caching(tmp_path, {"study": "power"}) as power_cache:
+        power = mean_field_section(section, seed, 6, 0.01, near_misses=True)
+    assert chaos_cache.computed == 3 and power_cache.computed == 0
+    assert len(power) > len(chaos)
+    truth = {(c.name, str(c.config)): c.estimate for c in power}
+    for check in chaos:
+        assert truth[(check.name, str(check.config))] == check.estimate

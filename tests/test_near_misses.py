@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.experiments import DriftScaled, catalogue, miss_probability, states_for
+from convergence.experiments import (
+    DriftScaled,
+    LocalDesign,
+    catalogue,
+    local_checks,
+    local_checks_for_claims,
+    miss_probability,
+    states_for,
+)
 from convergence.output import StudyResult, to_json
 from convergence.statistics import (
     FAIL,
@@ -106,6 +114,23 @@ def test_local_check_rejects_every_one_percent_mutant_of_model_f(model_f, index)
         mutant.label,
         outcome.table(),
     )
+
+
+def test_claims_judged_together_get_the_checks_each_gets_alone(model_f):
+    """Claims that differ from the first in their drift alone share its statistics; the others (sigma^2, no
+    projection) compute their own. Each claim's checks are those it gets alone, number for number."""
+    true = model_f.limit_sde()
+    mutants = {m.name: m.sde for m in catalogue(true, 0.05)}
+    claims = [true, mutants["drift x (1 + eps)"], mutants["sigma^2 x (1 + eps)"], mutants["Ito factor (d-2)/2"]]
+    claims.append(mutants["no tangent projection"])
+    states = states_for(2, 16, ("uniform", "merged"), 3, (9, 1))
+    design = LocalDesign(samples=1024)
+    together = local_checks_for_claims(model_f, claims, states, design, 3, (9, 2))
+    for sde, checks in zip(claims, together):
+        alone = local_checks(model_f, sde, states, design, 3, (9, 2))
+        assert [(c.name, c.estimate, c.ci, c.resolution, c.verdict) for c in checks] == [
+            (c.name, c.estimate, c.ci, c.resolution, c.verdict) for c in alone
+        ]
 
 
 def test_local_check_on_model_a_rejects_its_near_misses():

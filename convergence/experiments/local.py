@@ -201,15 +201,11 @@ def layer_samples(
     return drawn if previous is None else previous.extended(drawn)
 
 
-def local_samples(
-    layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray, design: LocalDesign, probes: np.ndarray
-) -> LocalSamples:
-    """The claim's diffusion G on the layer's own draws (the control variate), and the per-sample statistics.
+def claimed_noise(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray) -> np.ndarray:
+    """The claim's diffusion G(x) scale E on the layer's own standard draws E: (samples, n d), at unit step.
 
-    G is linear in dW (``LimitSDE``), so it is evaluated once per draw, on ``scale E``, and scaled by sqrt(h) for
-    every step."""
-    steps = np.asarray(design.steps)
-    unit = np.concatenate(
+    G is linear in dW (``LimitSDE``), so it is evaluated once per draw and scaled by sqrt(h) for every step."""
+    return np.concatenate(
         [
             sde.diffusion(np.broadcast_to(x, (drawn.shape[0], *x.shape)).copy(), noise.scale * drawn).reshape(
                 drawn.shape[0], -1
@@ -217,6 +213,12 @@ def local_samples(
             for drawn in layer.entries
         ]
     )
+
+
+def local_samples(layer: LayerSamples, unit: np.ndarray, design: LocalDesign, probes: np.ndarray) -> LocalSamples:
+    """The per-sample statistics of the layer's increments against the claimed noise ``unit`` (``claimed_noise``,
+    the control variate): they depend on the claim through its diffusion alone."""
+    steps = np.asarray(design.steps)
     g = np.sqrt(steps)[None, :, None] * unit[:, None, :]
     delta = layer.deltas
     h = steps[None, :, None]
@@ -354,7 +356,8 @@ def local_checks_for_claims(
     drawn: dict[str, LayerSamples] | None = None,
 ) -> list[list[Check]]:
     """``local_checks`` for several claims on the same layer samples (drawn once per state; each claim's checks
-    are those ``local_checks`` gives it alone, number for number). ``drawn``: each state's samples so far
+    are those ``local_checks`` gives it alone, number for number; a claim with the first claim's diffusion shares its
+    statistics, which depend on the claim through its diffusion alone). ``drawn``: each state's samples so far
     (``draw_states``), extended here to ``design.samples`` and kept in place for the next look."""
     tests = CHECKS_PER_STATE * len(states) + 2
     z = z_value(tests, family_alpha)
@@ -367,10 +370,15 @@ def local_checks_for_claims(
         probe_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 1))))
         probes = probe_directions(x, probe_rng)
         layer = drawn[state_name] = layer_samples(layer_map, x, design, seed, (*key, index, 0), drawn.get(state_name))
+        first = None  # the first claim's noise and statistics, shared by every claim with its diffusion
         for sde, result in zip(sdes, results):
-            result.add_state(
-                local_samples(layer, layer_map.noise, sde, x, design, probes), sde, x, design, z, cfg, confidence
-            )
+            unit = claimed_noise(layer, layer_map.noise, sde, x)
+            if first is not None and np.array_equal(first[0], unit):
+                data = first[1]
+            else:
+                data = local_samples(layer, unit, design, probes)
+                first = first or (unit, data)
+            result.add_state(data, sde, x, design, z, cfg, confidence)
     return [result.finish(design, z, config, confidence) for result in results]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .brownian import (
     BrownianBlock,
+    CoarseIncrements,
     InitialState,
     PathStreams,
     block_sums,
@@ -39,6 +40,7 @@ from .simulate import record_at_two_steps, simulate
 __all__ = [
     "BrownianBlock",
     "CLASSES",
+    "CoarseIncrements",
     "CoupledRun",
     "DepthLadder",
     "EulerMaruyama",

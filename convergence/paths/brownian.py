@@ -104,6 +104,50 @@ def block_sums(increments: np.ndarray, factor: int, axis: int = 1) -> np.ndarray
     return np.moveaxis(coarse, 0, axis)
 
 
+def sequential_sum(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The sum in time order of the increments ``parts`` (each (paths, steps, *shape), or (paths, *shape) for one):
+    ((a_1 + a_2) + a_3) + ..., as ``block_sums`` adds a block."""
+    moved = [np.moveaxis(p, 1, 0) if p.ndim == parts[-1].ndim else p[None] for p in parts]
+    # one C-contiguous (steps, paths, *shape) array: numpy reduces its outermost axis slab by slab, in order
+    return np.concatenate(moved).sum(axis=0)
+
+
+class CoarseIncrements:
+    """The coarse increments of each factor, from the fine increments delivered chunk by chunk: a coarse increment is
+    the sum in time order of its ``factor`` fine increments (``block_sums``); one that straddles two chunks is carried
+    as a partial sum and continued in time order, so it equals the sum of one chunk holding it, bit for bit."""
+
+    def __init__(self, factors: Sequence[int]):
+        self.factors = sorted(set(factors))
+        self.done = 0  # fine steps delivered so far
+        self.partial: dict[int, np.ndarray] = {}  # factor -> sum of the fine increments of its unfinished step
+
+    def add(self, fine: np.ndarray) -> dict[int, np.ndarray]:
+        """The coarse increments that the next chunk ``fine`` (paths, steps, *shape) completes, per factor, on axis
+        1 in time order (factor 1: ``fine`` itself)."""
+        steps, out = fine.shape[1], {}
+        for f in self.factors:
+            if f == 1:
+                out[f] = fine
+                continue
+            head = min(steps, -self.done % f)  # the fine increments that continue the carried step
+            parts = []
+            if head:
+                carried = sequential_sum([self.partial.pop(f), fine[:, :head]])
+                if (self.done + head) % f:
+                    self.partial[f] = carried
+                else:
+                    parts.append(carried[:, None])
+            whole = (steps - head) // f * f
+            if whole:
+                parts.append(block_sums(fine[:, head : head + whole], f))
+            if head + whole < steps:
+                self.partial[f] = sequential_sum([fine[:, head + whole :]])
+            out[f] = np.concatenate(parts, axis=1) if parts else fine[:, :0]
+        self.done += steps
+        return out
+
+
 class BrownianBlock:
     """The fine-grid increments of a block of paths, delivered chunk by chunk in time order."""
 

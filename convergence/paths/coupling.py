@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from ..models import CommonNoise
-from .brownian import BrownianBlock, block_sums
+from .brownian import BrownianBlock, CoarseIncrements
 
 CHUNK_BYTES = 16 * 2**20  # below glibc's 32 MiB mmap threshold: a chunk's buffers are reused, not page-faulted
 
@@ -87,9 +87,10 @@ def token_mean_sq_distance(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def chunk_length(paths: int, entries: int, max_factor: int) -> int:
-    """A multiple of ``max_factor`` fine steps whose increments fit in about ``CHUNK_BYTES``."""
-    per_step = max(1, paths * entries * 8)
-    return max_factor * max(1, CHUNK_BYTES // (per_step * max_factor))
+    """Fine steps whose increments fit in about ``CHUNK_BYTES``: a multiple of ``max_factor`` when one fits, else as
+    many as fit (a coarse increment is then carried from one chunk to the next, ``brownian.CoarseIncrements``)."""
+    fitting = max(1, CHUNK_BYTES // max(1, paths * entries * 8))
+    return max_factor * (fitting // max_factor) if fitting >= max_factor else fitting
 
 
 def run_coupled(
@@ -116,17 +117,15 @@ def run_coupled(
     states = [x.copy() for x in x0] if isinstance(x0, (list, tuple)) else [x0.copy() for _ in levels]
     sup_sq = np.zeros((states[0].shape[0], len(comparisons)))
     common = [max(factors[a], factors[b]) for a, b in comparisons]
-    done = 0
+    done, increments = 0, CoarseIncrements(factors)
     while done < fine_steps:
         steps = min(chunk, fine_steps - done)
-        fine = block.next(steps)
-        sums = {f: block_sums(fine, f) for f in set(factors)}  # levels on one grid share their increments
-        coarse = [sums[f] for f in factors]
+        sums = increments.add(block.next(steps))  # levels on one grid share their increments
         for k in range(1, steps + 1):
             t = done + k
             for i, (level, f) in enumerate(zip(levels, factors)):
                 if t % f == 0:
-                    states[i] = level.stepper.layer(states[i], coarse[i][:, k // f - 1], block.h * f)
+                    states[i] = level.stepper.layer(states[i], sums[f][:, t // f - 1 - done // f], block.h * f)
             for c, (a, b) in enumerate(comparisons):
                 if t % common[c] == 0:
                     np.maximum(sup_sq[:, c], token_mean_sq_distance(states[a], states[b]), out=sup_sq[:, c])

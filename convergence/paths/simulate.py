@@ -69,10 +69,12 @@ def record_at_two_steps(
     initial: InitialState,
     observe: Callable[[np.ndarray], np.ndarray],
     progress: Callable[[int], None] | None = None,
+    shared: bool = False,
 ) -> np.ndarray:
     """``observe`` at the grid's record times for steps h and 2h on one Brownian path: (paths, 2, records + 1).
 
-    The 2h level uses the block sums of the h increments, so the pair estimates the O(h) bias of level h.
+    The 2h level uses the block sums of the h increments, so the pair estimates the O(h) bias of level h. ``shared``:
+    another study records the same (``run_seeded``).
     """
     levels = [Level("h", layer_map, 1), Level("2h", layer_map, 2)]
 
@@ -91,5 +93,6 @@ def record_at_two_steps(
             paths=grid.paths,
             block_paths=grid.block_paths,
             progress=progress,
+            shared=shared,
         )
     )

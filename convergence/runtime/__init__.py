@@ -1,7 +1,7 @@
 """Where work runs: blocks of paths, the unit of seeding and of work (``blocks``), the schedulers (in process or
-dask) with the resumable block cache (``execution``), and the explicit identity of a configuration that keys it
-(``identity``), and the reference kernel that costs are measured in (``reference``). The lowest layer: it imports
-nothing else from ``convergence``.
+dask) with the resumable block cache (``execution``), the explicit identity of a configuration that keys it
+(``identity``), the results two studies of one run share (``sharing``), and the reference kernel that costs are
+measured in (``reference``). The lowest layer: it imports nothing else from ``convergence``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .execution import (
 )
 from .identity import identity
 from .reference import REFERENCE_NORMALS, in_reference_units, measure_reference, reference_seconds
+from .sharing import shared_result
 
 __all__ = [
     "BlockCache",
@@ -46,4 +47,5 @@ __all__ = [
     "map_blocks",
     "scheduler",
     "seed_block_sequence",
+    "shared_result",
 ]
