@@ -207,6 +207,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"per state, states {', '.join(STATES)}. Strong design: depths {list(settings.strong.depths)}, "
         f"{settings.strong.paths} paths, Euler-Maruyama reference at x{settings.strong.reference_factor}.",
         "The Stratonovich mutant is local only: its drift costs 2 x d^2 diffusion evaluations per step.",
+        "The mean-field rows judge the chaos study's recordings (its streams, with the near-miss drifts it records "
+        "too): in one run beside the chaos study they are recorded once, and their CPU is charged to the study that "
+        "records them first.",
     ]
     plot = Plot(
         "local check calibration (model F, n = 2, d = 16)",
