@@ -182,6 +182,20 @@ def test_bootstrap_medians_equal_the_medians_of_the_same_resamples(paths):
     np.testing.assert_array_equal(fast, direct)
 
 
+@pytest.mark.parametrize("paths", [3, 1001, 300_000])
+def test_bootstrap_means_drawn_a_batch_at_a_time_are_those_of_one_draw(paths):
+    """Batches of replicates continue the generator's stream: the same resamples as one (replicates, paths) draw
+    (at 300000 paths a batch holds 3 replicates), so the same means to rounding (one matrix product or several)."""
+    from convergence.statistics import bootstrap_means, bootstrap_means_drawn
+
+    values = np.random.default_rng(paths).standard_normal((paths, 4))
+    drawn = bootstrap_means_drawn(values, np.random.default_rng(8), 20)
+    whole = bootstrap_means(values, bootstrap_counts(np.random.default_rng(8), paths, 20))
+    assert drawn.shape == (20, 4)
+    assert_allclose(drawn, whole, rtol=1e-12, atol=1e-15)
+    assert not np.allclose(drawn, bootstrap_means(values, bootstrap_counts(np.random.default_rng(9), paths, 20)))
+
+
 def test_binomial_resolutions_are_exact():
     from scipy import stats
 

@@ -55,9 +55,8 @@ from ..runtime import concatenate_blocks
 from ..statistics import (
     CONFIDENCE,
     Check,
-    bootstrap_counts,
     bootstrap_interval,
-    bootstrap_means,
+    bootstrap_means_drawn,
     detectable_effect,
     effect_check,
     least_squares_line,
@@ -288,9 +287,8 @@ def analyse_commute(
 
     ``iterated_limits`` and the ratio checks are ``inconclusive`` when their resolution exceeds
     ``design.resolution`` of the grid's spread (for the ratio coefficients: of the residual change they cause)."""
-    counts = bootstrap_counts(rng, energies.shape[0], design.replicates)
     point = commute_estimates(energies.mean(axis=0), design)
-    boot = commute_estimates(bootstrap_means(energies, counts), design)
+    boot = commute_estimates(bootstrap_means_drawn(energies, rng, design.replicates), design)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
     checks = []
     for name, note in (

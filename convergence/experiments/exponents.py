@@ -31,9 +31,8 @@ from ..statistics import (
     INCONCLUSIVE,
     PASS,
     Check,
-    bootstrap_counts,
     bootstrap_interval,
-    bootstrap_means,
+    bootstrap_means_drawn,
     bootstrap_medians,
     effect_check,
     least_squares_slope,
@@ -130,9 +129,7 @@ def mean_square_exponent(
     sq = np.exp(2 * (logs - np.log(design.delta0))).reshape(paths, -1)
     log_ms = np.log(sq.mean(axis=0)).reshape(2, -1)
     slopes = least_squares_slope(times, log_ms)
-    boot_ms = np.log(bootstrap_means(sq, bootstrap_counts(rng, paths, design.replicates))).reshape(
-        design.replicates, 2, -1
-    )
+    boot_ms = np.log(bootstrap_means_drawn(sq, rng, design.replicates)).reshape(design.replicates, 2, -1)
     boot = least_squares_slope(times, boot_ms)
     rich = 2 * boot[:, 0] - boot[:, 1]
     estimate = float(2 * slopes[0] - slopes[1])
