@@ -256,6 +256,20 @@ def test_infinite_width_network_uses_the_kernel_matrix(rng):
         WidthDesign(widths=(8, 4, 16))
 
 
+def test_the_pivoted_factor_reproduces_the_kernel_matrix_also_when_tokens_merge(rng):
+    """The law-only field (pivoted Cholesky, stopping at the numerical rank): F F^T = K(Y), with merged tokens (K
+    singular, rank below n) and without; its covariance is the kernel of the Gram matrix, built from the upper
+    triangle."""
+    for dim in (5, 64):
+        field = GaussianField(KernelSpec("relu", dim, 0.0, 0.0), 12, pivoted=True)
+        y = random_tokens(rng, 3, 12, dim)
+        y[1, 6:] = y[1, 0]  # tokens 0 and 6-11 of one path merged: 6 distinct
+        k = kernel(field.spec)(y @ np.swapaxes(y, -1, -2))
+        f = field.factor(y)
+        assert_allclose(f @ np.swapaxes(f, -1, -2), k, atol=1e-12)
+        assert np.linalg.matrix_rank(f[1], tol=1e-8) == 6 and np.linalg.matrix_rank(f[0], tol=1e-8) == 12
+
+
 # ---------------------------------------------------------------- energy and exponents
 
 

@@ -38,12 +38,16 @@ def psd_factor(covariance: np.ndarray, symmetric: bool = False, pivoted: bool = 
 def _pivoted_cholesky(covariance: np.ndarray) -> np.ndarray:
     n = covariance.shape[-1]
     flat = covariance.reshape(-1, n, n)
-    out = np.zeros_like(flat)
-    for matrix, factor in zip(flat, out):
-        lower, pivots, rank, info = lapack.dpstrf(matrix, lower=1)
+    lowers, rows, ranks = np.empty_like(flat), np.empty(flat.shape[:2], dtype=np.intp), np.empty(len(flat), np.intp)
+    for i, matrix in enumerate(flat):  # LAPACK one matrix at a time; the rest on the whole batch
+        lowers[i], pivots, ranks[i], info = lapack.dpstrf(matrix, lower=1)
         if info < 0:
             raise ValueError(f"dpstrf rejected its argument {-info}")
-        factor[pivots[:n] - 1, :rank] = np.tril(lower)[:, :rank]
+        rows[i] = pivots[:n] - 1
+    # the lower triangle, without the columns beyond the numerical rank
+    lowers = np.where(np.arange(n)[None, None, :] < ranks[:, None, None], np.tril(lowers), 0.0)
+    out = np.empty_like(flat)
+    out[np.arange(len(flat))[:, None], rows] = lowers
     return out.reshape(covariance.shape)
 
 
