@@ -99,8 +99,10 @@ def test_breakdown_charges_numpy_kernels_to_the_suites_function_that_called_them
     assert categorise("/x/numpy/lib/_function_base_impl.py:median") == "statistics"
 
     def work():
-        x = PathStreams(0, 0, 64).increments(CommonNoise((256, 5)), 40, 1.0)[:, 0]  # ~30 ms of draws
-        for _ in range(10):
+        # ~30 ms of draws (26 MB: under load their page faults may take several times that), then attention long
+        # enough to stay the larger share whatever else runs on the machine
+        x = PathStreams(0, 0, 64).increments(CommonNoise((256, 5)), 40, 1.0)[:, 0]
+        for _ in range(40):
             attention_average(x / np.linalg.norm(x, axis=-1, keepdims=True), 1.0)
 
     seconds = sampled_breakdown(work, interval=0.001)
