@@ -326,6 +326,11 @@ class PhaseDesign:
     # hybrid_dichotomy's allowance is its undecided fraction (up to 7% at the full profile), so its target is wider
     hybrid_target: float = 0.15
 
+    @property
+    def many_tokens_step(self) -> float:
+        """The n-token runs' sigma^2 h: ``many_step``, else the two-token grid's ``step``."""
+        return self.step if self.many_step is None else self.many_step
+
 
 PHASE_DESIGNS = {
     "quick": PhaseDesign(

@@ -150,7 +150,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "paths": design.paths,
         "sigma": 1.0,
         "sigma2_h": design.step,
-        "many_tokens_sigma2_h": design.many_step or design.step,
+        "many_tokens_sigma2_h": design.many_tokens_step,
         "delta": DELTA,
         "horizon": f"min({design.max_horizon}, {HORIZON_FACTOR} / min(|lambda_+|, |lambda_-|))",
         "sampler": "two tokens: the layer map kept in the tokens' plane (convergence.models.fedorov_overlap_chain, "
@@ -164,7 +164,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"One Bonferroni family over all {n_checks} statistical checks (grid, many tokens, hybrid; z = {z:.3f}): "
         "family-wise false-failure rate at most 1%.",
         "P(antipodal) does not depend on sigma (time change), so sigma = 1 with sigma^2 h fixed.",
-        f"The n-token runs take sigma^2 h = {design.many_step or design.step:g} (the two-token grid: "
+        f"The n-token runs take sigma^2 h = {design.many_tokens_step:g} (the two-token grid: "
         f"{design.step:g}): their checks classify end configurations and claim no rate.",
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
         f"Each horizon is run in {CHUNKS} parts; after each, the runs decided at an end with a probability of at "
@@ -258,7 +258,7 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
     for i, n in enumerate(design.many_tokens):
         by_mode = {}
         for mode, sigma, mean, horizon_, step in (
-            ("noise", 1.0, None, design.many_horizon, design.many_step or design.step),
+            ("noise", 1.0, None, design.many_horizon, design.many_tokens_step),
             # The deterministic flow merges metastable clusters slowly at large beta: a longer horizon.
             ("noise off", 0.0, np.eye(design.many_dim), NOISE_OFF_HORIZON, NOISE_OFF_STEP),
         ):
