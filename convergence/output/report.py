@@ -388,11 +388,11 @@ def index_markdown(out: Path, headlines: Mapping[str, Sequence[Headline]] | None
         "",
         "Time: wall seconds of the study, from its start to its result (studies run side by side share the "
         "workers, so a study's time includes waiting for them); CPU: seconds of CPU charged to the study (its "
-        "own thread and every block the dask workers ran for it; a run that two studies of one run share, such as "
-        "the mean-field recordings of chaos and power, is charged to the study that computes it); CPU (ref): the "
-        "same in units of the machine's "
-        "reference kernel, the CPU seconds one core takes to draw 10^9 standard normals with numpy's default "
-        "generator, measured in the same run (`convergence.runtime.reference`; '-' for a report from before it).",
+        "own thread and every block the dask workers ran for it; a computation that two studies of one run share, "
+        "such as the mean-field recordings of chaos and power, is charged to the study that computes it); CPU (ref): "
+        "the same in units of the machine's reference kernel, the CPU seconds one core takes to draw 10^9 "
+        "standard normals with numpy's default generator, measured in the same run "
+        "(`convergence.runtime.reference`; '-' for a report from before it).",
         "",
         *_run_line(out),
         "| study | verdict | profile | seed | time (s) | CPU (s) | CPU (ref) | family-wise rate | checks |",
