@@ -21,6 +21,7 @@ from convergence.models import (
 from convergence.statistics import bootstrap_counts, frechet_estimate, frechet_estimates
 from verify.derivations import latent_diffusion
 from verify.rigorous import (
+    BALLS,
     DerivativesByDimension,
     LatentSetting,
     certify_sign,
@@ -28,6 +29,7 @@ from verify.rigorous import (
     distance_derivative,
     monotone_criterion,
     optimal_dimension,
+    precision,
 )
 
 from .helpers import assert_equal_to_rounding
@@ -80,6 +82,21 @@ def test_certified_sign_decides_true_false_and_undecided():
     assert certify_sign(lambda ctx, x: x - 0.5, 0.6, 1.0, +1) is True
     assert certify_sign(lambda ctx, x: x - 0.5, 0.0, 1.0, +1) is False
     assert certify_sign(lambda ctx, x: (x - 0.5) ** 2, 0.0, 1.0, +1, depth=8) is None  # touches 0 at 0.5
+
+
+@given(st.floats(0.0, 1.9), st.floats(1e-9, 0.1), st.floats(0.0, 1.0))
+@settings(max_examples=30, deadline=None)
+def test_ball_enclosures_contain_every_value_of_their_box(lo, width, fraction):
+    """Soundness: the distance's derivative over a box of times, in ball arithmetic, contains the derivative at a
+    point of the box computed in 50-digit mpmath (a ball that covered only its midpoint would fail)."""
+    setting = LatentSetting((1.0, 0.36, 0.1, 0.0), 2.0, (0.9, 0.4, 0.05, 0.0))
+    point = lo + fraction * width
+    with mpmath.workdps(50):
+        value = distance_derivative(mpmath.mp, setting, mpmath.mpf(point), 4)
+    with precision(136):
+        enclosure = distance_derivative(BALLS, setting, BALLS.box(lo, lo + width), 4)
+        assert enclosure.contains(BALLS.mpf(value)), (enclosure, value)
+        assert enclosure.rad() < 1e3 * width  # an enclosure, not a ball of everything
 
 
 def test_plugin_criterion_is_exact_for_one_coordinate():
@@ -165,10 +182,11 @@ def test_frechet_estimates_of_every_leading_dimension_match_a_direct_computation
 def test_derivatives_by_dimension_give_distance_derivative_enclosure_for_enclosure():
     setting = LatentSetting((1.0, 0.36, 0.1, 0.0), 2.0, (0.9, 0.4, 0.05, 0.0))
     derivatives = DerivativesByDimension(setting)
-    mpmath.iv.dps = 40
-    for box in (mpmath.iv.mpf([0.25, 0.5]), mpmath.iv.mpf([1.9, 2.0]), mpmath.iv.mpf(1.5)):
-        for d in (1, 3, 4):
-            assert derivatives.slope(d)(mpmath.iv, box)._mpi_ == distance_derivative(mpmath.iv, setting, box, d)._mpi_
+    with precision(136):
+        for box in (BALLS.box(0.25, 0.5), BALLS.box(1.9, 2.0), BALLS.mpf(1.5)):
+            for d in (1, 3, 4):
+                shared, alone = derivatives.slope(d)(BALLS, box), distance_derivative(BALLS, setting, box, d)
+                assert (shared.mid(), shared.rad()) == (alone.mid(), alone.rad())  # arb's == compares points
     assert derivatives.slope(2)(mpmath.mp, mpmath.mpf(0.7)) == distance_derivative(
         mpmath.mp, setting, mpmath.mpf(0.7), 2
     )

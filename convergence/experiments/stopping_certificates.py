@@ -1,4 +1,4 @@
-"""Certified checks of the latent diffusion stopping problem (docs/models.md section 4): interval arithmetic
+"""Certified checks of the latent diffusion stopping problem (docs/models.md section 4): ball arithmetic
 (``verify.rigorous.latent_stopping``) decides signs, exact algebra decides optima; none of them samples, so none can
 fail falsely.
 
@@ -18,6 +18,7 @@ import mpmath
 import numpy as np
 
 from verify.rigorous import (
+    BALLS,
     DerivativesByDimension,
     LatentSetting,
     certify_sign,
@@ -28,6 +29,7 @@ from verify.rigorous import (
     optimal_dimension,
     optimal_stopping_time,
     plugin_criterion,
+    precision,
 )
 
 from ..models import joint_optimum, plugin_variances
@@ -46,6 +48,7 @@ from ..statistics import (
 )
 
 END_MARGIN = 1e-6  # certification stops this far from t = T, where the exact derivative vanishes
+CRITERION_BITS = 136
 
 
 def data_rng(seed: int, key: Sequence[int], index: int) -> np.random.Generator:
@@ -152,12 +155,12 @@ def monotone_checks(
 
 
 def criterion_sign(setting: LatentSetting, d: int) -> bool | None:
-    """The paper's criterion ``>= 0`` decided in interval arithmetic (None: the enclosure contains 0)."""
-    mpmath.iv.dps = 40
-    enclosure = plugin_criterion(setting, d, mpmath.iv)
-    if enclosure.a >= 0:
-        return True
-    return False if enclosure.b < 0 else None
+    """The paper's criterion ``>= 0`` decided in ball arithmetic (None: the enclosure contains 0)."""
+    with precision(CRITERION_BITS):
+        enclosure = plugin_criterion(setting, d, BALLS)
+        if (enclosure >= 0) is True:
+            return True
+        return False if (enclosure < 0) is True else None
 
 
 def iff_check(name: str, criterion: bool | None, monotone: bool | None, config: dict, detail: str) -> Check:

@@ -1,9 +1,10 @@
-"""Numbers asserted as thresholds or signs, certified: beta_c with ball arithmetic (``certified``), the energy's
-decay rate (``synchronisation``) and the latent diffusion stopping problem (``latent_stopping``).
+"""Numbers asserted as thresholds or signs, certified in ball arithmetic (``balls``): beta_c (``certified``), the
+energy's decay rate (``synchronisation``) and the latent diffusion stopping problem (``latent_stopping``).
 """
 
 from __future__ import annotations
 
+from .balls import BALLS, precision
 from .certified import certify_critical_beta, critical_beta
 from .latent_stopping import (
     STARTS,
@@ -23,6 +24,7 @@ from .latent_stopping import (
 from .synchronisation import attention_energy_rate, certified_infimum, lambda_bar_prime
 
 __all__ = [
+    "BALLS",
     "DerivativesByDimension",
     "LatentSetting",
     "STARTS",
@@ -41,4 +43,5 @@ __all__ = [
     "optimal_dimension",
     "optimal_stopping_time",
     "plugin_criterion",
+    "precision",
 ]

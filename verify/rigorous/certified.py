@@ -10,7 +10,6 @@ in it). Every comparison is a ball comparison, True only when certain.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 
@@ -21,6 +20,7 @@ import sympy as sp
 from ..analysis import critical_beta_closed_form, fedorov_ends
 from ..calculus import d, sigma
 from ..models import beta
+from .balls import precision, to_mpf
 
 ENCLOSURE_BITS = 53  # endpoints are then exact double-precision (and mpmath default) numbers
 CHECK_BITS = 256
@@ -36,29 +36,9 @@ _ARB_FUNCTIONS = {
 }
 
 
-@contextmanager
-def precision(bits: int):
-    """Set flint's working precision for the block."""
-    saved = flint.ctx.prec
-    flint.ctx.prec = bits
-    try:
-        yield
-    finally:
-        flint.ctx.prec = saved
-
-
 def arb_function(expr: sp.Expr, variables) -> Callable[..., flint.arb]:
     """A sympy expression as a function evaluated in ball arithmetic."""
     return sp.lambdify(variables, expr, modules=[_ARB_FUNCTIONS])
-
-
-def to_mpf(value: flint.arb) -> mpmath.mpf:
-    """An exact arb (radius 0) as an mpmath number, without rounding."""
-    if not value.is_exact():
-        raise ValueError("only an exact ball converts without rounding")
-    man, exp = value.man_exp()
-    with mpmath.workprec(max(53, int(man).bit_length())):
-        return mpmath.mpf((int(man), int(exp)))
 
 
 @dataclass(frozen=True)

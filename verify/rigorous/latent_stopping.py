@@ -11,8 +11,9 @@ Conventions (docs/models.md section 4 leaves them open; these are ours, stated i
 * Switching times ``t_1 <= ... <= t_D`` and ``t_{D+1} = T``: coordinate j lowers the distance exactly for
   ``t > t_j`` (exact score, forward start), so the optimal latent dimension is d on ``(t_d, t_{d+1})``.
 
-Every formula takes a context ``ctx``: ``mpmath.mp`` for numbers, ``mpmath.iv`` for interval enclosures over a
-box of times (certified signs: a sign is asserted only when a whole interval has it; undecided gives None).
+Every formula takes a context ``ctx``: ``mpmath.mp`` for numbers, ``BALLS`` (``balls``, python-flint's arb) for
+enclosures over a box of times (certified signs: a sign is asserted only when a whole box has it; undecided gives
+None).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import flint
 import mpmath
+
+from .balls import BALLS, precision
 
 STARTS = ("forward", "standard")
 
@@ -181,9 +185,11 @@ class DerivativesByDimension:
         self.setting = setting
         self._terms: dict = {}
 
-    def _key(self, ctx, t) -> tuple:
-        point = t._mpi_ if hasattr(t, "_mpi_") else (t._mpf_ if hasattr(t, "_mpf_") else t)
-        return id(ctx), ctx.prec, point
+    @staticmethod
+    def _key(ctx, t) -> tuple:
+        if ctx is BALLS:
+            return "balls", flint.ctx.prec, BALLS.key(BALLS.mpf(t))
+        return id(ctx), ctx.prec, t._mpf_ if hasattr(t, "_mpf_") else t
 
     def slope(self, d: int) -> Callable:
         self.setting.check_dimension(d)
@@ -275,31 +281,22 @@ def optimal_stopping_time(setting: LatentSetting, d: int, grid: int = 400) -> tu
 
 
 def certify_sign(
-    function: Callable, lo, hi, sign: int, depth: int = 64, dps: int = 40, budget: int = 20_000, strict: bool = True
+    function: Callable, lo, hi, sign: int, depth: int = 64, bits: int = 136, budget: int = 20_000, strict: bool = True
 ) -> bool | None:
-    """True when ``sign * function(box) > 0`` is proved on every box of a bisection of [lo, hi] (interval
-    arithmetic, ``function(mpmath.iv, box)``); False when the opposite sign is proved at a point; None when
+    """True when ``sign * function(box) > 0`` is proved on every box of a bisection of [lo, hi] (ball arithmetic,
+    ``function(BALLS, box)`` at ``bits`` of precision); False when the opposite sign is proved at a point; None when
     undecided (a box narrower than 2^-depth of the interval, or more than ``budget`` evaluations).
     ``strict=False`` proves ``sign * function >= 0`` instead (a term that is identically 0 passes)."""
-    saved = mpmath.iv.dps
-    mpmath.iv.dps = dps
-    try:
-        return _certify_boxes(function, lo, hi, sign, depth, budget, strict)
-    finally:
-        mpmath.iv.dps = saved
-
-
-def _certify_boxes(function: Callable, lo, hi, sign: int, depth: int, budget: int, strict: bool) -> bool | None:
-    with mpmath.workdps(mpmath.iv.dps):
-        boxes = deque([(mpmath.mpf(lo), mpmath.mpf(hi), 0)])  # breadth first: a counterexample is found early
+    with precision(bits):
+        boxes = deque([(BALLS.mpf(lo), BALLS.mpf(hi), 0)])  # breadth first: a counterexample is found early
         while boxes:
             a, b, level = boxes.popleft()
             budget -= 1
-            value = sign * function(mpmath.iv, mpmath.iv.mpf([a, b]))
+            value = sign * function(BALLS, BALLS.box(a, b))
             if ((value > 0) if strict else (value >= 0)) is True:
                 continue
-            middle = (a + b) / 2
-            if (sign * function(mpmath.iv, mpmath.iv.mpf(middle)) < 0) is True:
+            middle = (a + b) / 2  # exact for float ends at depth 64 (a rounded midpoint's ball still covers)
+            if (sign * function(BALLS, middle) < 0) is True:
                 return False
             if level >= depth or budget <= 0:
                 return None
@@ -310,7 +307,7 @@ def _certify_boxes(function: Callable, lo, hi, sign: int, depth: int, budget: in
 def plugin_criterion(setting: LatentSetting, d: int, ctx=mpmath.mp):
     """The paper's criterion ``sum_{j<=d} (1 - s_j / sigma_hat_j)(1 - sigma_hat_j^2)`` (zero-variance coordinates,
     s_j = sigma_hat_j = 0, count +1): the distance is non-increasing on [0, T] iff it is >= 0 (forward start; the
-    derivation ``latent_diffusion`` in symbolic.md shows f_d'(0) equals it and f_d is convex). ``ctx=mpmath.iv``
+    derivation ``latent_diffusion`` in symbolic.md shows f_d'(0) equals it and f_d is convex). ``ctx=BALLS``
     gives an enclosure."""
     total = ctx.mpf(0)
     for j in range(setting.check_dimension(d)):

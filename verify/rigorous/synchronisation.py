@@ -45,7 +45,7 @@ from ..analysis import (
     k_one_prime,
 )
 from ..common import check_real
-from .certified import precision, to_mpf
+from .balls import precision, to_mpf
 
 BITS = 128
 

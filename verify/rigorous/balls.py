@@ -1,0 +1,85 @@
+"""Ball arithmetic (python-flint's arb) as a context for closed forms written once.
+
+A closed form written against a context ``ctx`` (``ctx.mpf``, ``ctx.exp``, ``ctx.sqrt``, ``ctx.log`` and the
+arithmetic operators) evaluates to a number with ``ctx = mpmath.mp`` and to a certified enclosure with
+``ctx = BALLS``: every value is an arb ball [mid +- rad] that contains the exact result, at flint's working precision
+(``precision``). A ball comparison is True only when it holds for every point of both balls, so ``(x > 0) is True``
+asserts a sign and anything undecided reads False.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import flint
+import mpmath
+
+
+@contextmanager
+def precision(bits: int):
+    """Set flint's working precision (bits) for the block."""
+    saved = flint.ctx.prec
+    flint.ctx.prec = bits
+    try:
+        yield
+    finally:
+        flint.ctx.prec = saved
+
+
+def to_mpf(value: flint.arb) -> mpmath.mpf:
+    """An exact arb (radius 0) as an mpmath number, without rounding."""
+    if not value.is_exact():
+        raise ValueError("only an exact ball converts without rounding")
+    man, exp = value.man_exp()
+    with mpmath.workprec(max(53, int(man).bit_length())):
+        return mpmath.mpf((int(man), int(exp)))
+
+
+def to_ball(value) -> flint.arb:
+    """An int, float, mpmath number or arb as an arb, without rounding (a float or mpf is a dyadic rational)."""
+    if isinstance(value, flint.arb):
+        return value
+    if isinstance(value, mpmath.mpf):
+        sign, man, exp, _ = value._mpf_
+        if not man and exp:
+            raise ValueError(f"only finite numbers convert to a ball, got {value!r}")
+        return flint.arb(((-1) ** sign * int(man), int(exp)))  # (mantissa, exponent): exact at any precision
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"a ball is made from an int, float, mpmath.mpf or arb, got {type(value).__name__}")
+    return flint.arb(value)
+
+
+class BallContext:
+    """The context ``BALLS``: the operations a closed form takes from ``ctx``, in ball arithmetic."""
+
+    mpf = staticmethod(to_ball)
+
+    @staticmethod
+    def exp(x) -> flint.arb:
+        return to_ball(x).exp()
+
+    @staticmethod
+    def sqrt(x) -> flint.arb:
+        """NaN-valued (undecided in every comparison) when the ball reaches below 0."""
+        return to_ball(x).sqrt()
+
+    @staticmethod
+    def log(x) -> flint.arb:
+        return to_ball(x).log()
+
+    @staticmethod
+    def box(lo, hi) -> flint.arb:
+        """A ball that contains the interval [lo, hi]."""
+        return to_ball(lo).union(to_ball(hi))
+
+    @staticmethod
+    def key(x: flint.arb) -> tuple[int, int, int, int]:
+        """The ball's exact midpoint and radius as integers (mantissa, exponent): a key for caching by ball."""
+        (mid_man, mid_exp), (rad_man, rad_exp) = x.mid().man_exp(), x.rad().man_exp()
+        return int(mid_man), int(mid_exp), int(rad_man), int(rad_exp)
+
+    def __repr__(self) -> str:
+        return "BALLS"
+
+
+BALLS = BallContext()
