@@ -2,6 +2,7 @@
 study."""
 
 import json
+import math
 
 import mpmath
 import numpy as np
@@ -139,6 +140,30 @@ def test_sampler_matches_its_exact_discrete_law_and_is_block_independent(method)
     assert_allclose(recorded[-1], finals[0], rtol=0, atol=0)
     other, _ = backward_samples(sampler, LatentDesign(128, (2,), (0, 64, 128), 20_000, block_paths=1000), 3, (99, 1))
     assert_equal_to_rounding(other, finals)
+
+
+@pytest.mark.parametrize(
+    ("method", "cap", "start"), [("sde", None, "forward"), ("ode", None, "standard"), ("sde", 100.0, "forward")]
+)
+@pytest.mark.parametrize(("steps", "record_every"), [(1024, 0), (1000, 7), (3, 1), (64, 16)])
+def test_discrete_variances_equal_the_step_by_step_recursion(method, cap, start, steps, record_every):
+    """The records summed in closed form between them equal v <- (1 + h (1 - c m_j))^2 v + a run one step at a time
+    in plain floats (a zero variance makes the last factors tiny; the cap binds near the end)."""
+    variances = (2.0, 0.5, 0.01, 0.0)
+    sampler = LatentSampler(variances, 2.0, cap=cap, method=method, start=start)
+    h, c = 2.0 / steps, 2.0 if method == "sde" else 1.0
+    expected = []
+    for j, q in enumerate(variances):
+        v = 1.0 + math.exp(-4.0) * (q - 1.0) if start == "forward" else 1.0
+        column = [v] if record_every else []
+        for k in range(steps):
+            m = 1.0 / (1.0 + math.exp(-2.0 * (2.0 - k * h)) * (q - 1.0))
+            g = 1.0 + h * (1.0 - c * (m if cap is None else min(cap, m)))
+            v = g * g * v + (2.0 * h if method == "sde" else 0.0)
+            if record_every and (k + 1) % record_every == 0:
+                column.append(v)
+        expected.append(column or [v])
+    assert_allclose(discrete_variances(sampler, steps, record_every), np.array(expected).T, rtol=1e-12)
 
 
 def test_frechet_estimator_is_unbiased_after_correction_on_a_known_gaussian():
