@@ -45,6 +45,18 @@ def test_bootstrap_counts_are_resamples(rng):
     assert abs(counts.mean() - 1.0) < 4.5 * np.sqrt(0.98 / counts.size)
 
 
+@pytest.mark.parametrize("paths", [50, 300_000])
+def test_bootstrap_counts_are_the_multiplicities_of_one_draw_of_indices(paths):
+    """Drawn a batch of replicates at a time (3 replicates a batch at 300000 paths), the multiplicities are those of
+    one (replicates, paths) draw of indices; float64 counts hold the same numbers."""
+    indices = np.random.default_rng(5).integers(0, paths, size=(7, paths))
+    expected = np.stack([np.bincount(row, minlength=paths) for row in indices])
+    assert_array_equal(bootstrap_counts(np.random.default_rng(5), paths, 7), expected)
+    floats = bootstrap_counts(np.random.default_rng(5), paths, 7, np.float64)
+    assert floats.dtype == np.float64
+    assert_array_equal(floats, expected)
+
+
 def test_fit_order_exact_when_every_path_has_the_same_rate(rng):
     # sq_errors[p, l] = Z_p^2 h_l^(2 p): every resample has RMS exactly proportional to h^p.
     z2 = rng.standard_normal(200) ** 2

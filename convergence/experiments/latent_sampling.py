@@ -158,8 +158,8 @@ def sampler_checks(
     )
     design = LatentDesign(steps, factors, tuple(records), paths)
     finals, recorded = backward_samples(sampler, design, seed, key)
-    counts = bootstrap_counts(
-        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, 1))), paths, replicates
+    counts = bootstrap_counts(  # float64: the products of every estimate below read them unconverted
+        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, 1))), paths, replicates, np.float64
     )
     variances = setting.variances
     dims = len(variances)
