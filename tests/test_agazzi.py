@@ -55,6 +55,25 @@ def test_activation_constants_closed_forms(act, d, sig):
     assert_allclose(c["lambda_bar"], (d - 1) * k1p - (d - 3) * k1, rtol=1e-12)
 
 
+@pytest.mark.parametrize("act", ["tanh", "sigmoid", "silu"])
+def test_activation_constants_of_smooth_activations_equal_gauss_hermite_sums(act):
+    """k(1) and k'(1) (30-digit tanh-sinh quadrature) against a 200-node Gauss-Hermite rule in floats, a quadrature
+    computed another way (the integrands are entire, so the rule converges to rounding)."""
+    d, sig = 5, 0.1
+    sigmoid = lambda z: 1 / (1 + np.exp(-z))
+    act_np, derivative = {
+        "tanh": (np.tanh, lambda z: 1 - np.tanh(z) ** 2),
+        "sigmoid": (sigmoid, lambda z: sigmoid(z) * (1 - sigmoid(z))),
+        "silu": (lambda z: z * sigmoid(z), lambda z: sigmoid(z) * (1 + z * (1 - sigmoid(z)))),
+    }[act]
+    nodes, weights = np.polynomial.hermite.hermgauss(200)
+    z = np.sqrt(2 * (1 / d + sig**2)) * nodes
+    expect = lambda f: np.sum(weights * f(z)) / np.sqrt(np.pi)
+    c = verify.activation_constants(act, d, sig, sig)
+    assert_allclose(c["k1"], expect(lambda x: act_np(x) ** 2) + sig**2, rtol=1e-13)
+    assert_allclose(c["k1_prime"], expect(lambda x: derivative(x) ** 2) / d, rtol=1e-13)
+
+
 @pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", "silu"])
 def test_kernel_matches_random_feature_average(act, rng):
     """k(u) is the mean of the width-m feature kernel: check against 10^6 random features."""
