@@ -251,13 +251,19 @@ def bootstrap_counts(rng: np.random.Generator, paths: int, replicates: int, dtyp
     return out
 
 
-def bootstrap_medians(values: np.ndarray, rng: np.random.Generator, replicates: int) -> np.ndarray:
+def bootstrap_medians(
+    values: np.ndarray, rng: np.random.Generator, replicates: int, window: int | None = None
+) -> np.ndarray:
     """Medians over paths of ``replicates`` resamples of ``values`` (paths, ...): shape (replicates, ...).
 
     Each resample is ``rng.integers(0, paths, paths)``, one replicate after the other, and its median equals
-    ``np.median(values[resample], axis=0)`` bit for bit; but every column is sorted once, and a resample's median
-    is read off the cumulative multiplicities in that order (the ((n-1)//2)-th and (n//2)-th order statistics,
-    averaged), instead of partitioning a copy of the data per replicate (3 times faster at 32768 paths).
+    ``np.median(values[resample], axis=0)`` bit for bit. Every column is sorted once; a resample's median is the
+    average of its ((n-1)//2)-th and (n//2)-th order statistics, read off the cumulative multiplicities in that
+    order. The cumulative multiplicity at a sorted position p is Binomial(n, p/n), so those ranks are reached
+    within ``window`` (default 6 sqrt(n) + 16, about 12 standard deviations) positions of the middle: the
+    multiplicities before that window are summed by one matrix product for a batch of replicates, and only the
+    window is gathered and accumulated (a resample that reaches a rank outside it is read off its whole order).
+    The result does not depend on ``window`` (integer sums, exact in float64).
     """
     check_int("replicates", replicates, minimum=1)
     paths = values.shape[0]
@@ -266,12 +272,24 @@ def bootstrap_medians(values: np.ndarray, rng: np.random.Generator, replicates: 
     ordered = np.take_along_axis(columns, order, axis=1)
     rows = np.arange(columns.shape[0])
     low, high = (paths - 1) // 2, paths // 2  # 0-based ranks of the two middle values
+    half = int(6 * math.sqrt(paths)) + 16 if window is None else check_int("window", window, minimum=0)
+    start, stop = max(0, low - half), min(paths, high + half + 1)
+    before = np.zeros(columns.shape)  # per column, the paths sorted before the window
+    before[rows[:, None], order[:, :start]] = 1.0
+    inside = order[:, start:stop]
     out = np.empty((replicates, columns.shape[0]))
-    for r in range(replicates):
-        cumulative = np.cumsum(np.bincount(rng.integers(0, paths, paths), minlength=paths)[order], axis=1)
+    batch = max(1, BOOTSTRAP_BYTES // (8 * max(paths, inside.size)))  # a batch's counts and its window's
+    for first in range(0, replicates, batch):
+        counts = bootstrap_counts(rng, paths, min(batch, replicates - first), np.float64)  # the same draws
+        prefix = counts @ before.T  # (batch, columns): multiplicity sorted before the window
+        cumulative = prefix[:, :, None] + np.cumsum(counts[:, inside], axis=2)
         # the first position whose cumulative multiplicity exceeds the rank (each row is non-decreasing)
-        lo, hi = np.sum(cumulative <= low, axis=1), np.sum(cumulative <= high, axis=1)
-        out[r] = (ordered[rows, lo] + ordered[rows, hi]) / 2
+        lo = start + np.sum(cumulative <= low, axis=2)
+        hi = start + np.sum(cumulative <= high, axis=2)
+        for r, c in zip(*np.nonzero((prefix > low) | (cumulative[:, :, -1] <= high))):  # a rank outside the window
+            whole = np.cumsum(counts[r, order[c]])
+            lo[r, c], hi[r, c] = np.sum(whole <= low), np.sum(whole <= high)
+        out[first : first + len(counts)] = (ordered[rows, lo] + ordered[rows, hi]) / 2
     return out.reshape(replicates, *values.shape[1:])
 
 
