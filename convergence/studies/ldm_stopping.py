@@ -6,7 +6,7 @@ Conventions (``verify.rigorous.latent_stopping``): backward time t in [0, T], th
 Gaussian at time T, latent dimension d keeps the d largest variances. 1024 backward steps (the paper's 1000
 rounded to a power of two so that the coarser levels 2h, 4h, 8h nest).
 
-Checks: certified switching times and optimal dimensions (interval arithmetic); the exact score's monotone
+Checks: certified switching times and optimal dimensions (ball arithmetic); the exact score's monotone
 distance (certified); the plug-in criterion against certified monotonicity (the converse for a sum of
 coordinates is a finding); early stopping on the discrete sampler (Monte Carlo gap FD(t*) - FD(T) on the same
 paths against the discrete law's exact gap, with the continuous gap beside it); the Monte Carlo law of the
@@ -182,7 +182,7 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         "starts from the score model's own Gaussian at T; switching times t_1..t_D, t_D+1 = T with d optimal on "
         "(t_d, t_d+1).",
         "The paper's plug-in criterion sum_{j<=d} (1 - s_j/sigma_hat_j)(1 - sigma_hat_j^2) >= 0 is tested as an "
-        "'if and only if' claim: each sign certified in interval arithmetic against certified monotonicity of the "
+        "'if and only if' claim: each sign certified in ball arithmetic against certified monotonicity of the "
         f"distance, for the study's plug-in draws (plugin_criterion) and a search over {profile.criterion_draws} more "
         "draws per spectrum (plugin_criterion_if, plugin_criterion_only_if; any certified disagreement fails). The "
         "per-coordinate criterion (sigma_hat_j between s_j and 1) is a finding beside it (coordinate_criterion).",
