@@ -255,28 +255,30 @@ def many_tokens(design: PhaseDesign, seed: int, confidence: float) -> tuple[list
     betas = [round(f * float(hi), 4) for f in design.many_beta_factors]
     checks, plots, rows = [], [], []
     z = confidence_z(confidence)
-    for i, n in enumerate(design.many_tokens):
+    modes = (
+        ("noise", 1.0, None, design.many_horizon, design.many_tokens_step),
+        # The deterministic flow merges metastable clusters slowly at large beta: a longer horizon.
+        ("noise off", 0.0, np.eye(design.many_dim), NOISE_OFF_HORIZON, NOISE_OFF_STEP),
+    )
+    runs = [(i, n, mode, j, b) for i, n in enumerate(design.many_tokens) for mode in modes for j, b in enumerate(betas)]
+
+    def run(item: tuple) -> dict:
+        i, n, (_, sigma, mean, horizon_, step), j, b = item
+        model = FedorovModel(tokens=n, dim=design.many_dim, beta=b, sigma=sigma, mean_value=mean)
+        # the full value matrix: at d = 4 its d^2 normals cost less than the reduced sampler's d n + eigh; one block
+        # a run, the runs side by side (two blocks a run cost 10-15% more)
+        steps = round(horizon_ / step)
+        x = simulate(
+            model, steps, horizon_, design.many_paths, seed, (STUDY_KEY, 100 + i, j), block_paths=design.many_paths
+        )
+        return class_fractions(x, DELTA)
+
+    all_fractions = iter(concurrent_map(run, runs))
+    for n in design.many_tokens:
         by_mode = {}
-        for mode, sigma, mean, horizon_, step in (
-            ("noise", 1.0, None, design.many_horizon, design.many_tokens_step),
-            # The deterministic flow merges metastable clusters slowly at large beta: a longer horizon.
-            ("noise off", 0.0, np.eye(design.many_dim), NOISE_OFF_HORIZON, NOISE_OFF_STEP),
-        ):
-            fractions = []
-            for j, b in enumerate(betas):
-                model = FedorovModel(tokens=n, dim=design.many_dim, beta=b, sigma=sigma, mean_value=mean)
-                # the full value matrix: at d = 4 its d^2 normals cost less than the reduced sampler's d n + eigh
-                x = simulate(
-                    model,
-                    round(horizon_ / step),
-                    horizon_,
-                    design.many_paths,
-                    seed,
-                    (STUDY_KEY, 100 + i, j),
-                    block_paths=-(-design.many_paths // 2),
-                )  # two blocks: one per core
-                fractions.append(class_fractions(x, DELTA))
-                rows.append({"n": n, "beta": b, "mode": mode, **fractions[-1]})
+        for mode, *_ in modes:
+            fractions = [next(all_fractions) for _ in betas]
+            rows += [{"n": n, "beta": b, "mode": mode, **f} for b, f in zip(betas, fractions)]
             by_mode[mode] = fractions
             plots.append(
                 Plot(
@@ -365,66 +367,68 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple
     """Hybrid model on both sides of eps_c^2(beta): collapse a.s. below, antipodal a.s. above. The check
     ``hybrid_dichotomy`` fails when the runs ending at the wrong end are significantly more (Wilson interval at
     ``confidence``) than the undecided ones could explain."""
-    checks, rows = [], []
     z = confidence_z(confidence)
-    for i, b in enumerate(design.hybrid_betas):
+    runs = [
+        (i, b, j, factor) for i, b in enumerate(design.hybrid_betas) for j, factor in enumerate(design.hybrid_factors)
+    ]
+
+    def run(item: tuple) -> tuple[Check, dict]:
+        i, b, j, factor = item
         crit = float(verify.critical_eps2(b))
-        for j, factor in enumerate(design.hybrid_factors):
-            eps = math.sqrt(factor * crit)
-            exponents = [
-                float(end.growth_exponent.subs({beta_symbol: b, eps_symbol: eps})) for end in hybrid_ends().values()
-            ]
-            attracting = min(abs(lam) for lam in exponents if lam < 0)
-            T = min(design.max_horizon, HORIZON_FACTOR / attracting)
-            depth = round(T / design.hybrid_step)
-            model = HybridModel(dim=3, beta=b, eps=eps)
-            rho = overlap(
-                simulate(
-                    model,
-                    depth,
-                    T,
-                    design.hybrid_paths,
-                    seed,
-                    (STUDY_KEY, 200 + i, j),
-                    fixed_overlap(0.0),
-                    block_paths=design.block_paths,
-                )
+        eps = math.sqrt(factor * crit)
+        exponents = [
+            float(end.growth_exponent.subs({beta_symbol: b, eps_symbol: eps})) for end in hybrid_ends().values()
+        ]
+        attracting = min(abs(lam) for lam in exponents if lam < 0)
+        T = min(design.max_horizon, HORIZON_FACTOR / attracting)
+        depth = round(T / design.hybrid_step)
+        model = HybridModel(dim=3, beta=b, eps=eps)
+        rho = overlap(
+            simulate(
+                model,
+                depth,
+                T,
+                design.hybrid_paths,
+                seed,
+                (STUDY_KEY, 200 + i, j),
+                fixed_overlap(0.0),
+                block_paths=design.block_paths,
             )
-            expected_end = "collapse" if factor < 1 else "antipodal"
-            wrong = int(np.sum(rho < -1 + DELTA)) if factor < 1 else int(np.sum(rho > 1 - DELTA))
-            undecided = int(np.sum(np.abs(rho) <= 1 - DELTA))
-            w_lo, w_hi = wilson(wrong, design.hybrid_paths, z)
-            allowance = undecided / design.hybrid_paths
-            verdict = FAIL if w_lo > allowance else PASS
-            config = {"beta": b, "eps2_over_eps2c": factor, "expected": expected_end}
-            checks.append(
-                Check(
-                    "hybrid_dichotomy",
-                    0.0,
-                    wrong / design.hybrid_paths,
-                    (w_lo, w_hi),
-                    verdict,
-                    config,
-                    allowance,
-                    confidence,
-                    target=design.hybrid_target,
-                    resolution=excess_resolution(design.hybrid_paths, min(allowance, 1.0), z),
-                    note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
-                    f"L = {depth}, {undecided} undecided of {design.hybrid_paths}",
-                )
-            )
-            rows.append(
-                {
-                    "beta": b,
-                    "eps2": factor * crit,
-                    "eps2_c": crit,
-                    "expected": expected_end,
-                    "wrong_end": wrong,
-                    "undecided": undecided,
-                    "paths": design.hybrid_paths,
-                }
-            )
-    return checks, rows
+        )
+        expected_end = "collapse" if factor < 1 else "antipodal"
+        wrong = int(np.sum(rho < -1 + DELTA)) if factor < 1 else int(np.sum(rho > 1 - DELTA))
+        undecided = int(np.sum(np.abs(rho) <= 1 - DELTA))
+        w_lo, w_hi = wilson(wrong, design.hybrid_paths, z)
+        allowance = undecided / design.hybrid_paths
+        verdict = FAIL if w_lo > allowance else PASS
+        config = {"beta": b, "eps2_over_eps2c": factor, "expected": expected_end}
+        check = Check(
+            "hybrid_dichotomy",
+            0.0,
+            wrong / design.hybrid_paths,
+            (w_lo, w_hi),
+            verdict,
+            config,
+            allowance,
+            confidence,
+            target=design.hybrid_target,
+            resolution=excess_resolution(design.hybrid_paths, min(allowance, 1.0), z),
+            note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
+            f"L = {depth}, {undecided} undecided of {design.hybrid_paths}",
+        )
+        row = {
+            "beta": b,
+            "eps2": factor * crit,
+            "eps2_c": crit,
+            "expected": expected_end,
+            "wrong_end": wrong,
+            "undecided": undecided,
+            "paths": design.hybrid_paths,
+        }
+        return check, row
+
+    results = concurrent_map(run, runs)  # one block a run, the runs side by side
+    return [check for check, _ in results], [row for _, row in results]
 
 
 STUDY = Study(
