@@ -52,7 +52,7 @@ def _grid(
         horizon=horizon,
         beta=BETA,
         paths=paths,
-        block_paths=64,
+        block_paths=128,  # 64 cost 7% more CPU (the quick profile, same numbers): small-N steps are call-bound
         **tolerance,
     )
 
