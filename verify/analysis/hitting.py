@@ -18,14 +18,13 @@ Two independent evaluations (they share only the derived q):
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import cache
 
 import mpmath
 import numpy as np
 import sympy as sp
-from scipy.integrate import IntegrationWarning, quad
+from scipy.integrate import quad
 
 from ..calculus import d
 from ..models import beta
@@ -300,7 +299,7 @@ def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200, 
     def log_g(x):
         return 0.5 * x * np.dot(w, regular(0.5 * x * (t + 1), d_value, beta_value)) / diffusion_factor
 
-    def lower(r0):  # int_{-1}^{r0} (1+rho)^{c_-} [(1-rho)^{-c_+} e^{Q}]
+    def lower(r0, quiet=0):  # int_{-1}^{r0} (1+rho)^{c_-} [(1-rho)^{-c_+} e^{Q}]
         return quad(
             lambda x: (1 - x) ** (-c_plus) * np.exp(log_g(x)),
             -1,
@@ -310,9 +309,10 @@ def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200, 
             epsabs=0,
             epsrel=1e-12,
             limit=200,
+            full_output=quiet,  # non-zero: QUADPACK's notice is returned, not warned
         )[0]
 
-    def upper(r0):
+    def upper(r0, quiet=0):
         return quad(
             lambda x: (1 + x) ** c_minus * np.exp(log_g(x)),
             r0,
@@ -322,17 +322,17 @@ def p_antipodal_double(d_value: int, beta_value: float, rho0, nodes: int = 200, 
             epsabs=0,
             epsrel=1e-12,
             limit=200,
+            full_output=quiet,  # non-zero: QUADPACK's notice is returned, not warned
         )[0]
 
     # Each quadrature touches only its own singular end: split the total at 0.
     total = lower(0.0) + upper(0.0)
     out = np.empty_like(rho0)
-    with warnings.catch_warnings():
-        # Within ~1e-15 of an end the tiny interval triggers QUADPACK's round-off notice; the value
-        # there is 0 or 1 to double precision and is checked below.
-        warnings.simplefilter("ignore", IntegrationWarning)
-        for i, r0 in enumerate(rho0):
-            out[i] = 1 - lower(r0) / total if r0 <= 0 else upper(r0) / total
+    # Within ~1e-15 of an end the tiny interval triggers QUADPACK's round-off notice; the value there is 0 or 1 to
+    # double precision and is checked below. Quiet by full_output, not warnings.catch_warnings: the filters are
+    # process-wide, and studies run side by side in threads (their notices leaked).
+    for i, r0 in enumerate(rho0):
+        out[i] = 1 - lower(r0, 1) / total if r0 <= 0 else upper(r0, 1) / total
     if not np.all((out >= -1e-12) & (out <= 1 + 1e-12)):
         raise ArithmeticError(f"P(antipodal) out of [0, 1]: {out}")
     return np.clip(out, 0.0, 1.0)
