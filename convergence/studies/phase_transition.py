@@ -368,19 +368,22 @@ def hybrid_dichotomy(design: PhaseDesign, seed: int, confidence: float) -> tuple
     ``hybrid_dichotomy`` fails when the runs ending at the wrong end are significantly more (Wilson interval at
     ``confidence``) than the undecided ones could explain."""
     z = confidence_z(confidence)
-    runs = [
-        (i, b, j, factor) for i, b in enumerate(design.hybrid_betas) for j, factor in enumerate(design.hybrid_factors)
-    ]
+    runs = []
+    # the symbolic and mpmath work here, in the calling thread: mpmath's working precision is process-wide, and the
+    # runs below go side by side in threads
+    for i, b in enumerate(design.hybrid_betas):
+        crit = float(verify.critical_eps2(b))
+        for j, factor in enumerate(design.hybrid_factors):
+            eps = math.sqrt(factor * crit)
+            exponents = [
+                float(end.growth_exponent.subs({beta_symbol: b, eps_symbol: eps})) for end in hybrid_ends().values()
+            ]
+            attracting = min(abs(lam) for lam in exponents if lam < 0)
+            T = min(design.max_horizon, HORIZON_FACTOR / attracting)
+            runs.append((i, b, j, factor, crit, eps, T))
 
     def run(item: tuple) -> tuple[Check, dict]:
-        i, b, j, factor = item
-        crit = float(verify.critical_eps2(b))
-        eps = math.sqrt(factor * crit)
-        exponents = [
-            float(end.growth_exponent.subs({beta_symbol: b, eps_symbol: eps})) for end in hybrid_ends().values()
-        ]
-        attracting = min(abs(lam) for lam in exponents if lam < 0)
-        T = min(design.max_horizon, HORIZON_FACTOR / attracting)
+        i, b, j, factor, crit, eps, T = item
         depth = round(T / design.hybrid_step)
         model = HybridModel(dim=3, beta=b, eps=eps)
         rho = overlap(
