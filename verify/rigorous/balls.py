@@ -49,23 +49,22 @@ def to_ball(value) -> flint.arb:
     return flint.arb(value)
 
 
+# The functions a closed form may call, each on a ball made by ``to_ball``: ``BALLS`` offers them, and
+# ``certified.arb_function`` hands them to sympy's lambdify.
+ARB_FUNCTIONS = {
+    name: (lambda x, name=name: getattr(to_ball(x), name)())
+    for name in ("exp", "log", "sqrt", "cosh", "sinh", "tanh", "acosh")
+}
+
+
 class BallContext:
-    """The context ``BALLS``: the operations a closed form takes from ``ctx``, in ball arithmetic."""
+    """The context ``BALLS``: the operations a closed form takes from ``ctx``, in ball arithmetic (``ARB_FUNCTIONS``;
+    ``sqrt`` is NaN-valued, undecided in every comparison, when the ball reaches below 0)."""
 
     mpf = staticmethod(to_ball)
-
-    @staticmethod
-    def exp(x) -> flint.arb:
-        return to_ball(x).exp()
-
-    @staticmethod
-    def sqrt(x) -> flint.arb:
-        """NaN-valued (undecided in every comparison) when the ball reaches below 0."""
-        return to_ball(x).sqrt()
-
-    @staticmethod
-    def log(x) -> flint.arb:
-        return to_ball(x).log()
+    exp = staticmethod(ARB_FUNCTIONS["exp"])
+    log = staticmethod(ARB_FUNCTIONS["log"])
+    sqrt = staticmethod(ARB_FUNCTIONS["sqrt"])
 
     @staticmethod
     def box(lo, hi) -> flint.arb:

@@ -20,25 +20,15 @@ import sympy as sp
 from ..analysis import critical_beta_closed_form, fedorov_ends
 from ..calculus import d, sigma
 from ..models import beta
-from .balls import precision, to_mpf
+from .balls import ARB_FUNCTIONS, precision, to_mpf
 
 ENCLOSURE_BITS = 53  # endpoints are then exact double-precision (and mpmath default) numbers
 CHECK_BITS = 256
 
-_ARB_FUNCTIONS = {
-    "cosh": lambda x: flint.arb(x).cosh(),
-    "sinh": lambda x: flint.arb(x).sinh(),
-    "tanh": lambda x: flint.arb(x).tanh(),
-    "exp": lambda x: flint.arb(x).exp(),
-    "log": lambda x: flint.arb(x).log(),
-    "sqrt": lambda x: flint.arb(x).sqrt(),
-    "acosh": lambda x: flint.arb(x).acosh(),
-}
-
 
 def arb_function(expr: sp.Expr, variables) -> Callable[..., flint.arb]:
     """A sympy expression as a function evaluated in ball arithmetic."""
-    return sp.lambdify(variables, expr, modules=[_ARB_FUNCTIONS])
+    return sp.lambdify(variables, expr, modules=[ARB_FUNCTIONS])
 
 
 @dataclass(frozen=True)
