@@ -82,7 +82,7 @@ def switching_checks(name: str, variances: tuple[float, ...], horizon: float) ->
         Verdict.of(certified == len(variances)),
         {"spectrum": name},
         false_failure_rate=0.0,
-        note="coordinates whose gain sign is certified: positive before t_j, negative after (interval "
+        note="coordinates whose gain sign is certified: positive before t_j, negative after (ball "
         "arithmetic, margins 1e-3 of the distance to the ends); " + ", ".join(notes) + f", t_D+1 = T = {horizon}",
     )
     return [check], times
