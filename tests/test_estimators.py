@@ -194,13 +194,13 @@ def test_bootstrap_medians_equal_the_medians_of_the_same_resamples(paths):
     np.testing.assert_array_equal(fast, direct)
 
 
-@pytest.mark.parametrize("window", [None, 0, 3])
-def test_bootstrap_medians_read_off_a_window_of_ranks_are_the_medians_of_the_same_resamples(window):
-    """At 20000 paths the ranks are read off a window of sorted positions (about 12 standard deviations wide by
-    default; 0 and 3 send most resamples to the whole order): np.median of each resample, bit for bit."""
+@pytest.mark.parametrize(("paths", "window"), [(20_000, None), (20_000, 0), (20_000, 3), (100_000, None)])
+def test_bootstrap_medians_read_off_a_window_of_ranks_are_the_medians_of_the_same_resamples(paths, window):
+    """The ranks are read off a window of sorted positions (about 12 standard deviations wide by default; 0 and 3
+    send most resamples to the whole order; at 100000 paths the 12 replicates come in two batches): np.median of
+    each resample, bit for bit."""
     from convergence.statistics import bootstrap_medians
 
-    paths = 20_000
     values = np.round(np.random.default_rng(paths).standard_normal((paths, 3)), 2)  # ties
     fast = bootstrap_medians(values, np.random.default_rng(6), 12, window)
     rng = np.random.default_rng(6)
