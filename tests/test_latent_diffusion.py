@@ -330,3 +330,27 @@ def test_the_optimal_stopping_time_is_found_where_the_distance_is_flat_to_roundi
     assert 1.9999999999943765 <= t_star <= 1.9999999999968376
     grid = [mpmath.mpf(2) * k / 400 for k in range(401)] + [2 - mpmath.mpf(10) ** (-k / 4) for k in range(4, 49)]
     assert all(value <= distance(mpmath.mp, setting, t, 9) for t in grid)
+
+
+def test_ball_precision_blocks_of_two_threads_do_not_change_each_others_precision():
+    """flint's precision is process-wide: a block in one thread must keep its bits while another thread's block
+    (another precision) starts and ends (studies run side by side in threads)."""
+    import threading
+    import time
+
+    import flint
+
+    seen: dict[int, list[int]] = {53: [], 300: []}
+
+    def hold(bits: int) -> None:
+        with precision(bits):
+            for _ in range(20):
+                seen[bits].append(flint.ctx.prec)
+                time.sleep(0.001)
+
+    threads = [threading.Thread(target=hold, args=(bits,)) for bits in (53, 300)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == {53: [53] * 20, 300: [300] * 20}

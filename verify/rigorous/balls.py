@@ -9,21 +9,26 @@ asserts a sign and anything undecided reads False.
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 import flint
 import mpmath
 
+_PRECISION_LOCK = threading.RLock()  # flint's precision is process-wide; studies run side by side in threads
+
 
 @contextmanager
 def precision(bits: int):
-    """Set flint's working precision (bits) for the block."""
-    saved = flint.ctx.prec
-    flint.ctx.prec = bits
-    try:
-        yield
-    finally:
-        flint.ctx.prec = saved
+    """Set flint's working precision (bits) for the block, which holds a process-wide lock: another thread's block
+    waits instead of changing the precision under this one (blocks nest within a thread)."""
+    with _PRECISION_LOCK:
+        saved = flint.ctx.prec
+        flint.ctx.prec = bits
+        try:
+            yield
+        finally:
+            flint.ctx.prec = saved
 
 
 def to_mpf(value: flint.arb) -> mpmath.mpf:
