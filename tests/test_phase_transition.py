@@ -1,6 +1,6 @@
 """Model F's phase transition below beta_c: runs lingering near -1 at the horizon are followed until they collapse,
 the two-token chain lets a pair at 1 + rho = 1e-20 leave -1 (exact antipodality would be kept), and the phase map's
-difference in standard errors."""
+difference in standard errors, and the runs each cell is planned to take."""
 
 import math
 import re
@@ -9,9 +9,18 @@ import numpy as np
 import pytest
 
 import verify
-from convergence.experiments import DELTA, PHASE_DESIGNS, pending_runs, run_until_decided
+from convergence.experiments import (
+    DELTA,
+    MAX_UNDECIDED,
+    PHASE_DESIGNS,
+    pending_runs,
+    planned_paths,
+    probability_check,
+    run_until_decided,
+)
 from convergence.models import FedorovModel, TwoTokenOverlapChain
 from convergence.paths import fixed_overlap, fixed_state, overlap, path_states, simulate
+from convergence.statistics import confidence_z, excess_resolution, family_confidence, z_confidence
 from convergence.studies import phase_transition as pt
 
 CHAIN = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=4, beta=0.5268, sigma=1.0))  # 0.8 beta_c(4)
@@ -77,3 +86,49 @@ def test_the_phase_map_measures_differences_in_binomial_standard_errors():
     q = (100 + 0.5) / 2001
     assert pt.standard_error_units(0.05, 0.04, 2000) == pytest.approx(0.01 / math.sqrt(q * (1 - q) / 2000), rel=1e-12)
     assert pt.standard_error_units(0.01, 0.0, 2000) > 3  # 20 of 2000 where none can end antipodal: far off
+
+
+def _family_z(profile: str) -> float:
+    design = PHASE_DESIGNS[profile]
+    grid_points = sum(len(pt.beta_grid(dim, design)) for dim in design.dims)
+    return confidence_z(family_confidence(pt.family_size(design, grid_points)))
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_a_cell_predicted_near_one_half_takes_every_run_and_one_near_an_end_a_quarter(profile):
+    design, z = PHASE_DESIGNS[profile], _family_z(profile)
+    assert planned_paths(design, 0.5, z) == design.paths
+    assert planned_paths(design, 0.0, z) == planned_paths(design, 1.0, z) == design.paths // 4
+    sizes = [planned_paths(design, p, z) for p in np.linspace(0.0, 0.5, 26)]
+    assert sizes == sorted(sizes)  # more runs as the binomial variance grows
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_planned_cells_resolve_their_targets_when_the_prediction_holds(profile):
+    """Wherever the plan cuts the runs, binomial counts at the planned number give a probability check whose
+    resolution, with the largest allowance the undecided check lets through (2%), meets the target in at least 99%
+    of draws, and an undecided check whose resolution meets its own target (cells at the budget run as before)."""
+    design, z = PHASE_DESIGNS[profile], _family_z(profile)
+    rng = np.random.default_rng(3)
+    planned = [(p, planned_paths(design, p, z)) for p in np.linspace(0.0, 1.0, 81)]
+    cut = [(p, n) for p, n in planned if n < design.paths]
+    assert len(cut) >= 8
+    for p, n in cut:
+        counts = rng.binomial(n, p, size=400)
+        resolutions = [
+            probability_check(k, n, p, MAX_UNDECIDED, z_confidence(z), {}, target=design.probability_target).resolution
+            for k in counts
+        ]
+        assert np.mean(np.array(resolutions) <= design.probability_target) >= 0.99, (p, n)
+        assert excess_resolution(n, MAX_UNDECIDED, z) <= design.fraction_target
+
+
+def test_a_wrong_prediction_near_zero_is_not_passed_at_its_planned_runs():
+    """The plan follows the prediction, not the runs: a cell predicted at 0 whose true probability is 0.1 (more than
+    the target 0.075 off) gets a quarter of the runs, and its check passes in at most 10% of draws (90% power)."""
+    design, z = PHASE_DESIGNS["full"], _family_z("full")
+    n = planned_paths(design, 0.0, z)
+    assert n < design.paths
+    counts = np.random.default_rng(4).binomial(n, 0.1, size=400)
+    verdicts = [probability_check(k, n, 0.0, 0.0, z_confidence(z), {}).verdict for k in counts]
+    assert verdicts.count("pass") <= 0.1 * len(verdicts)

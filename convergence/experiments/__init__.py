@@ -79,6 +79,7 @@ from .mutants import DriftScaled, catalogue, miss_probability, pooled_check, rej
 from .overlap_ends import (
     DELTA,
     HORIZON_FACTOR,
+    MAX_UNDECIDED,
     MERGE_TARGET,
     PHASE_DESIGNS,
     PhaseDesign,
@@ -88,6 +89,7 @@ from .overlap_ends import (
     merge_probability_check,
     pending_runs,
     phase_horizon,
+    planned_paths,
     probability_check,
     run_until_decided,
 )
@@ -145,8 +147,10 @@ __all__ = [
     "MERGE_TARGET",
     "HORIZON_FACTOR",
     "PHASE_DESIGNS",
+    "MAX_UNDECIDED",
     "PhaseDesign",
     "phase_horizon",
+    "planned_paths",
     "antipodal_share_check",
     "decided_ends",
     "pending_runs",

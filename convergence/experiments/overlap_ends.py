@@ -36,8 +36,11 @@ from ..statistics import (
     PASS,
     Check,
     confidence_z,
+    detectable_effect,
     effect_check,
+    excess_resolution,
     wilson,
+    z_confidence,
     z_value,
 )
 
@@ -50,6 +53,8 @@ CHUNKS = 4  # a horizon is run in parts; after each, runs decided (and unlikely 
 FOLLOW_CHUNKS = 8  # runs undecided or likely to switch at T are followed for up to this many more horizons
 SWITCH_THRESHOLD = 1e-3  # a decided run that switches ends with a larger probability is followed
 FOLLOW_ALLOWANCE = 0.005  # above beta_c, runs are followed while the allowance exceeds this (a fifteenth of the target)
+MAX_UNDECIDED = 0.02  # a fraction of runs claimed small (undecided, still merging) may be up to this
+PLAN_DIVISORS = (4, 2, 1)  # a grid cell runs paths / 4, paths / 2 or paths (``planned_paths``)
 
 
 def switch_probabilities(distances: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -327,6 +332,10 @@ class PhaseDesign:
     fraction_target: float = 0.08
     # hybrid_dichotomy's allowance is its undecided fraction (up to 7% at the full profile), so its target is wider
     hybrid_target: float = 0.15
+    # a grid cell's probability check is planned to resolve this share of its target at the predicted probability;
+    # the rest is left to the allowance (undecided runs, up to 0.02 where the horizon is capped) and the estimate's
+    # scatter about the prediction (``planned_paths``)
+    plan_margin: float = 0.6
 
     @property
     def many_tokens_step(self) -> float:
@@ -362,6 +371,29 @@ PHASE_DESIGNS = {
         many_beta_factors=(0.5, 0.8, 1.25, 1.6, 2.5, 4.5),
     ),
 }
+
+
+def planned_paths(design: PhaseDesign, predicted: float, z: float) -> int:
+    """The runs of one grid cell: the fewest of ``design.paths`` / 4, / 2 and / 1 at which (i) the probability check's
+    resolution at the predicted probability, ``detectable_effect`` of the Wilson interval (at ``z``) of
+    round(predicted n) of n runs, is at most ``design.plan_margin`` x ``design.probability_target``, and (ii) the
+    undecided check's resolution, ``excess_resolution(n, MAX_UNDECIDED, z)`` (a function of n alone), is at most
+    ``design.fraction_target``. A cell whose prediction is near 0 or 1 decides with fewer runs (binomial variance
+    p (1 - p)); one near 1/2 takes them all.
+
+    The plan depends on the claim under test (its prediction) and the design, never on the runs, so every interval
+    keeps its level. A wrong prediction changes only how many runs its cell gets: its check states the resolution
+    its runs give, and is inconclusive when that exceeds the target."""
+    confidence = z_confidence(z)
+    for divisor in PLAN_DIVISORS:
+        paths = design.paths // divisor
+        probability = detectable_effect(wilson(round(predicted * paths), paths, z), 0.0, confidence)
+        if (
+            probability <= design.plan_margin * design.probability_target
+            and excess_resolution(paths, MAX_UNDECIDED, z) <= design.fraction_target
+        ):
+            return paths
+    return design.paths
 
 
 def phase_horizon(dim: int, beta: float, design: PhaseDesign) -> float:

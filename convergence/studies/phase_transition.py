@@ -8,9 +8,10 @@ rare; a run is decided when rho is within ``DELTA`` of an end (``experiments.ove
 and unlikely to switch ends, and runs undecided or likely to switch at T are followed further
 (``run_until_decided``). Allowance: the undecided fraction plus, for each decided run, the probability that it would
 still switch ends, bounded from the scale function at the next tabulated distance at least as large as the run's own
-distance to its end (P(antipodal | rho) is monotone). Intervals are Wilson intervals; every statistical check of the
-study (grid, many tokens, hybrid) is one Bonferroni family at 1% (``family_size``). A check's resolution is the
-smallest departure of the probability it rejects with 90% power (``detectable_effect``)."""
+distance to its end (P(antipodal | rho) is monotone). A cell runs as many paths as its check needs at the
+predicted probability (``planned_paths``: fewer near 0 and 1). Intervals are Wilson intervals; every statistical
+check of the study (grid, many tokens, hybrid) is one Bonferroni family at 1% (``family_size``). A check's
+resolution is the smallest departure of the probability it rejects with 90% power (``detectable_effect``)."""
 
 from __future__ import annotations
 
@@ -26,14 +27,16 @@ from verify.models import eps as eps_symbol
 from ..experiments import (
     DELTA,
     HORIZON_FACTOR,
+    MAX_UNDECIDED,
     PHASE_DESIGNS,
     PhaseDesign,
     decided_ends,
     phase_horizon,
+    planned_paths,
     probability_check,
     run_until_decided,
 )
-from ..experiments.overlap_ends import CHUNKS, FOLLOW_ALLOWANCE, FOLLOW_CHUNKS, SWITCH_THRESHOLD
+from ..experiments.overlap_ends import CHUNKS, FOLLOW_ALLOWANCE, FOLLOW_CHUNKS, PLAN_DIVISORS, SWITCH_THRESHOLD
 from ..models import FedorovModel, HybridModel, TwoTokenOverlapChain
 from ..output import CellMap, Curve, Plot, StudyResult, headline
 from ..paths import CLASSES, class_fractions, fixed_overlap, overlap, simulate
@@ -53,7 +56,6 @@ from .base import ProgressFactory, Study
 
 NAME = "phase-transition"
 STUDY_KEY = STREAM_KEYS[NAME]
-MAX_UNDECIDED = 0.02
 NOISE_OFF_HORIZON, NOISE_OFF_STEP = 400.0, 0.05
 
 
@@ -89,27 +91,25 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         (dim, b), rho0, predicted = grid[index], design.rho0s[j], float(predictions[index][j])
         T = phase_horizon(dim, b, design)
         model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
-        key = (STUDY_KEY, index, j)
-        rho, depth, followed = run_until_decided(
-            model, rho0, T, design.step, design.paths, seed, key, design.block_paths
-        )
+        key, paths = (STUDY_KEY, index, j), planned_paths(design, predicted, z)
+        rho, depth, followed = run_until_decided(model, rho0, T, design.step, paths, seed, key, design.block_paths)
         antipodal, undecided, allowance = decided_ends(rho, dim, b)
         config = {"d": dim, "beta": b, "rho0": rho0}
         probability = probability_check(
             antipodal,
-            design.paths,
+            paths,
             predicted,
             allowance,
             confidence,
             config,
-            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {design.paths}{followed}",
+            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {paths}{followed}",
             design.probability_target,
         )
         # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
         undecided_check = small_fraction_check(
             "undecided",
             undecided,
-            design.paths,
+            paths,
             z,
             design.fraction_target,
             config,
@@ -121,11 +121,12 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             "beta": b,
             "rho0": rho0,
             "predicted": predicted,
-            "fraction": antipodal / design.paths,
+            "fraction": antipodal / paths,
             "ci": list(probability.ci),
             "undecided": undecided,
             "horizon": T,
             "depth": depth,
+            "paths": paths,
         }
 
     # the grid's 2 x (points x rho0s) blocks are submitted at once: short runs one after the other would each wait
@@ -139,7 +140,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     checks += many_checks + hybrid_checks
     plots = {
         "": _probability_plots(design, rows),
-        "phase-diagram": _phase_maps(rows, design.paths),
+        "phase-diagram": _phase_maps(rows),
         "many-tokens": many_plots,
     }
     params = {
@@ -148,6 +149,9 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "betas_d3": list(design.betas_d3),
         "rho0s": list(design.rho0s),
         "paths": design.paths,
+        "paths_plan": f"per cell the fewest of {', '.join(str(design.paths // k) for k in PLAN_DIVISORS)} runs at "
+        f"which the probability check resolves {design.plan_margin:g} x its target at the predicted probability and "
+        "the undecided check its target (each grid row's 'paths')",
         "sigma": 1.0,
         "sigma2_h": design.step,
         "many_tokens_sigma2_h": design.many_tokens_step,
@@ -167,6 +171,11 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"The n-token runs take sigma^2 h = {design.many_tokens_step:g} (the two-token grid: "
         f"{design.step:g}): their checks classify end configurations and claim no rate.",
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
+        f"Runs per cell: the fewest of {', '.join(str(design.paths // k) for k in PLAN_DIVISORS)} at which the "
+        f"probability check, at the scale function's P(antipodal), resolves {design.plan_margin:g} x its target "
+        "(the rest is left to the allowance and to the fraction's scatter) and the undecided check resolves its "
+        "target: cells predicted near 0 or 1 (binomial variance p (1 - p)) take fewer runs. The plan is a function "
+        "of the prediction under test, not of the runs, so the intervals keep their level.",
         f"Each horizon is run in {CHUNKS} parts; after each, the runs decided at an end with a probability of at "
         f"most {SWITCH_THRESHOLD:g} of still switching ends (scale function) stop, and that probability goes into the "
         "allowance. Runs undecided or likely to switch at T are followed (the same chain from their states, fresh "
@@ -215,7 +224,7 @@ def standard_error_units(fraction: float, predicted: float, paths: int) -> float
     return (fraction - predicted) / math.sqrt(q * (1 - q) / paths)
 
 
-def _phase_maps(rows: list[dict], paths: int) -> list[CellMap]:
+def _phase_maps(rows: list[dict]) -> list[CellMap]:
     """Per rho_0: the simulated fraction ending antipodal over (d, beta), the scale function's P(antipodal), and
     their difference in standard errors, each with the certified beta_c(d) drawn over it."""
     dims = sorted({r["d"] for r in rows})
@@ -237,7 +246,7 @@ def _phase_maps(rows: list[dict], paths: int) -> list[CellMap]:
             (
                 "(simulated - predicted) / SE",
                 "signed",
-                lambda r: standard_error_units(r["fraction"], r["predicted"], paths),
+                lambda r: standard_error_units(r["fraction"], r["predicted"], r["paths"]),
             ),
         ):
             values = [[value(r) for r in column] for column in cells]
