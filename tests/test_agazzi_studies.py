@@ -71,6 +71,9 @@ def test_quick_studies_pass(quick_reports):
     } == names
     for suffix in ("exponents", "energy"):
         assert (out / f"sync-agazzi-{suffix}.png").exists()
+    # each configuration is sized to its own target: its row says how many paths it ran
+    for section in ("exponents", "energy"):
+        assert all(isinstance(row["paths"], int) and row["paths"] > 0 for row in sync["params"][section]["configs"])
 
 
 @pytest.mark.slow  # a whole quick-profile study: minutes on 2 cores
