@@ -7,6 +7,7 @@ from __future__ import annotations
 from .balls import BALLS, precision
 from .certified import certify_critical_beta, critical_beta
 from .latent_stopping import (
+    FLOATS,
     STARTS,
     DerivativesByDimension,
     LatentSetting,
@@ -25,6 +26,7 @@ from .synchronisation import attention_energy_rate, certified_infimum, lambda_ba
 
 __all__ = [
     "BALLS",
+    "FLOATS",
     "DerivativesByDimension",
     "LatentSetting",
     "STARTS",

@@ -13,7 +13,7 @@ Conventions (docs/models.md section 4 leaves them open; these are ours, stated i
 
 Every formula takes a context ``ctx``: ``mpmath.mp`` for numbers, ``BALLS`` (``balls``, python-flint's arb) for
 enclosures over a box of times (certified signs: a sign is asserted only when a whole box has it; undecided gives
-None).
+None), and ``FLOATS`` for numpy float64 arrays of times (uncapped scores): one call per scan or plot.
 """
 
 from __future__ import annotations
@@ -25,8 +25,23 @@ from dataclasses import dataclass
 
 import flint
 import mpmath
+import numpy as np
 
 from .balls import BALLS, precision
+
+
+class FloatContext:
+    """The context ``FLOATS``: the closed forms on numpy float64 arrays of times, evaluated at all of them in one call
+    (scans for sign changes, plots). Rounded like ``mpmath.mp`` at its default 53 bits, up to an ulp of numpy's
+    exp and sqrt; nothing is certified (``BALLS`` is), and capped scores (a branch per time) need ``mpmath.mp``."""
+
+    mpf = staticmethod(lambda x: np.float64(x) if np.ndim(x) == 0 else np.asarray(x, dtype=np.float64))
+    exp = staticmethod(np.exp)
+    log = staticmethod(np.log)
+    sqrt = staticmethod(np.sqrt)
+
+
+FLOATS = FloatContext()
 
 STARTS = ("forward", "standard")
 
@@ -232,8 +247,13 @@ def ldm_switching_times(variances, T=2.0, dps: int = 30) -> list[mpmath.mpf]:
         return [helpful_from(s2, setting.horizon) for s2 in setting.variances] + [mpmath.mpf(setting.horizon)]
 
 
-def optimal_dimension(setting: LatentSetting, t) -> int:
-    """The latent dimension with the smallest distance at backward time t (the smallest one on ties)."""
+def optimal_dimension(setting: LatentSetting, t, ctx=mpmath.mp):
+    """The latent dimension with the smallest distance at backward time t (the smallest one on ties); with
+    ``ctx = FLOATS`` and an array of times, the dimensions at every time (an integer array, float64 distances)."""
+    if ctx is FLOATS:
+        times = np.asarray(t, dtype=np.float64)
+        values = [np.broadcast_to(distance(FLOATS, setting, times, d), times.shape) for d in range(setting.dim + 1)]
+        return np.argmin(np.stack(values), axis=0)  # the first minimum: the smallest d on ties
     values = [distance(mpmath.mp, setting, mpmath.mpf(t), d) for d in range(setting.dim + 1)]
     return min(range(len(values)), key=lambda d: (values[d], d))
 
@@ -261,7 +281,8 @@ def optimal_stopping_time(setting: LatentSetting, d: int, grid: int = 400) -> tu
     """``(t*, W2^2(t*))`` minimising the distance over [0, T] for fixed d: the endpoints and every root of the
     derivative in a cell where it changes sign from - to +. Cells: a uniform grid of ``grid`` cells plus
     remaining times T - t = 10^-12 .. 10^-1 (a tiny variance turns within 1e-10 of the end); capped scores: the
-    grid points themselves."""
+    grid points themselves. The derivative's signs at the cell ends come from one ``FLOATS`` call; roots and
+    distances are evaluated with ``mpmath.mp``."""
     setting.check_dimension(d)
     horizon = mpmath.mpf(setting.horizon)
     near_end = [horizon - mpmath.mpf(10) ** (-k / 4) for k in range(4, 49)]
@@ -269,7 +290,7 @@ def optimal_stopping_time(setting: LatentSetting, d: int, grid: int = 400) -> tu
     candidates = [mpmath.mpf(0), horizon]
     if setting.cap is None:
         f = lambda x: distance_derivative(mpmath.mp, setting, x, d)
-        slopes = [f(x) for x in ts]
+        slopes = distance_derivative(FLOATS, setting, np.array([float(x) for x in ts]), d)
         for k in range(len(ts) - 1):
             if slopes[k] < 0 < slopes[k + 1]:
                 candidates.append(bracketed_root(f, ts[k], ts[k + 1]))
