@@ -384,3 +384,25 @@ def test_float64_arrays_of_times_give_the_30_digit_distances_slopes_and_optimal_
         with mpmath.workdps(30):
             dims = [optimal_dimension(setting, t) for t in times]
         np.testing.assert_array_equal(optimal_dimension(setting, times, FLOATS), dims)
+
+
+def test_a_ball_converts_to_mpmath_exactly_without_setting_mpmaths_process_wide_precision():
+    """``to_mpf`` of an exact 300-bit ball is that number, and it never sets mpmath's working precision (a study in
+    another thread would compute at it)."""
+    from unittest import mock
+
+    import flint
+
+    from verify.rigorous.balls import to_mpf
+
+    with precision(400):
+        ball = flint.arb(2) ** -300 * 3 + 1
+    context = type(mpmath.mp)
+    prec = context.prec
+    sets = []
+    recording = property(prec.fget, lambda ctx, bits: (sets.append(bits), prec.fset(ctx, bits)))
+    with mock.patch.object(context, "prec", recording):
+        value = to_mpf(ball)
+    assert sets == []
+    with mpmath.workprec(400):
+        assert value - 1 == 3 * mpmath.mpf(2) ** -300

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import flint
 import mpmath
+from mpmath.libmp import from_man_exp
 
 _PRECISION_LOCK = threading.RLock()  # flint's precision is process-wide; studies run side by side in threads
 
@@ -32,12 +33,12 @@ def precision(bits: int):
 
 
 def to_mpf(value: flint.arb) -> mpmath.mpf:
-    """An exact arb (radius 0) as an mpmath number, without rounding."""
+    """An exact arb (radius 0) as an mpmath number, without rounding. Built from its mantissa and exponent directly:
+    mpmath's working precision is process-wide, and raising it here would change another thread's arithmetic."""
     if not value.is_exact():
         raise ValueError("only an exact ball converts without rounding")
     man, exp = value.man_exp()
-    with mpmath.workprec(max(53, int(man).bit_length())):
-        return mpmath.mpf((int(man), int(exp)))
+    return mpmath.mp.make_mpf(from_man_exp(int(man), int(exp)))
 
 
 def to_ball(value) -> flint.arb:
