@@ -386,23 +386,19 @@ def test_float64_arrays_of_times_give_the_30_digit_distances_slopes_and_optimal_
         np.testing.assert_array_equal(optimal_dimension(setting, times, FLOATS), dims)
 
 
-def test_a_ball_converts_to_mpmath_exactly_without_setting_mpmaths_process_wide_precision():
-    """``to_mpf`` of an exact 300-bit ball is that number, and it never sets mpmath's working precision (a study in
-    another thread would compute at it)."""
+def test_certified_enclosures_convert_to_mpmath_without_setting_mpmaths_process_wide_precision():
+    """``critical_beta`` hands its arb enclosure over as mpmath numbers, exactly (the ends are dyadic: at 400 bits they
+    equal the 53-bit results), and never sets mpmath's working precision: a study in another thread computes at
+    it (phase-transition calls ``critical_beta`` from its grid runs side by side with other studies)."""
     from unittest import mock
 
-    import flint
-
-    from verify.rigorous.balls import to_mpf
-
-    with precision(400):
-        ball = flint.arb(2) ** -300 * 3 + 1
     context = type(mpmath.mp)
     prec = context.prec
     sets = []
     recording = property(prec.fget, lambda ctx, bits: (sets.append(bits), prec.fset(ctx, bits)))
     with mock.patch.object(context, "prec", recording):
-        value = to_mpf(ball)
+        lo, hi = verify.critical_beta(5)
     assert sets == []
+    assert 0 < hi - lo < 1e-12
     with mpmath.workprec(400):
-        assert value - 1 == 3 * mpmath.mpf(2) ** -300
+        assert (lo, hi) == verify.critical_beta(5)
