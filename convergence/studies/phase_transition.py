@@ -143,13 +143,14 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "phase-diagram": _phase_maps(rows),
         "many-tokens": many_plots,
     }
+    ladder = ", ".join(str(design.paths // k) for k in PLAN_DIVISORS)  # the runs a grid cell may take
     params = {
         "dims": list(design.dims),
         "beta_factors_of_beta_c": list(design.beta_factors),
         "betas_d3": list(design.betas_d3),
         "rho0s": list(design.rho0s),
         "paths": design.paths,
-        "paths_plan": f"per cell the fewest of {', '.join(str(design.paths // k) for k in PLAN_DIVISORS)} runs at "
+        "paths_plan": f"per cell the fewest of {ladder} runs at "
         f"which the probability check resolves {design.plan_margin:g} x its target at the predicted probability and "
         "the undecided check its target (each grid row's 'paths')",
         "sigma": 1.0,
@@ -171,7 +172,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"The n-token runs take sigma^2 h = {design.many_tokens_step:g} (the two-token grid: "
         f"{design.step:g}): their checks classify end configurations and claim no rate.",
         "For d = 3, beta_c = 0: every beta > 0 lies above it, so that row has no beta below the threshold.",
-        f"Runs per cell: the fewest of {', '.join(str(design.paths // k) for k in PLAN_DIVISORS)} at which the "
+        f"Runs per cell: the fewest of {ladder} at which the "
         f"probability check, at the scale function's P(antipodal), resolves {design.plan_margin:g} x its target "
         "(the rest is left to the allowance and to the fraction's scatter) and the undecided check resolves its "
         "target: cells predicted near 0 or 1 (binomial variance p (1 - p)) take fewer runs. The plan is a function "

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 import sympy as sp
@@ -52,7 +53,7 @@ from ..models import (
     QuadraticFormModel,
 )
 from ..output import Curve, Plot, StudyResult, headline
-from ..paths import fixed_overlap, overlap, simulate
+from ..paths import RecordGrid, fixed_overlap, overlap, simulate
 from ..runtime import STREAM_KEYS, block_count
 from ..statistics import (
     FAMILY_ALPHA,
@@ -79,6 +80,7 @@ ANTIPODAL_SHARE = 0.1  # two opposite groups of k and n - k tokens hold k (n - k
 CHECKS = 2 * len(EXPONENT_CONFIGS) + len(ENERGY_CONFIGS) + 2 + 2 * len(QF_RHO0S) + 2
 CHECK_ALPHA = FAMILY_ALPHA / CHECKS
 CONFIDENCE_LEVEL = 1.0 - CHECK_ALPHA
+GridT = TypeVar("GridT", bound=RecordGrid)
 
 
 @dataclass(frozen=True)
@@ -102,13 +104,17 @@ class SyncDesign:
 
     def exponent_design(self, act: str, dim: int) -> ExponentDesign:
         """The exponents' design of one configuration: its own number of paths where ``exponent_paths`` names it."""
-        paths = {(a, d): n for a, d, n in self.exponent_paths}.get((act, dim), self.exponents.paths)
-        return replace(self.exponents, paths=paths)
+        return _own_paths(self.exponents, self.exponent_paths, (act, dim))
 
     def energy_design(self, act: str, attention: str) -> EnergyDesign:
         """The energy experiment's design of one configuration: its own paths where ``energy_paths`` names it."""
-        paths = {(a, v): n for a, v, n in self.energy_paths}.get((act, attention), self.energy.paths)
-        return replace(self.energy, paths=paths)
+        return _own_paths(self.energy, self.energy_paths, (act, attention))
+
+
+def _own_paths(design: GridT, overrides: tuple[tuple, ...], config: tuple) -> GridT:
+    """``design`` with the paths that ``overrides`` ((*config, paths) entries) gives ``config``, else its own."""
+    paths = {tuple(entry[:-1]): entry[-1] for entry in overrides}.get(config, design.paths)
+    return replace(design, paths=paths)
 
 
 def _repulsive(paths: int) -> tuple[tuple[str, str, int], ...]:
