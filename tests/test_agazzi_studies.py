@@ -7,21 +7,26 @@ import pytest
 
 from convergence.cli import main
 from convergence.experiments import (
+    EnergyDesign,
     ExponentDesign,
     StrongDesign,
     WidthDesign,
     analyse_strong,
     analyse_width,
     bootstrap_generator,
+    compare_with_bound,
     coupled_strong_errors,
     coupled_width_errors,
+    energy_bound_check,
     exponent_check,
     mean_square_exponent,
     median_exponent,
+    record_energy,
     record_log_distances,
 )
-from convergence.models import AgazziModel, AgazziSDE, GaussianField
+from convergence.models import ATTENTION, AgazziModel, AgazziSDE, GaussianField
 from verify.analysis import KernelSpec, activation_constants, exponents
+from verify.rigorous import attention_energy_rate, lambda_bar_prime
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +152,26 @@ def test_the_figure_rule_rejects_swapped_activations_and_tolerates_a_transient_g
     assert share("tanh", tanh, True).verdict == "pass"
     assert share("relu", tanh, False).verdict == "fail"  # tanh claimed as ReLU
     assert share("tanh", relu, True).verdict == "fail"
+
+
+def test_the_energy_bound_rejects_a_rate_that_the_energy_exceeds_by_five_percent_and_cannot_pass_on_eight_paths():
+    """sync-agazzi's energy_bound on 16 tokens (tanh field, attractive attention, d = 5), 512 paths: the derived
+    rate eps + lambda_bar' passes; a rate whose bound the mean energy exceeds by 5% at its worst record time fails
+    (a near miss: the bound a few percent too tight). On 8 paths the true claim is inconclusive (resolution above
+    the target) and the near miss does not pass."""
+    design = EnergyDesign(horizon=4.0, steps=100, records=10, paths=512)
+    model = AgazziModel(16, GaussianField(KernelSpec("tanh", 5, 0.0, 0.0), 16), 1.0, ATTENTION["attractive"])
+    energy = record_energy(model, 1.0, design, 0, (7, 1))
+    derived = attention_energy_rate(ATTENTION["attractive"]) + float(lambda_bar_prime("tanh", 5, 0.0, 0.0, 1.0).upper)
+    mean, times = energy[:, 0].mean(axis=0), design.times
+    too_tight = float(np.max(np.log(mean[1:] / (1.05 * mean[0])) / times[1:]))  # worst ratio mean / bound: 1.05
+
+    def verdict(rate: float, paths: int):
+        check = energy_bound_check(compare_with_bound(energy[:paths], rate, design, 0.01), rate, {}, "", 0.01, 0.1)
+        return check.verdict, check.resolution
+
+    assert verdict(derived, 512) == ("pass", pytest.approx(0.02, abs=0.015))
+    assert verdict(too_tight, 512)[0] == "fail"
+    small, resolution = verdict(derived, 8)
+    assert small == "inconclusive" and resolution > 0.1
+    assert verdict(too_tight, 8)[0] != "pass"

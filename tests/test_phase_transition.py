@@ -132,3 +132,17 @@ def test_a_wrong_prediction_near_zero_is_not_passed_at_its_planned_runs():
     counts = np.random.default_rng(4).binomial(n, 0.1, size=400)
     verdicts = [probability_check(k, n, 0.0, 0.0, z_confidence(z), {}).verdict for k in counts]
     assert verdicts.count("pass") <= 0.1 * len(verdicts)
+
+
+def test_a_budget_too_small_for_the_target_is_taken_whole_and_its_check_cannot_pass():
+    """With 40 runs a cell cannot resolve the target: the plan takes all 40, and the check is inconclusive for the
+    true claim (0 of 40 antipodal, predicted 0) and never passes a near miss (true probability 0.05, predicted 0)."""
+    from dataclasses import replace
+
+    design, z = replace(PHASE_DESIGNS["full"], paths=40), _family_z("full")
+    assert planned_paths(design, 0.0, z) == 40
+    true_claim = probability_check(0, 40, 0.0, 0.0, z_confidence(z), {}, target=design.probability_target)
+    assert true_claim.verdict == "inconclusive" and true_claim.resolution > design.probability_target
+    counts = np.random.default_rng(5).binomial(40, 0.05, size=200)
+    verdicts = {probability_check(k, 40, 0.0, 0.0, z_confidence(z), {}).verdict for k in counts}
+    assert "pass" not in verdicts
