@@ -47,6 +47,24 @@ def test_blocked_attention_equals_the_full_softmax(rng, monkeypatch):
     assert_allclose(attention.attention_average(x, 3.0), full, rtol=0, atol=1e-14)
 
 
+@pytest.mark.parametrize("interaction", ["identity", "symmetric", "general"])
+@pytest.mark.parametrize("tokens", [128, 300])
+def test_attention_on_many_tokens_equals_the_softmax_on_either_route(rng, interaction, tokens):
+    """From 128 tokens on, symmetric scores (G = I or G = G^T) take half the exponentials (``_symmetric_average``);
+    a path that needs the shift, and every path of a general G, takes the row blocks. Beside each other in one batch,
+    each path equals the shifted softmax to rounding and is the same alone as in the batch."""
+    x = random_tokens(rng, 4, tokens, 5)
+    x[1] *= 1.05  # its score bound 280 x 1.1025 needs the shift; the others' 280 does not
+    a = rng.standard_normal((5, 5)) / 5
+    g = {"identity": None, "symmetric": np.eye(5) + a + a.T, "general": np.eye(5) + a}[interaction]
+    beta = 280.0 / (1.0 if g is None else np.linalg.norm(g, 2))
+    reference = attention.softmax_weights(attention.attention_scores(x, beta, g)) @ x
+    batch = attention.attention_average(x, beta, g)
+    assert_allclose(batch, reference, rtol=0, atol=1e-13)
+    for path in range(4):
+        np.testing.assert_array_equal(attention.attention_average(x[path : path + 1], beta, g), batch[path : path + 1])
+
+
 @pytest.mark.parametrize("tokens", [20, 300])
 def test_attention_and_energy_of_a_path_do_not_depend_on_the_paths_beside_it(tokens, rng):
     """Paths are grouped (20 tokens: 163 paths a group) or taken one at a time, attention in row blocks (300 tokens)
