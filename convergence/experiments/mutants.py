@@ -50,9 +50,17 @@ class Mutant:
 
 @dataclass(frozen=True, eq=False)
 class _Wrapped:
-    """Base of generic mutants: a claim built around the true one (same tokens, dimension and noise)."""
+    """Base of generic mutants: a claim built around the true one (same tokens, dimension, noise and diffusion;
+    ``keeps_diffusion_of`` names the claim whose diffusion it evaluates, so that a check can evaluate it once)."""
 
     true: LimitSDE
+
+    @property
+    def keeps_diffusion_of(self) -> LimitSDE:
+        return self.true
+
+    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self.true.diffusion(x, dw)
 
     @property
     def tokens(self) -> int:
@@ -79,9 +87,6 @@ class DriftScaled(_Wrapped):
 
     def drift(self, x: np.ndarray) -> np.ndarray:
         return self.factor * self.true.drift(x)
-
-    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return self.true.diffusion(x, dw)
 
     def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         drift, noise = drift_and_diffusion(self.true, x, dw)
@@ -111,9 +116,6 @@ class StratonovichAsIto(_Wrapped):
 
     def drift(self, x: np.ndarray) -> np.ndarray:
         return self.true.drift(x) - stratonovich_correction(self.true, x)
-
-    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return self.true.diffusion(x, dw)
 
 
 class _FedorovVariance(FedorovSDE):
