@@ -33,6 +33,7 @@ from convergence.runtime import (
     caching,
     concurrent_map,
     cpu_meter,
+    keep_freed_memory,
     map_blocks,
     scheduler,
     shared_result,
@@ -470,3 +471,39 @@ def test_power_judges_its_mean_field_near_misses_on_the_recordings_of_the_chaos_
     truth = {(c.name, str(c.config)): c.estimate for c in power}
     for check in chaos:
         assert truth[(check.name, str(check.config))] == check.estimate
+
+
+FREED_HEAP = """
+import ctypes, ctypes.util, sys
+import numpy as np
+from convergence.runtime import scheduler
+
+class Info(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.mallinfo2.restype = Info
+if sys.argv[1] == "scheduler":
+    with scheduler("sync"):
+        pass
+temporary = np.ones(2**20)  # 8 MiB
+del temporary
+print(libc.mallinfo2().fordblks)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt and mallinfo2")
+def test_the_process_that_runs_studies_keeps_freed_memory_like_the_workers():
+    """After a scheduler is entered, a freed 8 MiB numpy temporary stays in the heap for the next one
+    (``keep_freed_memory``); in a fresh process without it, glibc maps and unmaps it (the control)."""
+    free = {
+        case: int(
+            subprocess.run(
+                [sys.executable, "-c", FREED_HEAP, case], capture_output=True, text=True, check=True, cwd=ROOT
+            ).stdout
+        )
+        for case in ("scheduler", "default")
+    }
+    assert free["scheduler"] >= 8 * 2**20 > free["default"]
+    assert keep_freed_memory()

@@ -18,6 +18,7 @@ from .execution import (
     concurrent_map,
     cpu_meter,
     default_scheduler,
+    keep_freed_memory,
     map_blocks,
     scheduler,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "concurrent_map",
     "cpu_meter",
     "default_scheduler",
+    "keep_freed_memory",
     "identity",
     "in_reference_units",
     "measure_reference",
