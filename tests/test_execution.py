@@ -478,9 +478,11 @@ import ctypes, ctypes.util, sys
 import numpy as np
 from convergence.runtime import scheduler
 
+FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
 class Info(ctypes.Structure):  # glibc's struct mallinfo2
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    _fields_ = [(name, ctypes.c_size_t) for name in FIELDS.split()]
 
 libc = ctypes.CDLL(ctypes.util.find_library("c"))
 libc.mallinfo2.restype = Info
