@@ -349,3 +349,19 @@ def test_recorded_paths_do_not_depend_on_blocks():
     design = ExponentDesign(horizon=0.5, steps=20, records=5, paths=200, block_paths=4096)
     small = ExponentDesign(horizon=0.5, steps=20, records=5, paths=200, block_paths=64)
     assert_equal_to_rounding(record_log_distances(model, design, 3, (9,)), record_log_distances(model, small, 3, (9,)))
+
+
+@pytest.mark.parametrize("route", [{}, {"symmetric": True}, {"pivoted": True}])
+def test_a_repeated_covariance_is_factored_once_with_the_batch_numbers(rng, route):
+    """Every sample at one state (the local checks) repeats one covariance: factored once, its factor is bit for bit
+    the one that matrix gets inside a batch of distinct matrices, F F^T = C; a batch that differs in one matrix takes
+    the batched route."""
+    a = rng.standard_normal((4, 6))
+    c = a @ a.T
+    other = c + 1e-3 * np.eye(4)
+    repeated = psd_factor(np.broadcast_to(c, (5, 4, 4)), **route)
+    mixed = psd_factor(np.stack([c, c, other, c, c]), **route)
+    np.testing.assert_array_equal(repeated, mixed[[0, 1, 3, 4, 0]])
+    assert_allclose(repeated @ np.swapaxes(repeated, -1, -2), np.broadcast_to(c, (5, 4, 4)), atol=1e-12)
+    assert_allclose(mixed[2] @ mixed[2].T, other, atol=1e-12)
+    assert repeated.flags.writeable

@@ -28,8 +28,13 @@ def psd_factor(covariance: np.ndarray, symmetric: bool = False, pivoted: bool = 
     ``pivoted``: the pivoted Cholesky factor instead (LAPACK ``dpstrf``, stopping at the numerical rank), F = P L
     with P^T C P = L L^T: exact in law as well, about 60 times cheaper at n = 64, but not continuous in the matrix
     (the pivot order jumps), so only for sampling in law, never for pathwise couplings."""
+    covariance = np.asarray(covariance, dtype=np.float64)
+    first = covariance.reshape(-1, *covariance.shape[-2:])[:1]
+    if covariance.ndim > 2 and np.array_equal(covariance, np.broadcast_to(first, covariance.shape)):
+        # one matrix repeated (every sample at one state, as in the local checks): factored once, the same numbers
+        return np.broadcast_to(psd_factor(first[0], symmetric, pivoted), covariance.shape).copy()
     if pivoted:
-        return _pivoted_cholesky(np.asarray(covariance, dtype=np.float64))
+        return _pivoted_cholesky(covariance)
     values, vectors = np.linalg.eigh(covariance)
     factor = vectors * np.sqrt(np.clip(values, 0.0, None))[..., None, :]
     return factor @ np.swapaxes(vectors, -1, -2) if symmetric else factor
