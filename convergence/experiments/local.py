@@ -44,6 +44,7 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 from scipy import stats
@@ -146,6 +147,19 @@ class LocalSamples:
     probe_terms: np.ndarray  # (samples, 3, probes): [(u.Delta)^2 - (u.G)^2] / h
     claimed_cov: np.ndarray  # C = E[G G^T] / h at the finest step, (n d, n d)
     probe_variance: np.ndarray  # u^T C u per probe
+
+    # the Richardson extrapolations (R_1, R_2) each check takes, computed once for every claim that shares the samples
+    @cached_property
+    def drift_richardson(self) -> tuple[np.ndarray, np.ndarray]:
+        return richardson(self.drift)
+
+    @cached_property
+    def scale_richardson(self) -> tuple[np.ndarray, np.ndarray]:
+        return richardson(self.scale_terms[..., None])
+
+    @cached_property
+    def probe_richardson(self) -> tuple[np.ndarray, np.ndarray]:
+        return richardson(self.probe_terms)
 
 
 @dataclass(frozen=True)
@@ -427,7 +441,7 @@ class _ClaimChecks:
             ]
             return
         claimed = sde.drift(x[None])[0].reshape(-1)
-        r1, r2 = richardson(data.drift)
+        r1, r2 = data.drift_richardson
         bias = np.abs(r1.mean(axis=0) - r2.mean(axis=0)) / 3
         measured = r2.mean(axis=0)
         # the relative error is measured along the layer's drift where it is resolved, else along the claimed one
@@ -473,7 +487,7 @@ class _ClaimChecks:
             )
         )
         c_norm2 = float(np.sum(data.claimed_cov**2))
-        s1, s2 = richardson(data.scale_terms[..., None])
+        s1, s2 = data.scale_richardson
         checks.append(
             _interval_check(
                 "diffusion_scale",
@@ -489,7 +503,7 @@ class _ClaimChecks:
         )
         # relative to the mean variance per direction (a radial probe has claimed variance 0 on the sphere)
         scale = float(np.trace(data.claimed_cov)) / data.claimed_cov.shape[0]
-        p1, p2 = richardson(data.probe_terms)
+        p1, p2 = data.probe_richardson
         checks.append(
             _max_z_check(
                 "diffusion",
