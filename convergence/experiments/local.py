@@ -241,8 +241,8 @@ def local_samples(layer: LayerSamples, unit: np.ndarray, design: LocalDesign, pr
     g = np.sqrt(steps)[None, :, None] * unit[:, None, :]
     difference, total = layer.deltas - g, layer.deltas + g
     finest = np.ascontiguousarray(g[:, -1])
-    claimed_cov = finest.T @ finest  # numpy's A^T A is BLAS syrk: symmetric, about 3 times faster than einsum
-    claimed_cov = (claimed_cov + claimed_cov.T) / (2 * g.shape[0] * steps[-1])
+    claimed_cov = finest.T @ finest  # A^T A: BLAS syrk, about 3 times faster than einsum
+    claimed_cov = (claimed_cov + claimed_cov.T) / (2 * g.shape[0] * steps[-1])  # exactly symmetric: the identity
     return LocalSamples(
         drift=difference / h,
         scale_terms=np.sum((difference @ claimed_cov) * total, axis=-1) / steps[None, :],
