@@ -390,15 +390,14 @@ def local_checks_for_claims(
         layer = drawn[state_name] = layer_samples(layer_map, x, design, seed, (*key, index, 0), drawn.get(state_name))
         first = None  # the first claim's noise and statistics, shared by every claim with its diffusion
         for sde, result in zip(sdes, results):
-            if first is not None and _diffusion_source(sde) is _diffusion_source(sdes[0]):
-                data = first[1]  # the same function: the same numbers, not evaluated again
+            # the first claim's diffusion function gives the same numbers without being evaluated again
+            same_function = first is not None and _diffusion_source(sde) is _diffusion_source(sdes[0])
+            unit = None if same_function else claimed_noise(layer, layer_map.noise, sde, x)
+            if same_function or (first is not None and np.array_equal(first[0], unit)):
+                data = first[1]
             else:
-                unit = claimed_noise(layer, layer_map.noise, sde, x)
-                if first is not None and np.array_equal(first[0], unit):
-                    data = first[1]
-                else:
-                    data = local_samples(layer, unit, design, probes)
-                    first = first or (unit, data)
+                data = local_samples(layer, unit, design, probes)
+                first = first or (unit, data)
             result.add_state(data, sde, x, design, z, cfg, confidence)
     return [result.finish(design, z, config, confidence) for result in results]
 
