@@ -18,6 +18,7 @@ from convergence.experiments import (
     record_log_distances,
 )
 from convergence.models import (
+    FACTOR_FORMS,
     AgazziModel,
     FreshFeatureField,
     FrozenFeatureField,
@@ -270,7 +271,7 @@ def test_infinite_width_network_uses_the_kernel_matrix(rng):
     y = random_tokens(rng, 4, 3, 5)
     assert_allclose(net.covariance(y, None, 0.1), kernel(spec)(y @ np.swapaxes(y, -1, -2)), atol=1e-14)
     k = net.covariance(y, None, 0.1)
-    assert_allclose(psd_factor(k, symmetric=True) @ psd_factor(k, symmetric=True), k, atol=1e-12)
+    assert_allclose(psd_factor(k, "symmetric") @ psd_factor(k, "symmetric"), k, atol=1e-12)
     with pytest.raises(ValueError, match="widths"):
         WidthDesign(widths=(8, 4, 16))
 
@@ -287,6 +288,40 @@ def test_the_pivoted_factor_reproduces_the_kernel_matrix_also_when_tokens_merge(
         f = field.factor(y)
         assert_allclose(f @ np.swapaxes(f, -1, -2), k, atol=1e-12)
         assert np.linalg.matrix_rank(f[1], tol=1e-8) == 6 and np.linalg.matrix_rank(f[0], tol=1e-8) == 12
+
+
+def test_the_field_factor_is_nested_and_keeps_merged_tokens_together(rng):
+    """The infinite-width field's Cholesky factor: the first k tokens of an n-token field move as the k-token field
+    with the first k noise rows; tokens merged in one path (K singular, which LAPACK's dpotrf rejects) keep equal
+    rows, F F^T = K still, and the other paths of the batch get the factor they get alone, bit for bit."""
+    spec = KernelSpec("relu", 5, 0.0, 0.0)
+    y = random_tokens(rng, 4, 10, 5)
+    dz = rng.standard_normal((4, 10, 5))
+    full = GaussianField(spec, 10).increment(y, dz, 0.1)
+    assert_allclose(full[:, :6], GaussianField(spec, 6).increment(y[:, :6], dz[:, :6], 0.1), rtol=0, atol=1e-14)
+    merged = y.copy()
+    merged[2, 7:] = merged[2, 3]  # tokens 3, 7, 8, 9 of path 2 merged
+    f = GaussianField(spec, 10).factor(merged)
+    assert_allclose(f @ np.swapaxes(f, -1, -2), kernel(spec)(merged @ np.swapaxes(merged, -1, -2)), atol=1e-12)
+    assert_allclose(f[2, 7:], np.broadcast_to(f[2, 3], (3, 10)), rtol=0, atol=1e-7)
+    assert np.all(np.triu(f, 1) == 0.0)
+    for path in (0, 1, 3):
+        np.testing.assert_array_equal(f[path], GaussianField(spec, 10).factor(merged[path : path + 1])[0])
+
+
+def test_the_lower_factor_is_continuous_and_propagates_non_finite_input(rng):
+    """Cholesky is smooth where K is positive definite: a perturbation of the tokens of size eps moves the factor by
+    O(eps) (the symmetric root would too; the pivoted factor need not). A matrix with NaN gives NaN, not a factor."""
+    field = GaussianField(KernelSpec("tanh", 5, 0.1, 0.1), 8)
+    y = random_tokens(rng, 3, 8, 5)
+    direction = rng.standard_normal(y.shape)
+    for eps in (1e-4, 1e-6):
+        moved = y + eps * direction
+        moved /= np.linalg.norm(moved, axis=-1, keepdims=True)
+        assert np.max(np.abs(field.factor(moved) - field.factor(y))) < 100 * eps
+    bad = np.stack([np.eye(3), np.full((3, 3), np.nan)])
+    f = psd_factor(bad, "lower")
+    assert np.all(np.isnan(f[1][np.tril_indices(3)])) and np.array_equal(f[0], np.eye(3))
 
 
 # ---------------------------------------------------------------- energy and exponents
@@ -351,16 +386,16 @@ def test_recorded_paths_do_not_depend_on_blocks():
     assert_equal_to_rounding(record_log_distances(model, design, 3, (9,)), record_log_distances(model, small, 3, (9,)))
 
 
-@pytest.mark.parametrize("route", [{}, {"symmetric": True}, {"pivoted": True}])
-def test_a_repeated_covariance_is_factored_once_with_the_batch_numbers(rng, route):
+@pytest.mark.parametrize("form", FACTOR_FORMS)
+def test_a_repeated_covariance_is_factored_once_with_the_batch_numbers(rng, form):
     """Every sample at one state (the local checks) repeats one covariance: factored once, its factor is bit for bit
     the one that matrix gets inside a batch of distinct matrices, F F^T = C; a batch that differs in one matrix takes
     the batched route."""
     a = rng.standard_normal((4, 6))
     c = a @ a.T
     other = c + 1e-3 * np.eye(4)
-    repeated = psd_factor(np.broadcast_to(c, (5, 4, 4)), **route)
-    mixed = psd_factor(np.stack([c, c, other, c, c]), **route)
+    repeated = psd_factor(np.broadcast_to(c, (5, 4, 4)), form)
+    mixed = psd_factor(np.stack([c, c, other, c, c]), form)
     np.testing.assert_array_equal(repeated, mixed[[0, 1, 3, 4, 0]])
     assert_allclose(repeated @ np.swapaxes(repeated, -1, -2), np.broadcast_to(c, (5, 4, 4)), atol=1e-12)
     assert_allclose(mixed[2] @ mixed[2].T, other, atol=1e-12)

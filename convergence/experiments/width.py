@@ -116,7 +116,7 @@ class KernelMatrixNetwork:
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         y = attention_half_step(x, h, self.beta, self.v)
         dz = dw[:, : self.tokens, : self.dim]
-        return normalise(y + psd_factor(self.covariance(y, dw, h), symmetric=True) @ dz)
+        return normalise(y + psd_factor(self.covariance(y, dw, h), "symmetric") @ dz)
 
 
 def coupled_width_errors(

@@ -45,6 +45,7 @@ from .mlp_field import (
 )
 from .noise import (
     ENTRY_LAWS,
+    FACTOR_FORMS,
     CommonNoise,
     JointNoise,
     joint_noise,
@@ -70,6 +71,7 @@ __all__ = [
     "Claims",
     "CommonNoise",
     "ENTRY_LAWS",
+    "FACTOR_FORMS",
     "FedorovModel",
     "FedorovSDE",
     "FrameNoise",

@@ -94,7 +94,8 @@ class AgazziModel:
             exempt=exemptions(
                 pathwise=in_law_only(self.noise),
                 symbolic=None if isotropic else "the field's covariance is not k(<x, y>) I, as verify's model A's",
-                permutation="the noise is the field's values at the tokens: permuting them permutes it too"
+                permutation="the noise is the field's values at the tokens, factored in the token order: a permutation "
+                "acts in law"
                 if self.noise.shape[:1] == (self.tokens,)
                 else None,
                 rotation=None

@@ -22,10 +22,13 @@ the common noise term added to tokens y shaped (paths, n, d), from one layer's n
 
 ``GaussianField``  Infinite width: the centred Gaussian field with covariance k, sampled exactly and
     jointly at the n token positions: increment = F(Y) dZ with dZ an n x d matrix of N(0, h)
-    entries and F the symmetric square root of K(Y) = [k(<y_i, y_j>)] (continuous in Y, valid when K
-    is singular). For n = 2 a triangular factor written with the deficit k(1) - k(u) keeps full
-    relative precision for close pairs. dZ is Brownian, so this field refines in depth too (the
-    N-point motion is an SDE driven by Z with coefficient F(X)).
+    entries and F the lower-triangular Cholesky factor of K(Y) = [k(<y_i, y_j>)]: continuous in Y
+    where K is positive definite (distinct tokens), and nested: the first k tokens move as the
+    k-token field driven by the first k rows of dZ. Merged tokens (K singular) keep equal rows of F
+    and move together. For n = 2 the factor is written with the deficit k(1) - k(u), which keeps
+    full relative precision for close pairs. dZ is Brownian, so this field refines in depth too (the
+    N-point motion is an SDE driven by Z with coefficient F(X)). F follows the token order: a
+    permutation of the tokens permutes the field in law, not path by path.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class GaussianField:
 
     spec: KernelSpec
     tokens: int
-    # law-only sampling: the pivoted Cholesky factor of K(Y) from the Gram matrix (``psd_factor(pivoted=True)``),
+    # law-only sampling: the pivoted Cholesky factor of K(Y) from the Gram matrix (``psd_factor(form="pivoted")``),
     # about 60 times cheaper at n = 64 but not continuous in Y (no pathwise couplings); the Gram form resolves pairs
     # down to distances of about 1e-7 (1 - <y_i, y_j> carries an absolute rounding of 1e-16), below which they move
     # together to rounding
@@ -96,15 +99,18 @@ class GaussianField:
             f[:, 1, 0] = root - gap / root  # k(u) / sqrt(k1)
             f[:, 1, 1] = np.sqrt(np.clip(gap * (2.0 - gap / k.k1), 0.0, None))  # k1 - k(u)^2/k1
             return f
+        upper = np.triu_indices(self.tokens, 1)  # K is symmetric with k(1) on its diagonal: half the kernel calls
         if self.pivoted:
-            upper = np.triu_indices(self.tokens, 1)  # K is symmetric with k(1) on its diagonal: half the kernel calls
             gram = y @ np.swapaxes(y, -1, -2)  # BLAS: 40 times cheaper than the pairs' dot products at d = 64
-            off = k.k1 - k.deficit(1.0 - gram[..., upper[0], upper[1]])
-            covariance = np.full(y.shape[:-2] + (self.tokens, self.tokens), k.k1)
-            covariance[..., upper[0], upper[1]] = off
-            covariance[..., upper[1], upper[0]] = off
-            return psd_factor(covariance, pivoted=True)
-        return psd_factor(k.k1 - k.deficit(half_squared_distances(y)), symmetric=True)
+            z = 1.0 - gram[..., upper[0], upper[1]]
+        else:  # 1 - <y_i, y_j> from differences: full relative precision for close pairs
+            diff = y[..., upper[0], :] - y[..., upper[1], :]
+            z = 0.5 * np.einsum("...k,...k->...", diff, diff)
+        off = k.k1 - k.deficit(z)
+        covariance = np.full(y.shape[:-2] + (self.tokens, self.tokens), k.k1)
+        covariance[..., upper[0], upper[1]] = off
+        covariance[..., upper[1], upper[0]] = off
+        return psd_factor(covariance, "pivoted" if self.pivoted else "lower")
 
     def increment(self, y: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         return self.factor(y) @ dw

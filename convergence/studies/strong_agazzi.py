@@ -138,7 +138,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     }
     notes = [
         "Depth: frozen-feature fields are one draw of (U, b) per configuration; the rate is conditional on it. The "
-        "infinite-width configuration samples the Gaussian field jointly at the tokens (symmetric square root of K).",
+        "infinite-width configuration samples the Gaussian field jointly at the tokens (Cholesky factor of K).",
         "Width: fresh features at every layer (the paper's block), coupled to the infinite-width network through the "
         "same Gaussian matrix at the token positions; mean-square order = 2 x the fitted RMS order in 1/m.",
         f"Intervals are bootstrap intervals over paths at the Bonferroni level of the study's {family} checks "
