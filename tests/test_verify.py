@@ -1,7 +1,10 @@
 """The symbolic side: interface, derivations with their independent checks, and their ability to fail."""
 
 import json
+import threading
+import time
 
+import flint
 import mpmath
 import numpy as np
 import pytest
@@ -12,6 +15,7 @@ from convergence import matrix_noise
 from verify.__main__ import main as verify_main
 from verify.analysis import p_antipodal_gauss, rho
 from verify.calculus import d, sigma
+from verify.common import working_bits, working_digits
 from verify.derivations import catalogue as derivations
 from verify.derivations import crosscheck
 from verify.models import beta
@@ -200,3 +204,30 @@ def test_one_step_expansion_of_a_user_map_recovers_model_f_and_rejects_a_missing
     assert right["consistent"] and right["drift"] < 1e-25 and right["covariance"] < 1e-25
     wrong = verify.check_limit(step, lambda xs: [sp.zeros(d, 1)] * n, diffusion, n, d, noise)
     assert not wrong["consistent"] and wrong["drift"] > 0.01 and wrong["covariance"] < 1e-25
+
+
+@pytest.mark.parametrize(
+    "block, read, wanted, other",
+    [(working_digits, lambda: mpmath.mp.dps, 50, 20), (working_bits, lambda: flint.ctx.prec, 200, 80)],
+)
+def test_a_working_precision_block_is_not_changed_by_another_thread(block, read, wanted, other):
+    """Studies run side by side in threads and mpmath's and flint's precisions are process-wide: each of two
+    overlapping blocks in two threads computes at its own precision. (With plain ``mpmath.workdps`` the second
+    thread's block sets 20 digits under the first, and the first, leaving, restores the default under the second:
+    both readings fail.)"""
+    before, inside, seen = read(), threading.Event(), []
+
+    def enter_another_block():
+        inside.wait()
+        with block(other):
+            time.sleep(0.2)  # the first thread leaves its block meanwhile
+            seen.append(read())
+
+    thread = threading.Thread(target=enter_another_block)
+    thread.start()
+    with block(wanted):
+        inside.set()
+        time.sleep(0.1)  # the other thread tries to enter its block here
+        assert read() == wanted
+    thread.join()
+    assert seen == [other] and read() == before

@@ -29,6 +29,7 @@ from .analysis import (
     overlap_sde,
     p_antipodal,
 )
+from .common import working_digits
 from .models import LimitComparison, StepLimit, check_limit, one_step_limit
 from .models import beta as _beta
 from .rigorous import critical_beta, lambda_bar_prime, ldm_distance, ldm_switching_times
@@ -44,7 +45,7 @@ def critical_eps2(beta_value, dps: int = 30):
         return expr
     if not mpmath.isfinite(beta_value):
         raise ValueError(f"beta must be finite, got {beta_value!r}")
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         return mpmath.mpf(sp.N(expr, dps + 5))
 
 

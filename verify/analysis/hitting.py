@@ -27,6 +27,7 @@ import sympy as sp
 from scipy.integrate import quad
 
 from ..calculus import d
+from ..common import working_digits
 from ..models import beta
 from .overlap import overlap_sde, rho
 
@@ -152,7 +153,7 @@ def p_antipodal(d_value: int, beta_value, rho0, dps: int = 30) -> mpmath.mpf:
     """P(rho -> -1 | rho_0) for two tokens of model F (0 where the antipodal end is not attracting)."""
     _validate(d_value, beta_value, rho0)
     parts = scale_decomposition("fedorov")
-    with mpmath.workdps(dps + GUARD_DIGITS):
+    with working_digits(dps + GUARD_DIGITS):
         c_plus, c_minus = _end_exponents(d_value, beta_value, dps + GUARD_DIGITS)
         if c_minus <= -1:
             return mpmath.mpf(0)
@@ -166,7 +167,7 @@ def p_antipodal(d_value: int, beta_value, rho0, dps: int = 30) -> mpmath.mpf:
         upper = weight.integral(integral_r, r0, 1)
         lower = weight.integral(integral_r, -1, r0)
         result = upper / (upper + lower)
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         return +result
 
 
@@ -178,7 +179,7 @@ def gauss_jacobi(n: int, alpha, beta_, dps: int):
     """
     from scipy.special import roots_jacobi
 
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         a, b = mpmath.mpf(alpha), mpmath.mpf(beta_)
 
         def p_and_dp(x):
@@ -238,7 +239,7 @@ def p_antipodal_gauss(d_value: int, beta_value, rho0, dps: int = 30, nodes: int 
     _validate(d_value, beta_value, rho0)
     parts = scale_decomposition("fedorov")
     work = dps + GUARD_DIGITS
-    with mpmath.workdps(work):
+    with working_digits(work):
         c_plus, c_minus = _end_exponents(d_value, beta_value, work)
         if c_minus <= -1:
             return mpmath.mpf(0)
@@ -260,7 +261,7 @@ def p_antipodal_gauss(d_value: int, beta_value, rho0, dps: int = 30, nodes: int 
             for y in [-1 + scale * (x + 1)]
         )
         result = (total - lower) / total
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         return +result
 
 

@@ -32,7 +32,7 @@ from numpy.polynomial import Chebyshev
 from numpy.polynomial.hermite import hermgauss
 
 from ..calculus import d as d_symbol
-from ..common import check_int, check_real
+from ..common import check_int, check_real, working_digits
 from ..models import activation
 from .two_point import agazzi_two_point, k1p
 from .two_point import k1 as k1_symbol
@@ -73,7 +73,7 @@ class KernelSpec:
 
 def gaussian_expectation(f, variance, kinks=(), dps: int = 30) -> mpmath.mpf:
     """``E f(Z)`` for Z ~ N(0, variance), by tanh-sinh quadrature split at ``kinks``."""
-    with mpmath.workdps(dps + 10):
+    with working_digits(dps + 10):
         sd = mpmath.sqrt(mpmath.mpf(variance))
         points = [-mpmath.inf, *sorted(mpmath.mpf(k) / sd for k in kinks), mpmath.inf]
         # the density's constant outside the integral: half the time of mpmath.npdf per node, the same 30 digits
@@ -85,7 +85,7 @@ def gaussian_expectation(f, variance, kinks=(), dps: int = 30) -> mpmath.mpf:
 def k_one(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
     """k(1) = E act(Z)^2 + sigma_W^2, Z ~ N(0, 1/d + sigma_U^2)."""
     act = activation(spec.activation)
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         return (
             gaussian_expectation(lambda x: act.mpmath(x) ** 2, spec.variance, act.kinks, dps)
             + mpmath.mpf(spec.sigma_w) ** 2
@@ -96,7 +96,7 @@ def k_one(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
 def k_one_prime(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
     """k'(1) = (1/d) E act'(Z)^2 (Price's theorem at u = 1)."""
     act = activation(spec.activation)
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         return gaussian_expectation(lambda x: act.mpmath_derivative(x) ** 2, spec.variance, act.kinks, dps) / spec.dim
 
 

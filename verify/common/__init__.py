@@ -1,10 +1,12 @@
 """What both packages use: argument checks (``validation``), the verdict of a check (``verdicts``), atomic file
-writes (``files``) and the versions a result was produced with (``versions``). The lowest layer of the project.
+writes (``files``), the versions a result was produced with (``versions``) and thread-safe working precision of
+mpmath and python-flint (``precision``). The lowest layer of the project.
 """
 
 from __future__ import annotations
 
 from .files import atomic_write, atomic_write_set, file_stem
+from .precision import working_bits, working_digits
 from .validation import (
     check_choice,
     check_int,
@@ -28,4 +30,6 @@ __all__ = [
     "check_tokens",
     "file_stem",
     "package_versions",
+    "working_bits",
+    "working_digits",
 ]

@@ -50,7 +50,7 @@ from ..calculus import (
     step_drift_coefficients,
     stratonovich_to_ito,
 )
-from ..common import Verdict
+from ..common import Verdict, working_digits
 from ..models import (
     MODELS,
     beta,
@@ -262,7 +262,7 @@ def antipodal_probability(points=((4, 1.0, 0.0), (8, 2.0, -0.5)), dps: int = 30)
     for dv, b, r0 in points:
         first = p_antipodal(dv, b, r0, dps=dps)
         second = p_antipodal_gauss(dv, b, r0, dps=dps)
-        with mpmath.workdps(dps):
+        with working_digits(dps):
             digits = float(-mpmath.log10(abs(first - second) / abs(first))) if first != second else float(dps)
         table[f"d={dv}, beta={b}, rho0={r0}"] = mpmath.nstr(first, dps)
         der.check(
@@ -373,7 +373,7 @@ def one_step_crosschecks(pairs: int = 200_000) -> Derivation:
 
 def relu_kernel_by_conditioning(spec: KernelSpec, u: float, dps: int = 30) -> mpmath.mpf:
     """E[relu(Z_1) relu(Z_2)] + sigma_W^2 as a 1-D integral: given g_1, E relu(a + b g) = a Phi(a/b) + b phi(a/b)."""
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         s = mpmath.sqrt(mpmath.mpf(spec.variance))
         r = (mpmath.mpf(u) / spec.dim + mpmath.mpf(spec.sigma_u) ** 2) / s**2
         q = mpmath.sqrt(1 - r**2)
@@ -397,7 +397,7 @@ def activation_kernels() -> Derivation:
             gh = k_one_quadrature(spec, 2 * GAUSS_HERMITE_NODES)
             gh_p = float(kernel_derivative_quadrature(spec, 1.0, 2 * GAUSS_HERMITE_NODES))
             if act in ("relu", "linear"):
-                with mpmath.workdps(40):  # closed forms at the spec's own (float) parameters
+                with working_digits(40):  # closed forms at the spec's own (float) parameters
                     s2, w2 = mpmath.mpf(spec.variance), mpmath.mpf(spec.sigma_w) ** 2
                     exact = (
                         (s2 / 2 + w2, mpmath.mpf(1) / (2 * dim)) if act == "relu" else (s2 + w2, mpmath.mpf(1) / dim)

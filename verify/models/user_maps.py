@@ -40,6 +40,7 @@ import sympy as sp
 from tqdm.auto import tqdm
 
 from ..calculus import token_symbols
+from ..common import working_digits
 
 s = sp.Symbol("s", positive=True)
 h = s**2
@@ -578,7 +579,7 @@ def check_limit(
     worst: dict[str, tuple] = {}
     generator = random.Random(seed)
     given = None if isinstance(points, int) else [_given_point(xs, state) for state in points]
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         for index in range(points if given is None else len(given)):
             point = _random_sphere_point(xs, generator) if given is None else given[index]
             value = _Evaluation(point, frozen.definitions)

@@ -9,27 +9,13 @@ asserts a sign and anything undecided reads False.
 
 from __future__ import annotations
 
-import threading
-from contextlib import contextmanager
-
 import flint
 import mpmath
 from mpmath.libmp import from_man_exp
 
-_PRECISION_LOCK = threading.RLock()  # flint's precision is process-wide; studies run side by side in threads
+from ..common import working_bits
 
-
-@contextmanager
-def precision(bits: int):
-    """Set flint's working precision (bits) for the block, which holds a process-wide lock: another thread's block
-    waits instead of changing the precision under this one (blocks nest within a thread)."""
-    with _PRECISION_LOCK:
-        saved = flint.ctx.prec
-        flint.ctx.prec = bits
-        try:
-            yield
-        finally:
-            flint.ctx.prec = saved
+precision = working_bits  # flint's working precision (bits) for a block, thread-safe (``verify.common.precision``)
 
 
 def to_mpf(value: flint.arb) -> mpmath.mpf:

@@ -27,6 +27,7 @@ import flint
 import mpmath
 import numpy as np
 
+from ..common import working_digits
 from .balls import BALLS, precision
 
 
@@ -227,7 +228,7 @@ def ldm_distance(variances, t, d, T=2.0, variances_hat=None, cap=None, start="fo
     setting = LatentSetting(tuple(variances), T, None if variances_hat is None else tuple(variances_hat), cap, start)
     setting.check_dimension(d)
     setting.check_time(t)
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         return +distance(mpmath.mp, setting, mpmath.mpf(t), d)
 
 
@@ -243,7 +244,7 @@ def ldm_switching_times(variances, T=2.0, dps: int = 30) -> list[mpmath.mpf]:
     """``[t_1, ..., t_D, t_{D+1} = T]``: latent dimension d is optimal on ``(t_d, t_{d+1})`` (exact score,
     backward run from the law of Z_T). Non-decreasing because the data variances are."""
     setting = LatentSetting(tuple(variances), T)
-    with mpmath.workdps(dps):
+    with working_digits(dps):
         return [helpful_from(s2, setting.horizon) for s2 in setting.variances] + [mpmath.mpf(setting.horizon)]
 
 

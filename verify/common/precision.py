@@ -1,0 +1,39 @@
+"""Working precision of mpmath and python-flint for a block, one thread at a time.
+
+Both libraries keep their precision process-wide (``mpmath.mp.prec``, ``flint.ctx.prec``), and the studies run side by
+side in threads. Two threads in plain ``mpmath.workdps`` blocks interleave badly: the one that leaves first restores
+its saved precision under the other, which then computes at the wrong precision to the end of its block. The blocks
+below hold one process-wide re-entrant lock instead, so a thread's block runs at the precision it asked for; blocks
+nest within a thread, and another thread's block waits. A computation at mpmath's default precision outside any
+block can still see a block's raised precision (more digits, never fewer).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import flint
+import mpmath
+
+_LOCK = threading.RLock()
+
+
+@contextmanager
+def working_digits(dps: int) -> Iterator[None]:
+    """``mpmath.workdps(dps)`` for the block, holding the precision lock."""
+    with _LOCK, mpmath.workdps(dps):
+        yield
+
+
+@contextmanager
+def working_bits(bits: int) -> Iterator[None]:
+    """python-flint's working precision ``bits`` for the block, holding the precision lock."""
+    with _LOCK:
+        saved = flint.ctx.prec
+        flint.ctx.prec = bits
+        try:
+            yield
+        finally:
+            flint.ctx.prec = saved
