@@ -71,8 +71,10 @@ from .mean_field import (
     agazzi_mean_field_drift,
     fedorov_mean_field_drift,
     mean_field_section,
+    noise_along,
     weak_form,
     zonal_limit,
+    zonal_noise,
     zonal_rates,
 )
 from .mutants import DriftScaled, catalogue, miss_probability, pooled_check, rejection_row, true_claim_row
@@ -234,9 +236,11 @@ __all__ = [
     "w2_squared",
     "weak_form",
     "mean_field_section",
+    "noise_along",
     "weak_order",
     "width_depth_energies",
     "zonal_limit",
+    "zonal_noise",
     "zonal_rates",
     "capped_growth",
     "criterion_search",

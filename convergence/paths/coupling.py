@@ -24,6 +24,9 @@ class Stepper(Protocol):
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray: ...
 
 
+Martingale = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (state (paths, n, d), a step's increment) -> (paths, m)
+
+
 def common_noise(levels: Sequence[Level]) -> CommonNoise:
     """The one noise law every level's stepper takes (so one Brownian path can drive them all).
 
@@ -73,11 +76,13 @@ class Subsystems:
 
 @dataclass(frozen=True)
 class CoupledRun:
-    """Per-path results: ``final_sq`` and ``sup_sq`` are (paths, comparisons); ``final`` one state per level."""
+    """Per-path results: ``final_sq`` and ``sup_sq`` are (paths, comparisons); ``final`` one state per level;
+    ``martingale`` per level, the sum over its steps of ``martingale(state, dw)`` (None without one)."""
 
     final: list[np.ndarray]
     final_sq: np.ndarray
     sup_sq: np.ndarray
+    martingale: list[np.ndarray] | None = None
 
 
 def token_mean_sq_distance(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -100,9 +105,11 @@ def run_coupled(
     block: BrownianBlock,
     fine_steps: int,
     progress: Callable[[int], None] | None = None,
+    martingale: Martingale | None = None,
 ) -> CoupledRun:
     """Run every level from ``x0`` (one state for all levels, or one per level) over ``fine_steps``
-    fine steps of the block's Brownian path."""
+    fine steps of the block's Brownian path; with ``martingale``, sum ``martingale(x, dw)`` over each level's steps
+    (x the state before the step, dw its increment)."""
     factors = [level.factor for level in levels]
     max_factor = max(factors)
     if any(max_factor % f for f in factors) or fine_steps % max_factor:
@@ -118,6 +125,7 @@ def run_coupled(
     sup_sq = np.zeros((states[0].shape[0], len(comparisons)))
     common = [max(factors[a], factors[b]) for a, b in comparisons]
     done, increments = 0, CoarseIncrements(factors)
+    sums_m: list[np.ndarray] = []
     while done < fine_steps:
         steps = min(chunk, fine_steps - done)
         sums = increments.add(block.next(steps))  # levels on one grid share their increments
@@ -125,7 +133,14 @@ def run_coupled(
             t = done + k
             for i, (level, f) in enumerate(zip(levels, factors)):
                 if t % f == 0:
-                    states[i] = level.stepper.layer(states[i], sums[f][:, t // f - 1 - done // f], block.h * f)
+                    dw = sums[f][:, t // f - 1 - done // f]
+                    if martingale is not None:
+                        term = martingale(states[i], dw)
+                        if len(sums_m) <= i:
+                            sums_m.append(term)
+                        else:
+                            sums_m[i] = sums_m[i] + term
+                    states[i] = level.stepper.layer(states[i], dw, block.h * f)
             for c, (a, b) in enumerate(comparisons):
                 if t % common[c] == 0:
                     np.maximum(sup_sq[:, c], token_mean_sq_distance(states[a], states[b]), out=sup_sq[:, c])
@@ -135,7 +150,7 @@ def run_coupled(
     final_sq = np.zeros_like(sup_sq)
     for c, (a, b) in enumerate(comparisons):
         final_sq[:, c] = token_mean_sq_distance(states[a], states[b])
-    return CoupledRun(final=states, final_sq=final_sq, sup_sq=sup_sq)
+    return CoupledRun(final=states, final_sq=final_sq, sup_sq=sup_sq, martingale=sums_m if martingale else None)
 
 
 def run_recorded(
@@ -146,16 +161,31 @@ def run_recorded(
     records: int,
     observe: Callable[[np.ndarray], np.ndarray],
     progress: Callable[[int], None] | None = None,
+    martingale: Martingale | None = None,
 ) -> np.ndarray:
     """``observe(state)`` of every level at ``records + 1`` equally spaced times 0 .. T:
-    shape (paths, levels, records + 1, ...). Record times must lie on every level's grid."""
+    shape (paths, levels, records + 1, ...). Record times must lie on every level's grid.
+
+    With ``martingale`` (``observe`` then returns (paths, k)), each record's k values are followed by the sum of
+    ``martingale(x, dw)`` (paths, m) over the level's steps in the interval that ends at it (zeros at t = 0): the
+    increments of a control variate the caller weights, e.g. sum_k G(x_k) dW_k, of mean 0 when dW_k is independent
+    of x_k."""
     if fine_steps % records or (fine_steps // records) % max(level.factor for level in levels):
         raise ValueError(f"records = {records} must split fine_steps = {fine_steps} on every level's grid")
     segment = fine_steps // records
     states = [x0 for _ in levels]
     series = [[observe(x0)] for _ in levels]
+    terms: list[list[np.ndarray]] = [[] for _ in levels]
     for _ in range(records):
-        states = run_coupled(levels, [], states, block, segment, progress).final
-        for values, state in zip(series, states):
-            values.append(observe(state))
-    return np.stack([np.stack(values, axis=1) for values in series], axis=1)
+        run = run_coupled(levels, [], states, block, segment, progress, martingale)
+        states = run.final
+        for i, state in enumerate(states):
+            series[i].append(observe(state))
+            if run.martingale is not None:
+                terms[i].append(run.martingale[i])
+    recorded = np.stack([np.stack(values, axis=1) for values in series], axis=1)
+    if martingale is None:
+        return recorded
+    sums = np.stack([np.stack(values, axis=1) for values in terms], axis=1)  # (paths, levels, records, m)
+    sums = np.concatenate([np.zeros_like(sums[:, :, :1]), sums], axis=2)
+    return np.concatenate([recorded, sums], axis=-1)

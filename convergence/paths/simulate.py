@@ -21,7 +21,7 @@ from .brownian import (
     PathStreams,
     uniform_sphere,
 )
-from .coupling import Level, run_coupled, run_recorded
+from .coupling import Level, Martingale, run_coupled, run_recorded
 from .design import RecordGrid
 from .runner import run_seeded
 
@@ -70,24 +70,26 @@ def record_at_two_steps(
     observe: Callable[[np.ndarray], np.ndarray],
     progress: Callable[[int], None] | None = None,
     shared: bool = False,
+    martingale: Martingale | None = None,
 ) -> np.ndarray:
     """``observe`` at the grid's record times for steps h and 2h on one Brownian path: (paths, 2, records + 1).
 
     The 2h level uses the block sums of the h increments, so the pair estimates the O(h) bias of level h. ``shared``:
-    another study records the same (``run_seeded``).
+    another study records the same (``run_seeded``). ``martingale``: its sums between records follow each record's
+    values (``run_recorded``).
     """
     levels = [Level("h", layer_map, 1), Level("2h", layer_map, 2)]
 
     def compute(streams: PathStreams, advance) -> np.ndarray:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         block = BrownianBlock(layer_map.noise, streams, grid.horizon / grid.steps)
-        return run_recorded(levels, x0, block, grid.steps, grid.records, observe, advance)
+        return run_recorded(levels, x0, block, grid.steps, grid.records, observe, advance, martingale)
 
     return concatenate_blocks(
         run_seeded(
             compute,
             name="record_at_two_steps",
-            configuration=(grid, layer_map, initial, observe),
+            configuration=(grid, layer_map, initial, observe, martingale),
             seed=seed,
             key=key,
             paths=grid.paths,
