@@ -25,11 +25,12 @@ from convergence.experiments import (
     empirical_means,
     fedorov_mean_field_drift,
     interaction_energy,
-    noise_along,
+    linear_gradient,
+    noise_martingale,
     sliced_w2_squared,
     w2_squared,
     width_depth_energies,
-    zonal_noise,
+    zonal_gradients,
 )
 from convergence.models import (
     AgazziModel,
@@ -304,9 +305,9 @@ def _cap(streams, tokens, dim):
 
 @pytest.mark.parametrize("model_kind", ["F", "A"])
 def test_the_martingale_control_variate_has_mean_zero_and_removes_the_noise(model_kind):
-    """The mean-field checks' control variate C = sum_k <mu_k, <e, G dW_k>> (``noise_along``, summed between records
-    by ``record_at_two_steps``): recording it leaves the paths bit for bit as they are, its sums start at 0, it has
-    mean 0 (within 5 standard errors: false failure 6e-7), and the Richardson residual of the weak form
+    """The mean-field checks' control variate C = sum_k <mu_k, <e, G dW_k>> (``noise_martingale``, summed between
+    records by ``record_at_two_steps``): recording it leaves the paths bit for bit as they are, its sums start at 0,
+    it has mean 0 (within 5 standard errors: false failure 6e-7), and the Richardson residual of the weak form
     r = <mu_T, f> - <mu_0, f> - int <mu_t, <e, b>> dt less C keeps under 1/20 of the variance of r (measured about
     1/100 for both models, 16 tokens, h = 1/32). r is computed here from the recorded values (trapezoid), not by the
     check; with + C instead of - C the variance grows."""
@@ -324,7 +325,9 @@ def test_the_martingale_control_variate_has_mean_zero_and_removes_the_noise(mode
         return np.stack([x[..., 0].mean(-1), drift(x)[..., 0].mean(-1)], axis=-1)
 
     plain = record_at_two_steps(model, grid, 0, (5, 1), _cap, observe)
-    with_control = record_at_two_steps(model, grid, 0, (5, 1), _cap, observe, martingale=noise_along(model))
+    with_control = record_at_two_steps(
+        model, grid, 0, (5, 1), _cap, observe, martingale=noise_martingale(model, linear_gradient)
+    )
     np.testing.assert_array_equal(with_control[..., :2], plain)
     assert np.all(with_control[:, :, 0, 2] == 0.0)
     control = with_control[..., 2].sum(-1)  # (paths, levels)
@@ -340,9 +343,9 @@ def test_the_martingale_control_variate_has_mean_zero_and_removes_the_noise(mode
 
 
 def test_the_zonal_control_variate_has_mean_zero():
-    """``zonal_noise``: the martingale increments of <mu, phi_1> and <mu, phi_2> (model A without attention), summed
-    between records, have mean 0 (5 standard errors) and, weighted as the zonal check weights them, take out most
-    of the variance of <mu_T, phi_l> - exp(-lambda_l T) <mu_0, phi_l>."""
+    """``noise_martingale`` with ``zonal_gradients``: the martingale increments of <mu, phi_1> and <mu, phi_2> (model
+    A without attention), summed between records, have mean 0 (5 standard errors) and, weighted as the zonal check
+    weights them, take out most of the variance of <mu_T, phi_l> - exp(-lambda_l T) <mu_0, phi_l>."""
     tokens, dim = 16, 5
     field = GaussianField(KernelSpec("relu", dim), tokens)
     model = AgazziModel(tokens, field, 1.0, 0.0)
@@ -355,7 +358,7 @@ def test_the_zonal_control_variate_has_mean_zero():
         (5, 2),
         _cap,
         lambda x: np.stack([x[..., 0].mean(-1), (x[..., 0] ** 2 - 1 / dim).mean(-1)], -1),
-        martingale=zonal_noise(model),
+        martingale=noise_martingale(model, zonal_gradients),
     )
     middle = 0.5 * (grid.times[1:] + grid.times[:-1])
     for index, rate in enumerate(rates):

@@ -76,16 +76,29 @@ def zonal_means(x: np.ndarray) -> np.ndarray:
     return np.stack([u.mean(-1), (u * u - 1.0 / x.shape[-1]).mean(-1)], axis=-1)
 
 
-def zonal_noise(layer_map: LayerMap) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """The martingale increments of <mu, phi_1> and <mu, phi_2>: <mu, <grad phi_l, G(x; X) dW>> per path, (paths, 2),
-    grad phi_1 = e and grad phi_2 = 2 <x, e> e (``run_recorded``'s ``martingale``)."""
+def noise_martingale(
+    layer_map: LayerMap, gradient: Callable[[np.ndarray], np.ndarray]
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The martingale increments of <mu, f_j> for test functions with grad f_j(x) = g_j(x) e (e the first basis
+    vector): <mu, g_j(x) <e, G(x; X) dW>> per path, (paths, m), ``gradient(x)`` giving g_j at the tokens (paths, n, m)
+    and G the claimed limit's noise coefficient (``limit_sde().diffusion``); ``run_recorded``'s ``martingale``."""
     sde = layer_map.limit_sde()
 
     def increment(x: np.ndarray, dw: np.ndarray) -> np.ndarray:
         along = sde.diffusion(x, dw)[..., 0]
-        return np.stack([along.mean(-1), (2.0 * x[..., 0] * along).mean(-1)], axis=-1)
+        return np.einsum("pnm,pn->pm", gradient(x), along) / x.shape[-2]
 
     return increment
+
+
+def zonal_gradients(x: np.ndarray) -> np.ndarray:
+    """grad phi_1 = e and grad phi_2 = 2 <x, e> e, as multiples of e: (paths, n, 2)."""
+    return np.stack([np.ones_like(x[..., 0]), 2.0 * x[..., 0]], axis=-1)
+
+
+def linear_gradient(x: np.ndarray) -> np.ndarray:
+    """grad f = e for f = <x, e>: (paths, n, 1)."""
+    return np.ones_like(x[..., :1])
 
 
 @dataclass(frozen=True)
@@ -141,7 +154,14 @@ def zonal_limit(
     claims = {"true": zonal_rates(k1, layer_map.dim)}
     claims |= {name: np.asarray(r, dtype=np.float64) for name, r in (rates or {}).items()}
     recorded = record_at_two_steps(  # (paths, 2, R+1, 4), shared with every study that judges this recording
-        layer_map, design.grid, seed, key, cap_initial, zonal_means, shared=True, martingale=zonal_noise(layer_map)
+        layer_map,
+        design.grid,
+        seed,
+        key,
+        cap_initial,
+        zonal_means,
+        shared=True,
+        martingale=noise_martingale(layer_map, zonal_gradients),
     )
     bad = first_nonfinite({"zonal means and their martingale increments": recorded}, ["phi_1", "phi_2"] * 2)
     times = design.grid.times
@@ -226,17 +246,6 @@ def weak_form_residual(recorded: np.ndarray, times: np.ndarray) -> np.ndarray:
     return f[..., -1] - f[..., 0] - drift_integral(recorded, times)
 
 
-def noise_along(layer_map: LayerMap, direction: int = 0) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """The martingale increment of <mu, f>, f = <x, e_direction>: <mu, <e, G(x; X) dW>> per path, (paths, 1), with G
-    the claimed limit's noise coefficient (``run_recorded``'s ``martingale``)."""
-    sde = layer_map.limit_sde()
-
-    def increment(x: np.ndarray, dw: np.ndarray) -> np.ndarray:
-        return sde.diffusion(x, dw)[..., direction].mean(-1)[:, None]
-
-    return increment
-
-
 def weak_form(
     layer_map: LayerMap,
     drifts: dict[str, Drift],
@@ -255,7 +264,14 @@ def weak_form(
         return np.concatenate([weak_form_observer(drifts[name])(x) for name in names], axis=-1)
 
     recorded = record_at_two_steps(  # (paths, 2, R+1, 2k + 1), shared with every study that observes the same drifts
-        layer_map, design.grid, seed, key, cap_initial, observe, shared=True, martingale=noise_along(layer_map)
+        layer_map,
+        design.grid,
+        seed,
+        key,
+        cap_initial,
+        observe,
+        shared=True,
+        martingale=noise_martingale(layer_map, linear_gradient),
     )
     control = recorded[..., -1].sum(axis=-1)  # C per path and level
     z = z_value(checks_in_family, family_alpha)
@@ -304,7 +320,7 @@ class MeanFieldSection:
         return GaussianField(KernelSpec(self.activation, self.dim), self.tokens if tokens is None else tokens)
 
 
-# With the martingale control variates (per-path variance 40-100 times smaller), these paths give resolutions 2-5
+# With the martingale control variates (per-path variance 30-100 times smaller), these paths give resolutions 2-5
 # times finer than 8192/4096 (quick) and 32768/49152 (full) paths gave without them.
 MEAN_FIELD_SECTIONS = {  # zonal: no attention, T = 4; weak form: with attention, T = 1
     "quick": MeanFieldSection(

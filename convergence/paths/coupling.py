@@ -125,7 +125,7 @@ def run_coupled(
     sup_sq = np.zeros((states[0].shape[0], len(comparisons)))
     common = [max(factors[a], factors[b]) for a, b in comparisons]
     done, increments = 0, CoarseIncrements(factors)
-    sums_m: list[np.ndarray] = []
+    totals: list = [0.0] * len(levels)  # the martingale's sum per level
     while done < fine_steps:
         steps = min(chunk, fine_steps - done)
         sums = increments.add(block.next(steps))  # levels on one grid share their increments
@@ -135,11 +135,7 @@ def run_coupled(
                 if t % f == 0:
                     dw = sums[f][:, t // f - 1 - done // f]
                     if martingale is not None:
-                        term = martingale(states[i], dw)
-                        if len(sums_m) <= i:
-                            sums_m.append(term)
-                        else:
-                            sums_m[i] = sums_m[i] + term
+                        totals[i] = totals[i] + martingale(states[i], dw)
                     states[i] = level.stepper.layer(states[i], dw, block.h * f)
             for c, (a, b) in enumerate(comparisons):
                 if t % common[c] == 0:
@@ -150,7 +146,9 @@ def run_coupled(
     final_sq = np.zeros_like(sup_sq)
     for c, (a, b) in enumerate(comparisons):
         final_sq[:, c] = token_mean_sq_distance(states[a], states[b])
-    return CoupledRun(final=states, final_sq=final_sq, sup_sq=sup_sq, martingale=sums_m if martingale else None)
+    return CoupledRun(
+        final=states, final_sq=final_sq, sup_sq=sup_sq, martingale=totals if martingale is not None else None
+    )
 
 
 def run_recorded(
