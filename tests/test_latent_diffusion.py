@@ -20,6 +20,7 @@ from convergence.models import (
     plugin_variances,
 )
 from convergence.statistics import bootstrap_counts, frechet_estimate, frechet_estimates
+from verify.common import DOUBLE, working_digits
 from verify.derivations import latent_diffusion
 from verify.rigorous import (
     BALLS,
@@ -402,3 +403,16 @@ def test_certified_enclosures_convert_to_mpmath_without_setting_mpmaths_process_
     assert 0 < hi - lo < 1e-12
     with mpmath.workprec(400):
         assert (lo, hi) == verify.critical_beta(5)
+
+
+def test_a_closed_form_in_the_double_context_ignores_the_process_wide_precision():
+    """Studies run in threads and mpmath.mp's precision is process-wide: a closed form evaluated with ``ctx = DOUBLE``
+    (53 bits in a context of its own) gives the same float inside another block's raised precision; with
+    ``mpmath.mp`` it does not (the control: the ldm reports' exact convergence moved by 5e-14 between two runs)."""
+    setting = LatentSetting((1.0, 0.36, 0.1, 0.0), 2.0, (0.9, 0.4, 0.05, 0.0))
+    times = [0.1 * k for k in range(1, 20)]
+    alone = [float(distance(DOUBLE, setting, t, 3)) for t in times]
+    ambient = [float(distance(mpmath.mp, setting, t, 3)) for t in times]
+    with working_digits(40):
+        assert [float(distance(DOUBLE, setting, t, 3)) for t in times] == alone
+        assert [float(distance(mpmath.mp, setting, t, 3)) for t in times] != ambient

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
 from scipy import stats
 
-from verify.common import check_int
+from verify.common import DOUBLE, check_int
 from verify.rigorous import LatentSetting, distance
 
 from ..models import CommonNoise, LatentSampler, discrete_variances, distance_table
@@ -178,7 +177,7 @@ def sampler_checks(
         frechet_estimate(finals[i][:, :dims], variances, counts) for i in range(1, len(levels))
     ]
     exact_discrete = [_discrete_distance(discrete_variances(sampler, steps // f)[0], variances, dims) for f in levels]
-    closed = float(distance(mpmath.mp, setting, horizon, dims))
+    closed = float(distance(DOUBLE, setting, horizon, dims))
     # 1. the sampler's Monte Carlo law against the exact algebra of its discrete law (bias-corrected estimate)
     est = estimates[0]
     corrected = est.value - est.bias
@@ -186,7 +185,7 @@ def sampler_checks(
     alpha = 2 * float(stats.norm.sf(z))
     level = {"confidence": 1 - alpha, "false_failure_rate": alpha}
     # the scale of every Monte Carlo claim: the distance the backward run removes
-    removed = float(distance(mpmath.mp, setting, 0.0, dims)) - closed
+    removed = float(distance(DOUBLE, setting, 0.0, dims)) - closed
     target = limit_target * abs(removed)
     checks.append(
         _effect_check(
@@ -284,7 +283,7 @@ def sampler_checks(
         exact_gap = _discrete_distance(every_step[records[index]], variances, d) - _discrete_distance(
             every_step[-1], variances, d
         )
-        continuous = float(distance(mpmath.mp, setting, times[index], d) - distance(mpmath.mp, setting, horizon, d))
+        continuous = float(distance(DOUBLE, setting, times[index], d) - distance(DOUBLE, setting, horizon, d))
         checks.append(
             _effect_check(
                 "early_stop_discrete",
@@ -347,7 +346,7 @@ def exact_discrete_convergence(
         [
             [
                 _discrete_distance(table[round(4 * f)], variances, dims)
-                - float(closed_form(mpmath.mp, setting, setting.horizon * f, dims))
+                - float(closed_form(DOUBLE, setting, setting.horizon * f, dims))
                 for f in fractions
             ]
             for table in tables

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import mpmath
 import numpy as np
 
+from verify.common import DOUBLE
 from verify.rigorous import (
     BALLS,
     DerivativesByDimension,
@@ -128,7 +129,7 @@ def monotone_checks(
         paper = criterion_sign(setting, d)
         coordinates = monotone_criterion(setting, d)
         stop, value = stops[d]
-        end = distance(mpmath.mp, setting, horizon, d)
+        end = distance(DOUBLE, setting, horizon, d)
         detail = (
             f"paper's criterion sum = {float(plugin_criterion(setting, d)):+.6g}; certified monotone: {monotone}; "
             f"t* = T - {float(horizon - stop):.3g}, W2^2(t*) = {float(value):.9g}, W2^2(T) = {float(end):.9g}"

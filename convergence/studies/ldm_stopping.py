@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
 
+from verify.common import DOUBLE
 from verify.rigorous import FLOATS, LatentSetting, distance, optimal_dimension
 
 from ..experiments import (
@@ -103,7 +103,7 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         if score == "plug-in" and method == "sde":
             setting = LatentSetting(PAPER_SPECTRA[name], PAPER_HORIZON, hats[name])
             for d, (t_star, value) in stops_by_spectrum[name].items():
-                if 0 < t_star < PAPER_HORIZON and distance(mpmath.mp, setting, PAPER_HORIZON, d) - value > 1e-6:
+                if 0 < t_star < PAPER_HORIZON and distance(DOUBLE, setting, PAPER_HORIZON, d) - value > 1e-6:
                     stops[d] = float(t_star)
         run_stops.append(stops)
     # the Monte Carlo checks: discrete_law, weak_order, closed_form_limit per run and early_stop_discrete per stop
@@ -218,7 +218,7 @@ def _closed_form_distances(setting: LatentSetting, d: int) -> list[float]:
     """W2^2 at the remaining times ``REMAINING``: one float64 call (``FLOATS``), per time with mpmath when capped."""
     if setting.cap is None:
         return distance(FLOATS, setting, PAPER_HORIZON - REMAINING, d).tolist()
-    return [float(distance(mpmath.mp, setting, PAPER_HORIZON - u, d)) for u in REMAINING]
+    return [float(distance(DOUBLE, setting, PAPER_HORIZON - u, d)) for u in REMAINING]
 
 
 def _distance_plot(name: str, score: str, data: dict, switch_times: list[float] | None) -> Plot:

@@ -6,7 +6,7 @@ mpmath and python-flint (``precision``). The lowest layer of the project.
 from __future__ import annotations
 
 from .files import atomic_write, atomic_write_set, file_stem
-from .precision import working_bits, working_digits
+from .precision import DOUBLE, working_bits, working_digits
 from .validation import (
     check_choice,
     check_int,
@@ -19,6 +19,7 @@ from .verdicts import Verdict
 from .versions import package_versions
 
 __all__ = [
+    "DOUBLE",
     "Verdict",
     "atomic_write",
     "atomic_write_set",

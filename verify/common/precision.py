@@ -5,7 +5,8 @@ side in threads. Two threads in plain ``mpmath.workdps`` blocks interleave badly
 its saved precision under the other, which then computes at the wrong precision to the end of its block. The blocks
 below hold one process-wide re-entrant lock instead, so a thread's block runs at the precision it asked for; blocks
 nest within a thread, and another thread's block waits. A computation at mpmath's default precision outside any
-block can still see a block's raised precision (more digits, never fewer).
+block can still see a block's raised precision; closed forms evaluated for float results take ``DOUBLE`` as their
+context instead of ``mpmath.mp``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ import flint
 import mpmath
 
 _LOCK = threading.RLock()
+
+# mpmath at its default 53 bits in a context of its own, which no block changes: a closed form written against a
+# context (``ctx.exp``, ``ctx.mpf``, ...) gives the same number with ``ctx = DOUBLE`` whatever another thread's block
+# does to ``mpmath.mp``'s precision
+DOUBLE = mpmath.MPContext()
 
 
 @contextmanager
