@@ -390,8 +390,12 @@ def test_float64_arrays_of_times_give_the_30_digit_distances_slopes_and_optimal_
 def test_certified_enclosures_convert_to_mpmath_without_setting_mpmaths_process_wide_precision():
     """``critical_beta`` hands its arb enclosure over as mpmath numbers, exactly (the ends are dyadic: at 400 bits they
     equal the 53-bit results), and never sets mpmath's working precision: a study in another thread computes at
-    it (phase-transition calls ``critical_beta`` from its grid runs side by side with other studies)."""
+    it (phase-transition calls ``critical_beta`` from its grid runs side by side with other studies). Its closed
+    form's one-time sympy derivation does (sympy's sign queries evalf under ``mpmath.workprec``, depending on hash
+    order), under the precision lock; it is done before the recording starts."""
     from unittest import mock
+
+    verify.critical_beta(5)
 
     context = type(mpmath.mp)
     prec = context.prec

@@ -19,6 +19,7 @@ import sympy as sp
 
 from ..analysis import critical_beta_closed_form, fedorov_ends
 from ..calculus import d, sigma
+from ..common import working_digits
 from ..models import beta
 from .balls import ARB_FUNCTIONS, precision, to_mpf
 
@@ -53,13 +54,15 @@ class CertifiedRoot:
 @cache
 def _exponent_functions():
     """lambda_-(d, beta) and its beta-derivative at sigma = 1 (the sign does not depend on sigma)."""
-    lam = fedorov_ends()[-1].growth_exponent.subs(sigma, 1)
-    return arb_function(lam, (d, beta)), arb_function(sp.diff(lam, beta), (d, beta))
+    with working_digits(15):  # sympy's sign queries evalf at mpmath's process-wide precision: under the lock
+        lam = fedorov_ends()[-1].growth_exponent.subs(sigma, 1)
+        return arb_function(lam, (d, beta)), arb_function(sp.diff(lam, beta), (d, beta))
 
 
 @cache
 def _closed_form_function():
-    return arb_function(critical_beta_closed_form(), d)
+    with working_digits(15):  # as above
+        return arb_function(critical_beta_closed_form(), d)
 
 
 def certify_critical_beta(d_value: int) -> CertifiedRoot:

@@ -114,12 +114,13 @@ def _uncapped(ctx, q, t, horizon, start_variance):
     return tau_now + (start_variance - tau_start) * (tau_now / tau_start) ** 2 * ctx.exp(-2 * t)
 
 
-def cap_release_time(q: float, cap: float, horizon: float):
-    """Backward time from which the cap binds (``1/tau2 > C``), or None if it never does on [0, T]."""
+def cap_release_time(ctx, q: float, cap: float, horizon: float):
+    """Backward time from which the cap binds (``1/tau2 > C``), or None if it never does on [0, T]; in the mpmath
+    context ``ctx``."""
     if q >= 1 / cap:
         return None
-    u_star = mpmath.log((1 - q) / (1 - 1 / mpmath.mpf(cap))) / 2
-    return max(mpmath.mpf(0), horizon - u_star)
+    u_star = ctx.log((1 - q) / (1 - 1 / ctx.mpf(cap))) / 2
+    return max(ctx.mpf(0), horizon - u_star)
 
 
 def decoded_variance(ctx, setting: LatentSetting, j: int, t):
@@ -127,11 +128,11 @@ def decoded_variance(ctx, setting: LatentSetting, j: int, t):
     q = ctx.mpf(setting.model_variance(j))
     horizon = ctx.mpf(setting.horizon)
     start = model_variance_path(ctx, q, horizon) if setting.start == "forward" else ctx.mpf(1)
-    release = None if setting.cap is None else cap_release_time(setting.model_variance(j), setting.cap, setting.horizon)
-    if release is None:
+    if setting.cap is None or setting.model_variance(j) >= 1 / setting.cap:  # the cap never binds
         return _uncapped(ctx, q, t, horizon, start)
-    if ctx is not mpmath.mp:
-        raise ValueError("capped variances are evaluated with mpmath.mp only")
+    if not isinstance(ctx, mpmath.ctx_mp.MPContext):
+        raise ValueError(f"capped variances are evaluated in an mpmath context (mpmath.mp, DOUBLE), got {ctx!r}")
+    release = cap_release_time(ctx, setting.model_variance(j), setting.cap, setting.horizon)
     if t <= release:
         return _uncapped(ctx, q, t, horizon, start)
     held = _uncapped(ctx, q, release, horizon, start)
