@@ -249,29 +249,31 @@ def ldm_switching_times(variances, T=2.0, dps: int = 30) -> list[mpmath.mpf]:
         return [helpful_from(s2, setting.horizon) for s2 in setting.variances] + [mpmath.mpf(setting.horizon)]
 
 
-def optimal_dimension(setting: LatentSetting, t, ctx=mpmath.mp):
-    """The latent dimension with the smallest distance at backward time t (the smallest one on ties); with
-    ``ctx = FLOATS`` and an array of times, the dimensions at every time (an integer array, float64 distances)."""
+def optimal_dimension(setting: LatentSetting, t, ctx=None):
+    """The latent dimension with the smallest distance at backward time t (the smallest one on ties), in the mpmath
+    context ``ctx`` (default: 53 bits in a context of its own); with ``ctx = FLOATS`` and an array of times, the
+    dimensions at every time (an integer array, float64 distances)."""
     if ctx is FLOATS:
         times = np.asarray(t, dtype=np.float64)
         values = [np.broadcast_to(distance(FLOATS, setting, times, d), times.shape) for d in range(setting.dim + 1)]
         return np.argmin(np.stack(values), axis=0)  # the first minimum: the smallest d on ties
-    values = [distance(mpmath.mp, setting, mpmath.mpf(t), d) for d in range(setting.dim + 1)]
+    ctx = mpmath.MPContext() if ctx is None else ctx
+    values = [distance(ctx, setting, ctx.mpf(t), d) for d in range(setting.dim + 1)]
     return min(range(len(values)), key=lambda d: (values[d], d))
 
 
-def bracketed_root(f: Callable, lo, hi) -> mpmath.mpf:
-    """A root of ``f`` in [lo, hi], given f(lo) < 0 < f(hi): mpmath's Anderson-Bjorck iteration, or bisection to the
-    working precision where that stops short of mpmath's tolerance or leaves the bracket (a derivative that is flat
-    to rounding near its root, as the distance's is for some plug-in variances)."""
+def bracketed_root(f: Callable, lo, hi, ctx) -> mpmath.mpf:
+    """A root of ``f`` in [lo, hi], given f(lo) < 0 < f(hi): mpmath's Anderson-Bjorck iteration in the context
+    ``ctx``, or bisection to its working precision where that stops short of mpmath's tolerance or leaves the bracket
+    (a derivative that is flat to rounding near its root, as the distance's is for some plug-in variances)."""
     try:
-        root = mpmath.findroot(f, (lo, hi), solver="anderson")
+        root = ctx.findroot(f, (lo, hi), solver="anderson")
         if lo <= root <= hi:
             return root
     except ValueError:
         pass
-    lo, hi = mpmath.mpf(lo), mpmath.mpf(hi)
-    for _ in range(mpmath.mp.prec + 8):
+    lo, hi = ctx.mpf(lo), ctx.mpf(hi)
+    for _ in range(ctx.prec + 8):
         middle = (lo + hi) / 2
         if middle in (lo, hi):
             break
@@ -284,21 +286,23 @@ def optimal_stopping_time(setting: LatentSetting, d: int, grid: int = 400) -> tu
     derivative in a cell where it changes sign from - to +. Cells: a uniform grid of ``grid`` cells plus
     remaining times T - t = 10^-12 .. 10^-1 (a tiny variance turns within 1e-10 of the end); capped scores: the
     grid points themselves. The derivative's signs at the cell ends come from one ``FLOATS`` call; roots and
-    distances are evaluated with ``mpmath.mp``."""
+    distances are evaluated with mpmath at 53 bits in a context of its own (findroot raises its precision while it
+    works, and ``mpmath.mp``'s is process-wide: studies run in threads)."""
     setting.check_dimension(d)
-    horizon = mpmath.mpf(setting.horizon)
-    near_end = [horizon - mpmath.mpf(10) ** (-k / 4) for k in range(4, 49)]
+    ctx = mpmath.MPContext()
+    horizon = ctx.mpf(setting.horizon)
+    near_end = [horizon - ctx.mpf(10) ** (-k / 4) for k in range(4, 49)]
     ts = sorted({horizon * k / grid for k in range(grid + 1)} | set(near_end))
-    candidates = [mpmath.mpf(0), horizon]
+    candidates = [ctx.mpf(0), horizon]
     if setting.cap is None:
-        f = lambda x: distance_derivative(mpmath.mp, setting, x, d)
+        f = lambda x: distance_derivative(ctx, setting, x, d)
         slopes = distance_derivative(FLOATS, setting, np.array([float(x) for x in ts]), d)
         for k in range(len(ts) - 1):
             if slopes[k] < 0 < slopes[k + 1]:
-                candidates.append(bracketed_root(f, ts[k], ts[k + 1]))
+                candidates.append(bracketed_root(f, ts[k], ts[k + 1], ctx))
     else:
         candidates += ts
-    values = [distance(mpmath.mp, setting, x, d) for x in candidates]
+    values = [distance(ctx, setting, x, d) for x in candidates]
     best = min(range(len(values)), key=lambda k: (values[k], -candidates[k]))
     return candidates[best], values[best]
 
