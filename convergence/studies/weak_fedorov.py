@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import mpmath
 import numpy as np
 import sympy as sp
 
@@ -156,7 +157,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "observables": list(OVERLAP_OBSERVABLES),
         "laws": ["gaussian", *LAWS],
         "z": z,
-        "beta_c": {dim: [str(v) for v in verify.critical_beta(dim)] for dim in DIMS},
+        # 15 digits whatever mpmath's process-wide precision is when this runs (str would follow it)
+        "beta_c": {dim: [mpmath.nstr(v, 15) for v in verify.critical_beta(dim)] for dim in DIMS},
         "reference": "backward Kolmogorov equation of verify.overlap_sde, Chebyshev collocation (N = 96 and 192)",
         "reference_values": references,
     }
