@@ -382,8 +382,8 @@ def test_float64_arrays_of_times_give_the_30_digit_distances_slopes_and_optimal_
             assert_allclose(float_slopes, slopes, rtol=0, atol=1e-6 * scale)
             clear = np.abs(slopes) > 1e-6 * scale
             np.testing.assert_array_equal(np.sign(float_slopes[clear]), np.sign(slopes[clear]))
-        with mpmath.workdps(30):
-            dims = [optimal_dimension(setting, t) for t in times]
+        with working_digits(30):
+            dims = [optimal_dimension(setting, t, mpmath.mp) for t in times]
         np.testing.assert_array_equal(optimal_dimension(setting, times, FLOATS), dims)
 
 

@@ -163,7 +163,9 @@ def zonal_limit(
         shared=True,
         martingale=noise_martingale(layer_map, zonal_gradients),
     )
-    bad = first_nonfinite({"zonal means and their martingale increments": recorded}, ["phi_1", "phi_2"] * 2)
+    bad = first_nonfinite(
+        {"zonal means and their martingale increments": recorded}, ["phi_1", "phi_2", "dM phi_1", "dM phi_2"]
+    )
     times = design.grid.times
     midpoints = 0.5 * (times[1:] + times[:-1])
     z = z_value(checks_in_family, family_alpha)

@@ -24,11 +24,12 @@ the common noise term added to tokens y shaped (paths, n, d), from one layer's n
     jointly at the n token positions: increment = F(Y) dZ with dZ an n x d matrix of N(0, h)
     entries and F the lower-triangular Cholesky factor of K(Y) = [k(<y_i, y_j>)]: continuous in Y
     where K is positive definite (distinct tokens), and nested: the first k tokens move as the
-    k-token field driven by the first k rows of dZ. Merged tokens (K singular) keep equal rows of F
-    and move together. For n = 2 the factor is written with the deficit k(1) - k(u), which keeps
-    full relative precision for close pairs. dZ is Brownian, so this field refines in depth too (the
-    N-point motion is an SDE driven by Z with coefficient F(X)). F follows the token order: a
-    permutation of the tokens permutes the field in law, not path by path.
+    k-token field driven by the first k rows of dZ. Merged tokens (K singular) keep rows of F equal
+    to rounding (about 1e-8, as the symmetric root's) and move together. For n = 2 the factor is
+    written with the deficit k(1) - k(u), which keeps full relative precision for close pairs. dZ is
+    Brownian, so this field refines in depth too (the N-point motion is an SDE driven by Z with
+    coefficient F(X)). F follows the token order: a permutation of the tokens permutes the field in
+    law, not path by path.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 Both libraries keep their precision process-wide (``mpmath.mp.prec``, ``flint.ctx.prec``), and the studies run side by
 side in threads. Two threads in plain ``mpmath.workdps`` blocks interleave badly: the one that leaves first restores
 its saved precision under the other, which then computes at the wrong precision to the end of its block. The blocks
-below hold one process-wide re-entrant lock instead, so a thread's block runs at the precision it asked for; blocks
-nest within a thread, and another thread's block waits. A computation at mpmath's default precision outside any
+below hold one process-wide re-entrant lock instead, so two such blocks never interleave; blocks nest within a
+thread, and another thread's block waits. Code that sets the precision without the lock still can: sympy does, in
+evalf (``mpmath.workprec``, down to 2 bits in sign queries), so a block may compute at another precision while
+sympy runs in another thread. A computation at mpmath's default precision outside any
 block can still see a block's raised precision; closed forms evaluated for float results take ``DOUBLE`` as their
 context instead of ``mpmath.mp``.
 """
@@ -22,7 +24,8 @@ _LOCK = threading.RLock()
 
 # mpmath at its default 53 bits in a context of its own, which no block changes: a closed form written against a
 # context (``ctx.exp``, ``ctx.mpf``, ...) gives the same number with ``ctx = DOUBLE`` whatever another thread's block
-# does to ``mpmath.mp``'s precision
+# does to ``mpmath.mp``'s precision. For arithmetic and elementary functions only: findroot, quad and the like raise
+# their context's precision while they work, so they take a fresh ``mpmath.MPContext()`` per call.
 DOUBLE = mpmath.MPContext()
 
 
