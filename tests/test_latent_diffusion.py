@@ -20,7 +20,7 @@ from convergence.models import (
     plugin_variances,
 )
 from convergence.statistics import bootstrap_counts, frechet_estimate, frechet_estimates
-from verify.common import DOUBLE, working_digits
+from verify.common import DOUBLE, working_bits, working_digits
 from verify.derivations import latent_diffusion
 from verify.rigorous import (
     BALLS,
@@ -32,7 +32,6 @@ from verify.rigorous import (
     distance_derivative,
     monotone_criterion,
     optimal_dimension,
-    precision,
 )
 
 from .helpers import assert_equal_to_rounding
@@ -96,7 +95,7 @@ def test_ball_enclosures_contain_every_value_of_their_box(lo, width, fraction):
     point = lo + fraction * width
     with mpmath.workdps(50):
         value = distance_derivative(mpmath.mp, setting, mpmath.mpf(point), 4)
-    with precision(136):
+    with working_bits(136):
         enclosure = distance_derivative(BALLS, setting, BALLS.box(lo, lo + width), 4)
         assert enclosure.contains(BALLS.mpf(value)), (enclosure, value)
         assert enclosure.rad() < 1e3 * width  # an enclosure, not a ball of everything
@@ -209,7 +208,7 @@ def test_frechet_estimates_of_every_leading_dimension_match_a_direct_computation
 def test_derivatives_by_dimension_give_distance_derivative_enclosure_for_enclosure():
     setting = LatentSetting((1.0, 0.36, 0.1, 0.0), 2.0, (0.9, 0.4, 0.05, 0.0))
     derivatives = DerivativesByDimension(setting)
-    with precision(136):
+    with working_bits(136):
         for box in (BALLS.box(0.25, 0.5), BALLS.box(1.9, 2.0), BALLS.mpf(1.5)):
             for d in (1, 3, 4):
                 shared, alone = derivatives.slope(d)(BALLS, box), distance_derivative(BALLS, setting, box, d)
@@ -345,7 +344,7 @@ def test_ball_precision_blocks_of_two_threads_do_not_change_each_others_precisio
     seen: dict[int, list[int]] = {53: [], 300: []}
 
     def hold(bits: int) -> None:
-        with precision(bits):
+        with working_bits(bits):
             for _ in range(20):
                 seen[bits].append(flint.ctx.prec)
                 time.sleep(0.001)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import mpmath
 import numpy as np
 
-from verify.common import DOUBLE
+from verify.common import DOUBLE, working_bits
 from verify.rigorous import (
     BALLS,
     DerivativesByDimension,
@@ -30,7 +30,6 @@ from verify.rigorous import (
     optimal_dimension,
     optimal_stopping_time,
     plugin_criterion,
-    precision,
 )
 
 from ..models import joint_optimum, plugin_variances
@@ -157,7 +156,7 @@ def monotone_checks(
 
 def criterion_sign(setting: LatentSetting, d: int) -> bool | None:
     """The paper's criterion ``>= 0`` decided in ball arithmetic (None: the enclosure contains 0)."""
-    with precision(CRITERION_BITS):
+    with working_bits(CRITERION_BITS):
         enclosure = plugin_criterion(setting, d, BALLS)
         if (enclosure >= 0) is True:
             return True

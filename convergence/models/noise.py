@@ -72,10 +72,10 @@ def _lower_cholesky(covariance: np.ndarray) -> np.ndarray:
 def _semidefinite_cholesky(matrix: np.ndarray) -> np.ndarray:
     """L L^T = ``matrix`` (PSD, n x n) by left-looking columns; a non-positive pivot (a direction the matrix does not
     have, to rounding) gives a zero column. Not finite in, not finite out."""
-    n = matrix.shape[-1]
-    lower = np.zeros_like(matrix)
     if not np.all(np.isfinite(matrix)):
         return np.full_like(matrix, np.nan)
+    n = matrix.shape[-1]
+    lower = np.zeros_like(matrix)
     for j in range(n):
         row = lower[j, :j]
         pivot = matrix[j, j] - row @ row

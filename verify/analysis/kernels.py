@@ -103,11 +103,8 @@ def k_one_prime(spec: KernelSpec, dps: int = 30) -> mpmath.mpf:
 def exponents(d, k1, k1_prime) -> dict[str, float]:
     """lambda_1 and lambda_bar from the symbolic two-point analysis (``verify.analysis.two_point``) at numbers."""
     two_point = agazzi_two_point()
-    values = {
-        d_symbol: d,
-        k1_symbol: float(k1),
-        k1p: float(k1_prime),
-    }  # an mpf would convert at mpmath's global precision
+    # floats: sympy converts an mpf at mpmath's process-wide precision, which another thread may have changed
+    values = {d_symbol: d, k1_symbol: float(k1), k1p: float(k1_prime)}
     return {"lambda_1": float(two_point.lambda_1.subs(values)), "lambda_bar": float(two_point.lambda_bar.subs(values))}
 
 

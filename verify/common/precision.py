@@ -6,9 +6,8 @@ its saved precision under the other, which then computes at the wrong precision 
 below hold one process-wide re-entrant lock instead, so two such blocks never interleave; blocks nest within a
 thread, and another thread's block waits. Code that sets the precision without the lock still can: sympy does, in
 evalf (``mpmath.workprec``, down to 2 bits in sign queries), so a block may compute at another precision while
-sympy runs in another thread. A computation at mpmath's default precision outside any
-block can still see a block's raised precision; closed forms evaluated for float results take ``DOUBLE`` as their
-context instead of ``mpmath.mp``.
+sympy runs in another thread. A computation at mpmath's default precision outside any block can also see a block's
+precision; closed forms evaluated for float results take ``DOUBLE`` as their context instead of ``mpmath.mp``.
 """
 
 from __future__ import annotations

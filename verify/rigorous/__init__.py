@@ -4,7 +4,7 @@ energy's decay rate (``synchronisation``) and the latent diffusion stopping prob
 
 from __future__ import annotations
 
-from .balls import BALLS, precision
+from .balls import BALLS
 from .certified import certify_critical_beta, critical_beta
 from .latent_stopping import (
     FLOATS,
@@ -45,5 +45,4 @@ __all__ = [
     "optimal_dimension",
     "optimal_stopping_time",
     "plugin_criterion",
-    "precision",
 ]

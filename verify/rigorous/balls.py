@@ -3,8 +3,8 @@
 A closed form written against a context ``ctx`` (``ctx.mpf``, ``ctx.exp``, ``ctx.sqrt``, ``ctx.log`` and the
 arithmetic operators) evaluates to a number with ``ctx = mpmath.mp`` and to a certified enclosure with
 ``ctx = BALLS``: every value is an arb ball [mid +- rad] that contains the exact result, at flint's working precision
-(``precision``). A ball comparison is True only when it holds for every point of both balls, so ``(x > 0) is True``
-asserts a sign and anything undecided reads False.
+(``verify.common.working_bits``). A ball comparison is True only when it holds for every point of both balls, so
+``(x > 0) is True`` asserts a sign and anything undecided reads False.
 """
 
 from __future__ import annotations
@@ -12,10 +12,6 @@ from __future__ import annotations
 import flint
 import mpmath
 from mpmath.libmp import from_man_exp
-
-from ..common import working_bits
-
-precision = working_bits  # flint's working precision (bits) for a block, thread-safe (``verify.common.precision``)
 
 
 def to_mpf(value: flint.arb) -> mpmath.mpf:

@@ -19,9 +19,9 @@ import sympy as sp
 
 from ..analysis import critical_beta_closed_form, fedorov_ends
 from ..calculus import d, sigma
-from ..common import working_digits
+from ..common import working_bits, working_digits
 from ..models import beta
-from .balls import ARB_FUNCTIONS, precision, to_mpf
+from .balls import ARB_FUNCTIONS, to_mpf
 
 ENCLOSURE_BITS = 53  # endpoints are then exact double-precision (and mpmath default) numbers
 CHECK_BITS = 256
@@ -79,10 +79,10 @@ def certify_critical_beta(d_value: int) -> CertifiedRoot:
     def dlam(x):
         return dlam_d(dv, x)
 
-    with precision(ENCLOSURE_BITS):
+    with working_bits(ENCLOSURE_BITS):
         ball = flint.arb(_closed_form_function()(dv))
         lo, hi = ball.lower(), ball.upper()
-    with precision(CHECK_BITS):
+    with working_bits(CHECK_BITS):
         if ball.is_zero():
             # The enclosure is the point 0: certified by lambda_-(0) = 0 exactly; lambda_- < 0 just above.
             tiny = flint.arb(2) ** -60

@@ -27,8 +27,8 @@ import flint
 import mpmath
 import numpy as np
 
-from ..common import working_digits
-from .balls import BALLS, precision
+from ..common import working_bits, working_digits
+from .balls import BALLS
 
 
 class FloatContext:
@@ -314,7 +314,7 @@ def certify_sign(
     ``function(BALLS, box)`` at ``bits`` of precision); False when the opposite sign is proved at a point; None when
     undecided (a box narrower than 2^-depth of the interval, or more than ``budget`` evaluations).
     ``strict=False`` proves ``sign * function >= 0`` instead (a term that is identically 0 passes)."""
-    with precision(bits):
+    with working_bits(bits):
         boxes = deque([(BALLS.mpf(lo), BALLS.mpf(hi), 0)])  # breadth first: a counterexample is found early
         while boxes:
             a, b, level = boxes.popleft()

@@ -44,8 +44,8 @@ from ..analysis import (
     k_one,
     k_one_prime,
 )
-from ..common import check_real
-from .balls import precision, to_mpf
+from ..common import check_real, working_bits
+from .balls import to_mpf
 
 BITS = 128
 
@@ -127,7 +127,7 @@ class EnergyRate:
     def __init__(self, spec: KernelSpec, beta: float):
         self.spec = spec
         self.beta_value = check_real("beta", beta, minimum=0.0, maximum=50.0)
-        with precision(BITS):
+        with working_bits(BITS):
             self.beta = flint.arb(beta)
             self.d = flint.arb(spec.dim)
             self.k1 = self._ball(k_one(spec), 1e-25)
@@ -146,7 +146,7 @@ class EnergyRate:
         return self._deficits[z]
 
     def _deficit(self, z: float) -> flint.arb:
-        with precision(BITS):
+        with working_bits(BITS):
             zb = flint.arb(z)
             if self.spec.activation == "linear":
                 return zb / self.d
@@ -165,11 +165,11 @@ class EnergyRate:
         z = 1.0 - u
         if z == 0.0:
             return self.k1p
-        with precision(BITS):
+        with working_bits(BITS):
             return self.deficit(z) / flint.arb(z)
 
     def _value(self, u: flint.arb, kappa: flint.arb) -> flint.arb:
-        with precision(BITS):
+        with working_bits(BITS):
             beta, d, one = self.beta, self.d, flint.arb(1)
             z = one - u
             q = d - 2 + u * u - beta * u * (one - u * u)
@@ -178,7 +178,7 @@ class EnergyRate:
 
     def _phi(self, z: flint.arb) -> flint.arb:
         """phi(beta z) over the ball z: phi is decreasing on [0, inf) with phi(0) = 1."""
-        with precision(BITS):
+        with working_bits(BITS):
             y = self.beta * z
 
             def at(value: flint.arb) -> flint.arb:
@@ -192,7 +192,7 @@ class EnergyRate:
         return self._value(flint.arb(u), self.slope(u))
 
     def enclose(self, a: float, b: float) -> flint.arb:
-        with precision(BITS):
+        with working_bits(BITS):
             u = flint.arb(a).union(flint.arb(b))
             if a >= -self.spec.dim * self.spec.sigma_u**2:
                 kappa = self.slope(a).union(self.slope(b))  # secant slope of a convex k increases with u
@@ -213,7 +213,7 @@ def lambda_bar_prime(
     """
     rate = EnergyRate(KernelSpec(act, d, sigma_u, sigma_w), beta)
     lower, upper, argmin, evaluations = certified_infimum(rate.enclose, rate.point, -1.0, 1.0, tol)
-    with precision(BITS):
+    with working_bits(BITS):
         return CertifiedInfimum(
             lower=to_mpf(flint.arb(-upper)),
             upper=to_mpf(flint.arb(-lower)),
