@@ -300,23 +300,31 @@ def test_the_power_study_rejects_its_catalogue(tmp_path, profile):
     assert {c["name"] for c in report["checks"] if c["claim"]} == {"true_claim", "rejects"}
 
 
+def _mean_field_system():
+    """Model A's infinite-width field of the chaos study's mean-field section at 8 tokens: (field, d, k(1))."""
+    from convergence.experiments import MEAN_FIELD_SECTIONS
+
+    section = MEAN_FIELD_SECTIONS["full"]
+    field = section.field(8)
+    return field, section.dim, field.kernel.k1
+
+
+def _mean_field_design(horizon: float, paths: int, target: float):
+    """16 steps and 8 records on [0, horizon] (steps h and 2h), ``paths`` paths."""
+    from convergence.experiments import MeanFieldDesign
+    from convergence.paths import RecordGrid
+
+    grid = RecordGrid(horizon=horizon, steps=16, records=8, paths=paths, block_paths=min(paths, 1024))
+    return MeanFieldDesign(grid, target=target)
+
+
 def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_see():
     """Two systems of the same code agree whatever the drift; the weak form of the SPDE and the zonal targets do
     not: a wrong mean-field drift (attention 20% or 5% off, the Ito factor (d-2)/2) and a wrong rate fail."""
-    from convergence.experiments import (
-        MEAN_FIELD_SECTIONS,
-        MeanFieldDesign,
-        weak_form,
-        zonal_limit,
-        zonal_rates,
-    )
     from convergence.experiments import agazzi_mean_field_drift as agazzi_drift
-    from convergence.paths import RecordGrid
+    from convergence.experiments import weak_form, zonal_limit, zonal_rates
 
-    section = MEAN_FIELD_SECTIONS["full"]
-    field, DIM = section.field(8), section.dim
-    k1 = field.kernel.k1
-    design = MeanFieldDesign(RecordGrid(horizon=1.0, steps=16, records=8, paths=4096), target=0.3)
+    field, DIM, k1 = _mean_field_system()
     model = cv.AgazziModel(8, field, 1.0, 1.0)
     drifts = {
         "true": agazzi_drift(model, k1),
@@ -324,11 +332,11 @@ def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_s
         "Ito (d-2)/2": agazzi_drift(model, k1, ito=(DIM - 2) / 2),
         "v x 0.95": agazzi_drift(model, k1, v_factor=0.95),  # 5% off: resolved since the control variate
     }
-    verdicts = [c.verdict for c in weak_form(model, drifts, design, 0, (9, 7), {}, 4)]
+    verdicts = [c.verdict for c in weak_form(model, drifts, _mean_field_design(1.0, 4096, 0.3), 0, (9, 7), {}, 4)]
     assert verdicts == [PASS, FAIL, FAIL, FAIL]
     silent = cv.AgazziModel(8, field, 1.0, 0.0)
-    zonal = MeanFieldDesign(RecordGrid(horizon=4.0, steps=16, records=8, paths=4096), target=0.3)
     wrong = zonal_rates(k1, DIM) * np.array([(DIM - 2) / (DIM - 1), 1.0])
+    zonal = _mean_field_design(4.0, 4096, 0.3)
     checks = zonal_limit(silent, k1, zonal, 0, (9, 8), {}, 2, rates={"(d-2)/(d-1)": wrong})
     assert [c.verdict for c in checks[::2]] == [PASS, FAIL]  # phi_1 of the true rates, then of the near miss
     assert checks[2].config == {"claim": "(d-2)/(d-1)"}
@@ -338,20 +346,12 @@ def test_the_zonal_limit_rejects_a_rate_5_percent_off_on_the_shared_recording():
     """k(1) x 1.05 in both zonal rates, judged on the recording of the true claim (2048 paths, with the martingale
     control variate; 32768 were needed without it): the true rates pass, phi_1 of the near miss fails, and the check
     states a relative resolution below the 5% it rejects."""
-    from convergence.experiments import (
-        MEAN_FIELD_SECTIONS,
-        MeanFieldDesign,
-        zonal_limit,
-        zonal_rates,
-    )
-    from convergence.paths import RecordGrid
+    from convergence.experiments import zonal_limit, zonal_rates
 
-    section = MEAN_FIELD_SECTIONS["full"]
-    field, DIM = section.field(8), section.dim
-    k1 = field.kernel.k1
+    field, DIM, k1 = _mean_field_system()
     silent = cv.AgazziModel(8, field, 1.0, 0.0)
-    design = MeanFieldDesign(RecordGrid(horizon=4.0, steps=16, records=8, paths=2048), target=0.3)
-    checks = zonal_limit(silent, k1, design, 0, (9, 8), {}, 2, rates={"k(1) x 1.05": zonal_rates(k1, DIM) * 1.05})
+    rates = {"k(1) x 1.05": zonal_rates(k1, DIM) * 1.05}
+    checks = zonal_limit(silent, k1, _mean_field_design(4.0, 2048, 0.3), 0, (9, 8), {}, 2, rates=rates)
     assert [c.verdict for c in checks[::2]] == [PASS, FAIL]
     assert checks[0].relative_resolution < 0.05
 
@@ -360,35 +360,17 @@ def test_the_mean_field_checks_cannot_pass_a_five_percent_near_miss_at_too_few_p
     """With 16 paths the control-variate estimates cannot resolve 5% (relative resolution about 0.45-0.6 against the
     target 0.05): the true claims are inconclusive, and the near misses k(1) x 1.05 (zonal) and attention v x 0.95
     (weak form) are inconclusive or fail, never a pass; each check states its resolution and target."""
-    from convergence.experiments import (
-        MEAN_FIELD_SECTIONS,
-        MeanFieldDesign,
-        weak_form,
-        zonal_limit,
-        zonal_rates,
-    )
     from convergence.experiments import agazzi_mean_field_drift as agazzi_drift
-    from convergence.paths import RecordGrid
+    from convergence.experiments import weak_form, zonal_limit, zonal_rates
 
-    section = MEAN_FIELD_SECTIONS["full"]
-    field, DIM = section.field(8), section.dim
-    k1 = field.kernel.k1
-    zonal = MeanFieldDesign(RecordGrid(horizon=4.0, steps=16, records=8, paths=16, block_paths=16), target=0.05)
-    checks = zonal_limit(
-        cv.AgazziModel(8, field, 1.0, 0.0),
-        k1,
-        zonal,
-        0,
-        (9, 8),
-        {},
-        2,
-        rates={"k(1) x 1.05": zonal_rates(k1, DIM) * 1.05},
-    )
+    field, DIM, k1 = _mean_field_system()
+    rates = {"k(1) x 1.05": zonal_rates(k1, DIM) * 1.05}
+    silent = cv.AgazziModel(8, field, 1.0, 0.0)
+    checks = zonal_limit(silent, k1, _mean_field_design(4.0, 16, 0.05), 0, (9, 8), {}, 2, rates=rates)
     true_phi1, wrong_phi1 = checks[0], checks[2]
     model = cv.AgazziModel(8, field, 1.0, 1.0)
-    weak = MeanFieldDesign(RecordGrid(horizon=1.0, steps=16, records=8, paths=16, block_paths=16), target=0.05)
     drifts = {"true": agazzi_drift(model, k1), "v x 0.95": agazzi_drift(model, k1, v_factor=0.95)}
-    true_weak, wrong_weak = weak_form(model, drifts, weak, 0, (9, 7), {}, 2)
+    true_weak, wrong_weak = weak_form(model, drifts, _mean_field_design(1.0, 16, 0.05), 0, (9, 7), {}, 2)
     assert true_phi1.verdict == INCONCLUSIVE and true_weak.verdict == INCONCLUSIVE
     assert wrong_phi1.verdict != PASS and wrong_weak.verdict != PASS
     for check in (true_phi1, wrong_phi1, true_weak, wrong_weak):
