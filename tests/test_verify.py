@@ -231,3 +231,26 @@ def test_a_working_precision_block_is_not_changed_by_another_thread(block, read,
         assert read() == wanted
     thread.join()
     assert seen == [other] and read() == before
+
+
+def test_sympy_work_on_floats_waits_for_another_threads_precision_block():
+    """``boundary_exponents`` simplifies with float values, which enters ``mpmath.workprec``: it holds the precision
+    lock, so it runs after another thread's block, not under it (without the lock it finishes in milliseconds, long
+    before the block ends)."""
+    verify.boundary_exponents(8, 0.5, 0.25)  # the derivation behind it, once
+    inside, order = threading.Event(), []
+
+    def simplify_meanwhile():
+        inside.wait()
+        verify.boundary_exponents(8, 0.6195, 0.35)
+        order.append("simplified")
+
+    thread = threading.Thread(target=simplify_meanwhile)
+    thread.start()
+    with working_digits(50):
+        inside.set()
+        time.sleep(0.5)
+        assert mpmath.mp.dps == 50
+        order.append("block left")
+    thread.join()
+    assert order == ["block left", "simplified"]

@@ -40,6 +40,7 @@ import verify
 from verify.analysis import KernelSpec, p_antipodal_double
 from verify.calculus import d as d_symbol
 from verify.calculus import sigma as sigma_symbol
+from verify.common import holding_precision
 from verify.models import beta as beta_symbol
 from verify.rigorous import LatentSetting, distance
 
@@ -341,7 +342,8 @@ def weak_rows(
             for name, (effect, b, a) in overlap_claims(eps).items()
         }
     rows = []
-    substitutions = {d_symbol: WEAK_DIM, beta_symbol: sp.nsimplify(beta), sigma_symbol: model.sigma}
+    with holding_precision():  # nsimplify sets mpmath's precision
+        substitutions = {d_symbol: WEAK_DIM, beta_symbol: sp.nsimplify(beta), sigma_symbol: model.sigma}
     for label, (effect, drift, diffusion) in claims.items():
         b, a = lambdify_overlap(drift, diffusion, substitutions)
         inner = []

@@ -20,6 +20,7 @@ import sympy as sp
 import verify
 from verify.calculus import d as d_symbol
 from verify.calculus import sigma as sigma_symbol
+from verify.common import holding_precision
 from verify.models import beta as beta_symbol
 
 from ..experiments import (
@@ -61,7 +62,9 @@ DESIGNS = {
 
 def reference_values(dim: int, beta: float, sigma: float, horizon: float) -> dict[str, tuple[float, float]]:
     drift, diffusion = verify.overlap_sde("fedorov", 2)
-    b, a = lambdify_overlap(drift, diffusion, {d_symbol: dim, beta_symbol: sp.nsimplify(beta), sigma_symbol: sigma})
+    with holding_precision():  # nsimplify sets mpmath's precision
+        exact_beta = sp.nsimplify(beta)
+    b, a = lambdify_overlap(drift, diffusion, {d_symbol: dim, beta_symbol: exact_beta, sigma_symbol: sigma})
     out = {}
     for name, f in OVERLAP_OBSERVABLES.items():
         sol = expectation(b, a, f, horizon, RHO0)

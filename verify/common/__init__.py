@@ -6,7 +6,7 @@ mpmath and python-flint (``precision``). The lowest layer of the project.
 from __future__ import annotations
 
 from .files import atomic_write, atomic_write_set, file_stem
-from .precision import DOUBLE, working_bits, working_digits
+from .precision import DOUBLE, holding_precision, working_bits, working_digits
 from .validation import (
     check_choice,
     check_int,
@@ -30,6 +30,7 @@ __all__ = [
     "check_real",
     "check_tokens",
     "file_stem",
+    "holding_precision",
     "package_versions",
     "working_bits",
     "working_digits",

@@ -4,10 +4,11 @@ Both libraries keep their precision process-wide (``mpmath.mp.prec``, ``flint.ct
 side in threads. Two threads in plain ``mpmath.workdps`` blocks interleave badly: the one that leaves first restores
 its saved precision under the other, which then computes at the wrong precision to the end of its block. The blocks
 below hold one process-wide re-entrant lock instead, so two such blocks never interleave; blocks nest within a
-thread, and another thread's block waits. Code that sets the precision without the lock still can: sympy does, in
-evalf (``mpmath.workprec``, down to 2 bits in sign queries), so a block may compute at another precision while
-sympy runs in another thread. A computation at mpmath's default precision outside any block can also see a block's
-precision; closed forms evaluated for float results take ``DOUBLE`` as their context instead of ``mpmath.mp``.
+thread, and another thread's block waits. sympy sets mpmath's precision itself (``nsimplify`` sets ``mp.dps``,
+``simplify`` of an expression with floats and evalf enter ``mpmath.workprec``, down to 2 bits in sign queries):
+sympy work on floats at study time runs under ``holding_precision``, which holds the same lock. A computation at
+mpmath's default precision outside any block can still see a block's precision; closed forms evaluated for float
+results take ``DOUBLE`` as their context instead of ``mpmath.mp``.
 """
 
 from __future__ import annotations
@@ -29,16 +30,25 @@ DOUBLE = mpmath.MPContext()
 
 
 @contextmanager
+def holding_precision() -> Iterator[None]:
+    """Hold the precision lock for a block (or, as ``@holding_precision()``, a function) that changes mpmath's
+    precision by itself, as sympy's ``nsimplify``, ``simplify`` and evalf do: no other thread's precision block runs
+    meanwhile, nor does this block run inside another thread's."""
+    with _LOCK:
+        yield
+
+
+@contextmanager
 def working_digits(dps: int) -> Iterator[None]:
     """``mpmath.workdps(dps)`` for the block, holding the precision lock."""
-    with _LOCK, mpmath.workdps(dps):
+    with holding_precision(), mpmath.workdps(dps):
         yield
 
 
 @contextmanager
 def working_bits(bits: int) -> Iterator[None]:
     """python-flint's working precision ``bits`` for the block, holding the precision lock."""
-    with _LOCK:
+    with holding_precision():
         saved = flint.ctx.prec
         flint.ctx.prec = bits
         try:
