@@ -128,9 +128,9 @@ def monotone_checks(
         paper = criterion_sign(setting, d)
         coordinates = monotone_criterion(setting, d)
         stop, value = stops[d]
-        end = distance(DOUBLE, setting, horizon, d)
+        end, criterion = distance(DOUBLE, setting, horizon, d), plugin_criterion(setting, d, DOUBLE)
         detail = (
-            f"paper's criterion sum = {float(plugin_criterion(setting, d)):+.6g}; certified monotone: {monotone}; "
+            f"paper's criterion sum = {float(criterion):+.6g}; certified monotone: {monotone}; "
             f"t* = T - {float(horizon - stop):.3g}, W2^2(t*) = {float(value):.9g}, W2^2(T) = {float(end):.9g}"
         )
         checks.append(iff_check("plugin_criterion", paper, monotone, config, detail))
