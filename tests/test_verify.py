@@ -234,9 +234,9 @@ def test_a_working_precision_block_is_not_changed_by_another_thread(block, read,
 
 
 def test_sympy_work_on_floats_waits_for_another_threads_precision_block():
-    """``boundary_exponents`` simplifies with float values, which enters ``mpmath.workprec``: it holds the precision
-    lock, so it runs after another thread's block, not under it (without the lock it finishes in milliseconds, long
-    before the block ends)."""
+    """``boundary_exponents`` substitutes float values into cosh, which sympy evaluates under ``mpmath.workprec``: it
+    holds the precision lock, so it runs after another thread's block, not under it (without the lock it finishes
+    in milliseconds, long before the block ends)."""
     verify.boundary_exponents(8, 0.5, 0.25)  # the derivation behind it, once
     inside, order = threading.Event(), []
 

@@ -93,7 +93,7 @@ def pending_runs(rho: np.ndarray, dim: int, beta: float, threshold: float) -> np
 def attracting_ends(dim: int, beta: float) -> tuple[bool, bool]:
     """(the collapse end attracts, the antipodal end attracts): their growth exponents (of 1 - rho near +1 and of
     1 + rho near -1, ``verify.boundary_exponents``, sigma = 1) are negative."""
-    plus, minus = (float(v) for v in verify.boundary_exponents(dim, beta, 1))
+    plus, minus = (float(v) for v in verify.boundary_exponents(dim, float(beta), 1))  # numbers, not exact forms
     return plus < 0, minus < 0
 
 
@@ -398,5 +398,5 @@ def planned_paths(design: PhaseDesign, predicted: float, z: float) -> int:
 
 def phase_horizon(dim: int, beta: float, design: PhaseDesign) -> float:
     """T = C / min |lambda| over the two ends (sigma = 1), capped at ``max_horizon``."""
-    plus, minus = (abs(float(v)) for v in verify.boundary_exponents(dim, beta, 1))
+    plus, minus = (abs(float(v)) for v in verify.boundary_exponents(dim, float(beta), 1))
     return min(design.max_horizon, HORIZON_FACTOR / max(min(plus, minus), 1e-12))

@@ -72,7 +72,7 @@ def fedorov_ends() -> dict[int, EndBehaviour]:
     return {end: end_behaviour(drift, diffusion, end) for end in ENDS}
 
 
-@holding_precision()  # simplify with float values enters mpmath.workprec
+@holding_precision()  # floats substituted into cosh (sympy evaluates it through mpmath.workprec)
 def boundary_exponents(d_value, beta_value, sigma_value=1) -> tuple[sp.Expr, sp.Expr]:
     """Growth exponents (almost sure) of ``1 - rho`` near +1 and of ``1 + rho`` near -1 for model F."""
     ends = fedorov_ends()

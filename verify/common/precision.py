@@ -4,9 +4,10 @@ Both libraries keep their precision process-wide (``mpmath.mp.prec``, ``flint.ct
 side in threads. Two threads in plain ``mpmath.workdps`` blocks interleave badly: the one that leaves first restores
 its saved precision under the other, which then computes at the wrong precision to the end of its block. The blocks
 below hold one process-wide re-entrant lock instead, so two such blocks never interleave; blocks nest within a
-thread, and another thread's block waits. sympy sets mpmath's precision itself (``nsimplify`` sets ``mp.dps``,
-``simplify`` of an expression with floats and evalf enter ``mpmath.workprec``, down to 2 bits in sign queries):
-sympy work on floats at study time runs under ``holding_precision``, which holds the same lock. A computation at
+thread, and another thread's block waits. sympy sets mpmath's precision itself (``nsimplify`` sets ``mp.dps``;
+substituting floats into cosh and the like, ``float()`` of an exact form and evalf enter ``mpmath.workprec``, down
+to 2 bits in sign queries): such sympy work at study time, and verify's public derivations from a user's step
+(``one_step_limit``, ``check_limit``), run under ``holding_precision``, which holds the same lock. A computation at
 mpmath's default precision outside any block can still see a block's precision; closed forms evaluated for float
 results take ``DOUBLE`` as their context instead of ``mpmath.mp``.
 """
@@ -32,8 +33,8 @@ DOUBLE = mpmath.MPContext()
 @contextmanager
 def holding_precision() -> Iterator[None]:
     """Hold the precision lock for a block (or, as ``@holding_precision()``, a function) that changes mpmath's
-    precision by itself, as sympy's ``nsimplify``, ``simplify`` and evalf do: no other thread's precision block runs
-    meanwhile, nor does this block run inside another thread's."""
+    precision by itself, as sympy's ``nsimplify``, evalf and float substitution into cosh & co. do: no other
+    thread's precision block runs meanwhile, nor does this block run inside another thread's."""
     with _LOCK:
         yield
 

@@ -40,7 +40,7 @@ import sympy as sp
 from tqdm.auto import tqdm
 
 from ..calculus import token_symbols
-from ..common import working_digits
+from ..common import holding_precision, working_digits
 
 s = sp.Symbol("s", positive=True)
 h = s**2
@@ -353,6 +353,7 @@ class _Expansion:
         )
 
 
+@holding_precision()  # nsimplify of a float scale, and floats substituted into cosh & co., set mpmath's precision
 def one_step_limit(step: Callable, tokens: int, dim: int, noise, progress: bool = True) -> StepLimit:
     """Expand ``step(xs, dw, h)`` to order h and take the noise's moments (module docstring); cached.
 
@@ -547,6 +548,7 @@ def _entry_label(name: str, index: tuple[int, int], tokens: list[sp.Matrix]) -> 
     return str(flat[index[0]]) if name != "covariance" else f"({flat[index[0]]}, {flat[index[1]]})"
 
 
+@holding_precision()  # as one_step_limit: the claim's sympy work on floats sets mpmath's precision too
 def check_limit(
     step: Callable,
     drift: Callable,
