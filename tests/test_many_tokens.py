@@ -20,6 +20,7 @@ from convergence.experiments import (
     analyse_chaos,
     analyse_width_depth,
     baseline_variance,
+    cap_initial,
     commute_estimates,
     coupled_chaos,
     empirical_means,
@@ -298,11 +299,6 @@ def test_width_effect_fails_when_the_covariance_depends_on_the_width():
     assert analyse_width_depth(right, design, {}, rng)[0][0].verdict != "fail"
 
 
-def _cap(streams, tokens, dim):
-    x = streams.initial(lambda rng, m: np.eye(dim)[0] + 0.7 * rng.standard_normal((m, tokens, dim)))
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
 @pytest.mark.parametrize("model_kind", ["F", "A"])
 def test_the_martingale_control_variate_has_mean_zero_and_removes_the_noise(model_kind):
     """The mean-field checks' control variate C = sum_k <mu_k, <e, G dW_k>> (``noise_martingale``, summed between
@@ -324,9 +320,9 @@ def test_the_martingale_control_variate_has_mean_zero_and_removes_the_noise(mode
     def observe(x):
         return np.stack([x[..., 0].mean(-1), drift(x)[..., 0].mean(-1)], axis=-1)
 
-    plain = record_at_two_steps(model, grid, 0, (5, 1), _cap, observe)
+    plain = record_at_two_steps(model, grid, 0, (5, 1), cap_initial, observe)
     with_control = record_at_two_steps(
-        model, grid, 0, (5, 1), _cap, observe, martingale=noise_martingale(model, linear_gradient)
+        model, grid, 0, (5, 1), cap_initial, observe, martingale=noise_martingale(model, linear_gradient)
     )
     np.testing.assert_array_equal(with_control[..., :2], plain)
     assert np.all(with_control[:, :, 0, 2] == 0.0)
@@ -356,7 +352,7 @@ def test_the_zonal_control_variate_has_mean_zero():
         grid,
         0,
         (5, 2),
-        _cap,
+        cap_initial,
         lambda x: np.stack([x[..., 0].mean(-1), (x[..., 0] ** 2 - 1 / dim).mean(-1)], -1),
         martingale=noise_martingale(model, zonal_gradients),
     )
