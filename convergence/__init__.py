@@ -15,6 +15,7 @@ from .checks import (
     layer_map,
     limit_sde,
     per_token_noise,
+    scaled_diffusion,
     scaled_drift,
 )
 from .models import (
@@ -86,6 +87,7 @@ __all__ = [
     "matrix_noise",
     "per_token_noise",
     "scalar_noise",
+    "scaled_diffusion",
     "scaled_drift",
     "TorchBlockLayer",
     "torch_layer_map",

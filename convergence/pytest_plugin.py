@@ -33,6 +33,7 @@ from .checks import (
     check_weak_order,
     compare_limits,
 )
+from .runtime import SEED_BLOCK
 
 INCONCLUSIVE_MODES = ("skip", "fail")
 # the checks ``assert_rejects`` runs, by name
@@ -46,6 +47,7 @@ CHECKS = {
 }
 # the options ``--depth-limits-paths`` scales: a fixed size, or the staged looks' first size and budget
 SAMPLE_OPTIONS = ("paths", "samples", "first", "first_look", "budget")  # (first_look: check_same_weak_limit's)
+FIRST_LOOKS = ("first", "first_look")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -79,21 +81,42 @@ def pytest_configure(config: pytest.Config) -> None:
 def judge(outcome: Outcome, inconclusive: str = "skip", wanted: Verdict = Verdict.PASS) -> Outcome:
     """Return an outcome with the ``wanted`` verdict (pass, or fail for a claim the test knows is wrong); fail the
     test on the other decided verdict; skip or fail it on ``inconclusive`` (a skip is located at the calling test,
-    not in this plugin)."""
+    not in this plugin). Every message's first line is the verdict and ``headline``: the map, the claim and the checks
+    that decided; the check's table follows."""
     if outcome.verdict == Verdict.PASS and wanted == Verdict.FAIL:
         pytest.fail(
             "PASSED A WRONG CLAIM (the check cannot see this error at its settings: give it more samples or "
-            "a smaller target)\n" + outcome.table(),
+            f"a smaller target): {headline(outcome)}\n{outcome.table()}",
             pytrace=False,
         )
     if outcome.verdict == Verdict.FAIL and wanted == Verdict.PASS:
-        pytest.fail(outcome.table(), pytrace=False)
+        pytest.fail(f"FAIL: {headline(outcome)}\n{outcome.table()}", pytrace=False)
     if outcome.verdict == Verdict.INCONCLUSIVE:
-        message = "INCONCLUSIVE (noise too large to decide; not a pass)\n" + outcome.table()
+        message = f"INCONCLUSIVE (noise too large to decide; not a pass): {headline(outcome)}\n{outcome.table()}"
         if inconclusive == "fail":
             pytest.fail(message, pytrace=False)
         raise pytest.skip.Exception(message, _use_item_location=True)
     return outcome
+
+
+NAMED = ("map", "sde", "first", "second")  # the configuration entries that name the maps and claims compared
+
+
+def headline(outcome: Outcome) -> str:
+    """What was compared and what decided, e.g. ``strong order of map 'EM block', sde 'OU'; decided by same_limit,
+    strong_order`` (the claim checks whose verdict is the outcome's)."""
+    named = {}
+    for check in outcome.checks:
+        named.update({key: check.config[key] for key in NAMED if key in check.config})
+    deciding = sorted(
+        {
+            check.name + (f" [state={check.config['state']}]" if "state" in check.config else "")
+            for check in outcome.checks
+            if check.claim and check.verdict == outcome.verdict
+        }
+    )
+    compared = ", ".join(f"{key} {value!r}" for key, value in named.items())
+    return f"{outcome.title} of {compared}; decided by {', '.join(deciding) or 'no check'}"
 
 
 def _scaled(check, options: dict, factor: float) -> dict:
@@ -109,6 +132,8 @@ def _scaled(check, options: dict, factor: float) -> dict:
             # parameter of that name (check_same_weak_limit's first map)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 scaled[name] = max(2, round(value * factor))
+                if name in FIRST_LOOKS:  # a staged check's first look is a whole number of seed blocks
+                    scaled[name] = SEED_BLOCK * max(1, round(value * factor / SEED_BLOCK))
     return scaled
 
 

@@ -48,6 +48,9 @@ def test_a_claimed_sde_without_the_ito_correction_is_rejected(depth_limits):
         depth_limits.assert_strong_order(LAYER, WRONG, order=0.5)
     message = str(failure.value)
     assert "strong order: fail" in message and "step h" in message  # verdict and the table of levels
+    first_line = message.splitlines()[0]  # names the map, the claim and the checks that decided
+    assert first_line.startswith("FAIL: strong order of map ") and "sde " in first_line, first_line
+    assert "decided by" in first_line and "same_limit" in first_line, first_line
     assert "strong_order: estimate" in message and "same_limit: estimate" in message
     assert message.count("-> FAIL") >= 3  # strong_order, strong_order_sup and same_limit
 
@@ -97,17 +100,18 @@ def test_a_claim_with_its_drift_scaled_is_a_near_miss_the_local_check_rejects():
 
 
 def test_outcomes_write_the_suites_reports_with_their_time_and_no_empty_figure(tmp_path):
-    outcome = cv.check_strong_order(LAYER, WRONG, paths=64, depths=(4, 8, 16), title="wrong-sde")
+    outcome = cv.check_strong_order(LAYER, WRONG, paths=256, title="wrong-sde")
     assert outcome.verdict == "fail"
     assert outcome.elapsed_s > 0 and outcome.cpu_s > 0  # measured, not 0.0
     paths = outcome.write(tmp_path)
     assert paths["md"].exists() and "same_limit" in paths["md"].read_text()
     assert json.loads(paths["json"].read_text())["elapsed_s"] == round(outcome.elapsed_s, 3)
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"  # convergence panels to draw
-    local = cv.check_local_consistency(LAYER, RIGHT, samples=256, title="local")  # no panels: no figure
+    local = cv.check_local_consistency(LAYER, RIGHT, samples=256, title="local")  # per-state estimates drawn
     written = local.write(tmp_path)
-    assert "png" not in written and not (tmp_path / "local.png").exists()
-    assert ".png" not in written["md"].read_text()
+    assert written["png"].read_bytes()[:4] == b"\x89PNG" and "local.png" in written["md"].read_text()
+    assert [plot.title.split(" by state")[0] for plot in local.plots] == ["drift_scale", "diffusion_scale"]
+    assert len(local.plots[0].curves[0].x) == 5  # four states and the pooled estimate
 
 
 def test_bad_input_names_the_parameter():

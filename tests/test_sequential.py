@@ -151,9 +151,9 @@ def test_a_strong_look_extends_the_same_seeded_paths():
 
 
 def test_the_strong_check_states_its_target_and_decides_in_stages():
-    """Model F (n = 2, d = 4), target a 25% drift error: the true claim passes, a 40% drift error fails at the first
-    look; a 1% target is beyond the reference's own error (same_limit's allowance): inconclusive, naming the
-    reference factor that would decide."""
+    """Model F (n = 2, d = 4), target a 25% drift error: the true claim passes, a 40% drift error fails within three
+    looks (as soon as its errors are shown to flatten); a 1% target is beyond the reference's own error (same_limit's
+    allowance): inconclusive, naming the reference factor that would decide."""
     model = cv.FedorovModel(2, 4)
     options = {"depths": (8, 16, 32, 64), "first": 256, "budget": 2048, "target": 0.25}
     true = cv.check_strong_order(model, model.limit_sde(), **options)
@@ -161,7 +161,8 @@ def test_the_strong_check_states_its_target_and_decides_in_stages():
     (same,) = [c for c in true.checks if c.name == "same_limit"]
     assert same.resolution <= float(re.search(r"leaves a plateau ([0-9.e+-]+)", same.note).group(1))
     wrong = cv.check_strong_order(model, DriftScaled(model.limit_sde(), 1.4), **options)
-    assert wrong.verdict == FAIL and wrong.params["paths"] == 256, wrong.table()
+    # a fail rests on levels shown asymptotic (here: errors shown to flatten), which takes more than the first look
+    assert wrong.verdict == FAIL and wrong.params["paths"] <= 1024, wrong.table()
     tight = cv.check_strong_order(model, model.limit_sde(), paths=256, depths=(8, 16, 32, 64), target=0.01)
     (same,) = [c for c in tight.checks if c.name == "same_limit"]
     assert same.verdict == INCONCLUSIVE and "reference_factor of about" in same.note, tight.table()

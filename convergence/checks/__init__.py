@@ -21,6 +21,7 @@ from .public import (
     matrix_noise,
     per_token_noise,
     scalar_noise,
+    scaled_diffusion,
     scaled_drift,
     where_it_lives,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "matrix_noise",
     "per_token_noise",
     "scalar_noise",
+    "scaled_diffusion",
     "scaled_drift",
     "where_it_lives",
 ]

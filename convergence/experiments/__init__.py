@@ -79,7 +79,15 @@ from .mean_field import (
     zonal_limit,
     zonal_rates,
 )
-from .mutants import DriftScaled, catalogue, miss_probability, pooled_check, rejection_row, true_claim_row
+from .mutants import (
+    DiffusionScaled,
+    DriftScaled,
+    catalogue,
+    miss_probability,
+    pooled_check,
+    rejection_row,
+    true_claim_row,
+)
 from .overlap_ends import (
     DELTA,
     HORIZON_FACTOR,
@@ -130,6 +138,7 @@ from .weak import (
     OVERLAP_OBSERVABLES,
     WeakDesign,
     betas_across_critical,
+    blind,
     claim_limit_check,
     coupled_layer_and_claims,
     coupled_observables,
@@ -146,6 +155,7 @@ from .width_depth import (
 )
 
 __all__ = [
+    "blind",
     "MIN_WINDOW",
     "DELTA",
     "MERGE_TARGET",
@@ -165,6 +175,7 @@ __all__ = [
     "ChaosData",
     "ChaosDesign",
     "CommuteDesign",
+    "DiffusionScaled",
     "DriftScaled",
     "EnergyDesign",
     "ExponentDesign",

@@ -93,6 +93,32 @@ class DriftScaled(_Wrapped):
         return self.factor * drift, noise
 
 
+@dataclass(frozen=True, eq=False)
+class DiffusionScaled(_Wrapped):
+    """``dx = b(x) dt + factor g(x) dW``: the noise variance x factor^2, the drift kept (any noise kind, joint
+    included: the scaled diffusion takes the packed increment the claim's own does)."""
+
+    factor: float = 1.0
+
+    @property
+    def keeps_diffusion_of(self) -> LimitSDE:
+        return self  # its diffusion is its own
+
+    @property
+    def name(self) -> str:
+        return f"{getattr(self.true, 'name', type(self.true).__name__)} with diffusion x {self.factor:g}"
+
+    def drift(self, x: np.ndarray) -> np.ndarray:
+        return self.true.drift(x)
+
+    def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
+        return self.factor * self.true.diffusion(x, dw)
+
+    def drift_and_diffusion(self, x: np.ndarray, dw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        drift, noise = drift_and_diffusion(self.true, x, dw)
+        return drift, self.factor * noise
+
+
 def stratonovich_correction(sde: LimitSDE, x: np.ndarray) -> np.ndarray:
     """``(1/2) sum_r (D sigma_r) sigma_r`` at ``x`` (paths, n, d), sigma_r(x) = diffusion(x, scale e_r) over the
     unit basis e_r of the noise array (one unit of time), by central differences along sigma_r."""

@@ -28,7 +28,7 @@ that the claim with its drift x (1 + t) leaves on the same paths (``StrongData.t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,10 +54,13 @@ from ..statistics import (
     FAIL,
     INCONCLUSIVE,
     PASS,
+    REGIME_TOLERANCE,
     Check,
     OrderFit,
     all_finite,
+    asymptotic_levels,
     asymptotic_start,
+    at_least_verdict,
     bootstrap_counts,
     bootstrap_interval,
     detectable_effect,
@@ -67,6 +70,7 @@ from ..statistics import (
     limit_verdict,
     noise_floor_flags,
     order_verdict,
+    plateau_evidence,
     plateau_fit_bias,
     pre_asymptotic_flags,
     samples_to_decide,
@@ -100,6 +104,13 @@ class StrongDesign(DepthLadder):
     reference_order_target: float = 0.275
     # The largest relative drift error same_limit may miss (None: no target, the plateau's interval alone decides).
     target: float | None = None
+    # True: the map's order is exactly ``order`` (two-sided, as the papers' rates are); False: at least ``order``
+    # (one-sided: a faster map passes, and same_limit is judged at the faster rate it shows). The reference's order
+    # is then "at least 1/2" too (Euler-Maruyama reaches 1 on additive noise).
+    exact_order: bool = True
+    # True: orders and same_limit fail only on levels shown to lie in one power-law regime (``asymptotic_levels``);
+    # False: the claimed-rate flags of the committed study reports (``pre_asymptotic_flags``)
+    regime_evidence: bool = False
     power: float = DETECTION_POWER  # a resolution is the effect rejected with this probability
 
     def __post_init__(self) -> None:
@@ -295,7 +306,8 @@ def _order_check(
     """An order check at ``target`` (see ``order_verdict``), saying how many paths would decide when undecided."""
     ci = fit.order_ci
     resolution = detectable_effect(ci, design.order_allowance, confidence, design.power)
-    verdict = order_verdict(ci, expected, design.order_allowance, resolution, target, usable_levels)
+    judge = order_verdict if design.exact_order else at_least_verdict
+    verdict = judge(ci, expected, design.order_allowance, resolution, target, usable_levels)
     if verdict == INCONCLUSIVE and resolution > target and claim:
         advice = samples_to_decide(ci, design.order_allowance, confidence, paths, target, design.power)
         note += f"; resolution {resolution:.3g} > target {target:g}: about {advice} paths in all would decide"
@@ -312,6 +324,117 @@ def _order_check(
         resolution=resolution,
         target=target,
         confidence=confidence,
+    )
+
+
+def deeper_depths(design: StrongDesign, more: int = 2) -> tuple[int, ...]:
+    """The design's depths and ``more`` doublings of the deepest: the ladder a check that could not show an asymptotic
+    regime names as the one that would decide."""
+    return (*design.depths, *(design.depths[-1] * 2**k for k in range(1, more + 1)))
+
+
+def _levels_text(design: StrongDesign, mask: np.ndarray) -> str:
+    return ", ".join(f"L={L}" for L, on in zip(design.depths, mask) if on)
+
+
+def _regime_order_check(
+    name: str,
+    fit: OrderFit,
+    sq: np.ndarray,
+    counts: np.ndarray,
+    at_floor: np.ndarray,
+    config: dict,
+    note: str,
+    paths: int,
+    design: StrongDesign,
+    confidence: float,
+) -> tuple[Check, np.ndarray]:
+    """An order check that only a regime can fail: judged on every level above the floor as ``_order_check`` does,
+    a fail stands only when the levels ``asymptotic_levels`` shows (at least three, above the floor, consecutive local
+    orders agreeing) fail too, fitted alone; with fewer the check is inconclusive and names the depths that would
+    decide. Returns the check and the regime's mask."""
+    claimed = ("exactly" if design.exact_order else "at least") + f" {design.order:g} claimed"
+    check = _order_check(
+        name,
+        fit,
+        design.order,
+        design.order_target,
+        int(np.sum(~at_floor)),
+        config,
+        f"{note}; {claimed}",
+        paths,
+        design,
+        confidence,
+    )
+    regime = asymptotic_levels(fit, ~at_floor, confidence)
+    if check.verdict != FAIL or not all_finite(*check.ci):
+        return check, regime
+    locals_text = ", ".join(f"{p:.2f}" for p in fit.local_orders)
+    evidence = plateau_evidence(fit, ~at_floor, confidence) if regime.sum() < 3 else None
+    if evidence is not None:
+        upper = float(fit.local_ci[int(np.flatnonzero(~at_floor)[-1]) - 1, 1])
+        if upper < design.order - design.order_allowance:  # towards a plateau, finer local orders only fall further
+            return (
+                replace(
+                    check,
+                    note=f"{check.note}; {evidence}, and the finest local order's upper bound {upper:.3g} lies below "
+                    "the band: asymptotic evidence",
+                ),
+                regime,
+            )
+    if regime.sum() < 3:
+        return (
+            replace(
+                check,
+                verdict=INCONCLUSIVE,
+                note=f"{check.note}; no three levels above the floor shown to share one rate (local orders "
+                f"{locals_text}; consecutive ones must agree within {REGIME_TOLERANCE:g}, with no trend): "
+                f"pre-asymptotic levels cannot carry a fail; depths {deeper_depths(design)} would decide",
+            ),
+            regime,
+        )
+    used = regime.nonzero()[0]
+    regime_check = _order_check(
+        name,
+        fit_order(fit.steps[used], sq[:, used], counts, confidence),
+        design.order,
+        design.order_target,
+        int(used.size),
+        config,
+        f"{note}; {claimed}; fitted over {_levels_text(design, regime)}, shown to share one rate (local orders "
+        f"{locals_text}; consecutive ones agree within {REGIME_TOLERANCE:g}, with no trend)",
+        paths,
+        design,
+        confidence,
+    )
+    return regime_check, regime
+
+
+def _plateau_at_rate(
+    fit: OrderFit, order_check: Check, first: int, design: StrongDesign, confidence: float, shown: bool
+) -> tuple[float, tuple[float, float], str]:
+    """same_limit's plateau B of ms = A h^{2p} + B over the levels from ``first`` on (``limit_plateau``), p the claimed
+    order; for an "at least" claim whose regime shows a faster rate (its interval above the claimed band), p runs over
+    that measured interval and B's interval covers every p in it (B moves with the exponent, so the rate's own
+    uncertainty is carried, not hidden)."""
+    faster = (
+        shown
+        and not design.exact_order
+        and all_finite(*order_check.ci)
+        and order_check.ci[0] > design.order + design.order_allowance
+    )
+    if not faster:
+        return limit_plateau(fit, 2 * design.order, first, confidence)
+    rates = (order_check.ci[0], order_check.estimate, order_check.ci[1])
+    results = [limit_plateau(fit, 2 * rate, first, confidence) for rate in rates]
+    lower = min(r[1][0] for r in results)
+    upper = max(r[1][1] for r in results)
+    return (
+        results[1][0],
+        (lower, upper),
+        results[1][2].replace("claimed rate", "measured rate, faster than the claimed")
+        + f"; the map's measured order {rates[1]:.3g} [{rates[0]:.3g}, {rates[2]:.3g}] exceeds the claimed "
+        f"{design.order:g}: B's interval covers every exponent in that range",
     )
 
 
@@ -430,7 +553,11 @@ def analyse_strong(
         fit = fit_order(steps, sq, counts, confidence)
         pre = pre_asymptotic_flags(fit, design.order, design.order_allowance)
         at_floor = noise_floor_flags(fit, floor, FLOOR_MARGIN)
-        note = f"{int(pre.sum())} pre-asymptotic and {int(at_floor.sum())} noise-floor levels of {steps.size}"
+        note = (
+            f"{int(at_floor.sum())} noise-floor levels of {steps.size}"
+            if design.regime_evidence
+            else f"{int(pre.sum())} pre-asymptotic and {int(at_floor.sum())} noise-floor levels of {steps.size}"
+        )
         # an exact or higher-order map: even each level's upper bound is at the floor (the lower bound alone would
         # demote an under-powered run)
         identifiable = not np.all(fit.error_ci[:, 1] <= FLOOR_MARGIN * floor)
@@ -439,26 +566,33 @@ def analyse_strong(
                 f"order not identifiable: errors at the floor (the reference's own RMS error, {floor:.3g}) at "
                 f"every level; a finding, not a claim: same_limit decides"
             )
-        checks.append(
-            _order_check(
-                name,
-                fit,
-                design.order,
-                design.order_target,
-                int(np.sum(~at_floor)),
-                config,
-                note,
-                paths,
-                design,
-                confidence,
-                claim=identifiable,
+        if design.regime_evidence and identifiable:
+            check, regime = _regime_order_check(
+                name, fit, sq, counts, at_floor, config, note, paths, design, confidence
             )
-        )
+        else:
+            check, regime = (
+                _order_check(
+                    name,
+                    fit,
+                    design.order,
+                    design.order_target,
+                    int(np.sum(~at_floor)),
+                    config,
+                    note,
+                    paths,
+                    design,
+                    confidence,
+                    claim=identifiable,
+                ),
+                None,
+            )
+        checks.append(check)
         series.append(
             _series("RMS error at T" if name == "strong_order" else "RMS of max over grid times", fit, pre, at_floor)
         )
         if name == "strong_order":
-            ms_fit, ms_pre = fit, pre
+            ms_fit, ms_pre, ms_regime, ms_check, ms_floor = fit, pre, regime, check, at_floor
     if exact_reference:
         rms = float(np.sqrt(reference_ms))
         checks.append(
@@ -496,10 +630,26 @@ def analyse_strong(
         )
     finest_ms = float(ms_fit.error[-1] ** 2)
     first = asymptotic_start(ms_pre)
-    point, ci, how = limit_plateau(ms_fit, 2 * design.order, first, confidence)
+    shown = ms_regime is not None and ms_regime.sum() >= 3  # a regime the fail may rest on (regime_evidence)
+    if shown:
+        first = int(np.argmax(ms_regime))
+    point, ci, how = _plateau_at_rate(ms_fit, ms_check, first, design, confidence, shown)
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
     resolution = detectable_effect(ci, reference_ms_hi, confidence, design.power)
     verdict = limit_verdict(ci, reference_ms_hi, finest_ms)
+    if design.regime_evidence and ms_check.claim and verdict == FAIL and all_finite(*ci):
+        # a plateau carries a fail only on evidence from the asymptotic regime: the levels share one rate
+        # (``asymptotic_levels``), or the errors are shown to flatten towards a plateau (a true claim's
+        # pre-asymptotic levels steepen instead, and the fit at the claimed rate would put that bend into B)
+        evidence = plateau_evidence(ms_fit, ~ms_floor, confidence)
+        if shown or evidence is not None:
+            how += "; " + (evidence or f"levels {_levels_text(design, ms_regime)} shown to share one rate")
+        else:
+            verdict = INCONCLUSIVE
+            how += (
+                "; the errors are neither shown to share one rate nor to approach a plateau (pre-asymptotic), so the "
+                f"plateau cannot carry a fail: depths {deeper_depths(design)} would decide"
+            )
     note = (
         f"{how} (steps h); allowance = {'the exact reference' if exact_reference else 'reference'} mean-square "
         f"error {reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "

@@ -236,6 +236,8 @@ def claim_limit_check(
     bad = first_nonfinite({"layer values": layer_values, "claim values": claim_values})
     if bad:  # a NaN at a level the estimate does not use still means a scheme diverged
         return replace(check, verdict=FAIL, note=f"{check.note}; {bad}")
+    if not sd > ROUNDOFF * float(np.abs(layer_values[:, -1]).mean()):
+        return blind(check, f"f takes one value on every path (sd {sd:.3g}): it cannot see a difference of laws")
     if check.verdict == INCONCLUSIVE:
         return replace(
             check,
@@ -248,6 +250,18 @@ def claim_limit_check(
             ),
         )
     return check
+
+
+def blind(check: Check, reason: str) -> Check:
+    """``check`` with no power: a statistic that cannot move under the claim's error passes nothing; inconclusive (a
+    fail stands), its resolution infinite, the ``reason`` in its note."""
+    return replace(
+        check,
+        verdict=FAIL if check.verdict == FAIL else INCONCLUSIVE,
+        resolution=float("inf"),
+        relative_resolution=float("inf"),
+        note=f"{check.note}; no power: {reason}",
+    )
 
 
 BATCHES = 400

@@ -424,6 +424,97 @@ def order_verdict(
     return effect_verdict(ci, expected, allowance, resolution, target)
 
 
+def at_least_verdict(
+    ci: tuple[float, float], expected: float, allowance: float, resolution: float, target: float, usable_levels: int
+) -> str:
+    """``order_verdict`` for a one-sided claim "at least ``expected``": ``fail`` only when the interval lies below
+    ``expected - allowance``; a faster rate (an interval above the band) is no error; otherwise the resolution
+    decides between ``pass`` and ``inconclusive``, as in ``effect_verdict``."""
+    check_real("allowance", allowance, minimum=0.0)
+    if not all_finite(*ci, expected, resolution, target):
+        return FAIL
+    if usable_levels < 3:
+        return INCONCLUSIVE
+    if ci[1] < expected - allowance:
+        return FAIL
+    return INCONCLUSIVE if resolution > target else PASS
+
+
+REGIME_TOLERANCE = 0.1  # consecutive local orders closer than this (by their interval) belong to one power law
+
+
+def local_order_replicates(fit: OrderFit) -> np.ndarray:
+    """The bootstrap replicates of the local orders between consecutive levels, (replicates, levels - 1)."""
+    error = np.sqrt(np.maximum(fit.ms_replicates, np.finfo(float).tiny))
+    return np.log(error[:, :-1] / error[:, 1:]) / np.log(fit.steps[:-1] / fit.steps[1:])
+
+
+def asymptotic_levels(
+    fit: OrderFit, usable: np.ndarray, confidence: float = CONFIDENCE, tolerance: float = REGIME_TOLERANCE
+) -> np.ndarray:
+    """The levels shown to lie in one power-law regime: a mask of the longest run of ``usable`` levels (e.g. above
+    the noise floor) ending at the finest usable one in which the interval of the difference of every two consecutive
+    local orders holds 0 (no trend is seen) and lies within +-``tolerance`` (agreement is shown, not merely not
+    rejected: a wide interval shows nothing). Two levels alone show nothing, so a run shorter than three levels gives
+    an empty mask.
+
+    A fitted rate can carry a fail only on such levels: at coarse steps the error curve bends (pre-asymptotic), at
+    fine ones it flattens at the floor, and either way its slope is no statement about the limit."""
+    usable = np.asarray(usable, dtype=bool)
+    mask = np.zeros(usable.size, dtype=bool)
+    if not usable.any():
+        return mask
+    end = int(np.flatnonzero(usable)[-1])
+    start = end
+    while start > 0 and usable[start - 1]:
+        start -= 1
+    if end - start < 2:
+        return mask
+    local = fit.local_orders
+    replicates = local_order_replicates(fit)
+    first = end - 1  # levels first..end so far (one local order, nothing to compare)
+    while first - 1 >= start:
+        j = first - 1  # local orders j (levels j, j+1) and j + 1 (levels j + 1, j + 2)
+        point = local[j] - local[j + 1]
+        lo, hi = bootstrap_interval(point, replicates[:, j] - replicates[:, j + 1], confidence)
+        if not (-tolerance <= lo <= 0.0 <= hi <= tolerance):
+            break
+        first = j
+    if end - first >= 2:
+        mask[first : end + 1] = True
+    return mask
+
+
+def plateau_evidence(fit: OrderFit, usable: np.ndarray, confidence: float = CONFIDENCE) -> str | None:
+    """Why the error curve's finest ``usable`` levels show a plateau (a limit other than the claim's), or None.
+
+    Either the errors do not decrease at the finest pair of usable levels (the local order's upper bound is at most
+    0), or, over the finest three consecutive usable levels, the local orders are shown to approach 0 (the interval of
+    |p_coarse| - |p_fine| lies above 0): errors flattening towards a plateau, from above or below. A true claim's
+    pre-asymptotic levels steepen instead (their local orders grow towards the rate)."""
+    usable = np.asarray(usable, dtype=bool)
+    if usable.sum() < 2:
+        return None
+    end = int(np.flatnonzero(usable)[-1])
+    if not usable[end - 1]:
+        return None
+    finest = fit.local_ci[end - 1]
+    text = ", ".join(f"{p:.2f}" for p in fit.local_orders)
+    if finest[1] <= 0:
+        return (
+            f"the errors do not decrease at the finest levels (local orders {text}; the finest at most {finest[1]:.3g})"
+        )
+    if end < 2 or not usable[end - 2]:
+        return None
+    j = end - 2
+    replicates = np.abs(local_order_replicates(fit))
+    point = abs(fit.local_orders[j]) - abs(fit.local_orders[j + 1])
+    lo, _ = bootstrap_interval(point, replicates[:, j] - replicates[:, j + 1], confidence)
+    if lo > 0:
+        return f"the errors flatten (local orders {text} approach 0, by the interval of their difference)"
+    return None
+
+
 def paths_to_resolve(width: float, target_width: float, paths: int) -> int:
     """Paths that would shrink an interval of ``width`` (measured on ``paths``) to ``target_width``: width ~
     paths^-1/2."""

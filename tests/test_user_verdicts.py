@@ -1,0 +1,170 @@
+"""Verdicts on a user's own block are right at the depths, precision and observable the user picks.
+
+* A fail needs evidence in the asymptotic regime (``convergence.statistics.asymptotic_levels`` and
+  ``plateau_evidence``): a true limit whose ladder is pre-asymptotic is inconclusive, never failed; a wrong one still
+  fails once its errors are shown to level off.
+* Orders are "at least p" unless ``exact=True``: a map faster than claimed passes (Ornstein-Uhlenbeck, additive noise,
+  where Euler-Maruyama and the exact-in-law step both have strong order 1).
+* Rounding is an allowance: a map that *is* one Euler-Maruyama step of its SDE passes the local check against its
+  Ito claim and its Stratonovich form; its 5% mutants fail.
+* No pass without power: an observable that cannot move under the claim's error is inconclusive.
+
+Seeds are fixed; each test's false-failure rate is the check's family-wise 1% (per check run), and the mutants' miss
+rate at most 10% each at their stated resolutions (here far beyond them: drift errors 20 to 100 resolutions).
+"""
+
+import numpy as np
+import pytest
+
+import convergence as cv
+from convergence.statistics import OrderFit, asymptotic_levels, bootstrap_counts, fit_order, plateau_evidence
+
+# Ornstein-Uhlenbeck in R^2: dx = -theta x dt + s dW (additive noise)
+THETA, S = 1.0, 0.7
+OU_NOISE = cv.field_noise((2,), 1.0)
+OU_START = cv.fixed_state(np.array([[1.0, 0.5]]), unit=False)
+
+
+def ou_euler(x, dw, h):
+    return x - THETA * x * h + S * dw[:, None, :]
+
+
+def ou_exact_in_law(x, dw, h):
+    """x e^{-theta h} + s sqrt((1 - e^{-2 theta h}) / (2 theta)) dW / sqrt(h): the transition law exactly."""
+    return x * np.exp(-THETA * h) + S * np.sqrt((1 - np.exp(-2 * THETA * h)) / (2 * THETA * h)) * dw[:, None, :]
+
+
+def ou_claim(drift_factor: float = 1.0):
+    return cv.limit_sde(
+        lambda x: -drift_factor * THETA * x,
+        lambda x, dw: S * np.broadcast_to(dw[:, None, :], x.shape).copy(),
+        1,
+        2,
+        OU_NOISE,
+        name=f"OU, drift x {drift_factor:g}",
+    )
+
+
+@pytest.mark.parametrize("step", [ou_euler, ou_exact_in_law], ids=["Euler", "exact in law"])
+@pytest.mark.parametrize("order", [0.5, 1.0])
+def test_additive_noise_passes_its_true_claim_at_either_order(step, order):
+    layer = cv.layer_map(step, 1, 2, OU_NOISE, name=step.__name__)
+    outcome = cv.check_strong_order(layer, ou_claim(), order=order, initial=OU_START)
+    assert outcome.verdict == "pass", outcome.table()
+    checks = {c.name: c for c in outcome.checks}
+    assert checks["reference_order"].verdict == "pass"  # Euler-Maruyama's order 1 here is "at least 1/2"
+    assert checks["strong_order"].estimate > 0.9  # order 1 measured, whatever was claimed
+
+
+def test_an_exact_order_claim_is_two_sided():
+    """``exact=True``: "exactly 1/2" is wrong for a map of order 1, and the ladder shows one rate, so it fails."""
+    layer = cv.layer_map(ou_euler, 1, 2, OU_NOISE)
+    outcome = cv.check_strong_order(layer, ou_claim(), order=0.5, exact=True, initial=OU_START)
+    assert {c.name for c in outcome.checks if c.verdict == "fail"} >= {"strong_order"}, outcome.table()
+    with pytest.raises(TypeError, match="exact must be True or False"):
+        cv.check_strong_order(layer, ou_claim(), exact="yes")
+
+
+@pytest.mark.parametrize("step", [ou_euler, ou_exact_in_law], ids=["Euler", "exact in law"])
+def test_additive_noise_rejects_a_drift_error_at_the_target(step):
+    """The strong check's default target is a 20% drift error: a claim with its drift x 1.3 fails."""
+    layer = cv.layer_map(step, 1, 2, OU_NOISE)
+    outcome = cv.check_strong_order(layer, ou_claim(1.3), initial=OU_START)
+    assert outcome.verdict == "fail", outcome.table()
+
+
+@pytest.mark.parametrize("factor, verdict", [(1.0, "pass"), (1.05, "fail"), (0.95, "fail")])
+def test_the_local_check_decides_ornstein_uhlenbeck(factor, verdict):
+    for step in (ou_euler, ou_exact_in_law):
+        layer = cv.layer_map(step, 1, 2, OU_NOISE)
+        outcome = cv.check_local_consistency(layer, ou_claim(factor), states={"x": np.array([[1.0, 0.5]])})
+        assert outcome.verdict == verdict, outcome.table()
+
+
+# A residual MLP block on R^3 that is exactly one Euler-Maruyama step of its SDE: x + h f(x) + g(x) dW
+_RNG = np.random.default_rng(3)
+W1, W2, G = _RNG.standard_normal((8, 3)) / 3, _RNG.standard_normal((3, 8)) / 3, _RNG.standard_normal((3, 3)) / 2
+EM_NOISE = cv.field_noise((3,), 0.8)
+
+
+def mlp(x):
+    return np.tanh(x @ W1.T) @ W2.T
+
+
+def linear_noise(x, dw):
+    return (x @ G.T) * dw[:, None, :]
+
+
+EM_BLOCK = cv.layer_map(lambda x, dw, h: x + h * mlp(x) + linear_noise(x, dw), 1, 3, EM_NOISE, name="EM block")
+
+
+def em_claim(drift=1.0, variance=1.0, form="ito"):
+    """The block's SDE, Ito or (the same SDE) in Stratonovich form: the Stratonovich drift is the Ito one less
+    (1/2) s^2 sum_k (DG_k) G_k = (1/2) s^2 diag(G) (G x) for G_k(x) = e_k (G x)_k."""
+    correction = (lambda x: 0.5 * 0.8**2 * np.diag(G) * (x @ G.T)) if form == "stratonovich" else (lambda x: 0 * x)
+    return cv.limit_sde(
+        lambda x: drift * mlp(x) - correction(x),
+        lambda x, dw: np.sqrt(variance) * linear_noise(x, dw),
+        1,
+        3,
+        EM_NOISE,
+        form=form,
+    )
+
+
+@pytest.mark.parametrize("form", ["ito", "stratonovich"])
+@pytest.mark.parametrize(
+    "drift, variance, verdict", [(1.0, 1.0, "pass"), (1.05, 1.0, "fail"), (0.95, 1.0, "fail"), (1.0, 1.05, "fail")]
+)
+def test_an_euler_maruyama_block_passes_its_own_claim_and_fails_its_mutants(form, drift, variance, verdict):
+    outcome = cv.check_local_consistency(EM_BLOCK, em_claim(drift, variance, form))
+    assert outcome.verdict == verdict, outcome.table()
+    if verdict == "pass":  # rounding sits in the allowance, and the allowance stays far below the target
+        assert all(c.allowance < 1e-9 for c in outcome.checks if c.name == "drift_scale"), outcome.table()
+
+
+def test_a_pre_asymptotic_true_limit_is_not_failed():
+    """Model F (n = 2, d = 4, sigma = 0.9, a mean value part) at depths (4, 8, 16): the errors still steepen (local
+    orders about 0.26 and 0.33 against the rate 1/2), so neither the order nor same_limit may fail; the checks say
+    which depths would decide."""
+    model = cv.FedorovModel(2, 4, beta=0.8, sigma=0.9, mean_value=0.4 * np.eye(4))
+    outcome = cv.check_strong_order(model, model.limit_sde(), depths=(4, 8, 16), budget=4096)
+    assert outcome.verdict != "fail", outcome.table()
+    assert "(4, 8, 16, 32, 64) would decide" in outcome.table()
+
+
+def test_a_constant_observable_has_no_power():
+    """A claim with 5 times the drift: an observable that takes one value on every path cannot see it."""
+    a, b = 0.3, 0.5
+    noise = cv.field_noise((1,), 1.0)
+    layer = cv.layer_map(lambda x, dw, h: x * np.exp((a - b * b / 2) * h + b * dw[:, :, None]), 1, 2, noise)
+    wrong = cv.limit_sde(lambda x: 5 * a * x, lambda x, dw: b * x * dw[:, :, None], 1, 2, noise)
+    start = cv.fixed_state(np.array([[1.0, 0.0]]))
+    outcome = cv.check_weak_limit(layer, wrong, lambda x: np.full(x.shape[0], 2.0), initial=start, paths=4096)
+    (limit,) = [c for c in outcome.checks if c.name == "claim_limit"]
+    assert outcome.verdict == "inconclusive" and limit.resolution == np.inf and "no power" in limit.note
+
+
+def _fit(errors: np.ndarray, paths: int = 4000, noise: float = 0.02) -> tuple[OrderFit, np.ndarray]:
+    """An order fit of RMS errors ``errors`` at steps 1/8 ... with multiplicative path noise (seeded)."""
+    rng = np.random.default_rng(0)
+    steps = 1 / 8 / 2.0 ** np.arange(errors.size)
+    sq = (
+        errors[None, :] ** 2
+        * rng.exponential(1.0, (paths, 1))
+        * (1 + noise * rng.standard_normal((paths, errors.size)))
+    )
+    return fit_order(steps, sq, bootstrap_counts(np.random.default_rng(1), paths, 500)), steps
+
+
+def test_the_regime_tests_tell_a_power_law_a_bend_and_a_plateau_apart():
+    usable = np.ones(5, bool)
+    power, steps = _fit(0.3 * (1 / 8 / 2.0 ** np.arange(5)) ** 0.5)
+    assert asymptotic_levels(power, usable).all() and plateau_evidence(power, usable) is None
+    bending = 0.3 * np.sqrt(steps) / (1 + 4 * np.sqrt(steps))  # local orders rising towards 1/2: pre-asymptotic
+    fit, _ = _fit(bending)
+    assert not asymptotic_levels(fit, usable).any() and plateau_evidence(fit, usable) is None
+    plateau, _ = _fit(np.sqrt(0.1 * steps + 0.01))  # a wrong limit: errors level off at 0.1
+    assert plateau_evidence(plateau, usable) is not None
+    growing, _ = _fit(0.1 * (1 + np.arange(5) / 10))  # errors growing with depth
+    assert "do not decrease" in plateau_evidence(growing, usable)
