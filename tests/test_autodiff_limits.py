@@ -235,3 +235,43 @@ def test_blocks_with_layer_norm_and_silu_get_their_drift_by_forward_mode_without
         warnings.simplefilter("error", RuntimeWarning)
         cv.derive_limit(post_ln.LAYER).drift(np.stack(list(post_ln.STATES.values())))
         cv.derive_limit(LAYER_F).drift(_unit_tokens(0, 2, N, D))
+
+
+class _Gated(torch.nn.Module):
+    """x <- x + out act(W x) (gate) with W and out the noise: act(W x) sits at act's kink (0) when dW = 0, so with
+    ReLU, abs or a max the step is not twice differentiable in the noise (its increments have an O(sqrt(h)) mean and
+    no SDE limit), while with tanh it is."""
+
+    def __init__(self, act) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(6, D))
+        self.out = torch.nn.Parameter(torch.zeros(D, 6))
+        self.act = act
+
+    def forward(self, x):
+        return x + self.act(x @ self.weight.T) @ self.out.T
+
+
+@pytest.mark.parametrize(
+    "act, operation",
+    [
+        (torch.nn.ReLU(), "relu at act"),
+        (torch.abs, "abs at the block"),
+        (lambda z: torch.maximum(z, 0.2 * z), "maximum at the block"),
+    ],
+    ids=["relu", "abs", "max"],
+)
+def test_derive_limit_refuses_a_kink_within_the_noises_reach_and_names_it(act, operation):
+    layer = cv.torch_layer_map(lambda: _Gated(act), N, D, {"weight": SIGMA, "out": SIGMA}, name="gated block")
+    derived = cv.derive_limit(layer)
+    x = _unit_tokens(0, 2, N, D)
+    with pytest.raises(ValueError, match=f"gated block: derive_limit cannot take this block.*{operation}"):
+        derived.drift(x)
+    with pytest.raises(ValueError, match="not twice differentiable"):
+        cv.compare_limits(derived, derived)  # a limit derive_limit refuses cannot pass a comparison
+
+
+def test_derive_limit_takes_the_same_block_with_a_smooth_gate():
+    layer = cv.torch_layer_map(lambda: _Gated(torch.tanh), N, D, {"weight": SIGMA, "out": SIGMA}, name="tanh gate")
+    x = _unit_tokens(0, 2, N, D)
+    assert np.all(np.isfinite(cv.derive_limit(layer).drift(x)))

@@ -258,3 +258,19 @@ def test_the_generator_of_the_two_heads_keeps_the_sphere_and_moves_the_overlap()
         + sum(s**2 * (a[0][h].T * a[1][h])[0] for h, s in enumerate(SIGMAS)) * (projections[0] * projections[1]).trace()
     )
     assert abs(limit.evaluate(limit.generator((x0.T * x1)[0]), state) - float(expected)) < 1e-12
+
+
+def test_a_scaled_diffusion_of_a_joint_noise_is_a_near_miss_the_local_check_rejects():
+    """``cv.scaled_diffusion`` takes the packed increment the claim's own diffusion takes (here a dict of two matrix
+    noises), so a 5% noise variance error is one call; the drift is kept."""
+    layer = cv.layer_map(two_heads, N, D, NOISE, name="two heads")
+    claim = cv.limit_sde(two_heads_drift, two_heads_diffusion, N, D, NOISE, name="true")
+    near = cv.scaled_diffusion(claim, np.sqrt(1.05))
+    x = cv.uniform_sphere(PathStreams(0, 0, 2, (5,)), N, D)
+    dw = NOISE["V1"].standard(np.random.default_rng(0), (2, *claim.noise.shape))
+    np.testing.assert_allclose(near.diffusion(x, dw), np.sqrt(1.05) * claim.diffusion(x, dw), rtol=1e-15)
+    np.testing.assert_array_equal(near.drift(x), claim.drift(x))
+    outcome = cv.check_local_consistency(layer, near, states=("uniform", "near merged"))
+    assert outcome.verdict == "fail", outcome.table()
+    with pytest.raises(ValueError, match="factor must be finite"):
+        cv.scaled_diffusion(claim, float("nan"))

@@ -27,6 +27,13 @@ Llama layer of ``examples/hf_blocks.py``), and a block on which they differ (bey
 precision the block computes in, at least 1e-9), or whose forward curvature raises, keeps reverse over reverse, with
 a warning naming the difference. A heuristic: a rule wrong only away from the compared states goes unseen (the
 module's tests compare the result with limits derived by hand).
+
+The expansion needs a step twice differentiable in dW near 0. A kink within an increment's reach (ReLU, abs or a max
+at its switching point, a mask that changes) makes torch return a one-sided derivative (ReLU'(0) = 0) while the
+step's increments have an O(sqrt(h)) mean and no SDE limit. So at up to three states of every call, central
+differences along seeded directions of dW (steps s/8, s/32, s/128 of the noise's scale s) are compared with the
+automatic first and second derivatives; a block on which they part is refused, naming the operations with kinks it
+calls and the module each runs in (``kinked_operations``).
 """
 
 from __future__ import annotations
@@ -76,7 +83,9 @@ class AutodiffLimit(Wrapper):
         if not states.shape[0]:
             return states.numpy().copy()
         with one_thread(torch):
-            curvature = _curvature(step, size, states, self._mode(step, size, states))
+            mode = self._mode(step, size, states)
+            self._smooth(states, mode)
+            curvature = _curvature(step, size, states, mode)
             rate = vmap(lambda xp: jvp(lambda hh: step(xp, zero_w, hh), (zero_h,), (one_h,))[1])(states)
             return (rate + 0.5 * variance * curvature).numpy()
 
@@ -113,6 +122,24 @@ class AutodiffLimit(Wrapper):
         self._modes.append("forward" if problem is None else "reverse")
         return self._modes[0]
 
+    def _smooth(self, states, mode: str) -> None:
+        """Refuse a block that is not twice differentiable in the noise at up to three of ``states`` (first, middle,
+        last): along ``SMOOTHNESS_DIRECTIONS`` seeded unit directions v of dW, the central differences
+        (F(e v) - F(-e v)) / (2 e) and (F(e v) + F(-e v) - 2 F(0)) / e^2 at the steps e = s / 8, s / 32, s / 128
+        (s the noise's scale: the reach of an increment at h = 1/64) must agree with the automatic derivatives
+        D_W F v and d^2/dt^2 F(t v) (in the curvature's ``mode``; their O(e^2) error and rounding allowed). At a kink within that reach (ReLU,
+        abs, max or a mask switching) the first difference stays O(1) away from the derivative torch returns and
+        the second grows like 1/e: the block has no SDE limit there (its increments have an O(sqrt(h)) mean), and
+        the error names the operations with kinks that the block calls and where (``kinked_operations``)."""
+        problem = _smoothness_problem(self.model.torch_step, self.noise.shape[0], self.noise.scale, states, mode)
+        if problem is not None:
+            found = kinked_operations(self.model)
+            raise ValueError(
+                f"{self.model.name}: derive_limit cannot take this block: its step is not twice differentiable in the "
+                f"noise at the states asked for ({problem}), so it has no diffusion limit there"
+                + (f"; operations with kinks it calls: {found}" if found else "")
+            )
+
     def _tolerance(self) -> float:
         """``CURVATURE_TOLERANCE``, or 1024 times the machine epsilon of the lowest precision the block computes in
         (two right modes agree only to that rounding when the block computes in float32)."""
@@ -132,11 +159,11 @@ class AutodiffLimit(Wrapper):
         def one_path(xp, dwp):
             return jvp(lambda u: step(xp, u, zero_h), (zero_w,), (dwp,))[1]
 
+        states = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
         with one_thread(torch):
-            out = vmap(one_path)(
-                torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
-                torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)),
-            )
+            if states.shape[0]:
+                self._smooth(states, self._mode(step, size, states))
+            out = vmap(one_path)(states, torch.from_numpy(np.ascontiguousarray(dw, dtype=np.float64)))
         return out.numpy()
 
     def _resting(self, x: np.ndarray) -> np.ndarray:
@@ -153,14 +180,103 @@ class AutodiffLimit(Wrapper):
         return states
 
 
-def _curvature(step, size: int, states, mode: str):
+SMOOTHNESS_DIRECTIONS = 4  # seeded directions of dW along which the block's smoothness is checked
+SMOOTHNESS_STEPS = (1 / 8, 1 / 32, 1 / 128)  # finite-difference steps, in units of the noise's scale
+FIRST_TOLERANCE, SECOND_TOLERANCE = 1e-2, 5e-2  # relative agreement of the differences with the derivatives
+KINKS = frozenset(
+    "relu relu_ relu6 abs absolute max maximum min minimum amax amin clamp clamp_ clip where argmax argmin sign "
+    "floor ceil round trunc hardtanh leaky_relu threshold heaviside masked_fill gt lt ge le".split()
+)
+
+
+def _smoothness_problem(step, size: int, scale: float, states, mode: str = "forward") -> str | None:
+    """None when the block's step is twice differentiable in the noise at up to three of ``states`` (as
+    ``AutodiffLimit._smooth`` says), else a sentence saying where the differences and the derivatives part."""
+    import torch
+    from torch.func import jvp, vmap
+
+    probe = states[sorted({0, states.shape[0] // 2, states.shape[0] - 1})]
+    zero_h = torch.zeros((), dtype=torch.float64)
+    zero_w = torch.zeros(size, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(0)
+    directions = torch.randn((SMOOTHNESS_DIRECTIONS, size), generator=generator, dtype=torch.float64)
+    directions /= directions.norm(dim=1, keepdim=True)
+    eps = float(torch.finfo(torch.float64).eps)
+
+    def at(xp, w):
+        return step(xp, w, zero_h)
+
+    for x in probe:
+        base = at(x, zero_w)
+        size_f = float(base.abs().max()) + 1.0
+        first = vmap(lambda v: jvp(lambda w: at(x, w), (zero_w,), (v,))[1])(directions)
+        second = _curvature(step, size, x[None], mode, directions, summed=False)[0]
+        for factor in SMOOTHNESS_STEPS:
+            e = factor * max(scale, 1e-12)
+            plus = vmap(lambda v: at(x, e * v))(directions)
+            minus = vmap(lambda v: at(x, -e * v))(directions)
+            d1 = (plus - minus) / (2 * e)
+            d2 = (plus + minus - 2 * base) / e**2
+            rounding1, rounding2 = 64 * eps * size_f / e, 64 * eps * size_f / e**2
+            gap1 = float((d1 - first).abs().max())
+            gap2 = float((d2 - second).abs().max())
+            size1 = float(torch.maximum(d1.abs(), first.abs()).max())
+            size2 = float(torch.maximum(d2.abs(), second.abs()).max())
+            if gap1 > FIRST_TOLERANCE * size1 + rounding1:
+                return (
+                    f"along a direction of dW the first difference at step {e:.3g} differs from the derivative by "
+                    f"{gap1:.3g} (of {size1:.3g})"
+                )
+            if gap2 > SECOND_TOLERANCE * size2 + rounding2:
+                return (
+                    f"along a direction of dW the second difference at step {e:.3g} differs from the second "
+                    f"derivative by {gap2:.3g} (of {size2:.3g})"
+                )
+    return None
+
+
+def kinked_operations(layer: TorchBlockLayer) -> str:
+    """The operations with kinks (``KINKS``: ReLU, abs, max, a mask, ...) that one forward pass of the block calls, each
+    with the path of the module it runs in, e.g. ``relu at mlp.act``; empty when none is seen."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    block, where, seen = layer.template, [], []
+    hooks = []
+    for path, module in block.named_modules():
+        hooks.append(module.register_forward_pre_hook(lambda m, a, path=path: where.append(path or "the block")))
+        hooks.append(module.register_forward_hook(lambda m, a, o: where.pop()))
+
+    class Record(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", str(func)).removeprefix("__").removesuffix("__")
+            if name in KINKS:
+                entry = f"{name} at {where[-1] if where else 'the block'}"
+                if entry not in seen:
+                    seen.append(entry)
+            return func(*args, **(kwargs or {}))
+
+    x = torch.from_numpy(np.linspace(-1.0, 1.0, layer.tokens * layer.dim).reshape(1, layer.tokens, layer.dim))
+    try:
+        with torch.no_grad(), Record():
+            block(x)
+    except Exception:  # a block that cannot run alone (a library layer): the differences' sentence stands alone
+        pass
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return ", ".join(seen)
+
+
+def _curvature(step, size: int, states, mode: str, basis=None, summed: bool = True):
     """sum_j d^2/dt^2 F(x, t e_j, 0) at t = 0 for each state x of ``states`` (paths, n, d): forward over forward
-    (under ``_composite_norms_mode``) or reverse over reverse (module docstring)."""
+    (under ``_composite_norms_mode``) or reverse over reverse (module docstring). ``basis``: the directions e_j (rows;
+    the unit basis of dW by default); ``summed=False``: each direction's second derivative, (paths, directions, n, d)."""
     import torch
     from torch.func import jacrev, jvp, vmap
 
     zero_w, zero_h = torch.zeros(size, dtype=torch.float64), torch.zeros((), dtype=torch.float64)
-    basis = torch.eye(size, dtype=torch.float64)
+    basis = torch.eye(size, dtype=torch.float64) if basis is None else basis
 
     def one_path(xp):
         def along(v):
@@ -168,7 +284,8 @@ def _curvature(step, size: int, states, mode: str):
                 return jvp(lambda w: jvp(lambda u: step(xp, u, zero_h), (w,), (v,))[1], (zero_w,), (v,))[1]
             return jacrev(jacrev(lambda t: step(xp, t * v, zero_h)))(zero_h)
 
-        return vmap(along, chunk_size=BASIS_CHUNK)(basis).sum(dim=0)
+        values = vmap(along, chunk_size=BASIS_CHUNK)(basis)
+        return values.sum(dim=0) if summed else values
 
     if mode == "forward":  # with grad mode on, silu's forward rule is itself differentiable (its no-grad one is not)
         with torch.enable_grad(), _composite_norms_mode()():
