@@ -127,10 +127,11 @@ class AutodiffLimit(Wrapper):
         last): along ``SMOOTHNESS_DIRECTIONS`` seeded unit directions v of dW, the central differences
         (F(e v) - F(-e v)) / (2 e) and (F(e v) + F(-e v) - 2 F(0)) / e^2 at the steps e = s / 8, s / 32, s / 128
         (s the noise's scale: the reach of an increment at h = 1/64) must agree with the automatic derivatives
-        D_W F v and d^2/dt^2 F(t v) (in the curvature's ``mode``; their O(e^2) error and rounding allowed). At a kink within that reach (ReLU,
-        abs, max or a mask switching) the first difference stays O(1) away from the derivative torch returns and
-        the second grows like 1/e: the block has no SDE limit there (its increments have an O(sqrt(h)) mean), and
-        the error names the operations with kinks that the block calls and where (``kinked_operations``)."""
+        D_W F v and d^2/dt^2 F(t v) (in the curvature's ``mode``; their O(e^2) error and rounding allowed). At a
+        kink within that reach (ReLU, abs, max or a mask switching) the first difference stays O(1) away from the
+        derivative torch returns and the second grows like 1/e: the block has no SDE limit there (its increments
+        have an O(sqrt(h)) mean), and the error names the operations with kinks that the block calls and where
+        (``kinked_operations``)."""
         problem = _smoothness_problem(self.model.torch_step, self.noise.shape[0], self.noise.scale, states, mode)
         if problem is not None:
             found = kinked_operations(self.model)
@@ -270,8 +271,9 @@ def kinked_operations(layer: TorchBlockLayer) -> str:
 
 def _curvature(step, size: int, states, mode: str, basis=None, summed: bool = True):
     """sum_j d^2/dt^2 F(x, t e_j, 0) at t = 0 for each state x of ``states`` (paths, n, d): forward over forward
-    (under ``_composite_norms_mode``) or reverse over reverse (module docstring). ``basis``: the directions e_j (rows;
-    the unit basis of dW by default); ``summed=False``: each direction's second derivative, (paths, directions, n, d)."""
+    (under ``_composite_norms_mode``) or reverse over reverse (module docstring). ``basis``: the directions e_j
+    (rows; the unit basis of dW by default); ``summed=False``: each direction's second derivative, shaped (paths,
+    directions, n, d)."""
     import torch
     from torch.func import jacrev, jvp, vmap
 
