@@ -46,7 +46,8 @@ def test_looks_double_from_the_first_look_to_the_budget():
     looks = Looks(16, 1024)
     assert looks.count == 7 and looks.alpha(0.01) == pytest.approx(0.01 / 7)
     assert looks.power(0.9) == pytest.approx(1 - 0.1 / 7)
-    assert looks.label(64) == "look 3 of 7 (64)" and "0.01/7" in looks.describe()
+    assert looks.label(64) == "look 3 of 7 (64); resolutions at power 0.986 (1 - 0.1/7)"
+    assert "0.01/7" in looks.describe()
 
 
 @pytest.mark.parametrize(("first", "budget", "name"), [(0, 10, "first"), (10, 5, "budget"), (1.5, 10, "first")])

@@ -168,3 +168,46 @@ def test_the_regime_tests_tell_a_power_law_a_bend_and_a_plateau_apart():
     assert plateau_evidence(plateau, usable) is not None
     growing, _ = _fit(0.1 * (1 + np.arange(5) / 10))  # errors growing with depth
     assert "do not decrease" in plateau_evidence(growing, usable)
+
+
+def test_a_resolution_holds_whatever_the_bias_within_the_allowance():
+    """With bias_span 2 the stated resolution R is rejected with probability >= 90% for every bias b in
+    [-allowance, allowance] (the worst, b = -allowance, gives exactly 90%); the zero-bias formula (span 1) does not."""
+    from scipy import stats
+
+    from convergence.statistics import detectable_effect
+
+    allowance, se, confidence = 0.004, 0.001, 0.999
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    ci = (-z * se, z * se)
+    for span, worst in ((2.0, 0.9), (1.0, None)):
+        effect = detectable_effect(ci, allowance, confidence, 0.9, bias_span=span)
+        biases = np.linspace(-allowance, allowance, 9)
+        rejection = [stats.norm.sf((allowance + z * se - effect - b) / se) for b in biases]
+        if worst is None:
+            assert min(rejection) < 0.5  # the zero-bias resolution overstates the power at the band's far edge
+        else:
+            assert min(rejection) == pytest.approx(worst, abs=1e-12) and max(rejection) > 0.9
+
+
+def test_a_claim_equal_in_law_decides_the_drift_with_the_layers_own_control():
+    """Model F (n = 3, d = 8) against its limit written with dW^T a for dW a (equal in law, not pathwise): with the
+    claim's noise as control variate the drift is blind at 4096 samples; the layer's own (antithetic) control resolves
+    it as finely as for the pathwise claim, and a 5% drift error of the same claim fails."""
+    from convergence.models import tangent_projection
+
+    model = cv.FedorovModel(3, 8, beta=1.0)
+    true = model.limit_sde()
+    law = cv.limit_sde(
+        true.drift, lambda x, dw: tangent_projection(x, model.attention(x) @ dw), 3, 8, true.noise, name="dW^T a"
+    )
+
+    def pooled_drift(outcome):
+        return next(c for c in outcome.checks if c.name == "drift_scale" and c.config["state"] == "pooled")
+
+    by_layer = pooled_drift(cv.check_local_consistency(model, law, samples=4096))
+    by_claim = pooled_drift(cv.check_local_consistency(model, law, samples=4096, control="claim"))
+    pathwise = pooled_drift(cv.check_local_consistency(model, true, samples=4096))
+    assert by_layer.verdict != "fail" and by_layer.resolution < 1.2 * pathwise.resolution
+    assert by_claim.resolution > 4 * by_layer.resolution
+    assert cv.check_local_consistency(model, cv.scaled_drift(law, 1.05)).verdict == "fail"

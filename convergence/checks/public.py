@@ -43,6 +43,7 @@ import numpy as np
 from verify.common import check_choice, check_int, check_real, check_tokens, file_stem
 
 from ..experiments import (
+    CONTROLS,
     DRIFT_TARGET,
     SAMPLE_BLOCK,
     STATES,
@@ -554,7 +555,7 @@ def check_strong_order(
             target=target,
             power=power,
             exact_order=exact,
-            regime_evidence=True,
+            for_users=True,
         )
         data = drawn.extend(
             coupled_strong_errors(layer, sde, design, seed, key, initial, start=drawn.size, exact=reference), n
@@ -729,7 +730,9 @@ def check_weak_limit(
             return _nonfinite_checks(["weak_order", "claim_limit"], bad, config)
         z = z_value(2, alpha)  # the two claims (order and limit) share the family-wise rate
         fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
-        limit = claim_limit_check(layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power)
+        limit = claim_limit_check(
+            layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power, bias_span=2.0
+        )
         unseen = [np.array_equal(claim_values["f"][:, k], claim_values["f"][:, 0]) for k in range(1, len(claims))]
         if unseen and all(unseen) and np.isfinite(limit.resolution):
             limit = blind(
@@ -761,7 +764,7 @@ def check_weak_limit(
                 )
                 continue
             inner = claim_limit_check(
-                layer_values["f"], claim_values["f"][:, index], z, resolution, config, power=power
+                layer_values["f"], claim_values["f"][:, index], z, resolution, config, power=power, bias_span=2.0
             )
             checks.append(rejection_row("weak", _name(layer), label, eps, [inner], float("inf")))
         panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)]
@@ -1038,11 +1041,20 @@ def check_local_consistency(
     budget: int = 262_144,
     first: int = 4096,
     samples: int | None = None,
+    control: str = "layer",
     seed: int = 0,
     title: str = "local consistency",
 ) -> Outcome:
     """One layer step's conditional moments against the claim (``convergence.experiments.local``) at each state,
     sampled in stages until the checks decide (``convergence.statistics.sequential``).
+
+    ``control``: the drift's variance reduction. "layer" (default): the layer's own first-order noise response is
+    removed by evaluating each step at dW and at -dW (antithetic: the half-sum is the increment's even part, the
+    drift's estimate, with no claim in it), so a claim equal in law to the layer's limit but driven differently
+    decides at the cost of one that is pathwise equal; the claim's noise enters only the covariance comparison.
+    "claim": the claimed diffusion on the same noise subtracted (one step per sample; noisy unless the claim is
+    pathwise the layer's). Every noise law here is symmetric, so -dW has the law of dW. Where a state's drift is
+    small beside its noise, its drift_scale target is in units of a typical component (docs/checks.md).
 
     ``states``: names of ``convergence.experiments.local.STATES`` (drawn on the unit sphere; for a map that lives
     elsewhere, moved there by one step without noise, ``where_it_lives``) or a mapping name -> array (tokens, d),
@@ -1059,6 +1071,7 @@ def check_local_consistency(
     _check_pair(layer, sde, "check_local_consistency", same_entry_law=False)
     title = _check_title(title)
     target = check_real("target", target, minimum=0.0, strict_minimum=True)
+    control = check_choice("control", control, CONTROLS)
     looks = _looks(samples, first, budget, SAMPLE_BLOCK, ("samples", "first", "budget"), 64)
     key = (USER_KEY, 4)
     chosen = resolve_states(layer.tokens, layer.dim, states, seed, key)
@@ -1075,6 +1088,8 @@ def check_local_consistency(
             state_target=2 * target,
             power=power,
             block_paths=_compute_block(looks, SAMPLE_BLOCK),
+            control=control,
+            for_users=True,
         )
         return local_checks(layer, sde, chosen, design, seed, key, config, alpha, drawn)
 
@@ -1089,6 +1104,7 @@ def check_local_consistency(
             "step": step,
             "samples": stopped,
             "target": target,
+            "control": control,
             "looks": list(looks.sizes),
             "stages": looks.describe(),
         },

@@ -55,6 +55,7 @@ from .latent_sampling import (
     sampler_checks,
 )
 from .local import (
+    CONTROLS,
     SAMPLE_BLOCK,
     STATES,
     LocalDesign,
@@ -194,6 +195,7 @@ __all__ = [
     "PAPER_HORIZON",
     "PAPER_SPECTRA",
     "REFERENCE_LEVELS",
+    "CONTROLS",
     "SAMPLE_BLOCK",
     "STATES",
     "StrongData",

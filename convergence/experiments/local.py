@@ -13,7 +13,8 @@ drift to a fraction of a percent. D(h) compares laws, not paths: a claim equal i
 
 The O(h) bias is removed by Richardson extrapolation over the steps h, h/2, h/4, all driven by the same
 standard entries E (dW_h = scale sqrt(h) E): R_1 = 2 m(h/2) - m(h) and R_2 = 2 m(h/4) - m(h/2) estimate b(x)
-to O(h^2); R_2 is the estimate and |R_1 - R_2| / 3 (its O(h^2) remainder's size) the bias allowance.
+to O(h^2); R_2 is the estimate and |R_1 - R_2| / 3 (its O(h^2) remainder's size) the bias allowance (the public
+checks: 1.5 times that, plus the floating-point floor of the statistic, ``rounding_bounds``).
 
 Checks at each state (``config["state"]``):
   drift_scale      gamma = <b - R_2, m> / |m|^2 with m = mean R_2 (the layer's measured drift): the claim's
@@ -49,7 +50,7 @@ from functools import cached_property
 import numpy as np
 from scipy import stats
 
-from verify.common import check_int, check_real
+from verify.common import check_choice, check_int, check_real
 
 from ..models import LayerMap, LimitSDE
 from ..paths import PathStreams, run_seeded
@@ -67,6 +68,11 @@ from ..statistics import (
 )
 
 SAMPLE_BLOCK = 4096
+CONTROLS = ("claim", "layer")  # the drift's control variate (``LocalDesign.control``)
+# |R_1 - R_2| / 3 estimates R_2's O(h^2) remainder exactly at leading order; the O(h^3) terms can make it short by up
+# to |c_3| h^3 / 8 (m(h) = b + c_1 h + c_2 h^2 + c_3 h^3), |c_3 h / c_2| of it: a factor 1.5 bounds it while
+# |c_3| h <= |c_2| / 2, the asymptotic regime of the step (an exact Ornstein-Uhlenbeck step: |c_3 h / c_2| = h / 4)
+REMAINDER_SAFETY = 1.5
 PROBES = 4  # random probe directions of the covariance, besides each token's radial direction
 CHECKS_PER_STATE = 4
 State = Callable[[np.random.Generator, int, int], np.ndarray]
@@ -119,16 +125,32 @@ class LocalDesign:
     component_target: float | None = None
     power: float = DETECTION_POWER  # a resolution is the effect rejected with this probability
     block_paths: int = SAMPLE_BLOCK  # samples per compute block (no number depends on it)
+    # the drift's control variate: "claim" (the claimed diffusion on the same noise: one step per sample, exact only
+    # for a claim pathwise equal to the layer) or "layer" (the layer's own response, antithetic: the step at dW and
+    # at -dW, whose half-sum keeps the even part of the increment, so no claim enters the drift's estimate)
+    control: str = "claim"
+    # the public checks' rules (docs/checks.md, "A user's block"; False keeps the committed studies' numbers): every
+    # allowance holds the floating-point floor (``rounding_bounds``) and the Richardson remainder x
+    # ``REMAINDER_SAFETY``; where a state's drift is small beside its noise, its drift_scale target is in units of a
+    # typical component (target x typical / |b|: the pooled check carries the relative target)
+    for_users: bool = False
 
     def __post_init__(self) -> None:
         check_real("step", self.step, minimum=0.0, maximum=1.0, strict_minimum=True)
         check_int("block_paths", self.block_paths, minimum=1)
+        check_choice("control", self.control, CONTROLS)
         check_int("samples", self.samples, minimum=64)
         check_real("target", self.target, minimum=0.0, strict_minimum=True)
         check_real("state_target", self.state_target, minimum=0.0, strict_minimum=True)
         if self.component_target is not None:
             check_real("component_target", self.component_target, minimum=0.0, strict_minimum=True)
         check_real("power", self.power, minimum=0.5, maximum=1.0)
+
+    @property
+    def bias_span(self) -> float:
+        """``detectable_effect``'s bias span: 2 for the public checks (a resolution whatever the bias within the
+        allowance), 1 for the studies' committed designs."""
+        return 2.0 if self.for_users else 1.0
 
     @property
     def max_z_target(self) -> float:
@@ -176,10 +198,15 @@ class LayerSamples:
 
     entries: list[np.ndarray]  # per sample block: (size, *noise.shape)
     deltas: np.ndarray  # (samples, 3, n d)
+    antithetic: np.ndarray | None = None  # the increments at -dW (``LocalDesign.control == "layer"``)
 
     def extended(self, more: LayerSamples) -> LayerSamples:
         """These samples followed by ``more`` (the next seeded blocks)."""
-        return LayerSamples([*self.entries, *more.entries], np.concatenate([self.deltas, more.deltas]))
+        return LayerSamples(
+            [*self.entries, *more.entries],
+            np.concatenate([self.deltas, more.deltas]),
+            None if self.antithetic is None else np.concatenate([self.antithetic, more.antithetic]),
+        )
 
 
 def layer_samples(
@@ -196,29 +223,37 @@ def layer_samples(
     noise = layer_map.noise
     start = 0 if previous is None else previous.deltas.shape[0]
 
-    def compute(streams: PathStreams, advance) -> tuple[np.ndarray, np.ndarray]:
+    signs = (1.0, -1.0) if design.control == "layer" else (1.0,)
+
+    def compute(streams: PathStreams, advance) -> tuple[np.ndarray, ...]:
         drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
         xs = np.broadcast_to(x, (streams.paths, *x.shape)).copy()
-        deltas = np.stack(
-            [
-                (layer_map.layer(xs, (noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(streams.paths, -1)
-                for h in design.steps
-            ],
-            axis=1,
+        return drawn, *(
+            np.stack(
+                [
+                    (layer_map.layer(xs, (sign * noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(streams.paths, -1)
+                    for h in design.steps
+                ],
+                axis=1,
+            )
+            for sign in signs
         )
-        return drawn, deltas
 
     blocks = run_seeded(
         compute,
         name="layer_samples",
-        configuration=(layer_map, x, design.steps),
+        configuration=(layer_map, x, design.steps, signs),
         seed=seed,
         key=key,
         paths=design.samples,
         block_paths=design.block_paths,
         start=start,
     )
-    drawn = LayerSamples([drawn for drawn, _ in blocks], np.concatenate([deltas for _, deltas in blocks]))
+    drawn = LayerSamples(
+        [block[0] for block in blocks],
+        np.concatenate([block[1] for block in blocks]),
+        np.concatenate([block[2] for block in blocks]) if len(signs) == 2 else None,
+    )
     return drawn if previous is None else previous.extended(drawn)
 
 
@@ -287,6 +322,14 @@ def rounding_allowance(per_step: np.ndarray | None) -> np.ndarray | float:
     return 0.0 if per_step is None else 2 * per_step[2] + per_step[1]
 
 
+def _remainder(difference, rounding: np.ndarray | None, design: LocalDesign):
+    """The bias allowance of a Richardson estimate from R_1 - R_2 (module docstring): |R_1 - R_2| / 3, or for the
+    public checks (``LocalDesign.for_users``) ``REMAINDER_SAFETY`` times that plus the rounding floor."""
+    if not design.for_users:
+        return np.abs(difference) / 3
+    return REMAINDER_SAFETY * np.abs(difference) / 3 + rounding_allowance(rounding)
+
+
 def local_samples(
     layer: LayerSamples,
     unit: np.ndarray,
@@ -313,8 +356,10 @@ def local_samples(
         if x is None
         else rounding_bounds(x, layer.deltas, g, total, claimed_cov, probes, steps, epsilons)
     )
+    # the drift: the increment less the claimed noise, or the even part of the layer's own increment (antithetic)
+    drift = difference / h if layer.antithetic is None else (layer.deltas + layer.antithetic) / (2 * h)
     return LocalSamples(
-        drift=difference / h,
+        drift=drift,
         scale_terms=np.sum((difference @ claimed_cov) * total, axis=-1) / steps[None, :],
         probe_terms=(difference @ probes.T) * (total @ probes.T) / h,
         claimed_cov=claimed_cov,
@@ -350,14 +395,26 @@ def _interval_check(
     note: str,
     confidence: float,
     power: float,
+    bias_span: float = 1.0,
 ) -> Check:
     """Mean of ``per_sample`` (expected 0) with a z interval, the bias allowance and the resolution rule
-    (resolution at ``power``)."""
+    (resolution at ``power``; ``bias_span`` 2: whatever the bias within the allowance, ``detectable_effect``)."""
     mean = float(per_sample.mean())
     se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
     ci = (mean - z * se, mean + z * se)
     check = effect_check(
-        name, 0.0, mean, ci, bias, target, config, confidence=confidence, power=power, scale=1.0, note=note
+        name,
+        0.0,
+        mean,
+        ci,
+        bias,
+        target,
+        config,
+        confidence=confidence,
+        power=power,
+        scale=1.0,
+        note=note,
+        bias_span=bias_span,
     )
     if check.verdict == INCONCLUSIVE:
         return replace(
@@ -365,8 +422,9 @@ def _interval_check(
             note=note
             + (
                 f"; resolution {check.resolution:.3g} > target {target:g}: about "
-                f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power)} samples would decide"
-                if target > bias
+                f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power, bias_span)} samples "
+                "would decide"
+                if target > bias_span * bias
                 else "; the O(h^2) bias exceeds the target: use a smaller step"
             ),
         )
@@ -384,6 +442,7 @@ def _max_z_check(
     scale: float,
     target: float,
     power: float,
+    bias_span: float = 1.0,
 ) -> Check:
     """``fail`` when any column's mean is more than z_k standard errors beyond its bias allowance, z_k the
     Bonferroni quantile over the k columns within this check's level (the maximum over k components).
@@ -398,7 +457,9 @@ def _max_z_check(
     )
     worst = int(np.argmax(excess))
     score = float(np.max(excess))
-    resolution = float(np.max(bias + (z + float(stats.norm.ppf(power))) * se)) / scale if scale > 0 else math.inf
+    resolution = (
+        float(np.max(bias_span * bias + (z + float(stats.norm.ppf(power))) * se)) / scale if scale > 0 else math.inf
+    )
     verdict = FAIL if not np.all(np.isfinite(mean)) or score > z else (INCONCLUSIVE if resolution > target else PASS)
     return Check(
         name,
@@ -469,7 +530,9 @@ def local_checks_for_claims(
             if same_function or (first is not None and np.array_equal(first[0], unit)):
                 data = first[1]
             else:
-                data = local_samples(layer, unit, design, probes, x, machine_epsilons(layer_map))
+                data = local_samples(
+                    layer, unit, design, probes, x if design.for_users else None, machine_epsilons(layer_map)
+                )
                 first = first or (unit, data)
             result.add_state(data, sde, x, design, z, cfg, confidence)
     return [result.finish(design, z, config, confidence) for result in results]
@@ -515,7 +578,7 @@ class _ClaimChecks:
         claimed = sde.drift(x[None])[0].reshape(-1)
         r1, r2 = data.drift_richardson
         # the O(h^2) remainder's size, plus the floating-point floor of the estimate
-        bias = np.abs(r1.mean(axis=0) - r2.mean(axis=0)) / 3 + rounding_allowance(data.drift_rounding)
+        bias = _remainder(r1.mean(axis=0) - r2.mean(axis=0), data.drift_rounding, design)
         measured = r2.mean(axis=0)
         # the relative error is measured along the layer's drift where it is resolved, else along the claimed one
         # (few samples: an interval with its resolution, never a silent pass); a drift-free claim of a drift-free
@@ -524,26 +587,38 @@ class _ClaimChecks:
         direction, along = (measured, "measured") if resolved else (claimed, "claimed")
         norm2 = float(direction @ direction)
         scaled = resolved or norm2 > 0
+        # a typical component: the larger of the drift's and the noise's per unit of the model's time (the noise's
+        # alone for a drift-free claim and map)
+        typical = float(np.sqrt(max(norm2, float(np.trace(data.claimed_cov))) / claimed.size))
         if scaled:
             gamma = (claimed - r2) @ direction / norm2
+            target, rule = design.state_target, ""
+            small = typical / np.sqrt(norm2 / claimed.size)  # >= 1: how far the noise's component exceeds the drift's
+            if design.for_users and small > 1:
+                target *= small
+                rule = (
+                    f"; the drift is small beside the noise here (typical component {small:.3g} x the drift's): "
+                    f"target {design.state_target:g} of a typical component, {target:.3g} of the drift (the "
+                    "pooled drift_scale carries the relative target)"
+                )
             checks.append(
                 _interval_check(
                     "drift_scale",
                     gamma,
                     float(bias @ np.abs(direction) / norm2),
                     z,
-                    design.state_target,
+                    target,
                     cfg,
                     f"relative drift error of the claim along the {along} drift (|b| = {np.sqrt(norm2):.3g}"
                     + ("" if resolved else "; the layer's drift is not resolved at this sample size")
-                    + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples",
+                    + f"), Richardson over h = {design.step:g}, /2, /4, {design.samples} samples"
+                    + ("; drift by the layer's own antithetic increments" if design.control == "layer" else "")
+                    + rule,
                     confidence,
                     design.power,
+                    design.bias_span,
                 )
             )
-        # a typical component: the larger of the drift's and the noise's per unit of the model's time (the noise's
-        # alone for a drift-free claim and map)
-        typical = float(np.sqrt(max(norm2, float(np.trace(data.claimed_cov))) / claimed.size))
         checks.append(
             _max_z_check(
                 "drift",
@@ -557,6 +632,7 @@ class _ClaimChecks:
                 typical,
                 design.max_z_target,
                 design.power,
+                design.bias_span,
             )
         )
         c_norm2 = float(np.sum(data.claimed_cov**2))
@@ -565,13 +641,14 @@ class _ClaimChecks:
             _interval_check(
                 "diffusion_scale",
                 s2[:, 0] / c_norm2,
-                (float(abs(s1.mean() - s2.mean())) / 3 + float(rounding_allowance(data.scale_rounding))) / c_norm2,
+                float(_remainder(s1.mean() - s2.mean(), data.scale_rounding, design)) / c_norm2,
                 z,
                 design.state_target,
                 cfg,
                 "relative covariance error along the claimed covariance C",
                 confidence,
                 design.power,
+                design.bias_span,
             )
         )
         # relative to the mean variance per direction (a radial probe has claimed variance 0 on the sphere)
@@ -581,7 +658,7 @@ class _ClaimChecks:
             _max_z_check(
                 "diffusion",
                 p2 / scale,
-                (np.abs(p1.mean(0) - p2.mean(0)) / 3 + rounding_allowance(data.probe_rounding)) / scale,
+                _remainder(p1.mean(0) - p2.mean(0), data.probe_rounding, design) / scale,
                 z,
                 cfg,
                 f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "
@@ -590,6 +667,7 @@ class _ClaimChecks:
                 1.0,
                 design.max_z_target,
                 design.power,
+                design.bias_span,
             )
         )
         self.pooled["drift_scale"].append(gamma if scaled else None)
@@ -622,6 +700,7 @@ class _ClaimChecks:
                 + ")",
                 confidence,
                 design.power,
+                design.bias_span,
             )
             best = min(c.resolution for c in checks if c.name == name and c.resolution is not None)
             if pooled.resolution > best:

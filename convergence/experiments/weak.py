@@ -194,12 +194,14 @@ def claim_limit_check(
     config: dict,
     name: str = "claim_limit",
     power: float = DETECTION_POWER,
+    bias_span: float = 1.0,
 ) -> Check:
     """The layer's law at the finest depth against the claim's: mean of f(layer, L) - f(claim, h_ref) over the
     paired paths within z standard errors plus the allowance |Delta_last| + z SE(Delta_last) (the layer's remaining
     O(h) bias) + |E f(claim, 2 h_ref) - E f(claim, h_ref)| + z SE (the Euler reference's). The target is
     ``resolution`` times sd(f): ``fail`` when the interval misses the allowance band, ``inconclusive`` when the
-    resolution (the effect rejected with probability ``power``) exceeds the target, saying what would decide.
+    resolution (the effect rejected with probability ``power``; ``bias_span`` 2: whatever the bias within the
+    allowance, ``detectable_effect``) exceeds the target, saying what would decide.
 
     ``layer_values``: (paths, levels) on the ladder; ``claim_values``: (paths, 2), steps 2 h_ref and h_ref."""
     paths = layer_values.shape[0]
@@ -226,6 +228,7 @@ def claim_limit_check(
         confidence=confidence,
         power=power,
         scale=sd,
+        bias_span=bias_span,
         note=(
             f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: "
             f"layer |Delta_last| {abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| "
@@ -244,9 +247,10 @@ def claim_limit_check(
             note=check.note
             + (
                 "; the bias allowance alone exceeds the target: use deeper depths"
-                if allowance >= target
+                if bias_span * allowance >= target
                 else f"; resolution {check.resolution:.3g} > target: about "
-                f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power)} paths would decide"
+                f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power, bias_span)} paths would "
+                "decide"
             ),
         )
     return check

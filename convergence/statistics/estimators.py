@@ -118,14 +118,23 @@ def confidence_label(confidence: float) -> str:
 
 
 def detectable_effect(
-    ci: tuple[float, float], allowance: float, confidence: float, power: float = DETECTION_POWER
+    ci: tuple[float, float],
+    allowance: float,
+    confidence: float,
+    power: float = DETECTION_POWER,
+    bias_span: float = 1.0,
 ) -> float:
     """The smallest departure from the expected value that the check rejects with probability ``power``:
-    allowance + (z_{1-alpha/2} + z_power) se, with se = the interval's half-width / z_{1-alpha/2}
-    (normal approximation; in the check's own units)."""
+    bias_span allowance + (z_{1-alpha/2} + z_power) se, with se = the interval's half-width / z_{1-alpha/2}
+    (normal approximation; in the check's own units).
+
+    ``bias_span`` 1 assumes the estimate unbiased (the allowance a tolerance on the claim, as an order's band);
+    ``bias_span`` 2 is the worst case when the allowance bounds a bias b in [-allowance, allowance]: the check fails
+    when the interval clears the band, estimate > allowance + z se, and an effect e with b = -allowance needs
+    e > 2 allowance + (z + z_power) se to do so with probability ``power``."""
     z = confidence_z(confidence)
     se = (ci[1] - ci[0]) / (2 * z)
-    return float(allowance + (z + float(stats.norm.ppf(power))) * se)
+    return float(bias_span * allowance + (z + float(stats.norm.ppf(power))) * se)
 
 
 @dataclass(frozen=True)
@@ -528,6 +537,7 @@ def paths_for_effect(
     paths: int,
     effect: float,
     power: float = DETECTION_POWER,
+    bias_span: float = 1.0,
 ) -> int | None:
     """Paths at which a check measured on ``paths`` (interval ``ci`` at ``confidence``, bias ``allowance``) would reject
     a departure of ``effect`` with probability ``power``: ``detectable_effect`` = allowance + (z_alpha + z_power) se,
@@ -535,9 +545,10 @@ def paths_for_effect(
     resolves it) or the interval is not finite."""
     z = confidence_z(confidence)
     se = (ci[1] - ci[0]) / (2 * z)
-    if not (math.isfinite(se) and se > 0 and effect > allowance):
+    floor = bias_span * allowance
+    if not (math.isfinite(se) and se > 0 and effect > floor):
         return None
-    return max(1, int(math.ceil(paths * ((z + float(stats.norm.ppf(power))) * se / (effect - allowance)) ** 2)))
+    return max(1, int(math.ceil(paths * ((z + float(stats.norm.ppf(power))) * se / (effect - floor)) ** 2)))
 
 
 ADVICE_MARGIN = 1.25  # advice plans for the target with 25% more samples: the pilot's se is itself an estimate
@@ -550,11 +561,12 @@ def samples_to_decide(
     paths: int,
     target: float,
     power: float = DETECTION_POWER,
+    bias_span: float = 1.0,
 ) -> int | None:
     """The advice an inconclusive check gives: ``paths_for_effect`` at the ``target``, times ``ADVICE_MARGIN`` (at
     exactly the planned size the resolution reaches the target only about half the time; the margin, ~12% on the
     standard error, makes a run that follows the advice decide with high probability)."""
-    planned = paths_for_effect(ci, allowance, confidence, paths, target, power)
+    planned = paths_for_effect(ci, allowance, confidence, paths, target, power, bias_span)
     return None if planned is None else int(math.ceil(ADVICE_MARGIN * planned))
 
 
@@ -669,13 +681,15 @@ def effect_check(
     confidence: float = CONFIDENCE,
     power: float = DETECTION_POWER,
     scale: float | None = None,
+    bias_span: float = 1.0,
     **fields,
 ) -> Check:
     """The check of an effect expected at ``expected`` +- ``allowance`` (two-sided), measured as ``estimate`` with
     interval ``ci`` at ``confidence``: its resolution is ``detectable_effect`` at ``power``, its verdict
-    ``effect_verdict`` at ``target``; ``scale`` (when given and non-zero) turns the resolution into the relative one.
-    ``fields``: the Check's other fields (``note``, ``false_failure_rate``, ``claim``)."""
-    resolution = detectable_effect(ci, allowance, confidence, power)
+    ``effect_verdict`` at ``target``; ``scale`` (when given and non-zero) turns the resolution into the relative one;
+    ``bias_span`` as in ``detectable_effect`` (2: the allowance bounds a bias). ``fields``: the Check's other fields
+    (``note``, ``false_failure_rate``, ``claim``)."""
+    resolution = detectable_effect(ci, allowance, confidence, power, bias_span)
     return Check(
         name,
         expected,

@@ -76,8 +76,12 @@ class Looks:
         )
 
     def label(self, stopped_at: int) -> str:
-        """Which look a result comes from, e.g. ``look 2 of 7 (8192)``."""
-        return f"look {self.sizes.index(stopped_at) + 1} of {self.count} ({stopped_at})"
+        """Which look a result comes from and the power its resolutions are stated at, e.g. ``look 2 of 7 (8192);
+        resolutions at power 0.986 (1 - 0.1/7)``."""
+        where = f"look {self.sizes.index(stopped_at) + 1} of {self.count} ({stopped_at})"
+        if self.count == 1:
+            return where
+        return f"{where}; resolutions at power {self.power():.3g} (1 - {1 - DETECTION_POWER:g}/{self.count})"
 
     def _whole(self, n: int) -> int:
         return self.unit * max(1, -(-n // self.unit))
