@@ -64,6 +64,7 @@ from ..experiments import (
     order_check,
     rejection_row,
     states_for,
+    wants_deeper,
     weak_order,
 )
 from ..models import (
@@ -81,7 +82,9 @@ from ..output import Curve, Panel, Plot, StudyResult, write_study
 from ..paths import InitialState, uniform_sphere
 from ..runtime import SEED_BLOCK, STREAM_KEYS, concatenate_blocks, cpu_meter
 from ..statistics import (
+    DETECTION_POWER,
     FAIL,
+    FAMILY_ALPHA,
     INCONCLUSIVE,
     PASS,
     Check,
@@ -499,6 +502,7 @@ def check_strong_order(
     paths: int | None = None,
     reference_factor: int = 16,
     reference: UserLayerMap | None = None,
+    max_depth: int | None = None,
     seed: int = 0,
     initial: InitialState = uniform_sphere,
     title: str = "strong order",
@@ -507,10 +511,15 @@ def check_strong_order(
 
     ``exact``: the order is exactly ``order`` (two-sided) instead of at least it; by default a map faster than claimed
     passes (an exact-in-law Ornstein-Uhlenbeck step has order 1), and same_limit is then judged at the rate it shows.
-    The Euler-Maruyama reference's order is "at least 1/2" (1 on additive noise). A fail rests only on levels shown
-    to share one rate (``convergence.statistics.asymptotic_levels``: three or more levels above the reference's floor
-    whose consecutive local orders agree within 0.1); where the ladder shows none, the order and limit checks are
-    inconclusive and name deeper depths that would decide.
+    The Euler-Maruyama reference's order is "at least 1/2" (1 on additive noise), a calibration finding. A fail needs
+    evidence from the asymptotic regime (``convergence.statistics.settled_away``: the finest local order outside the
+    band by its interval and not turning back towards it); where the ladder shows none, the order and limit checks
+    are inconclusive and name deeper depths that would decide. Then the check **deepens itself**: it doubles the deepest
+    depth, up to ``max_depth`` (default 4 x the deepest given; ``max_depth`` = the deepest given turns it off), and
+    judges the longer ladder on as many paths as do the work of the last look (the paths it ended at, times the
+    deepest depth asked over the new one: within the budget; same seed, a finer grid draws its Brownian path
+    anew), until its checks decide. Every deeper ladder is one more look: the family-wise rate 1% is split over the
+    staged looks and the deeper ladders alike (Bonferroni), so a true claim still fails at most 1% whichever stops.
 
     ``target``: the largest relative drift error ``same_limit`` may miss (its plateau is compared with the plateau
     that the claim with its drift x (1 + target) leaves, measured on the same paths). Looks at ``first``,
@@ -537,16 +546,19 @@ def check_strong_order(
         raise TypeError(f"exact must be True or False, got {exact!r}")
     target = check_real("target", target, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
+    depths = tuple(depths)
+    ladders = _deeper_ladders(depths, max_depth)
     block = 128
     looks = _looks(paths, first, budget, block)
     key = (USER_KEY, 1)
     config = {"map": _name(layer), "sde": _name(sde)}
     drawn = _Drawn(StrongData.extended)
     panels: list[Panel] = []
+    ladder = [depths]  # the ladder being judged
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = StrongDesign(
-            depths=tuple(depths),
+            depths=ladder[0],
             horizon=horizon,
             paths=n,
             order=order,
@@ -571,13 +583,30 @@ def check_strong_order(
         panels[:] = [panel]
         return checks
 
-    checks, stopped = decide_in_stages(look, looks)
+    # every deeper ladder is one more look of the group-sequential design: alpha / (K + deeper ladders) each
+    total = looks.count + len(ladders)
+    checks, stopped = decide_in_stages(look, looks, FAMILY_ALPHA * looks.count / total)
+    checks = [_spent(c, total / looks.count) for c in checks]
+    for number, deeper in enumerate(ladders, start=looks.count + 1):
+        if not wants_deeper(checks):
+            break
+        # within the budget: a deeper ladder's paths do the work of the last look on the ladder asked for
+        stopped = max(looks.unit, stopped * depths[-1] // deeper[-1] // looks.unit * looks.unit)
+        ladder[0], drawn.data, drawn.size = deeper, None, 0
+        checks = [
+            _spent(
+                replace(c, note=f"{c.note}; deepened to depths {deeper} on {stopped} paths (look {number} of {total})"),
+                total,
+            )
+            for c in look(stopped, FAMILY_ALPHA / total, 1.0 - (1.0 - DETECTION_POWER) / total)
+        ]
     return Outcome(
         title,
         checks,
         panels,
         {
-            "depths": list(depths),
+            "depths": list(ladder[0]),
+            "depths_asked": list(depths),
             "horizon": horizon,
             "paths": stopped,
             "order": f"{'exactly' if exact else 'at least'} {order:g}",
@@ -808,6 +837,24 @@ def _looks(
     return Looks(first, check_int(names[2], budget, minimum=first), math.gcd(first, block))
 
 
+def _spent(check: Check, factor: float) -> Check:
+    """A claim check with its false-failure rate multiplied by ``factor`` (the looks it was spent over); a finding
+    keeps its own."""
+    return replace(check, false_failure_rate=min(1.0, factor * check.false_failure_rate)) if check.claim else check
+
+
+def _deeper_ladders(depths: tuple[int, ...], max_depth: int | None) -> list[tuple[int, ...]]:
+    """The ladders a strong check deepens to: ``depths`` with the deepest doubled, again and again, up to
+    ``max_depth`` (default 4 x the deepest)."""
+    deepest = check_int("depths", depths[-1], minimum=1)
+    limit = 4 * deepest if max_depth is None else check_int("max_depth", max_depth, minimum=deepest)
+    ladders, current = [], depths
+    while 2 * current[-1] <= limit:
+        current = (*current, 2 * current[-1])
+        ladders.append(current)
+    return ladders
+
+
 def _compute_block(looks: Looks, block: int) -> int:
     """The compute block of a staged run: its looks' unit (every look a whole number of blocks), or ``block`` for one
     look of a fixed size."""
@@ -1005,10 +1052,12 @@ def where_it_lives(layer: LayerMap, x: np.ndarray, name: str) -> np.ndarray:
     if not np.isfinite(change) or change <= RESTING_TOLERANCE:
         return x  # resting, or a step that cannot be taken at h = 0 (e.g. it divides by h): nothing to tell
     if not zero_noise_step(layer, image)[1] <= RESTING_TOLERANCE:
+        diagnose = getattr(layer, "biases_moving_the_state", None)
+        biases = diagnose(x[None]) if diagnose is not None else ""
         raise ValueError(
             f"{_name(layer)}: the step at dW = 0, h = 0 moves the state {name!r} and then moves its "
-            "image again, so the map has no resting state near it; give states as arrays (name -> "
-            "(tokens, dim)) where the map lives"
+            "image again, so the map has no resting state near it; "
+            + (biases or "give states as arrays (name -> (tokens, dim)) where the map lives")
         )
     return image[0]
 

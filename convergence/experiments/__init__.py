@@ -126,7 +126,9 @@ from .strong import (
     bootstrap_generator,
     coupled_strong_errors,
     coupled_strong_errors_for_claims,
+    deeper_depths,
     strong_ladder,
+    wants_deeper,
 )
 from .strong_low_rank import (
     FedorovAction,
@@ -156,6 +158,8 @@ from .width_depth import (
 )
 
 __all__ = [
+    "deeper_depths",
+    "wants_deeper",
     "blind",
     "MIN_WINDOW",
     "DELTA",

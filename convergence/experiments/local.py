@@ -52,7 +52,7 @@ from scipy import stats
 
 from verify.common import check_choice, check_int, check_real
 
-from ..models import LayerMap, LimitSDE
+from ..models import LayerMap, LimitSDE, TorchBlockLayer, noise_quadratic
 from ..paths import PathStreams, run_seeded
 from ..statistics import (
     DETECTION_POWER,
@@ -199,13 +199,18 @@ class LayerSamples:
     entries: list[np.ndarray]  # per sample block: (size, *noise.shape)
     deltas: np.ndarray  # (samples, 3, n d)
     antithetic: np.ndarray | None = None  # the increments at -dW (``LocalDesign.control == "layer"``)
+    # a torch block's centred second-order response q(E) - E[q] per draw (``noise_quadratic``), (samples, n d)
+    quadratic: np.ndarray | None = None
 
     def extended(self, more: LayerSamples) -> LayerSamples:
         """These samples followed by ``more`` (the next seeded blocks)."""
         return LayerSamples(
             [*self.entries, *more.entries],
             np.concatenate([self.deltas, more.deltas]),
-            None if self.antithetic is None else np.concatenate([self.antithetic, more.antithetic]),
+            *(
+                None if mine is None else np.concatenate([mine, theirs])
+                for mine, theirs in ((self.antithetic, more.antithetic), (self.quadratic, more.quadratic))
+            ),
         )
 
 
@@ -224,25 +229,32 @@ def layer_samples(
     start = 0 if previous is None else previous.deltas.shape[0]
 
     signs = (1.0, -1.0) if design.control == "layer" else (1.0,)
+    quadratic = design.control == "layer" and isinstance(layer_map, TorchBlockLayer)
 
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, ...]:
         drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
         xs = np.broadcast_to(x, (streams.paths, *x.shape)).copy()
-        return drawn, *(
-            np.stack(
-                [
-                    (layer_map.layer(xs, (sign * noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(streams.paths, -1)
-                    for h in design.steps
-                ],
-                axis=1,
-            )
-            for sign in signs
+        return (
+            drawn,
+            *(
+                np.stack(
+                    [
+                        (layer_map.layer(xs, (sign * noise.scale * np.sqrt(h)) * drawn, h) - xs).reshape(
+                            streams.paths, -1
+                        )
+                        for h in design.steps
+                    ],
+                    axis=1,
+                )
+                for sign in signs
+            ),
+            *((noise_quadratic(layer_map, x, drawn.reshape(streams.paths, -1)),) if quadratic else ()),
         )
 
     blocks = run_seeded(
         compute,
         name="layer_samples",
-        configuration=(layer_map, x, design.steps, signs),
+        configuration=(layer_map, x, design.steps, signs, quadratic),
         seed=seed,
         key=key,
         paths=design.samples,
@@ -253,6 +265,7 @@ def layer_samples(
         [block[0] for block in blocks],
         np.concatenate([block[1] for block in blocks]),
         np.concatenate([block[2] for block in blocks]) if len(signs) == 2 else None,
+        np.concatenate([block[3] for block in blocks]) if quadratic else None,
     )
     return drawn if previous is None else previous.extended(drawn)
 
@@ -358,6 +371,8 @@ def local_samples(
     )
     # the drift: the increment less the claimed noise, or the even part of the layer's own increment (antithetic)
     drift = difference / h if layer.antithetic is None else (layer.deltas + layer.antithetic) / (2 * h)
+    if layer.quadratic is not None:  # a torch block's second-order response, of mean exactly 0 (noise_quadratic)
+        drift = drift - layer.quadratic[:, None, :]
     return LocalSamples(
         drift=drift,
         scale_terms=np.sum((difference @ claimed_cov) * total, axis=-1) / steps[None, :],

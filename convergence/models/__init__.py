@@ -17,7 +17,7 @@ from .attention import (
     softmax_weights,
     tangent_projection,
 )
-from .autodiff_limit import AutodiffLimit, derive_limit
+from .autodiff_limit import AutodiffLimit, derive_limit, noise_quadratic
 from .fedorov import FedorovModel, FedorovSDE
 from .fedorov_overlap_chain import FrameNoise, TwoTokenOverlapChain, plane_coordinates
 from .fedorov_reduced import (
@@ -65,6 +65,7 @@ __all__ = [
     "AgazziModel",
     "AutodiffLimit",
     "derive_limit",
+    "noise_quadratic",
     "AgazziSDE",
     "CONFORMANCE",
     "ClaimingModel",

@@ -39,6 +39,7 @@ calls and the module each runs in (``kinked_operations``).
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -173,10 +174,11 @@ class AutodiffLimit(Wrapper):
         states = np.ascontiguousarray(x, dtype=np.float64)
         change = zero_noise_step(self.model, states)[1]
         if not change <= RESTING_TOLERANCE:
+            biases = self.model.biases_moving_the_state(states)
             raise ValueError(
                 f"{self.model.name}: the step's change at dW = 0, h = 0 must vanish (F(x, 0, 0) = x) for "
-                f"a diffusion limit to exist; got max |F(x, 0, 0) - x| / max(1, |x|) = {change:.3g} (is "
-                "the state where the block lives, e.g. on its LayerNorm sphere?)"
+                f"a diffusion limit to exist; got max |F(x, 0, 0) - x| / max(1, |x|) = {change:.3g}: "
+                + (biases or "is the state where the block lives, e.g. on its LayerNorm sphere?")
             )
         return states
 
@@ -323,6 +325,36 @@ def _composite_norms_mode() -> type:
             return composite.get(func, func)(*args, **(kwargs or {}))
 
     return Composite
+
+
+# each layer's own limit, so that its curvature's mode is decided once per layer (and per process: a copy sent to a
+# dask worker is another key)
+_OWN_LIMITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def noise_quadratic(layer: TorchBlockLayer, x: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The layer's own second-order noise response at state ``x`` (n, d), centred: for each standard draw E (rows of
+    ``draws``, packed, entries of mean 0 and variance 1) q(E) - E[q], with q(E) = (1/2) d^2/dt^2 F(x, t s E, 0) at
+    t = 0 (s the noise's scale) and E[q] = (s^2 / 2) sum_j d^2/dt^2 F(x, t e_j, 0) over the unit basis (E[E^T H E] =
+    tr H for any such entries). Shaped (draws, n d).
+
+    A control variate of exactly mean 0 for the even part of one step, (F(x, dW, h) + F(x, -dW, h)) / 2 - x =
+    h d_h F + h q(E) + O(h^2) with dW = s sqrt(h) E: subtracting h (q(E) - E[q]) leaves the O(h) fluctuations only
+    (``convergence.experiments.local``). The mean is exact whatever rules autodiff applies at a kink, since q is the
+    same quadratic form in E on both sides. Curvature in forward mode unless its rules are wrong at second order
+    (``AutodiffLimit._mode``, decided once per layer)."""
+    import torch
+
+    limit = _OWN_LIMITS.setdefault(layer, AutodiffLimit(layer))
+    size, variance = layer.noise.shape[0], layer.noise.scale**2
+    state = torch.from_numpy(np.ascontiguousarray(x[None], dtype=np.float64))
+    directions = torch.from_numpy(np.ascontiguousarray(draws, dtype=np.float64))
+    step = layer.torch_step
+    with one_thread(torch):
+        mode = limit._mode(step, size, state)
+        mean = 0.5 * variance * _curvature(step, size, state, mode)[0]
+        per_draw = 0.5 * variance * _curvature(step, size, state, mode, directions, summed=False)[0]
+    return (per_draw - mean).reshape(draws.shape[0], -1).numpy()
 
 
 def zero_noise_step(layer, x: np.ndarray) -> tuple[np.ndarray, float]:

@@ -31,7 +31,7 @@ from verify.common import check_int, check_real
 
 from .noise import CommonNoise, JointNoise, joint_noise
 
-_ONE_THREAD = threading.Lock()
+_ONE_THREAD = threading.RLock()  # re-entrant: a block held by one_thread may build a cached part that takes it too
 
 
 @contextmanager
@@ -66,10 +66,12 @@ class TorchBlockLayer:
     noise_parameters: tuple[tuple[str, float], ...]
     template_seed: int = 0
     name: str = "torch block"
+    zero_biases: bool = False  # every bias that is not noise set to 0 (``biases_moving_the_state``)
 
     @cached_property
     def template(self):
-        """The template block (float64, eval mode): the values of every parameter that is not noise."""
+        """The template block (float64, eval mode): the values of every parameter that is not noise; with
+        ``zero_biases``, every parameter named ``*bias`` that is not noise is 0."""
         import torch
 
         with torch.random.fork_rng(devices=[]):
@@ -77,7 +79,55 @@ class TorchBlockLayer:
             block = self.factory()
         if not isinstance(block, torch.nn.Module):
             raise TypeError(f"{self.name}: factory() must return a torch.nn.Module, got {type(block).__name__}")
-        return block.double().eval()
+        block = block.double().eval()
+        if self.zero_biases:
+            noise = {k for k, _ in self.noise_parameters}
+            with torch.no_grad():
+                for key, parameter in block.named_parameters():
+                    if key.rsplit(".", 1)[-1] == "bias" and key not in noise:
+                        parameter.zero_()
+        return block
+
+    def biases_moving_the_state(self, x: np.ndarray) -> str:
+        """Why the step moves states ``x`` (paths, n, d) at dW = 0, h = 0, when biases are the reason: the non-zero
+        biases (not noise) with which zeroed the step rests, each with how far zeroing it alone reduces the change,
+        as a sentence naming them and the fix; empty when zeroing them does not make it rest (or there are none).
+        A bias on a residual branch (``nn.Linear``'s default initialisation draws one) moves the state by O(1) at
+        every layer, so such a block has no diffusion limit."""
+        import torch
+        from torch.func import functional_call, vmap
+
+        block = self.template
+        noise = {k for k, _ in self.noise_parameters}
+        parameters = {k: v.detach() for k, v in block.named_parameters()}
+        parameters.update({k: v.detach() for k, v in block.named_buffers()})
+        parameters.update({k: torch.zeros_like(parameters[k]) for k in noise})
+        biases = [
+            k for k, v in parameters.items() if k.rsplit(".", 1)[-1] == "bias" and k not in noise and bool(v.any())
+        ]
+        if not biases:
+            return ""
+        states = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+
+        def change(zeroed) -> float:
+            values = {**parameters, **{k: torch.zeros_like(parameters[k]) for k in zeroed}}
+            with one_thread(torch):
+                moved = vmap(lambda xp: functional_call(block, values, (xp[None],))[0])(states)
+            return float((moved - states).abs().max()) / max(1.0, float(states.abs().max()))
+
+        if change(biases) > 1e-12:
+            return ""
+        whole = change([])
+        alone = {k: whole - change([k]) for k in biases}
+        named = ", ".join(
+            f"{k} (zeroed alone: change {whole:.3g} -> {whole - d:.3g})"
+            for k, d in sorted(alone.items(), key=lambda item: -item[1])
+        )
+        return (
+            f"non-zero biases move the state at dW = 0, h = 0: {named}; with all of them zeroed the step rests. A bias "
+            "on a residual branch moves the state by O(1) per layer: zero it, or pass zero_biases=True to "
+            "torch_layer_map"
+        )
 
     @cached_property
     def noise(self) -> JointNoise:
@@ -176,7 +226,8 @@ class TorchBlockLayer:
 
     def __getstate__(self) -> dict:
         """Pickled without the built torch objects (workers rebuild them from the factory and the seed)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("template", "torch_step", "internal_dtypes")}
+        built = ("template", "torch_step", "internal_dtypes")
+        return {k: v for k, v in self.__dict__.items() if k not in built}
 
 
 def torch_layer_map(
@@ -187,10 +238,14 @@ def torch_layer_map(
     *,
     template_seed: int = 0,
     name: str = "torch block",
+    zero_biases: bool = False,
 ) -> TorchBlockLayer:
     """A torch block as a layer map (``TorchBlockLayer``). ``factory()`` builds one block (called once, under
     ``template_seed``); ``noise_parameters`` maps the names of the parameters drawn fresh at every layer to their
-    entries' standard deviation per unit time."""
+    entries' standard deviation per unit time; ``zero_biases``: set every bias that is not noise to 0 (a library
+    layer built alone keeps ``nn.Linear``'s random biases, which move the state by O(1) per layer)."""
+    if not isinstance(zero_biases, bool):
+        raise TypeError(f"zero_biases must be True or False, got {zero_biases!r}")
     if not callable(factory):
         raise TypeError(f"factory must be callable factory() -> torch.nn.Module, got {type(factory).__name__}")
     if not isinstance(noise_parameters, dict) or not noise_parameters:
@@ -205,6 +260,7 @@ def torch_layer_map(
         pairs,
         check_int("template_seed", template_seed, minimum=0),
         name,
+        zero_biases,
     )
     layer.noise  # noqa: B018  (builds the template now: a wrong name or factory is reported here)
     if layer.internal_dtypes:  # also runs the block once: a block that cannot run on (1, n, d) is reported here

@@ -449,7 +449,7 @@ def at_least_verdict(
     return INCONCLUSIVE if resolution > target else PASS
 
 
-REGIME_TOLERANCE = 0.1  # consecutive local orders closer than this (by their interval) belong to one power law
+TURN_TOLERANCE = 0.02  # how far the finest local order may still move towards the claim, by its interval, for a fail
 
 
 def local_order_replicates(fit: OrderFit) -> np.ndarray:
@@ -458,69 +458,52 @@ def local_order_replicates(fit: OrderFit) -> np.ndarray:
     return np.log(error[:, :-1] / error[:, 1:]) / np.log(fit.steps[:-1] / fit.steps[1:])
 
 
-def asymptotic_levels(
-    fit: OrderFit, usable: np.ndarray, confidence: float = CONFIDENCE, tolerance: float = REGIME_TOLERANCE
-) -> np.ndarray:
-    """The levels shown to lie in one power-law regime: a mask of the longest run of ``usable`` levels (e.g. above
-    the noise floor) ending at the finest usable one in which the interval of the difference of every two consecutive
-    local orders holds 0 (no trend is seen) and lies within +-``tolerance`` (agreement is shown, not merely not
-    rejected: a wide interval shows nothing). Two levels alone show nothing, so a run shorter than three levels gives
-    an empty mask.
+def settled_away(
+    fit: OrderFit,
+    usable: np.ndarray,
+    low: float,
+    high: float = math.inf,
+    confidence: float = CONFIDENCE,
+    tolerance: float = TURN_TOLERANCE,
+) -> str | None:
+    """Evidence from the asymptotic regime that the errors' rate lies outside [``low``, ``high``], or None.
 
-    A fitted rate can carry a fail only on such levels: at coarse steps the error curve bends (pre-asymptotic), at
-    fine ones it flattens at the floor, and either way its slope is no statement about the limit."""
+    Orders and limits are asymptotic claims: a ladder's coarse levels bend (pre-asymptotic) and its fine ones may sit
+    at a floor, so a fitted slope outside the band is no evidence by itself. The evidence asked here is at the finest
+    two local orders among the ``usable`` levels (three consecutive levels): the finest lies outside the band by its
+    interval (below ``low``: its upper bound; above ``high``: its lower bound), and it is shown not to be turning
+    back towards the band, its change over the one before being at most ``tolerance`` towards it by that change's
+    interval. A true claim's pre-asymptotic levels turn towards its rate (model F's local orders 0.32, 0.39, 0.43 at
+    depths 8 to 64 rise to 1/2; a curve rising 0.04 a level would reach the band within three doublings), so they
+    cannot carry a fail; a limit other than the claim's levels off (its local orders fall to 0), and a wrong rate
+    holds steady: both are evidence (a steady one once the change's interval is within +-0.02, which takes paths).
+    Errors that grow over both of the finest doublings (both local orders at most 0 by their upper bounds) are
+    evidence too: a limit approached from below. Returns a sentence saying what was shown."""
     usable = np.asarray(usable, dtype=bool)
-    mask = np.zeros(usable.size, dtype=bool)
-    if not usable.any():
-        return mask
+    if usable.sum() < 3:
+        return None
     end = int(np.flatnonzero(usable)[-1])
-    start = end
-    while start > 0 and usable[start - 1]:
-        start -= 1
-    if end - start < 2:
-        return mask
-    local = fit.local_orders
+    if end < 2 or not usable[end - 2 : end + 1].all():
+        return None
+    j = end - 1  # the finest local order (levels end - 1, end); the one before is j - 1
+    lo, hi = fit.local_ci[j]
     replicates = local_order_replicates(fit)
-    first = end - 1  # levels first..end so far (one local order, nothing to compare)
-    while first - 1 >= start:
-        j = first - 1  # local orders j (levels j, j+1) and j + 1 (levels j + 1, j + 2)
-        point = local[j] - local[j + 1]
-        lo, hi = bootstrap_interval(point, replicates[:, j] - replicates[:, j + 1], confidence)
-        if not (-tolerance <= lo <= 0.0 <= hi <= tolerance):
-            break
-        first = j
-    if end - first >= 2:
-        mask[first : end + 1] = True
-    return mask
-
-
-def plateau_evidence(fit: OrderFit, usable: np.ndarray, confidence: float = CONFIDENCE) -> str | None:
-    """Why the error curve's finest ``usable`` levels show a plateau (a limit other than the claim's), or None.
-
-    Either the errors do not decrease at the finest pair of usable levels (the local order's upper bound is at most
-    0), or, over the finest three consecutive usable levels, the local orders are shown to approach 0 (the interval of
-    |p_coarse| - |p_fine| lies above 0): errors flattening towards a plateau, from above or below. A true claim's
-    pre-asymptotic levels steepen instead (their local orders grow towards the rate)."""
-    usable = np.asarray(usable, dtype=bool)
-    if usable.sum() < 2:
-        return None
-    end = int(np.flatnonzero(usable)[-1])
-    if not usable[end - 1]:
-        return None
-    finest = fit.local_ci[end - 1]
+    change = bootstrap_interval(
+        fit.local_orders[j] - fit.local_orders[j - 1], replicates[:, j] - replicates[:, j - 1], confidence
+    )
     text = ", ".join(f"{p:.2f}" for p in fit.local_orders)
-    if finest[1] <= 0:
+    if hi < low and fit.local_ci[j - 1, 1] <= 0 and hi <= 0:
+        return f"the errors grow over the two finest doublings of depth (local orders {text}, both at most 0)"
+    if hi < low and change[1] <= tolerance:
         return (
-            f"the errors do not decrease at the finest levels (local orders {text}; the finest at most {finest[1]:.3g})"
+            f"the finest local order [{lo:.3g}, {hi:.3g}] lies below {low:.3g} and is not rising towards it (its "
+            f"change over the one before at most {change[1]:.3g}; local orders {text})"
         )
-    if end < 2 or not usable[end - 2]:
-        return None
-    j = end - 2
-    replicates = np.abs(local_order_replicates(fit))
-    point = abs(fit.local_orders[j]) - abs(fit.local_orders[j + 1])
-    lo, _ = bootstrap_interval(point, replicates[:, j] - replicates[:, j + 1], confidence)
-    if lo > 0:
-        return f"the errors flatten (local orders {text} approach 0, by the interval of their difference)"
+    if lo > high and change[0] >= -tolerance:
+        return (
+            f"the finest local order [{lo:.3g}, {hi:.3g}] lies above {high:.3g} and is not falling towards it (its "
+            f"change over the one before at least {change[0]:.3g}; local orders {text})"
+        )
     return None
 
 
