@@ -352,33 +352,13 @@ def deeper_depths(design: StrongDesign, more: int = 2) -> tuple[int, ...]:
     return (*design.depths, *(design.depths[-1] * 2**k for k in range(1, more + 1)))
 
 
-def _asymptotic_order_check(
-    name: str,
-    fit: OrderFit,
-    at_floor: np.ndarray,
-    config: dict,
-    note: str,
-    paths: int,
-    design: StrongDesign,
-    confidence: float,
+def _asymptotic_evidence(
+    check: Check, fit: OrderFit, at_floor: np.ndarray, design: StrongDesign, confidence: float
 ) -> Check:
-    """An order check whose fail needs evidence from the asymptotic regime: judged on every level above the floor as
-    ``_order_check`` does, a fail stands only when ``settled_away`` shows the finest local order outside the claimed
-    band and not turning back towards it; else the check is inconclusive and names the deeper ladder that would
-    decide (the public check then deepens itself)."""
-    claimed = ("exactly" if design.exact_order else "at least") + f" {design.order:g} claimed"
-    check = _order_check(
-        name,
-        fit,
-        design.order,
-        design.order_target,
-        int(np.sum(~at_floor)),
-        config,
-        f"{note}; {claimed}",
-        paths,
-        design,
-        confidence,
-    )
+    """``check`` (an order judged on every level above the floor) with a fail kept only on evidence from the
+    asymptotic regime: ``settled_away`` shows the finest local order outside the claimed band and not turning back
+    towards it; else inconclusive, naming the deeper ladder that would decide (the public check then deepens
+    itself)."""
     if check.verdict != FAIL or not all_finite(*check.ci):
         return check
     high = design.order + design.order_allowance if design.exact_order else np.inf
@@ -551,22 +531,23 @@ def analyse_strong(
                 f"order not identifiable: errors at the floor (the reference's own RMS error, {floor:.3g}) at "
                 f"every level; a finding, not a claim: same_limit decides"
             )
+        if design.for_users:
+            note += "; " + ("exactly" if design.exact_order else "at least") + f" {design.order:g} claimed"
+        check = _order_check(
+            name,
+            fit,
+            design.order,
+            design.order_target,
+            int(np.sum(~at_floor)),
+            config,
+            note,
+            paths,
+            design,
+            confidence,
+            claim=identifiable,
+        )
         if design.for_users and identifiable:
-            check = _asymptotic_order_check(name, fit, at_floor, config, note, paths, design, confidence)
-        else:
-            check = _order_check(
-                name,
-                fit,
-                design.order,
-                design.order_target,
-                int(np.sum(~at_floor)),
-                config,
-                note,
-                paths,
-                design,
-                confidence,
-                claim=identifiable,
-            )
+            check = _asymptotic_evidence(check, fit, at_floor, design, confidence)
         checks.append(check)
         series.append(
             _series("RMS error at T" if name == "strong_order" else "RMS of max over grid times", fit, pre, at_floor)
