@@ -216,3 +216,17 @@ def test_a_claim_equal_in_law_decides_the_drift_with_the_layers_own_control():
     assert by_layer.verdict != "fail" and by_layer.resolution < 1.2 * pathwise.resolution
     assert by_claim.resolution > 4 * by_layer.resolution
     assert cv.check_local_consistency(model, cv.scaled_drift(law, 1.05)).verdict == "fail"
+
+
+def test_a_pre_asymptotic_ladder_deepens_itself_within_the_budget():
+    """The same model at depths (4, 8, 16), budget 1024 paths: undecided there, the check doubles the deepest depth up
+    to max_depth = 64, each deeper ladder on the paths that do the last look's work (1024 x 16 / 32 = 512, then 256),
+    as one more Bonferroni look; it never fails the true claim."""
+    model = cv.FedorovModel(2, 4, beta=0.8, sigma=0.9, mean_value=0.4 * np.eye(4))
+    outcome = cv.check_strong_order(model, model.limit_sde(), depths=(4, 8, 16), first=512, budget=1024)
+    assert outcome.verdict != "fail", outcome.table()
+    notes = " ".join(c.note for c in outcome.checks)
+    assert outcome.params["depths_asked"] == [4, 8, 16] and outcome.params["depths"][-1] in (32, 64)
+    deepest = outcome.params["depths"][-1]
+    assert f"deepened to depths {tuple(outcome.params['depths'])} on {1024 * 16 // deepest} paths" in notes
+    assert f"of {2 + 2}" in notes  # two staged looks and two deeper ladders share the 1% rate

@@ -587,11 +587,12 @@ def check_strong_order(
     total = looks.count + len(ladders)
     checks, stopped = decide_in_stages(look, looks, FAMILY_ALPHA * looks.count / total)
     checks = [_spent(c, total / looks.count) for c in checks]
+    last_look = stopped  # the paths of the last look on the ladder asked for
     for number, deeper in enumerate(ladders, start=looks.count + 1):
         if not wants_deeper(checks):
             break
         # within the budget: a deeper ladder's paths do the work of the last look on the ladder asked for
-        stopped = max(looks.unit, stopped * depths[-1] // deeper[-1] // looks.unit * looks.unit)
+        stopped = max(looks.unit, last_look * depths[-1] // deeper[-1] // looks.unit * looks.unit)
         ladder[0], drawn.data, drawn.size = deeper, None, 0
         checks = [
             _spent(
