@@ -134,6 +134,9 @@ def _scaled(check, options: dict, factor: float) -> dict:
                 scaled[name] = max(2, round(value * factor))
                 if name in FIRST_LOOKS:  # a staged check's first look is a whole number of seed blocks
                     scaled[name] = SEED_BLOCK * max(1, round(value * factor / SEED_BLOCK))
+    first = next((scaled[name] for name in FIRST_LOOKS if isinstance(scaled.get(name), int)), None)
+    if first is not None and isinstance(scaled.get("budget"), int):
+        scaled["budget"] = max(scaled["budget"], first)  # the budget is a look, at least the first
     return scaled
 
 

@@ -230,3 +230,16 @@ def test_a_pre_asymptotic_ladder_deepens_itself_within_the_budget():
     deepest = outcome.params["depths"][-1]
     assert f"deepened to depths {tuple(outcome.params['depths'])} on {1024 * 16 // deepest} paths" in notes
     assert f"of {2 + 2}" in notes  # two staged looks and two deeper ladders share the 1% rate
+
+
+def test_a_drift_free_claims_weak_limit_still_compares_laws():
+    """Brownian motion x + dW against dx = dW: the drift near misses are the claim itself (0 x 1.05 = 0), which
+    leaves claim_limit its power to compare laws: it passes."""
+    noise = cv.field_noise((3,), 0.5)
+    layer = cv.layer_map(lambda x, dw, h: x + dw[:, None, :], 1, 3, noise)
+    claim = cv.limit_sde(
+        lambda x: np.zeros_like(x), lambda x, dw: np.broadcast_to(dw[:, None, :], x.shape).copy(), 1, 3, noise
+    )
+    outcome = cv.check_weak_limit(layer, claim, lambda x: x[:, 0, 0] ** 2, paths=4096)
+    (limit,) = [c for c in outcome.checks if c.name == "claim_limit"]
+    assert limit.verdict == "pass" and np.isfinite(limit.resolution), outcome.table()

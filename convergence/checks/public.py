@@ -79,7 +79,7 @@ from ..models import (
 from ..models.autodiff_limit import RESTING_TOLERANCE, zero_noise_step
 from ..models.ito_correction import ito_correction
 from ..output import Curve, Panel, Plot, StudyResult, write_study
-from ..paths import InitialState, uniform_sphere
+from ..paths import InitialState, PathStreams, uniform_sphere
 from ..runtime import SEED_BLOCK, STREAM_KEYS, concatenate_blocks, cpu_meter
 from ..statistics import (
     DETECTION_POWER,
@@ -585,7 +585,8 @@ def check_strong_order(
 
     # every deeper ladder is one more look of the group-sequential design: alpha / (K + deeper ladders) each
     total = looks.count + len(ladders)
-    checks, stopped = decide_in_stages(look, looks, FAMILY_ALPHA * looks.count / total)
+    share = looks.count / total  # the staged looks' share of the rates; each deeper ladder has 1 / total
+    checks, stopped = decide_in_stages(look, looks, FAMILY_ALPHA * share, 1.0 - (1.0 - DETECTION_POWER) * share)
     checks = [_spent(c, total / looks.count) for c in checks]
     last_look = stopped  # the paths of the last look on the ladder asked for
     for number, deeper in enumerate(ladders, start=looks.count + 1):
@@ -615,7 +616,13 @@ def check_strong_order(
             "reference_factor": reference_factor,
             "reference": "Euler-Maruyama" if reference is None else _name(reference),
             "looks": list(looks.sizes),
-            "stages": looks.describe(),
+            "stages": looks.describe()
+            + (
+                f"; with up to {len(ladders)} deeper ladders, {total} looks in all, each at level "
+                f"{FAMILY_ALPHA:g}/{total} and power 1 - {1 - DETECTION_POWER:g}/{total}"
+                if ladders
+                else ""
+            ),
         },
         seed,
     )
@@ -764,7 +771,9 @@ def check_weak_limit(
             layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power, bias_span=2.0
         )
         unseen = [np.array_equal(claim_values["f"][:, k], claim_values["f"][:, 0]) for k in range(1, len(claims))]
-        if unseen and all(unseen) and np.isfinite(limit.resolution):
+        # a drift-free claim's near misses are the claim itself: claim_limit still compares laws, it is not blind
+        drift_free = not np.any(sde.drift(np.asarray(initial(_probe_streams(seed, key), layer.tokens, layer.dim))))
+        if unseen and all(unseen) and not drift_free and np.isfinite(limit.resolution):
             limit = blind(
                 limit, "every drift near miss gives f the claim's values on every path: f does not see the drift"
             )
@@ -854,6 +863,11 @@ def _deeper_ladders(depths: tuple[int, ...], max_depth: int | None) -> list[tupl
         current = (*current, 2 * current[-1])
         ladders.append(current)
     return ladders
+
+
+def _probe_streams(seed: int, key: tuple[int, ...]):
+    """The streams of the first seed block of a check's paths (its initial states, to ask a claim where it starts)."""
+    return PathStreams(seed, 0, SEED_BLOCK, key)
 
 
 def _compute_block(looks: Looks, block: int) -> int:

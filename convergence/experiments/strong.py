@@ -390,8 +390,10 @@ def _plateau_at_rate(
         return limit_plateau(fit, 2 * design.order, first, confidence)
     rates = tuple(max(design.order, rate) for rate in (order_check.ci[0], order_check.estimate, order_check.ci[1]))
     results = [limit_plateau(fit, 2 * rate, first, confidence) for rate in rates]
-    lower = min(r[1][0] for r in results)
-    upper = max(r[1][1] for r in results)
+    bounds = [bound for r in results for bound in r[1]]
+    if not all_finite(*bounds):  # one exponent's fit failed: no interval (the verdict fails on it)
+        return results[1][0], (float("nan"), float("nan")), results[1][2]
+    lower, upper = min(bounds[0::2]), max(bounds[1::2])
     return (
         results[1][0],
         (lower, upper),
@@ -446,7 +448,7 @@ def _target_rule(
     if verdict == PASS and not resolution <= target_ms:
         verdict = INCONCLUSIVE
         if design.bias_span * allowance >= target_ms:
-            factor = design.reference_factor * 2 ** int(np.ceil(np.log2(2 * allowance / target_ms)))
+            factor = design.reference_factor * 2 ** int(np.ceil(np.log2(2 * design.bias_span * allowance / target_ms)))
             note += (
                 f": the reference's own error {allowance:.3g} is above the target; a reference_factor of about "
                 f"{factor} (its error halves when the factor doubles) or a larger target would decide"

@@ -133,7 +133,9 @@ class AutodiffLimit(Wrapper):
         derivative torch returns and the second grows like 1/e: the block has no SDE limit there (its increments
         have an O(sqrt(h)) mean), and the error names the operations with kinks that the block calls and where
         (``kinked_operations``)."""
-        problem = _smoothness_problem(self.model.torch_step, self.noise.shape[0], self.noise.scale, states, mode)
+        problem = _smoothness_problem(
+            self.model.torch_step, self.noise.shape[0], self.noise.scale, states, mode, self._epsilon()
+        )
         if problem is not None:
             found = kinked_operations(self.model)
             raise ValueError(
@@ -141,6 +143,14 @@ class AutodiffLimit(Wrapper):
                 f"noise at the states asked for ({problem}), so it has no diffusion limit there"
                 + (f"; operations with kinks it calls: {found}" if found else "")
             )
+
+    def _epsilon(self) -> float:
+        """The machine epsilon of the lowest precision the block computes in (float64's when none is lower)."""
+        import torch
+
+        return max(
+            [float(np.finfo(np.float64).eps), *(torch.finfo(getattr(torch, n)).eps for n in self.model.internal_dtypes)]
+        )
 
     def _tolerance(self) -> float:
         """``CURVATURE_TOLERANCE``, or 1024 times the machine epsilon of the lowest precision the block computes in
@@ -192,7 +202,9 @@ KINKS = frozenset(
 )
 
 
-def _smoothness_problem(step, size: int, scale: float, states, mode: str = "forward") -> str | None:
+def _smoothness_problem(
+    step, size: int, scale: float, states, mode: str = "forward", eps: float = float(np.finfo(np.float64).eps)
+) -> str | None:
     """None when the block's step is twice differentiable in the noise at up to three of ``states`` (as
     ``AutodiffLimit._smooth`` says), else a sentence saying where the differences and the derivatives part."""
     import torch
@@ -204,7 +216,6 @@ def _smoothness_problem(step, size: int, scale: float, states, mode: str = "forw
     generator = torch.Generator().manual_seed(0)
     directions = torch.randn((SMOOTHNESS_DIRECTIONS, size), generator=generator, dtype=torch.float64)
     directions /= directions.norm(dim=1, keepdim=True)
-    eps = float(torch.finfo(torch.float64).eps)
 
     def at(xp, w):
         return step(xp, w, zero_h)
@@ -327,9 +338,9 @@ def _composite_norms_mode() -> type:
     return Composite
 
 
-# each layer's own limit, so that its curvature's mode is decided once per layer (and per process: a copy sent to a
-# dask worker is another key)
-_OWN_LIMITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# each layer's curvature mode once decided (``AutodiffLimit._mode``), so that it is decided once per layer and process
+# (a copy sent to a dask worker is another key); the value holds no reference to its key
+_MODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def noise_quadratic(layer: TorchBlockLayer, x: np.ndarray, draws: np.ndarray) -> np.ndarray:
@@ -345,13 +356,15 @@ def noise_quadratic(layer: TorchBlockLayer, x: np.ndarray, draws: np.ndarray) ->
     (``AutodiffLimit._mode``, decided once per layer)."""
     import torch
 
-    limit = _OWN_LIMITS.setdefault(layer, AutodiffLimit(layer))
+    limit = AutodiffLimit(layer)
+    limit._modes.extend(_MODES.get(layer, ()))
     size, variance = layer.noise.shape[0], layer.noise.scale**2
     state = torch.from_numpy(np.ascontiguousarray(x[None], dtype=np.float64))
     directions = torch.from_numpy(np.ascontiguousarray(draws, dtype=np.float64))
     step = layer.torch_step
     with one_thread(torch):
         mode = limit._mode(step, size, state)
+        _MODES[layer] = list(limit._modes)
         mean = 0.5 * variance * _curvature(step, size, state, mode)[0]
         per_draw = 0.5 * variance * _curvature(step, size, state, mode, directions, summed=False)[0]
     return (per_draw - mean).reshape(draws.shape[0], -1).numpy()

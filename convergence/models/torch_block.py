@@ -18,6 +18,7 @@ torch is optional (``pip install -e ".[torch]"``); it is imported when a block i
 
 from __future__ import annotations
 
+import inspect
 import threading
 import warnings
 from collections.abc import Callable
@@ -100,25 +101,32 @@ class TorchBlockLayer:
         block = self.template
         noise = {k for k, _ in self.noise_parameters}
         parameters = {k: v.detach() for k, v in block.named_parameters()}
-        parameters.update({k: v.detach() for k, v in block.named_buffers()})
         parameters.update({k: torch.zeros_like(parameters[k]) for k in noise})
+        buffers = {k: v.detach() for k, v in block.named_buffers()}
         biases = [
             k for k, v in parameters.items() if k.rsplit(".", 1)[-1] == "bias" and k not in noise and bool(v.any())
         ]
         if not biases:
             return ""
         states = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+        options = (
+            {"h": torch.zeros((), dtype=torch.float64)} if "h" in inspect.signature(block.forward).parameters else {}
+        )
 
         def change(zeroed) -> float:
-            values = {**parameters, **{k: torch.zeros_like(parameters[k]) for k in zeroed}}
+            values = {**parameters, **buffers, **{k: torch.zeros_like(parameters[k]) for k in zeroed}}
             with one_thread(torch):
-                moved = vmap(lambda xp: functional_call(block, values, (xp[None],))[0])(states)
+                moved = vmap(lambda xp: functional_call(block, values, (xp[None],), options)[0])(states)
             return float((moved - states).abs().max()) / max(1.0, float(states.abs().max()))
 
-        if change(biases) > 1e-12:
+        try:
+            rests = change(biases) <= 1e-12  # False for NaN as well
+            whole = change([])
+            alone = {k: whole - change([k]) for k in biases}
+        except Exception:  # a diagnosis must not hide the error it explains
             return ""
-        whole = change([])
-        alone = {k: whole - change([k]) for k in biases}
+        if not rests:
+            return ""
         named = ", ".join(
             f"{k} (zeroed alone: change {whole:.3g} -> {whole - d:.3g})"
             for k, d in sorted(alone.items(), key=lambda item: -item[1])

@@ -90,15 +90,19 @@ class Looks:
 Evaluate = Callable[[int, float, float], list[Check]]
 
 
-def decide_in_stages(evaluate: Evaluate, looks: Looks, family_alpha: float = FAMILY_ALPHA) -> tuple[list[Check], int]:
+def decide_in_stages(
+    evaluate: Evaluate, looks: Looks, family_alpha: float = FAMILY_ALPHA, power: float = DETECTION_POWER
+) -> tuple[list[Check], int]:
     """Run ``evaluate(n, look_alpha, look_power)`` at each look until its claim checks decide (module docstring).
 
     ``evaluate`` returns the checks at n samples, at the family-wise rate ``look_alpha`` and with resolutions at
     power ``look_power``. Returns the checks of the look that stopped, each claim check with its false-failure rate
     spent over all K looks (K times its rate at one look; a finding keeps its own, e.g. a near miss's chance of
-    being missed), every note naming the look, and that look's sample size."""
+    being missed), every note naming the look, and that look's sample size. ``family_alpha`` and ``power``: the rates
+    these K looks share (less than the whole when a caller adds looks of its own, as the strong check's deeper
+    ladders)."""
     for n in looks.sizes:
-        checks = evaluate(n, looks.alpha(family_alpha), looks.power())
+        checks = evaluate(n, looks.alpha(family_alpha), looks.power(power))
         if stopping_verdict(checks) != INCONCLUSIVE or not any(c.claim for c in checks):
             break  # decided, or nothing left to decide (e.g. an order not identifiable: more samples cannot help)
     spent = [
