@@ -65,9 +65,11 @@ NEAR = cv.limit_sde(lambda x: 1.05 * A * x, diffusion, 1, 2, NOISE, name="drift 
 
 
 def test_an_exact_step_rejects_a_five_percent_drift_error_and_never_passes_it_unseen():
-    """The limit that decides for an exact step sees a 5% drift error (strong at 512 paths, in law at 8192), states its
-    resolution, and with 16 paths, too few to see it, says inconclusive, never pass."""
-    strong = cv.check_strong_order(LAYER, NEAR, initial=START, paths=512)
+    """The limit that decides for an exact step sees a 5% drift error (strong within its budget, in law at 8192),
+    states its resolution, and with 16 paths, too few to see it, says inconclusive, never pass."""
+    # every strong level sits near the reference's floor: a fail waits until the reference is shown to converge at its
+    # rate (its error is then a sound allowance), which the staged looks reach at their budget
+    strong = cv.check_strong_order(LAYER, NEAR, initial=START)
     same_limit = next(c for c in strong.checks if c.name == "same_limit")
     assert strong.verdict == "fail" and same_limit.verdict == "fail" and same_limit.resolution > 0, strong.table()
     weak = cv.check_weak_limit(LAYER, NEAR, first_coordinate, initial=START, paths=8192, near_misses=())

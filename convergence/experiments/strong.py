@@ -604,19 +604,28 @@ def analyse_strong(
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
     resolution = detectable_effect(ci, reference_ms_hi, confidence, design.power, design.bias_span)
     verdict = limit_verdict(ci, reference_ms_hi, finest_ms)
-    if design.for_users and not exact_reference and verdict == FAIL and all_finite(*ci):
+    if design.for_users and (ms_check.claim or not exact_reference) and verdict == FAIL and all_finite(*ci):
         # a plateau carries a fail only on evidence from the asymptotic regime: the errors' finest local order lies
         # below the claimed rate and is not turning back towards it (a true claim's pre-asymptotic levels steepen
         # towards its rate, and the fit at the claimed rate would put that bend into B)
         evidence = settled_away(ms_fit, ~ms_floor, design.order - design.order_allowance, confidence=confidence)
         if evidence is not None:
             how += f"; asymptotic evidence: {evidence}"
-        elif ms_floor.all():  # every level within the reference's own error: the reference, not the layer, decides
-            verdict = INCONCLUSIVE
-            how += (
-                "; every level lies at the reference's floor (within 3 times its RMS error), so the plateau cannot "
-                f"carry a fail: a reference_factor of {2 * design.reference_factor} (or deeper depths) would decide"
-            )
+        elif ms_floor.all():  # every level within 3 x the reference's RMS error: the allowance must be sound
+            if reference.order_ci[0] >= REFERENCE_ORDER - design.order_allowance:
+                how += (
+                    "; every level lies near the reference's floor and the reference is shown to converge at its rate "
+                    f"(order interval [{reference.order_ci[0]:.3g}, {reference.order_ci[1]:.3g}]), so its error is a "
+                    "sound allowance and the plateau beyond it stands"
+                )
+            else:
+                verdict = INCONCLUSIVE
+                how += (
+                    "; every level lies near the reference's floor and the reference is not shown to converge at its "
+                    f"rate (order interval [{reference.order_ci[0]:.3g}, {reference.order_ci[1]:.3g}]), so its error "
+                    "is no sound allowance and the plateau cannot carry a fail: a "
+                    f"reference_factor of {2 * design.reference_factor} (or deeper depths) would decide"
+                )
         else:
             verdict = INCONCLUSIVE
             how += (
