@@ -554,11 +554,11 @@ def check_strong_order(
     config = {"map": _name(layer), "sde": _name(sde)}
     drawn = _Drawn(StrongData.extended)
     panels: list[Panel] = []
-    ladder = [depths]  # the ladder being judged
+    judged = depths  # the ladder being judged (deeper ones rebind it, with fresh data)
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = StrongDesign(
-            depths=ladder[0],
+            depths=judged,
             horizon=horizon,
             paths=n,
             order=order,
@@ -594,7 +594,7 @@ def check_strong_order(
             break
         # within the budget: a deeper ladder's paths do the work of the last look on the ladder asked for
         stopped = max(looks.unit, last_look * depths[-1] // deeper[-1] // looks.unit * looks.unit)
-        ladder[0], drawn.data, drawn.size = deeper, None, 0
+        judged, drawn = deeper, _Drawn(StrongData.extended)
         checks = [
             _spent(
                 replace(c, note=f"{c.note}; deepened to depths {deeper} on {stopped} paths (look {number} of {total})"),
@@ -607,7 +607,7 @@ def check_strong_order(
         checks,
         panels,
         {
-            "depths": list(ladder[0]),
+            "depths": list(judged),
             "depths_asked": list(depths),
             "horizon": horizon,
             "paths": stopped,
@@ -744,6 +744,8 @@ def check_weak_limit(
     config = {"map": _name(layer), "sde": _name(sde)}
     drawn = _Drawn()
     panels: list[Panel] = []
+    # a drift-free claim's near misses are the claim itself: claim_limit still compares laws, it is not blind
+    drift_free = not np.any(sde.drift(np.asarray(initial(_probe_streams(seed, key), layer.tokens, layer.dim))))
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(
@@ -770,9 +772,8 @@ def check_weak_limit(
         limit = claim_limit_check(
             layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power, bias_span=2.0
         )
+        # near misses whose Euler values equal the claim's on every path (the observable does not see them)
         unseen = [np.array_equal(claim_values["f"][:, k], claim_values["f"][:, 0]) for k in range(1, len(claims))]
-        # a drift-free claim's near misses are the claim itself: claim_limit still compares laws, it is not blind
-        drift_free = not np.any(sde.drift(np.asarray(initial(_probe_streams(seed, key), layer.tokens, layer.dim))))
         if unseen and all(unseen) and not drift_free and np.isfinite(limit.resolution):
             limit = blind(
                 limit, "every drift near miss gives f the claim's values on every path: f does not see the drift"
@@ -784,9 +785,9 @@ def check_weak_limit(
             resolution * float(layer_values["f"][:, -1].std(ddof=1)),
         )
         checks = [rate, limit]
-        for index, eps in enumerate(near_misses, start=1):
+        for index, (eps, same) in enumerate(zip(near_misses, unseen), start=1):
             label = f"drift x (1 + {eps:g})"
-            if np.array_equal(claim_values["f"][:, index], claim_values["f"][:, 0]):  # e.g. a drift-free claim
+            if same:  # e.g. a drift-free claim
                 checks.append(
                     Check(
                         "rejects",

@@ -285,15 +285,12 @@ def claimed_noise(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray) -> n
 
 
 ROUNDING_OPERATIONS = 16  # roundings of the largest magnitude in play that the rounding allowance counts per component
-LOW_PRECISION_EPS = {"float32": float(np.finfo(np.float32).eps), "float16": float(np.finfo(np.float16).eps)}
-LOW_PRECISION_EPS["bfloat16"] = 2.0**-7
 
 
 def machine_epsilons(layer_map: LayerMap) -> tuple[float, float]:
-    """float64's machine epsilon, and that of the coarsest lower precision the map's block reports computing in (0 when
-    none: ``internal_dtypes`` of a torch block, e.g. float32 in a Hugging Face RMSNorm)."""
-    internal = getattr(layer_map, "internal_dtypes", None) or {}
-    return float(np.finfo(np.float64).eps), max([0.0, *(LOW_PRECISION_EPS.get(str(t), 0.0) for t in internal)])
+    """float64's machine epsilon, and that of the coarsest lower precision the map's block computes in (0 when none:
+    a torch block's ``lowest_precision_eps``, e.g. float32 in a Hugging Face RMSNorm)."""
+    return float(np.finfo(np.float64).eps), float(getattr(layer_map, "lowest_precision_eps", 0.0))
 
 
 def rounding_bounds(

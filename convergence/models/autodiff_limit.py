@@ -146,19 +146,12 @@ class AutodiffLimit(Wrapper):
 
     def _epsilon(self) -> float:
         """The machine epsilon of the lowest precision the block computes in (float64's when none is lower)."""
-        import torch
-
-        return max(
-            [float(np.finfo(np.float64).eps), *(torch.finfo(getattr(torch, n)).eps for n in self.model.internal_dtypes)]
-        )
+        return max(float(np.finfo(np.float64).eps), self.model.lowest_precision_eps)
 
     def _tolerance(self) -> float:
         """``CURVATURE_TOLERANCE``, or 1024 times the machine epsilon of the lowest precision the block computes in
         (two right modes agree only to that rounding when the block computes in float32)."""
-        import torch
-
-        eps = [torch.finfo(getattr(torch, name)).eps for name in self.model.internal_dtypes]
-        return max([CURVATURE_TOLERANCE, *(1024 * e for e in eps)])
+        return max(CURVATURE_TOLERANCE, 1024 * self.model.lowest_precision_eps)
 
     def diffusion(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
         """G(x) dW = D_W F(x, 0, 0) dW per path: x (paths, n, d), dw (paths, total) -> (paths, n, d)."""

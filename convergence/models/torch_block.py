@@ -96,27 +96,20 @@ class TorchBlockLayer:
         A bias on a residual branch (``nn.Linear``'s default initialisation draws one) moves the state by O(1) at
         every layer, so such a block has no diffusion limit."""
         import torch
-        from torch.func import functional_call, vmap
+        from torch.func import vmap
 
-        block = self.template
         noise = {k for k, _ in self.noise_parameters}
-        parameters = {k: v.detach() for k, v in block.named_parameters()}
-        parameters.update({k: torch.zeros_like(parameters[k]) for k in noise})
-        buffers = {k: v.detach() for k, v in block.named_buffers()}
-        biases = [
-            k for k, v in parameters.items() if k.rsplit(".", 1)[-1] == "bias" and k not in noise and bool(v.any())
-        ]
+        parameters = {k: v.detach() for k, v in self.template.named_parameters() if k not in noise}
+        biases = [k for k, v in parameters.items() if k.rsplit(".", 1)[-1] == "bias" and bool(v.any())]
         if not biases:
             return ""
         states = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
-        options = (
-            {"h": torch.zeros((), dtype=torch.float64)} if "h" in inspect.signature(block.forward).parameters else {}
-        )
+        zero_w, zero_h = torch.zeros(self.noise.shape[0], dtype=torch.float64), torch.zeros((), dtype=torch.float64)
 
         def change(zeroed) -> float:
-            values = {**parameters, **buffers, **{k: torch.zeros_like(parameters[k]) for k in zeroed}}
+            step = self.step_with({k: torch.zeros_like(parameters[k]) for k in zeroed})
             with one_thread(torch):
-                moved = vmap(lambda xp: functional_call(block, values, (xp[None],), options)[0])(states)
+                moved = vmap(lambda xp: step(xp, zero_w, zero_h))(states)
             return float((moved - states).abs().max()) / max(1.0, float(states.abs().max()))
 
         try:
@@ -158,14 +151,18 @@ class TorchBlockLayer:
         whose ``forward`` takes a keyword ``h`` receives the step (a 0-d float64 tensor), e.g. for a drift term
         ``h M a``; otherwise it sees h only through ``dw``. Differentiable (``torch.func``):
         ``convergence.derive_limit`` expands it."""
-        import inspect
+        return self.step_with({})
 
+    def step_with(self, overrides: dict):
+        """``torch_step`` with some fixed parameters replaced (name -> tensor; ``biases_moving_the_state`` zeroes
+        biases with it)."""
         from torch.func import functional_call
 
         block = self.template
         random = {k for k, _ in self.noise_parameters}
         fixed = {k: v.detach() for k, v in block.named_parameters() if k not in random}
         fixed.update({k: v.detach() for k, v in block.named_buffers()})
+        fixed.update(overrides)
         parts = [(name, part.shape, part.scale, int(np.prod(part.shape, dtype=int))) for name, part in self.noise.parts]
 
         takes_h = "h" in inspect.signature(block.forward).parameters
@@ -209,6 +206,14 @@ class TorchBlockLayer:
             ) from error
 
     @cached_property
+    def lowest_precision_eps(self) -> float:
+        """The machine epsilon of the coarsest floating type among ``internal_dtypes`` (0 when the block computes in
+        float64 only)."""
+        import torch
+
+        return max([0.0, *(float(torch.finfo(getattr(torch, name)).eps) for name in self.internal_dtypes)])
+
+    @cached_property
     def internal_dtypes(self) -> dict[str, str]:
         """Floating dtypes other than float64 that the block computes in, each with the first torch function that
         produced it (e.g. Hugging Face's RMSNorm and softmax compute in float32), from one forward pass on a probe."""
@@ -234,7 +239,7 @@ class TorchBlockLayer:
 
     def __getstate__(self) -> dict:
         """Pickled without the built torch objects (workers rebuild them from the factory and the seed)."""
-        built = ("template", "torch_step", "internal_dtypes")
+        built = ("template", "torch_step", "internal_dtypes", "lowest_precision_eps")
         return {k: v for k, v in self.__dict__.items() if k not in built}
 
 

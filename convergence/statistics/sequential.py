@@ -75,13 +75,13 @@ class Looks:
             f"{beta:g}, whichever look stops"
         )
 
-    def label(self, stopped_at: int) -> str:
-        """Which look a result comes from and the power its resolutions are stated at, e.g. ``look 2 of 7 (8192);
-        resolutions at power 0.986 (1 - 0.1/7)``."""
+    def label(self, stopped_at: int, power: float = DETECTION_POWER) -> str:
+        """Which look a result comes from and the power its resolutions are stated at (``power`` shared by the
+        looks), e.g. ``look 2 of 7 (8192); resolutions at power 0.986 (1 - 0.1/7)``."""
         where = f"look {self.sizes.index(stopped_at) + 1} of {self.count} ({stopped_at})"
         if self.count == 1:
             return where
-        return f"{where}; resolutions at power {self.power():.3g} (1 - {1 - DETECTION_POWER:g}/{self.count})"
+        return f"{where}; resolutions at power {self.power(power):.3g} (1 - {1 - power:g}/{self.count})"
 
     def _whole(self, n: int) -> int:
         return self.unit * max(1, -(-n // self.unit))
@@ -109,7 +109,7 @@ def decide_in_stages(
         replace(
             c,
             false_failure_rate=min(1.0, looks.count * c.false_failure_rate) if c.claim else c.false_failure_rate,
-            note=f"{c.note}; {looks.label(n)}",
+            note=f"{c.note}; {looks.label(n, power)}",
         )
         for c in checks
     ]
