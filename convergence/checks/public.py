@@ -416,7 +416,8 @@ class Outcome:
     def paths_needed(self, effect: float) -> dict[str, int | None]:
         """Sample-size planning from this run as a pilot: for each claim check, the paths (``sample_size`` units) at
         which it would reject a departure of ``effect`` from its expected value with probability 90% at its level
-        (``statistics.paths_for_effect``: the measured interval's standard error scaled as paths^-1/2). ``effect``
+        (``statistics.paths_for_effect``: the measured interval's standard error scaled as paths^-1/2, and the
+        check's bias span: twice the allowance where it bounds a bias, as in its resolution). ``effect``
         is in the check's own units, those its resolution is printed in (order units for orders; a relative
         coefficient error for the local checks' scales). None where no number of paths can: the effect lies within
         the check's bias allowance, or the check has no interval (the local checks' vector rows). The allowance is
@@ -424,7 +425,9 @@ class Outcome:
         shrink it too, so the plan is conservative there. Keys: the check's name and configuration."""
         effect = check_real("effect", effect, minimum=0.0, strict_minimum=True)
         return {
-            _check_label(check): paths_for_effect(check.ci, check.allowance, check.confidence, self.sample_size, effect)
+            _check_label(check): paths_for_effect(
+                check.ci, check.allowance, check.confidence, self.sample_size, effect, bias_span=check.bias_span
+            )
             for check in self.checks
             if check.claim
         }

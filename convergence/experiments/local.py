@@ -52,7 +52,7 @@ from scipy import stats
 
 from verify.common import check_choice, check_int, check_real
 
-from ..models import LayerMap, LimitSDE, TorchBlockLayer, noise_quadratic
+from ..models import CommonNoise, JointNoise, LayerMap, LimitSDE, TorchBlockLayer, noise_quadratic
 from ..paths import PathStreams, run_seeded
 from ..statistics import (
     DETECTION_POWER,
@@ -199,7 +199,9 @@ class LayerSamples:
     entries: list[np.ndarray]  # per sample block: (size, *noise.shape)
     deltas: np.ndarray  # (samples, 3, n d)
     antithetic: np.ndarray | None = None  # the increments at -dW (``LocalDesign.control == "layer"``)
-    # a torch block's centred second-order response q(E) - E[q] per draw (``noise_quadratic``), (samples, n d)
+    # the layer's centred second-order noise response q(E) - E[q] per draw: a torch block's by autodiff at h = 0
+    # (``noise_quadratic``), (samples, 1, n d); another map's by differences at each step (``difference_quadratic``),
+    # (samples, 3, n d)
     quadratic: np.ndarray | None = None
 
     def extended(self, more: LayerSamples) -> LayerSamples:
@@ -214,6 +216,57 @@ class LayerSamples:
         )
 
 
+# the per-draw quadratic forms cost n d m^2 per sample (m noise entries): done only while that stays near a step's cost
+QUADRATIC_WORK = 1 << 14
+DIFFERENCE_STEP = 1e-2  # the central differences' step, in units of a standard draw
+
+
+def identity_covariance(noise: CommonNoise) -> bool:
+    """True when the noise's standard draws have covariance exactly the identity (independent entries of variance 1:
+    a plain ``CommonNoise`` of any entry law, or a joint noise of such parts)."""
+    if isinstance(noise, JointNoise):
+        return all(identity_covariance(part) for _, part in noise.parts)
+    return type(noise).standard is CommonNoise.standard
+
+
+def noise_hessians(layer_map: LayerMap, x: np.ndarray, h: float) -> np.ndarray:
+    """H (n d, m, m): the second derivatives of F(x, s sqrt(h) E, h) in the standard draw E (m entries) at E = 0, by
+    central differences of step ``DIFFERENCE_STEP`` (one call of the map on 2 m^2 + 1 noise values)."""
+    noise = layer_map.noise
+    m = int(np.prod(noise.shape, dtype=int))
+    j, k = np.triu_indices(m, 1)
+    eye = np.eye(m)
+    directions = np.concatenate(
+        [np.zeros((1, m)), eye, -eye, *(a * eye[j] + b * eye[k] for a in (1, -1) for b in (1, -1))]
+    )
+    xs = np.broadcast_to(x, (directions.shape[0], *x.shape)).copy()
+    dw = (noise.scale * np.sqrt(h) * DIFFERENCE_STEP) * directions.reshape(-1, *noise.shape)
+    f = np.asarray(layer_map.layer(xs, dw, h), dtype=np.float64).reshape(directions.shape[0], -1)
+    centre, plus, minus = f[0], f[1 : m + 1], f[m + 1 : 2 * m + 1]
+    pp, pm, mp, mm = np.split(f[2 * m + 1 :], 4)
+    hessian = np.empty((f.shape[1], m, m))
+    hessian[:, np.arange(m), np.arange(m)] = ((plus + minus - 2 * centre) / DIFFERENCE_STEP**2).T
+    hessian[:, j, k] = hessian[:, k, j] = ((pp - pm - mp + mm) / (4 * DIFFERENCE_STEP**2)).T
+    return hessian
+
+
+def difference_quadratic(hessians: list[np.ndarray], steps: Sequence[float], draws: np.ndarray) -> np.ndarray:
+    """The layer's centred second-order noise response per draw and step, (draws, steps, n d): (E^T H E - tr H) / (2 h)
+    for each step's ``noise_hessians`` H, of mean exactly 0 whatever the differences' error (E[E E^T] = I).
+
+    The even part of one step, (F(x, dW, h) + F(x, -dW, h)) / 2 - x, is h d_h F + E^T H E / 2 + O(h^2) with dW = s
+    sqrt(h) E: subtracting this control leaves the O(h) fluctuations only, where E^T H E / (2 h) spreads like the
+    noise's curvature (an exact step of a multiplicative-noise SDE, whose Euler step has none)."""
+    flat = draws.reshape(draws.shape[0], -1)
+    return np.stack(
+        [
+            (np.einsum("sj,ojk,sk->so", flat, hessian, flat) - np.trace(hessian, axis1=1, axis2=2)) / (2 * h)
+            for hessian, h in zip(hessians, steps)
+        ],
+        axis=1,
+    )
+
+
 def layer_samples(
     layer_map: LayerMap,
     x: np.ndarray,
@@ -224,16 +277,33 @@ def layer_samples(
 ) -> LayerSamples:
     """Draw ``design.samples`` one-step increments of ``layer_map`` at state ``x`` (tokens, d): the runner's seeded
     blocks of samples (a sample is a path of one step), on the workers when blocks run there. With ``previous``
-    (the first samples of the same state and stream), only the samples after them are drawn."""
+    (the first samples of the same state and stream), only the samples after them are drawn. With the layer's own
+    control (``design.control == "layer"``), also its centred second-order noise response: a torch block's by autodiff
+    (``noise_quadratic``), another map's by differences (``difference_quadratic``) where the noise's standard draws
+    have identity covariance and the quadratic forms are affordable (``QUADRATIC_WORK``)."""
     noise = layer_map.noise
     start = 0 if previous is None else previous.deltas.shape[0]
 
     signs = (1.0, -1.0) if design.control == "layer" else (1.0,)
-    quadratic = design.control == "layer" and isinstance(layer_map, TorchBlockLayer)
+    torch_quadratic = design.control == "layer" and isinstance(layer_map, TorchBlockLayer)
+    size = int(np.prod(noise.shape, dtype=int))
+    hessians = (
+        [noise_hessians(layer_map, x, h) for h in design.steps]
+        if design.control == "layer"
+        and not torch_quadratic
+        and identity_covariance(noise)
+        and x.size * size**2 <= QUADRATIC_WORK
+        else None
+    )
 
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, ...]:
         drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
         xs = np.broadcast_to(x, (streams.paths, *x.shape)).copy()
+        quadratic = ()
+        if torch_quadratic:
+            quadratic = (noise_quadratic(layer_map, x, drawn.reshape(streams.paths, -1))[:, None, :],)
+        elif hessians is not None:
+            quadratic = (difference_quadratic(hessians, design.steps, drawn),)
         return (
             drawn,
             *(
@@ -248,24 +318,25 @@ def layer_samples(
                 )
                 for sign in signs
             ),
-            *((noise_quadratic(layer_map, x, drawn.reshape(streams.paths, -1)),) if quadratic else ()),
+            *quadratic,
         )
 
     blocks = run_seeded(
         compute,
         name="layer_samples",
-        configuration=(layer_map, x, design.steps, signs, quadratic),
+        configuration=(layer_map, x, design.steps, signs, torch_quadratic, hessians is not None),
         seed=seed,
         key=key,
         paths=design.samples,
         block_paths=design.block_paths,
         start=start,
     )
+    with_quadratic = torch_quadratic or hessians is not None
     drawn = LayerSamples(
         [block[0] for block in blocks],
         np.concatenate([block[1] for block in blocks]),
         np.concatenate([block[2] for block in blocks]) if len(signs) == 2 else None,
-        np.concatenate([block[3] for block in blocks]) if quadratic else None,
+        np.concatenate([block[3] for block in blocks]) if with_quadratic else None,
     )
     return drawn if previous is None else previous.extended(drawn)
 
@@ -357,19 +428,21 @@ def local_samples(
     steps = np.asarray(design.steps)
     h = steps[None, :, None]
     g = np.sqrt(steps)[None, :, None] * unit[:, None, :]
-    difference, total = layer.deltas - g, layer.deltas + g
+    # the covariance from the increment's odd part where the antithetic step gives it: E[Delta Delta^T] and
+    # E[odd odd^T] differ by E[even even^T] = O(h^2) (odd times even has mean 0 under a symmetric law), and the odd
+    # part holds no drift, whose cross term with the noise would dominate the spread where the drift is large
+    moved = layer.deltas if layer.antithetic is None else (layer.deltas - layer.antithetic) / 2
+    difference, total = moved - g, moved + g
     finest = np.ascontiguousarray(g[:, -1])
     claimed_cov = finest.T @ finest  # A^T A: BLAS syrk, about 3 times faster than einsum
     claimed_cov = (claimed_cov + claimed_cov.T) / (2 * g.shape[0] * steps[-1])  # exactly symmetric: the identity
     rounding = (
-        (None, None, None)
-        if x is None
-        else rounding_bounds(x, layer.deltas, g, total, claimed_cov, probes, steps, epsilons)
+        (None, None, None) if x is None else rounding_bounds(x, moved, g, total, claimed_cov, probes, steps, epsilons)
     )
     # the drift: the increment less the claimed noise, or the even part of the layer's own increment (antithetic)
     drift = difference / h if layer.antithetic is None else (layer.deltas + layer.antithetic) / (2 * h)
-    if layer.quadratic is not None:  # a torch block's second-order response, of mean exactly 0 (noise_quadratic)
-        drift = drift - layer.quadratic[:, None, :]
+    if layer.quadratic is not None:  # the layer's second-order noise response, of mean exactly 0
+        drift = drift - layer.quadratic
     return LocalSamples(
         drift=drift,
         scale_terms=np.sum((difference @ claimed_cov) * total, axis=-1) / steps[None, :],
@@ -562,6 +635,7 @@ class _ClaimChecks:
     """One claim's checks, state by state, and what its pooled checks need."""
 
     checks: list[Check] = field(default_factory=list)
+    relaxed: bool = False  # a state's drift_scale target was set in units of a typical component
     pooled: dict[str, list] = field(default_factory=lambda: {"drift_scale": [], "diffusion_scale": []})
     pooled_bias: dict[str, list] = field(default_factory=lambda: {"drift_scale": [], "diffusion_scale": []})
 
@@ -608,6 +682,7 @@ class _ClaimChecks:
             small = typical / np.sqrt(norm2 / claimed.size)  # >= 1: how far the noise's component exceeds the drift's
             if design.for_users and small > 1:
                 target *= small
+                self.relaxed = True
                 rule = (
                     f"; the drift is small beside the noise here (typical component {small:.3g} x the drift's): "
                     f"target {design.state_target:g} of a typical component, {target:.3g} of the drift (the "
@@ -691,7 +766,10 @@ class _ClaimChecks:
         checks = self.checks
         for name in ("drift_scale", "diffusion_scale"):
             parts = [v for v in self.pooled[name] if v is not None]
-            if len(parts) < 2 or any(c.verdict == FAIL and not np.isfinite(c.estimate) for c in checks):
+            # a relaxed state's relative target is carried by the pooled check, over that state alone if need be
+            if len(parts) < (1 if name == "drift_scale" and self.relaxed else 2) or any(
+                c.verdict == FAIL and not np.isfinite(c.estimate) for c in checks
+            ):
                 continue
             # inverse-variance weights (samples are independent across states): the pooled standard error is at most
             # the best state's, so adding a noisy state never costs resolution
@@ -707,9 +785,13 @@ class _ClaimChecks:
                 z,
                 design.target,
                 {**(config or {}), "state": "pooled"},
-                f"inverse-variance weighted mean over the {len(parts)} states (weights "
-                + ", ".join(f"{w:.2f}" for w in weights)
-                + ")",
+                (
+                    f"inverse-variance weighted mean over the {len(parts)} states (weights "
+                    + ", ".join(f"{w:.2f}" for w in weights)
+                    + ")"
+                    if len(parts) > 1
+                    else "the one state with a drift, at the relative target its own check was relaxed from"
+                ),
                 confidence,
                 design.power,
                 design.bias_span,

@@ -683,6 +683,7 @@ def analyse_strong(
             relative_resolution=relative,
             confidence=confidence,
             target=target,
+            bias_span=design.bias_span,
         )
     )
     if reference is not None:

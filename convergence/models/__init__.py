@@ -5,7 +5,8 @@ and its Ito limit by automatic differentiation (``autodiff_limit``), a library's
 (``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share: the
 interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
 covariance (``noise``), softmax attention (``attention``) and the derived Ito drift of a normalised step
-(``normalised_step``), and the Ito-Stratonovich correction of a claim's drift (``ito_correction``)."""
+(``normalised_step``), and the Ito-Stratonovich correction of a claim's drift (``ito_correction``); and the textbook
+SDEs with known solutions, exact and Euler steps, on which every check is calibrated (``textbook_steps``)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ from .protocols import CONFORMANCE, ClaimingModel, Claims, LayerMap, LimitSDE, e
 from .quadratic_form import QuadraticFormModel
 from .registry import MODELS
 from .softmax_hybrid import SoftmaxHybridModel, SoftmaxHybridSDE
+from .textbook_steps import TextbookProblem, TextbookStep, textbook_problems
 from .torch_block import TorchBlockLayer, torch_layer_map
 
 __all__ = [
@@ -91,6 +93,8 @@ __all__ = [
     "ReducedFedorovSDE",
     "SoftmaxHybridModel",
     "SoftmaxHybridSDE",
+    "TextbookProblem",
+    "TextbookStep",
     "TorchBlockLayer",
     "TwoTokenOverlapChain",
     "attention_average",
@@ -108,6 +112,7 @@ __all__ = [
     "plugin_variances",
     "preactivations",
     "psd_factor",
+    "textbook_problems",
     "scalar_noise",
     "softmax_weights",
     "standard_entries",

@@ -170,6 +170,8 @@ class Check:
     resolution: float | None = None
     relative_resolution: float | None = None
     target: float | None = None
+    # the resolution's bias span (``detectable_effect``): 2 where the allowance bounds a bias (the public checks)
+    bias_span: float = 1.0
 
     def __post_init__(self) -> None:
         if self.false_failure_rate is None:
@@ -214,6 +216,8 @@ class Check:
     def to_dict(self) -> dict:
         """A JSON-ready dict (non-finite numbers become None: reports are valid JSON)."""
         data = asdict(self)
+        if self.bias_span == 1.0:  # the studies' reports keep their fields
+            del data["bias_span"]
         data["ci"] = [float(self.ci[0]), float(self.ci[1])]
         data = json_safe(data)
         if self.target == NO_TARGET:
@@ -685,6 +689,7 @@ def effect_check(
         resolution=resolution,
         target=target,
         relative_resolution=resolution / abs(scale) if scale else None,
+        bias_span=bias_span,
         **fields,
     )
 

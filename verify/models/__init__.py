@@ -1,6 +1,7 @@
 """The models of docs/models.md as normalised layer steps and their limit SDEs (``layer_steps``), a user's map expanded
 (``user_maps``), model A's activations (``activations``) and the latent diffusion model's variance ODEs and
-closed forms (``latent_variances``).
+closed forms (``latent_variances``), and the textbook SDEs with known solutions, each flow proved by Ito's formula
+(``textbook``).
 """
 
 from __future__ import annotations
@@ -17,21 +18,27 @@ from .layer_steps import (
     quadratic_form_system,
     v_sign,
 )
+from .textbook import TextbookSDE, flow_residuals, ornstein_uhlenbeck_moments, stratonovich_drift, textbook_sdes
 from .user_maps import LimitComparison, StepLimit, check_limit, one_step_limit
 
 __all__ = [
     "LimitComparison",
     "MODELS",
     "StepLimit",
+    "TextbookSDE",
     "activation",
     "beta",
     "check_limit",
     "eps",
     "fedorov_system",
+    "flow_residuals",
     "hybrid_system",
     "m",
     "model_system",
     "one_step_limit",
+    "ornstein_uhlenbeck_moments",
     "quadratic_form_system",
+    "stratonovich_drift",
+    "textbook_sdes",
     "v_sign",
 ]
