@@ -248,8 +248,9 @@ def test_a_drift_free_claims_weak_limit_still_compares_laws():
 def test_levels_at_the_references_floor_never_fail_a_true_limit():
     """The random quadratic form (unit-variance noise, T = 1) at depths (4, 8, 16): every level's error lies within
     the Euler reference's own (RMS 0.4 at 256 steps), so the orders are findings and same_limit, whose plateau then
-    measures the reference, is inconclusive and names the reference factor that would decide (it used to fail)."""
+    measures the reference and the fit's model bias, is inconclusive and names the reference factor that would decide
+    (it used to fail)."""
     model = cv.QuadraticFormModel(2, 4)
     outcome = cv.check_strong_order(model, model.limit_sde(), depths=(4, 8, 16), paths=1024)
     (same,) = [c for c in outcome.checks if c.name == "same_limit"]
-    assert same.verdict == "inconclusive" and "reference_factor of 32" in same.note, outcome.table()
+    assert same.verdict == "inconclusive" and "a reference_factor of about" in same.note, outcome.table()

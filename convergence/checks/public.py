@@ -82,6 +82,7 @@ from ..output import Curve, Panel, Plot, StudyResult, write_study
 from ..paths import InitialState, PathStreams, uniform_sphere
 from ..runtime import SEED_BLOCK, STREAM_KEYS, concatenate_blocks, cpu_meter
 from ..statistics import (
+    DEEPER,
     DETECTION_POWER,
     FAIL,
     FAMILY_ALPHA,
@@ -93,6 +94,7 @@ from ..statistics import (
     combine_verdicts,
     confidence_label,
     decide_in_stages,
+    differences_settled_away,
     effect_check,
     family_confidence,
     first_nonfinite,
@@ -672,7 +674,8 @@ def check_weak_order(
         z = z_value(1, alpha)
         fits = weak_order(values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
         panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)]
-        return [_identifiable_rate(order_check(fits, design, z, config, power), fits["f"], z)]
+        rate = _asymptotic_rate(order_check(fits, design, z, config, power), values["f"], design)
+        return [_identifiable_rate(rate, fits["f"], z)]
 
     checks, stopped = decide_in_stages(look, looks)
     return Outcome(
@@ -782,7 +785,7 @@ def check_weak_limit(
                 limit, "every drift near miss gives f the claim's values on every path: f does not see the drift"
             )
         rate = _identifiable_rate(
-            order_check(fits, design, z, config, power),
+            _asymptotic_rate(order_check(fits, design, z, config, power), layer_values["f"], design),
             fits["f"],
             z,
             resolution * float(layer_values["f"][:, -1].std(ddof=1)),
@@ -891,6 +894,27 @@ class _Drawn:
         self.data = more if self.data is None else self._extended(self.data, more)
         self.size = size
         return self.data
+
+
+def _asymptotic_rate(rate: Check, values: np.ndarray, design: WeakDesign) -> Check:
+    """A weak order below its band fails only on evidence from the asymptotic regime
+    (``statistics.differences_settled_away``: the finest local order of the coupled differences below the band by its
+    interval and not rising towards it); a ladder whose local orders still rise towards the rate is inconclusive and
+    names a deeper one. ``values``: f per path and depth (paths, levels)."""
+    if rate.verdict != FAIL or not all_finite(*rate.ci):
+        return rate
+    floor = design.order - design.order_allowance
+    evidence = differences_settled_away(values, floor, confidence=rate.confidence)
+    if evidence is not None:
+        return replace(rate, note=rate.note + f"; asymptotic evidence: {evidence}")
+    deeper = (*design.depths, 2 * design.depths[-1], 4 * design.depths[-1])
+    return replace(
+        rate,
+        verdict=INCONCLUSIVE,
+        note=rate.note + "; the coupled differences are not shown to decay below the claimed rate at the finest "
+        f"levels without turning back towards it (pre-asymptotic), so the order cannot carry a fail; {DEEPER}: depths "
+        f"{deeper}",
+    )
 
 
 def _identifiable_rate(rate: Check, fit, z: float, target: float | None = None) -> Check:

@@ -27,6 +27,7 @@ that the claim with its drift x (1 + t) leaves on the same paths (``StrongData.t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -50,6 +51,7 @@ from ..paths import (
 from ..runtime import STREAM_KEYS, concatenate_blocks
 from ..statistics import (
     CONFIDENCE,
+    DEEPER,
     DETECTION_POWER,
     FAIL,
     INCONCLUSIVE,
@@ -69,6 +71,7 @@ from ..statistics import (
     limit_verdict,
     noise_floor_flags,
     order_verdict,
+    plateau,
     plateau_fit_bias,
     pre_asymptotic_flags,
     samples_to_decide,
@@ -334,9 +337,6 @@ def _order_check(
     )
 
 
-DEEPER = "a deeper ladder would decide"  # the note of a check that pre-asymptotic levels left undecided
-
-
 def wants_deeper(checks: Sequence[Check]) -> bool:
     """True when the checks are undecided only because their levels are pre-asymptotic (some claim check says
     ``DEEPER`` and none fails): the public check then deepens its ladder."""
@@ -404,6 +404,41 @@ def _plateau_at_rate(
     )
 
 
+FIT_BIAS_SAFETY = 2.0  # B's model bias from a term A' h^{q+1} is moved / (1 - 2^-(q+1)) <= 2 moved for q >= 0
+
+
+def _with_fit_bias(
+    fit: OrderFit,
+    order_check: Check,
+    first: int,
+    confidence: float,
+    design: StrongDesign,
+    allowance: float,
+    how: str,
+) -> tuple[float, str]:
+    """same_limit's allowance with the plateau fit's model bias where the data show one: terms beyond A h^q
+    (A' h^{q+1}; nearly deterministic errors, as an additive-noise Euler step's) move B by ``plateau_fit_bias`` when
+    the coarsest fitted level is dropped, and B's bias is at most ``FIT_BIAS_SAFETY`` times that move. The move
+    counts only when its bootstrap interval (at the check's confidence) excludes 0: a move within its own noise is
+    noise, which B's interval already holds, and the allowance stays the reference's error."""
+    rate = max(design.order, order_check.estimate) if all_finite(order_check.estimate) else design.order
+    if fit.steps.size - first < 3:
+        return allowance, how
+    q = np.full(fit.ms_replicates.shape[0], 2 * rate)
+    moves = plateau(fit.steps[first:], fit.ms_replicates[:, first:], q) - plateau(
+        fit.steps[first + 1 :], fit.ms_replicates[:, first + 1 :], q
+    )
+    signed = plateau_fit_bias(fit, 2 * rate, first, signed=True)
+    lo, hi = bootstrap_interval(signed, moves, confidence)
+    if not (math.isfinite(signed) and (lo > 0 or hi < 0)):
+        return allowance, how
+    moved = abs(signed)
+    return allowance + FIT_BIAS_SAFETY * moved, (
+        how + f"; B moves by {signed:.3g} [{lo:.3g}, {hi:.3g}] when the coarsest fitted level is dropped: a model "
+        f"bias of the fit, {FIT_BIAS_SAFETY:g} x that in the allowance"
+    )
+
+
 def _target_rule(
     verdict: str,
     note: str,
@@ -445,13 +480,15 @@ def _target_rule(
         f"; target: a drift error of {t:g} leaves a plateau {target_ms:.3g}; resolution {resolution:.3g} "
         f"(a relative drift error of {relative:.3g})"
     )
-    if verdict == PASS and not resolution <= target_ms:
+    undecided = verdict == INCONCLUSIVE and design.for_users and "would decide" not in note
+    if (verdict == PASS or undecided) and not resolution <= target_ms:
         verdict = INCONCLUSIVE
         if design.bias_span * allowance >= target_ms:
             factor = design.reference_factor * 2 ** int(np.ceil(np.log2(2 * design.bias_span * allowance / target_ms)))
             note += (
-                f": the reference's own error {allowance:.3g} is above the target; a reference_factor of about "
-                f"{factor} (its error halves when the factor doubles) or a larger target would decide"
+                f": the allowance {allowance:.3g} is above the target; a reference_factor of about {factor} (the "
+                "reference's error halves when the factor doubles), deeper depths (where a fit's model bias shrinks) "
+                "or a larger target would decide"
             )
         else:
             note += (
@@ -602,8 +639,11 @@ def analyse_strong(
     first = asymptotic_start(ms_pre)
     point, ci, how = _plateau_at_rate(ms_fit, ms_check, first, design, confidence)
     fitted_point, fitted_ci, _ = limit_plateau(ms_fit)  # diagnostic only: a fitted rate absorbs a plateau
-    resolution = detectable_effect(ci, reference_ms_hi, confidence, design.power, design.bias_span)
-    verdict = limit_verdict(ci, reference_ms_hi, finest_ms)
+    allowance = reference_ms_hi
+    if design.for_users and all_finite(*ci):
+        allowance, how = _with_fit_bias(ms_fit, ms_check, first, confidence, design, allowance, how)
+    resolution = detectable_effect(ci, allowance, confidence, design.power, design.bias_span)
+    verdict = limit_verdict(ci, allowance, finest_ms)
     if design.for_users and (ms_check.claim or not exact_reference) and verdict == FAIL and all_finite(*ci):
         # a plateau carries a fail only on evidence from the asymptotic regime: the errors' finest local order lies
         # below the claimed rate and is not turning back towards it (a true claim's pre-asymptotic levels steepen
@@ -635,7 +675,9 @@ def analyse_strong(
             )
     note = (
         f"{how} (steps h); allowance = {'the exact reference' if exact_reference else 'reference'} mean-square "
-        f"error {reference_ms:.3g} (upper {reference_ms_hi:.3g}); finest-level mean-square error {finest_ms:.3g}; "
+        f"error {reference_ms:.3g} (upper {reference_ms_hi:.3g})"
+        + ("" if allowance == reference_ms_hi else f" + the fit's model bias, in all {allowance:.3g}")
+        + f"; finest-level mean-square error {finest_ms:.3g}; "
         f"diagnostic, not the verdict: at the fitted rate B = {fitted_point:.3g} "
         f"[{fitted_ci[0]:.3g}, {fitted_ci[1]:.3g}]"
     )
@@ -650,14 +692,14 @@ def analyse_strong(
                 f"(at least half its lower bound {ci[0]:.3g}): {DEEPER}"
             )
     # without a drift target: a plateau as large as the finest level's whole error, beyond the reference's own
-    relative, target = None, finest_ms + design.bias_span * reference_ms_hi
+    relative, target = None, finest_ms + design.bias_span * allowance
     if data.target_sq is not None:
         verdict, note, relative, target = _target_rule(
             verdict,
             note,
             ci,
             resolution,
-            reference_ms_hi,
+            allowance,
             confidence,
             paths,
             float(data.target_sq.mean()),
@@ -677,7 +719,7 @@ def analyse_strong(
             ci=ci,
             verdict=verdict,
             config=config,
-            allowance=reference_ms_hi,
+            allowance=allowance,
             note=note,
             resolution=resolution,
             relative_resolution=relative,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from .estimators import (
     ADVICE_MARGIN,
     CONFIDENCE,
+    DEEPER,
     DETECTION_POWER,
     FAIL,
     FAMILY_ALPHA,
@@ -31,6 +32,7 @@ from .estimators import (
     confidence_z,
     detectable_effect,
     detection_rate,
+    differences_settled_away,
     effect_check,
     effect_verdict,
     excess_resolution,
@@ -65,6 +67,7 @@ from .sequential import Looks, decide_in_stages, stopping_verdict
 __all__ = [
     "ADVICE_MARGIN",
     "CONFIDENCE",
+    "DEEPER",
     "Check",
     "DETECTION_POWER",
     "FAIL",
@@ -83,6 +86,7 @@ __all__ = [
     "bootstrap_counts",
     "bootstrap_interval",
     "scale_family_interval",
+    "differences_settled_away",
     "settled_away",
     "bootstrap_means",
     "bootstrap_means_drawn",

@@ -462,6 +462,9 @@ def local_order_replicates(fit: OrderFit) -> np.ndarray:
     return np.log(error[:, :-1] / error[:, 1:]) / np.log(fit.steps[:-1] / fit.steps[1:])
 
 
+DEEPER = "a deeper ladder would decide"  # the note of a check that pre-asymptotic levels left undecided
+
+
 def settled_away(
     fit: OrderFit,
     usable: np.ndarray,
@@ -496,7 +499,22 @@ def settled_away(
         fit.local_orders[j] - fit.local_orders[j - 1], replicates[:, j] - replicates[:, j - 1], confidence
     )
     text = ", ".join(f"{p:.2f}" for p in fit.local_orders)
-    if hi < low and fit.local_ci[j - 1, 1] <= 0 and hi <= 0:
+    return _settled((lo, hi), float(fit.local_ci[j - 1, 1]), change, low, high, text, tolerance)
+
+
+def _settled(
+    finest: tuple[float, float],
+    before_upper: float,
+    change: tuple[float, float],
+    low: float,
+    high: float,
+    text: str,
+    tolerance: float,
+) -> str | None:
+    """``settled_away``'s decision from the finest local order's interval, the upper bound of the one before, and the
+    interval of the change between them."""
+    lo, hi = finest
+    if hi < low and before_upper <= 0 and hi <= 0:
         return f"the errors grow over the two finest doublings of depth (local orders {text}, both at most 0)"
     if hi < low and change[1] <= tolerance:
         return (
@@ -509,6 +527,46 @@ def settled_away(
             f"change over the one before at least {change[0]:.3g}; local orders {text})"
         )
     return None
+
+
+def differences_settled_away(
+    values: np.ndarray,
+    low: float,
+    high: float = math.inf,
+    confidence: float = CONFIDENCE,
+    tolerance: float = TURN_TOLERANCE,
+) -> str | None:
+    """``settled_away`` for coupled differences D_l = E[f_l - f_{l+1}] of per-path values (paths, levels) along a
+    depth ladder (doubling): local orders p_l = log2 |D_l / D_{l+1}|, their intervals by the delta method with the
+    differences' joint covariance on the same paths (consecutive differences share a level, so they are correlated).
+    Needs the three finest differences non-zero; None (no evidence) otherwise."""
+    values = np.asarray(values, dtype=np.float64)
+    d = values[:, :-1] - values[:, 1:]
+    if d.shape[1] < 3:
+        return None
+    mean = d.mean(axis=0)
+    cov = np.atleast_2d(np.cov(d, rowvar=False)) / d.shape[0]
+    last = mean[-3:]
+    if not (np.all(np.isfinite(last)) and np.all(last != 0) and np.all(np.isfinite(cov))):
+        return None
+    z = confidence_z(confidence)
+    k = d.shape[1]
+
+    def interval(gradient: np.ndarray, point: float) -> tuple[float, float]:
+        full = np.zeros(k)
+        full[-gradient.size :] = gradient / math.log(2)
+        se = float(np.sqrt(max(full @ cov @ full, 0.0)))
+        return point - z * se, point + z * se
+
+    logs = np.log2(np.abs(mean))
+    orders = logs[:-1] - logs[1:]
+    finest = interval(np.array([1 / last[1], -1 / last[2]]), float(orders[-1]))
+    before = interval(np.array([1 / last[0], -1 / last[1], 0.0]), float(orders[-2]))
+    change = interval(np.array([-1 / last[0], 2 / last[1], -1 / last[2]]), float(orders[-1] - orders[-2]))
+    if not all(np.isfinite(orders[-2:])):
+        return None
+    text = ", ".join(f"{p:.2f}" for p in orders)
+    return _settled(finest, before[1], change, low, high, text, tolerance)
 
 
 def paths_to_resolve(width: float, target_width: float, paths: int) -> int:
@@ -601,10 +659,11 @@ def limit_plateau(
     return point, tuple(float(v) for v in bootstrap_interval(point, boot, confidence)), how
 
 
-def plateau_fit_bias(fit: OrderFit, ms_order: float, first_level: int = 0) -> float:
+def plateau_fit_bias(fit: OrderFit, ms_order: float, first_level: int = 0, signed: bool = False) -> float:
     """How far the plateau ``B`` of ``ms = A h^q + B`` (q = ``ms_order``, levels from ``first_level`` on) moves when
     the coarsest of those levels is dropped: an estimate of the fit's bias from terms beyond A h^q (a pre-asymptotic
-    h^{q+1}, a log factor), which the fit otherwise puts into B. 0 when fewer than two levels would remain."""
+    h^{q+1}, a log factor), which the fit otherwise puts into B. 0 when fewer than two levels would remain.
+    ``signed``: B over all the levels less B without the coarsest, instead of its size."""
     first = check_int("first_level", first_level, minimum=0)
     if fit.steps.size - first < 3:
         return 0.0
@@ -612,7 +671,7 @@ def plateau_fit_bias(fit: OrderFit, ms_order: float, first_level: int = 0) -> fl
     ms = fit.error[None, :] ** 2
     coarse = plateau(fit.steps[first:], ms[:, first:], q)[0]
     fine = plateau(fit.steps[first + 1 :], ms[:, first + 1 :], q)[0]
-    return float(abs(coarse - fine))
+    return float(coarse - fine) if signed else float(abs(coarse - fine))
 
 
 def asymptotic_start(pre_asymptotic: np.ndarray, keep: int = 3) -> int:
