@@ -3,6 +3,8 @@ seeds depend on the study's seed alone, and its quick profile passes (slow: 10 s
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -34,6 +36,22 @@ def test_a_true_claim_row_passes_only_when_every_seed_passes():
     missed = _rate("decides_true_claim", [_outcome(PASS)] * 9 + [_outcome(INCONCLUSIVE)], PASS)
     assert missed.verdict == FAIL and "TARGET MISSED" in missed.note and "1 inconclusive" in missed.note
     assert missed.false_failure_rate == pytest.approx(1 - 0.99**10)
+
+
+def test_many_seeds_allow_the_false_failures_a_per_run_rate_explains():
+    """With ``per_run_rate`` 1%: at most 1 miss of 10 (P(Binomial(10, 0.01) > 1) = 0.0043), at most 4 of 100
+    (P(> 4) = 0.0034, while P(> 3) = 0.018 would exceed 1%); an undecided seed counts as a miss."""
+
+    def row(passes, misses, miss=FAIL):
+        outcomes = [_outcome(PASS)] * passes + [_outcome(miss)] * misses
+        return rate_check("t", [o.verdict for o in outcomes], PASS, {}, per_run_rate=0.01)
+
+    assert row(9, 1).verdict == PASS and row(8, 2).verdict == FAIL and row(9, 1, INCONCLUSIVE).verdict == PASS
+    assert row(96, 4).verdict == PASS and row(95, 5).verdict == FAIL
+    assert row(96, 4).false_failure_rate == pytest.approx(
+        1 - sum(math.comb(100, k) * 0.01**k * 0.99 ** (100 - k) for k in range(5))
+    )
+    assert "at least 96 of 100 seeds pass" in row(96, 4).note
 
 
 def test_a_mutant_row_needs_nine_rejections_in_ten_and_states_its_chance_of_missing():

@@ -208,6 +208,7 @@ def test_the_suites_own_models_go_through_the_same_interface(depth_limits, name)
 
     options = {"paths": 1024}
     if name == "F":
+        options = {"paths": 2048}  # same_limit's allowance holds 1.5 x the reference's error: 1024 paths fall short
         model = cv.FedorovModel(3, 4, 1.0)
         claim = model.limit_sde()
     elif name == "hybrid":

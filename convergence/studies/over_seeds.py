@@ -65,22 +65,38 @@ def rate_check(
     config: dict,
     misses: Sequence[float] = (),
     sizes: Sequence[int] = (),
+    per_run_rate: float | None = None,
 ) -> Check:
     """The share of seeds with the ``wanted`` verdict, against its target. ``verdicts``: one per seed (a public
     check's outcome, a study's result, or the inner verdict a mutant met); for ``wanted`` = fail, ``misses`` are the
     runs' estimated chances of missing the mutant (1 for a run that did not reject it, ``run_miss_probability``);
-    ``sizes`` the samples or paths at which each run decided, when it sampled in stages."""
+    ``sizes`` the samples or paths at which each run decided, when it sampled in stages.
+
+    For ``wanted`` = pass: every seed must pass; or, with ``per_run_rate`` (the false-failure rate each run promises,
+    e.g. a public check's 1%), at most k seeds may miss, k the fewest with P(Binomial(runs, per_run_rate) > k) <=
+    per_run_rate, so that many seeds (100) do not turn a 1% rate per run into a row that misses by chance."""
     runs = len(verdicts)
     hits = list(verdicts).count(wanted)
     counts = {v.value: list(verdicts).count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
     lo, hi = wilson(hits, runs, confidence_z(CONFIDENCE))
+    allowed = 0
     if wanted == PASS:
-        verdict = PASS if hits == runs else FAIL
-        expected, chance = 1.0, 1.0 - (1.0 - FAMILY_ALPHA) ** runs
-        target = (
-            f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
-            "seed at the budget has no such bound, and also misses the target)"
-        )
+        expected = 1.0
+        if per_run_rate is None:
+            chance = 1.0 - (1.0 - FAMILY_ALPHA) ** runs
+            target = (
+                f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
+                "seed at the budget has no such bound, and also misses the target)"
+            )
+        else:
+            allowed = next(k for k in range(runs + 1) if 1.0 - _below(runs, k + 1, per_run_rate) <= per_run_rate)
+            chance = 1.0 - _below(runs, allowed + 1, per_run_rate)
+            target = (
+                f"at least {runs - allowed} of {runs} seeds pass (more than {allowed} false failures at a per-run "
+                f"rate {per_run_rate:g}: probability {chance:.2g}; an undecided seed has no such bound, and counts "
+                "against the target too)"
+            )
+        verdict = PASS if runs - hits <= allowed else FAIL
     else:
         if len(misses) != runs:
             raise ValueError(f"misses must hold one chance per verdict ({runs}), got {len(misses)}")
@@ -94,7 +110,8 @@ def rate_check(
             f"{chance:.2g}; at exactly 90% power it would be {_below(runs, k, REJECT_SHARE):.2f})"
         )
     # fails at `allowed` + 1 unwanted verdicts: the per-run rate of them caught with probability 90%
-    allowed = runs - (runs if wanted == PASS else int(np.ceil(REJECT_SHARE * runs)))
+    if wanted != PASS:
+        allowed = runs - int(np.ceil(REJECT_SHARE * runs))
     resolution = detection_rate(runs, allowed + 1)
     decided = f"decided at {min(sizes)}..{max(sizes)} samples or paths per run; " if sizes else ""
     note = (
