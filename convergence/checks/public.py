@@ -776,7 +776,14 @@ def check_weak_limit(
         z = z_value(2, alpha)  # the two claims (order and limit) share the family-wise rate
         fits = weak_order(layer_values, design.steps(), bootstrap_generator(seed, key), design.replicates, z)
         limit = claim_limit_check(
-            layer_values["f"], claim_values["f"][:, 0], z, resolution, config, power=power, bias_span=2.0
+            layer_values["f"],
+            claim_values["f"][:, 0],
+            z,
+            resolution,
+            config,
+            power=power,
+            bias_span=2.0,
+            order_floor=design.order - design.order_allowance,
         )
         # near misses whose Euler values equal the claim's on every path (the observable does not see them)
         unseen = [np.array_equal(claim_values["f"][:, k], claim_values["f"][:, 0]) for k in range(1, len(claims))]
@@ -810,7 +817,14 @@ def check_weak_limit(
                 )
                 continue
             inner = claim_limit_check(
-                layer_values["f"], claim_values["f"][:, index], z, resolution, config, power=power, bias_span=2.0
+                layer_values["f"],
+                claim_values["f"][:, index],
+                z,
+                resolution,
+                config,
+                power=power,
+                bias_span=2.0,
+                order_floor=design.order - design.order_allowance,
             )
             checks.append(rejection_row("weak", _name(layer), label, eps, [inner], float("inf")))
         panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)]

@@ -403,12 +403,15 @@ def rounding_allowance(per_step: np.ndarray | None) -> np.ndarray | float:
     return 0.0 if per_step is None else 2 * per_step[2] + per_step[1]
 
 
-def _remainder(difference, rounding: np.ndarray | None, design: LocalDesign):
-    """The bias allowance of a Richardson estimate from R_1 - R_2 (module docstring): |R_1 - R_2| / 3, or for the
-    public checks (``LocalDesign.for_users``) ``REMAINDER_SAFETY`` times that plus the rounding floor."""
+def _remainder(differences: np.ndarray, rounding: np.ndarray | None, design: LocalDesign, z: float):
+    """The bias allowance of a Richardson estimate from the per-sample R_1 - R_2 (samples, ...; module docstring):
+    |mean| / 3; for the public checks (``LocalDesign.for_users``) an upper bound instead, ``REMAINDER_SAFETY`` times
+    (|mean| + z se) / 3 (the remainder's estimate has a standard error of its own), plus the rounding floor."""
+    mean = differences.mean(axis=0)
     if not design.for_users:
-        return np.abs(difference) / 3
-    return REMAINDER_SAFETY * np.abs(difference) / 3 + rounding_allowance(rounding)
+        return np.abs(mean) / 3
+    se = differences.std(axis=0, ddof=1) / np.sqrt(differences.shape[0])
+    return REMAINDER_SAFETY * (np.abs(mean) + z * se) / 3 + rounding_allowance(rounding)
 
 
 def local_samples(
@@ -664,7 +667,7 @@ class _ClaimChecks:
         claimed = sde.drift(x[None])[0].reshape(-1)
         r1, r2 = data.drift_richardson
         # the O(h^2) remainder's size, plus the floating-point floor of the estimate
-        bias = _remainder(r1.mean(axis=0) - r2.mean(axis=0), data.drift_rounding, design)
+        bias = _remainder(r1 - r2, data.drift_rounding, design, z)
         measured = r2.mean(axis=0)
         # the relative error is measured along the layer's drift where it is resolved, else along the claimed one
         # (few samples: an interval with its resolution, never a silent pass); a drift-free claim of a drift-free
@@ -728,7 +731,7 @@ class _ClaimChecks:
             _interval_check(
                 "diffusion_scale",
                 s2[:, 0] / c_norm2,
-                float(_remainder(s1.mean() - s2.mean(), data.scale_rounding, design)) / c_norm2,
+                float(np.squeeze(_remainder(s1 - s2, data.scale_rounding, design, z))) / c_norm2,
                 z,
                 design.state_target,
                 cfg,
@@ -745,7 +748,7 @@ class _ClaimChecks:
             _max_z_check(
                 "diffusion",
                 p2 / scale,
-                _remainder(p1.mean(0) - p2.mean(0), data.probe_rounding, design) / scale,
+                _remainder(p1 - p2, data.probe_rounding, design, z) / scale,
                 z,
                 cfg,
                 f"{p2.shape[1]} probe directions (radial per token, {PROBES} random), "

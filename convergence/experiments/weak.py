@@ -195,10 +195,14 @@ def claim_limit_check(
     name: str = "claim_limit",
     power: float = DETECTION_POWER,
     bias_span: float = 1.0,
+    order_floor: float = 1.0,
 ) -> Check:
     """The layer's law at the finest depth against the claim's: mean of f(layer, L) - f(claim, h_ref) over the
-    paired paths within z standard errors plus the allowance |Delta_last| + z SE(Delta_last) (the layer's remaining
-    O(h) bias) + |E f(claim, 2 h_ref) - E f(claim, h_ref)| + z SE (the Euler reference's). The target is
+    paired paths within z standard errors plus the allowance t(p) (|Delta_last| + z SE(Delta_last)) (the layer's
+    remaining bias) + |E f(claim, 2 h_ref) - E f(claim, h_ref)| + z SE (the Euler reference's, weak order 1). With
+    Delta_L = E f(L) - E f(2L) ~ C h^p, the finest level's bias is the tail sum_k Delta_{2^k L_max} =
+    t(p) Delta_last, t(p) = 2^-p / (1 - 2^-p): exactly 1 at p = 1, 1.26 at ``order_floor`` 0.85 (the public check's:
+    the lowest order its weak_order check passes, so the bound holds whenever the run passes). The target is
     ``resolution`` times sd(f): ``fail`` when the interval misses the allowance band, ``inconclusive`` when the
     resolution (the effect rejected with probability ``power``; ``bias_span`` 2: whatever the bias within the
     allowance, ``detectable_effect``) exceeds the target, saying what would decide.
@@ -212,7 +216,8 @@ def claim_limit_check(
     estimate, se = mean_se(layer_values[:, -1] - claim_values[:, 1])
     layer_bias, layer_bias_se = mean_se(layer_values[:, -2] - layer_values[:, -1])
     euler_bias, euler_bias_se = mean_se(claim_values[:, 0] - claim_values[:, 1])
-    allowance = abs(layer_bias) + z * layer_bias_se + abs(euler_bias) + z * euler_bias_se
+    tail = 2.0**-order_floor / (1.0 - 2.0**-order_floor)
+    allowance = tail * (abs(layer_bias) + z * layer_bias_se) + abs(euler_bias) + z * euler_bias_se
     lo, hi = estimate - z * se, estimate + z * se
     sd = float(layer_values[:, -1].std(ddof=1))
     confidence = z_confidence(z)
@@ -230,8 +235,9 @@ def claim_limit_check(
         scale=sd,
         bias_span=bias_span,
         note=(
-            f"E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: "
-            f"layer |Delta_last| {abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| "
+            "E f(layer, finest L) - E f(claim, Euler h_ref) on the same noise; allowance: "
+            + ("" if tail == 1.0 else f"{tail:.3g} x (the tail of a weak order {order_floor:g}) ")
+            + f"layer |Delta_last| {abs(layer_bias):.3g} + Euler |E f(2 h_ref) - E f(h_ref)| "
             f"{abs(euler_bias):.3g} (+ z SE each); target {resolution:g} sd(f) = "
             f"{target:.3g}"
         ),
