@@ -195,3 +195,13 @@ def test_a_pre_asymptotic_weak_order_is_not_failed():
     )
     (rate,) = outcome.checks
     assert rate.verdict == "inconclusive" and "a deeper ladder would decide" in rate.note, outcome.table()
+
+
+def test_a_steady_wrong_weak_order_still_fails():
+    """A step whose drift is off by sqrt(h) (x + h (1 + sqrt(h)) + dW): E f(L) - E f(2L) decays like h^(1/2) at every
+    level, a rate that holds steady, so the weak order 1 fails on asymptotic evidence."""
+    noise = cv.field_noise((1,), 1.0)
+    layer = cv.layer_map(lambda x, dw, h: x + h * (1 + np.sqrt(h)) + dw[:, :, None], 1, 1, noise, name="slow drift")
+    outcome = cv.check_weak_order(layer, lambda x: x[:, 0, 0], initial=cv.fixed_state(np.zeros((1, 1)), unit=False))
+    (rate,) = outcome.checks
+    assert rate.verdict == "fail" and "asymptotic evidence" in rate.note, outcome.table()
