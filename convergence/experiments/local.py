@@ -203,6 +203,10 @@ class LayerSamples:
     # (``noise_quadratic``), (samples, 1, n d); another map's by differences at each step (``difference_quadratic``),
     # (samples, 3, n d)
     quadratic: np.ndarray | None = None
+    # the layer's own first-order noise response J_h E per draw and step, (samples, 3, n d), and its exact covariance
+    # per unit time J_h J_h^T / h, (3, n d, n d) (``noise_derivatives``): the covariance statistics' control
+    linear: np.ndarray | None = None
+    linear_cov: np.ndarray | None = None
 
     def extended(self, more: LayerSamples) -> LayerSamples:
         """These samples followed by ``more`` (the next seeded blocks)."""
@@ -211,12 +215,18 @@ class LayerSamples:
             np.concatenate([self.deltas, more.deltas]),
             *(
                 None if mine is None else np.concatenate([mine, theirs])
-                for mine, theirs in ((self.antithetic, more.antithetic), (self.quadratic, more.quadratic))
+                for mine, theirs in (
+                    (self.antithetic, more.antithetic),
+                    (self.quadratic, more.quadratic),
+                    (self.linear, more.linear),
+                )
             ),
+            self.linear_cov,
         )
 
 
-# the per-draw quadratic forms cost n d m^2 per sample (m noise entries): done only while that stays near a step's cost
+# the per-draw quadratic forms cost n d m^2 per sample (m noise entries), the linear ones n d m: each is done only while
+# that stays near a step's cost
 QUADRATIC_WORK = 1 << 14
 DIFFERENCE_STEP = 1e-2  # the central differences' step, in units of a standard draw
 
@@ -229,30 +239,35 @@ def identity_covariance(noise: CommonNoise) -> bool:
     return type(noise).standard is CommonNoise.standard
 
 
-def noise_hessians(layer_map: LayerMap, x: np.ndarray, h: float) -> np.ndarray:
-    """H (n d, m, m): the second derivatives of F(x, s sqrt(h) E, h) in the standard draw E (m entries) at E = 0, by
-    central differences of step ``DIFFERENCE_STEP`` (one call of the map on 2 m^2 + 1 noise values)."""
+def noise_derivatives(
+    layer_map: LayerMap, x: np.ndarray, h: float, second: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """J (n d, m) and H (n d, m, m): the first and second derivatives of F(x, s sqrt(h) E, h) in the standard draw E
+    (m entries) at E = 0, by central differences of step ``DIFFERENCE_STEP`` (one call of the map on 2 m + 1 noise
+    values, 2 m^2 + 1 with ``second``; H is None without it)."""
     noise = layer_map.noise
     m = int(np.prod(noise.shape, dtype=int))
-    j, k = np.triu_indices(m, 1)
+    j, k = np.triu_indices(m, 1) if second else (np.zeros(0, int), np.zeros(0, int))
     eye = np.eye(m)
-    directions = np.concatenate(
-        [np.zeros((1, m)), eye, -eye, *(a * eye[j] + b * eye[k] for a in (1, -1) for b in (1, -1))]
-    )
+    pairs = [a * eye[j] + b * eye[k] for a in (1, -1) for b in (1, -1)] if second else []
+    directions = np.concatenate([np.zeros((1, m)), eye, -eye, *pairs])
     xs = np.broadcast_to(x, (directions.shape[0], *x.shape)).copy()
     dw = (noise.scale * np.sqrt(h) * DIFFERENCE_STEP) * directions.reshape(-1, *noise.shape)
     f = np.asarray(layer_map.layer(xs, dw, h), dtype=np.float64).reshape(directions.shape[0], -1)
     centre, plus, minus = f[0], f[1 : m + 1], f[m + 1 : 2 * m + 1]
+    jacobian = ((plus - minus) / (2 * DIFFERENCE_STEP)).T
+    if not second:
+        return jacobian, None
     pp, pm, mp, mm = np.split(f[2 * m + 1 :], 4)
     hessian = np.empty((f.shape[1], m, m))
     hessian[:, np.arange(m), np.arange(m)] = ((plus + minus - 2 * centre) / DIFFERENCE_STEP**2).T
     hessian[:, j, k] = hessian[:, k, j] = ((pp - pm - mp + mm) / (4 * DIFFERENCE_STEP**2)).T
-    return hessian
+    return jacobian, hessian
 
 
 def difference_quadratic(hessians: list[np.ndarray], steps: Sequence[float], draws: np.ndarray) -> np.ndarray:
     """The layer's centred second-order noise response per draw and step, (draws, steps, n d): (E^T H E - tr H) / (2 h)
-    for each step's ``noise_hessians`` H, of mean exactly 0 whatever the differences' error (E[E E^T] = I).
+    for each step's Hessian H (``noise_derivatives``), of mean exactly 0 whatever the differences' error (E[E E^T] = I).
 
     The even part of one step, (F(x, dW, h) + F(x, -dW, h)) / 2 - x, is h d_h F + E^T H E / 2 + O(h^2) with dW = s
     sqrt(h) E: subtracting this control leaves the O(h) fluctuations only, where E^T H E / (2 h) spreads like the
@@ -287,14 +302,11 @@ def layer_samples(
     signs = (1.0, -1.0) if design.control == "layer" else (1.0,)
     torch_quadratic = design.control == "layer" and isinstance(layer_map, TorchBlockLayer)
     size = int(np.prod(noise.shape, dtype=int))
-    hessians = (
-        [noise_hessians(layer_map, x, h) for h in design.steps]
-        if design.control == "layer"
-        and not torch_quadratic
-        and identity_covariance(noise)
-        and x.size * size**2 <= QUADRATIC_WORK
-        else None
-    )
+    differences = design.control == "layer" and identity_covariance(noise) and x.size * size <= QUADRATIC_WORK
+    second = differences and not torch_quadratic and x.size * size**2 <= QUADRATIC_WORK
+    derivatives = [noise_derivatives(layer_map, x, h, second) for h in design.steps] if differences else []
+    jacobians = [jacobian for jacobian, _ in derivatives] or None
+    hessians = [hessian for _, hessian in derivatives] if second else None
 
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, ...]:
         drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
@@ -304,6 +316,8 @@ def layer_samples(
             quadratic = (noise_quadratic(layer_map, x, drawn.reshape(streams.paths, -1))[:, None, :],)
         elif hessians is not None:
             quadratic = (difference_quadratic(hessians, design.steps, drawn),)
+        flat = drawn.reshape(streams.paths, -1)
+        linear = () if jacobians is None else (np.stack([flat @ jacobian.T for jacobian in jacobians], axis=1),)
         return (
             drawn,
             *(
@@ -319,12 +333,13 @@ def layer_samples(
                 for sign in signs
             ),
             *quadratic,
+            *linear,
         )
 
     blocks = run_seeded(
         compute,
         name="layer_samples",
-        configuration=(layer_map, x, design.steps, signs, torch_quadratic, hessians is not None),
+        configuration=(layer_map, x, design.steps, signs, torch_quadratic, hessians is not None, differences),
         seed=seed,
         key=key,
         paths=design.samples,
@@ -332,13 +347,26 @@ def layer_samples(
         start=start,
     )
     with_quadratic = torch_quadratic or hessians is not None
+    at = 3 + with_quadratic  # where the linear responses sit in a block's tuple
     drawn = LayerSamples(
         [block[0] for block in blocks],
         np.concatenate([block[1] for block in blocks]),
         np.concatenate([block[2] for block in blocks]) if len(signs) == 2 else None,
         np.concatenate([block[3] for block in blocks]) if with_quadratic else None,
+        np.concatenate([block[at] for block in blocks]) if jacobians is not None else None,
+        None if jacobians is None else np.stack([j @ j.T / h for j, h in zip(jacobians, design.steps)]),
     )
     return drawn if previous is None else previous.extended(drawn)
+
+
+def claimed_covariance(noise, sde: LimitSDE, x: np.ndarray) -> np.ndarray:
+    """The claim's covariance per unit time at ``x`` exactly, sum_k G(x) (s e_k) (G(x) (s e_k))^T over the noise's
+    entries e_k (for standard draws of identity covariance, ``identity_covariance``): (n d, n d)."""
+    size = int(np.prod(noise.shape, dtype=int))
+    xs = np.broadcast_to(x, (size, *x.shape)).copy()
+    columns = np.asarray(sde.diffusion(xs, noise.scale * np.eye(size).reshape(size, *noise.shape)), dtype=np.float64)
+    columns = columns.reshape(size, -1)
+    return columns.T @ columns
 
 
 def claimed_noise(layer: LayerSamples, noise, sde: LimitSDE, x: np.ndarray) -> np.ndarray:
@@ -421,13 +449,19 @@ def local_samples(
     probes: np.ndarray,
     x: np.ndarray | None = None,
     epsilons: tuple[float, float] = (float(np.finfo(np.float64).eps), 0.0),
+    exact_cov: np.ndarray | None = None,
 ) -> LocalSamples:
     """The per-sample statistics of the layer's increments against the claimed noise ``unit`` (``claimed_noise``,
     the control variate): they depend on the claim through its diffusion alone.
 
     Differences of quadratic forms are products of a difference and a sum, ``D^T C D - G^T C G = (D - G)^T C (D + G)``
     for the symmetric C (and ``(u.D)^2 - (u.G)^2 = u.(D - G) u.(D + G)``): one product instead of two, and no
-    cancellation between two large terms."""
+    cancellation between two large terms.
+
+    With the layer's own linear response L = J_h E (``LayerSamples.linear``) and the claim's exact covariance
+    ``exact_cov`` (``claimed_covariance``), the control is the layer's, not the claim's: D^T C D = (D - L)^T C (D + L)
+    + L^T C L, whose mean adds tr(C J_h J_h^T) exactly, and the claim enters through tr(C C_claim) h alone. A claim
+    equal in law to the layer's limit but driven differently then costs what a pathwise one does."""
     steps = np.asarray(design.steps)
     h = steps[None, :, None]
     g = np.sqrt(steps)[None, :, None] * unit[:, None, :]
@@ -435,21 +469,35 @@ def local_samples(
     # E[odd odd^T] differ by E[even even^T] = O(h^2) (odd times even has mean 0 under a symmetric law), and the odd
     # part holds no drift, whose cross term with the noise would dominate the spread where the drift is large
     moved = layer.deltas if layer.antithetic is None else (layer.deltas - layer.antithetic) / 2
-    difference, total = moved - g, moved + g
-    finest = np.ascontiguousarray(g[:, -1])
-    claimed_cov = finest.T @ finest  # A^T A: BLAS syrk, about 3 times faster than einsum
-    claimed_cov = (claimed_cov + claimed_cov.T) / (2 * g.shape[0] * steps[-1])  # exactly symmetric: the identity
+    own = layer.linear is not None and exact_cov is not None
+    control = layer.linear if own else g
+    difference, total = moved - control, moved + control
+    if own:
+        claimed_cov = exact_cov
+    else:
+        finest = np.ascontiguousarray(g[:, -1])
+        claimed_cov = finest.T @ finest  # A^T A: BLAS syrk, about 3 times faster than einsum
+        claimed_cov = (claimed_cov + claimed_cov.T) / (2 * g.shape[0] * steps[-1])  # exactly symmetric: the identity
     rounding = (
-        (None, None, None) if x is None else rounding_bounds(x, moved, g, total, claimed_cov, probes, steps, epsilons)
+        (None, None, None)
+        if x is None
+        else rounding_bounds(x, moved, control, total, claimed_cov, probes, steps, epsilons)
     )
     # the drift: the increment less the claimed noise, or the even part of the layer's own increment (antithetic)
-    drift = difference / h if layer.antithetic is None else (layer.deltas + layer.antithetic) / (2 * h)
+    drift = moved - g if layer.antithetic is None else (layer.deltas + layer.antithetic) / 2
+    drift = drift / h
     if layer.quadratic is not None:  # the layer's second-order noise response, of mean exactly 0
         drift = drift - layer.quadratic
+    scale_terms = np.sum((difference @ claimed_cov) * total, axis=-1) / steps[None, :]
+    probe_terms = (difference @ probes.T) * (total @ probes.T) / h
+    if own:  # the control's exact second moments, less the claim's: per step, the same for every sample
+        offset = layer.linear_cov - claimed_cov[None]
+        scale_terms = scale_terms + np.einsum("ij,sij->s", claimed_cov, offset)[None, :]
+        probe_terms = probe_terms + np.einsum("pi,sij,pj->sp", probes, offset, probes)[None]
     return LocalSamples(
         drift=drift,
-        scale_terms=np.sum((difference @ claimed_cov) * total, axis=-1) / steps[None, :],
-        probe_terms=(difference @ probes.T) * (total @ probes.T) / h,
+        scale_terms=scale_terms,
+        probe_terms=probe_terms,
         claimed_cov=claimed_cov,
         probe_variance=np.einsum("pi,ij,pj->p", probes, claimed_cov, probes),
         drift_rounding=rounding[0],
@@ -618,8 +666,15 @@ def local_checks_for_claims(
             if same_function or (first is not None and np.array_equal(first[0], unit)):
                 data = first[1]
             else:
+                exact_cov = None if layer.linear is None else claimed_covariance(layer_map.noise, sde, x)
                 data = local_samples(
-                    layer, unit, design, probes, x if design.for_users else None, machine_epsilons(layer_map)
+                    layer,
+                    unit,
+                    design,
+                    probes,
+                    x if design.for_users else None,
+                    machine_epsilons(layer_map),
+                    exact_cov,
                 )
                 first = first or (unit, data)
             result.add_state(data, sde, x, design, z, cfg, confidence)
