@@ -203,10 +203,19 @@ class LayerSamples:
     # (``noise_quadratic``), (samples, 1, n d); another map's by differences at each step (``difference_quadratic``),
     # (samples, 3, n d)
     quadratic: np.ndarray | None = None
-    # the layer's own first-order noise response J_h E per draw and step, (samples, 3, n d), and its exact covariance
-    # per unit time J_h J_h^T / h, (3, n d, n d) (``noise_derivatives``): the covariance statistics' control
+    # the layer's own first-order noise response J_h E per draw and step, (samples, 3, n d): the covariance
+    # statistics' control
     linear: np.ndarray | None = None
-    linear_cov: np.ndarray | None = None
+    # each step's (J_h, H_h or None) at this state (``noise_derivatives``), kept for the next look's samples
+    derivatives: tuple[tuple[np.ndarray, np.ndarray | None], ...] = ()
+    steps: tuple[float, ...] = ()  # the steps the derivatives are at
+
+    @cached_property
+    def linear_cov(self) -> np.ndarray | None:
+        """The linear response's exact covariance per unit time, J_h J_h^T / h per step: (3, n d, n d)."""
+        if self.linear is None:
+            return None
+        return np.stack([j @ j.T / h for (j, _), h in zip(self.derivatives, self.steps)])
 
     def extended(self, more: LayerSamples) -> LayerSamples:
         """These samples followed by ``more`` (the next seeded blocks)."""
@@ -221,7 +230,8 @@ class LayerSamples:
                     (self.linear, more.linear),
                 )
             ),
-            self.linear_cov,
+            self.derivatives,
+            self.steps,
         )
 
 
@@ -304,7 +314,10 @@ def layer_samples(
     size = int(np.prod(noise.shape, dtype=int))
     differences = design.control == "layer" and identity_covariance(noise) and x.size * size <= QUADRATIC_WORK
     second = differences and not torch_quadratic and x.size * size**2 <= QUADRATIC_WORK
-    derivatives = [noise_derivatives(layer_map, x, h, second) for h in design.steps] if differences else []
+    if previous is not None:  # the same state and steps: the derivatives of the first look
+        derivatives = previous.derivatives
+    else:
+        derivatives = tuple(noise_derivatives(layer_map, x, h, second) for h in design.steps) if differences else ()
     jacobians = [jacobian for jacobian, _ in derivatives] or None
     hessians = [hessian for _, hessian in derivatives] if second else None
 
@@ -354,7 +367,8 @@ def layer_samples(
         np.concatenate([block[2] for block in blocks]) if len(signs) == 2 else None,
         np.concatenate([block[3] for block in blocks]) if with_quadratic else None,
         np.concatenate([block[at] for block in blocks]) if jacobians is not None else None,
-        None if jacobians is None else np.stack([j @ j.T / h for j, h in zip(jacobians, design.steps)]),
+        derivatives,
+        tuple(design.steps),
     )
     return drawn if previous is None else previous.extended(drawn)
 

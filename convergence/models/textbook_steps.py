@@ -107,6 +107,10 @@ class TextbookProblem:
         """g(x) dW."""
         return self._at("diffusion", x) * dw[:, :, None]
 
+    def flow(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
+        """phi(x, dW, h): the exact one-step solution (exact in law only where ``exact_in_law_only``)."""
+        return self._at("flow", x, dw, h)
+
     def exact_step(self) -> TextbookStep:
         return TextbookStep(self, "exact")
 
@@ -140,7 +144,7 @@ class TextbookStep:
 
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
         if self.kind == "exact":
-            return self.problem._at("flow", x, dw, h)
+            return self.problem.flow(x, dw, h)
         return x + h * self.problem.drift(x) + self.problem.diffusion(x, dw)
 
 
