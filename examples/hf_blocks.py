@@ -1,16 +1,15 @@
 """Example (d): Hugging Face decoder layers (Llama, GPT-2, GPT-NeoX) as depth limits, their limits derived by the suite.
 
-Each layer is built from a small config (no weights downloaded; eager attention), wrapped with
-``convergence.wrap_library_layer`` (positions 0..n-1, the rotary embedding for Llama, a causal mask), and turned into
-a layer map with some weights drawn fresh at every layer with entry variance sigma^2 h: the attention's output
-weights (Llama ``o_proj``, GPT-2 ``c_proj``) and the MLP's first weights (Llama's ``gate_proj``, GPT-2's ``c_fc``),
-so that the activation's curvature (SiLU, GELU) makes a drift. (With only output weights as noise the branches are
-linear in the noise and the drift is 0: a "5% drift error" would then be the claim itself.) GPT-NeoX is the third
-structure: a parallel residual x + attn(LN_1 x) + mlp(LN_2 x) (one sum, not two steps), LayerNorm with biases and a
-rotary embedding on half the head; its linear layers come with ``nn.Linear``'s random biases, which move the state
-by O(1) per layer (``torch_layer_map`` names them), so it is built with ``zero_biases=True``. All three are
-pre-norm: the residual stream lives in R^d (no sphere), so the step at h = 0 leaves every state in place and the
-default named states are resting states.
+The three layers are built in ``convergence/models/hugging_face.py`` (about a page: read it to build your own): each
+from a small config (no weights downloaded; eager attention), wrapped with ``convergence.wrap_library_layer``
+(positions 0..n-1, the rotary embedding, a causal mask), and turned into a layer map (``convergence.torch_layer_map``)
+with the attention's output weights and the MLP's first weights drawn fresh at every layer with entry variance
+sigma^2 h, so that the activation's curvature (SiLU, GELU) makes a drift. (With only output weights as noise the
+branches are linear in the noise and the drift is 0: a "5% drift error" would then be the claim itself.) GPT-NeoX is
+the third structure: a parallel residual x + attn(LN_1 x) + mlp(LN_2 x), built with ``zero_biases=True`` (its
+``nn.Linear`` biases would move the state by O(1) per layer; ``torch_layer_map`` names them). All three are pre-norm:
+the residual stream lives in R^d, so the step at h = 0 leaves every state in place and the default named states are
+resting states.
 
 The limit is not written by hand: ``convergence.derive_limit`` differentiates the layer's step at h = 0. The local
 check then compares one step's sampled moments with it (pass) and with its drift x 1.05 (fail). Hugging Face
@@ -28,84 +27,20 @@ Needs the torch and hf extras: pip install torch==2.13.0 && pip install -e ".[to
 import warnings
 
 import numpy as np
-from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig
-from transformers.models.gpt2.modeling_gpt2 import GPT2Block
-from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXLayer, GPTNeoXRotaryEmbedding
-from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
 import convergence as cv
+from convergence.models import hugging_face_blocks, hugging_face_configs, hugging_face_layers
 
-N, D, WIDTH, SIGMA = 3, 4, 8, 0.5
-LLAMA = LlamaConfig(
-    hidden_size=D,
-    intermediate_size=WIDTH,
-    num_attention_heads=1,
-    num_key_value_heads=1,
-    num_hidden_layers=1,
-    vocab_size=8,
-    attn_implementation="eager",
-)
-GPT2 = GPT2Config(
-    n_embd=D,
-    n_inner=WIDTH,
-    n_head=1,
-    n_layer=1,
-    vocab_size=8,
-    bos_token_id=0,
-    eos_token_id=0,
-    attn_implementation="eager",
-    resid_pdrop=0.0,
-    embd_pdrop=0.0,
-    attn_pdrop=0.0,
-)
-
-NEOX = GPTNeoXConfig(
-    hidden_size=D,
-    intermediate_size=WIDTH,
-    num_attention_heads=1,
-    num_hidden_layers=1,
-    vocab_size=8,
-    use_parallel_residual=True,
-    rotary_pct=0.5,
-    hidden_dropout=0.0,
-    attention_dropout=0.0,
-    attn_implementation="eager",
-)
-
-
-def llama_block():
-    return cv.wrap_library_layer(LlamaDecoderLayer(LLAMA, layer_idx=0), rotary=LlamaRotaryEmbedding(LLAMA))
-
-
-def gpt2_block():
-    return cv.wrap_library_layer(GPT2Block(GPT2, layer_idx=0))
-
-
-def neox_block():
-    return cv.wrap_library_layer(GPTNeoXLayer(NEOX, layer_idx=0), rotary=GPTNeoXRotaryEmbedding(NEOX))
-
+CONFIGS = hugging_face_configs()  # built in convergence/models/hugging_face.py (read it: it is short)
+LLAMA, GPT2, NEOX = CONFIGS["llama"], CONFIGS["gpt2"], CONFIGS["neox"]
+neox_block = hugging_face_blocks()["neox"]
+SIGMA = 0.5  # the noisy weights' entry standard deviation per unit time
 
 with warnings.catch_warnings(record=True) as FLOAT32_NOTICES:  # kept: the test reads them
     warnings.simplefilter("always")
-    LLAMA_LAYER = cv.torch_layer_map(
-        llama_block,
-        N,
-        D,
-        {"layer.self_attn.o_proj.weight": SIGMA, "layer.mlp.gate_proj.weight": SIGMA},
-        name="Llama layer",
-    )
-    GPT2_LAYER = cv.torch_layer_map(
-        gpt2_block, N, D, {"layer.attn.c_proj.weight": SIGMA, "layer.mlp.c_fc.weight": SIGMA}, name="GPT-2 block"
-    )
-    NEOX_LAYER = cv.torch_layer_map(
-        neox_block,
-        N,
-        D,
-        {"layer.attention.dense.weight": SIGMA, "layer.mlp.dense_h_to_4h.weight": SIGMA},
-        name="GPT-NeoX layer",
-        zero_biases=True,
-    )
-LAYERS = {"llama": LLAMA_LAYER, "gpt2": GPT2_LAYER, "neox": NEOX_LAYER}
+    LAYERS = hugging_face_layers(SIGMA)
+LLAMA_LAYER, GPT2_LAYER, NEOX_LAYER = LAYERS["llama"], LAYERS["gpt2"], LAYERS["neox"]
+N, D = LLAMA_LAYER.tokens, LLAMA_LAYER.dim  # 3 tokens in R^4
 
 
 def check(layer, drift_factor: float = 1.0, seed: int = 0):

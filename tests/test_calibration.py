@@ -54,6 +54,34 @@ def test_many_seeds_allow_the_false_failures_a_per_run_rate_explains():
     assert "at least 96 of 100 seeds pass" in row(96, 4).note
 
 
+def test_a_never_fails_row_counts_false_failures_alone():
+    """``undecided_allowed``: a shallow ladder's undecided seeds are no failure; 2 fails of 10 miss a 1% per-run rate
+    (P(Binomial(10, 0.01) > 1) = 0.0043)."""
+
+    def row(*verdicts):
+        return rate_check("never_fails_true_claim", list(verdicts), PASS, {}, per_run_rate=0.01, undecided_allowed=True)
+
+    assert row(*[INCONCLUSIVE] * 9, PASS).verdict == PASS
+    assert row(*[INCONCLUSIVE] * 8, FAIL, PASS).verdict == PASS
+    failed = row(*[PASS] * 8, FAIL, FAIL)
+    assert failed.verdict == FAIL and "at most 1 of 10 seeds fail" in failed.note and "TARGET MISSED" in failed.note
+
+
+def test_the_full_calibration_runs_every_brownian_registry_model_at_both_ladders():
+    from convergence.models import MODELS
+    from convergence.studies.calibration import registry_cases
+
+    chosen = registry_cases("full")
+    brownian = [name for name, make in MODELS.items() if make().noise.brownian]
+    assert len(brownian) >= 6 and len(chosen) == 4 * len(brownian)
+    for name in brownian:
+        labels = [c.label for c in chosen if f"registry {name} (" in c.label]
+        assert len(labels) == 4 and {"strong" in label for label in labels} == {True, False}, labels
+    assert all(not c.must_decide and c.seeds == 10 for c in chosen)
+    assert {c.pass_share for c in chosen if "defaults" in c.label} == {True}
+    assert {c.pass_share for c in chosen if "(4, 8, 16)" in c.label} == {False}
+
+
 def test_a_mutant_row_needs_nine_rejections_in_ten_and_states_its_chance_of_missing():
     nine = _rate("rejects", [_outcome(FAIL)] * 9 + [_outcome(PASS)], FAIL)
     assert nine.verdict == PASS and nine.estimate == 0.9

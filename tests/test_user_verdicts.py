@@ -17,7 +17,14 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.statistics import OrderFit, bootstrap_counts, fit_order, settled_away
+from convergence.statistics import (
+    OrderFit,
+    bootstrap_counts,
+    differences_settled_away,
+    fit_order,
+    one_rate_levels,
+    settled_away,
+)
 
 # Ornstein-Uhlenbeck in R^2: dx = -theta x dt + s dW (additive noise)
 THETA, S = 1.0, 0.7
@@ -173,6 +180,37 @@ def test_the_regime_test_tells_a_wrong_rate_a_plateau_and_a_pre_asymptotic_bend_
     for name, (errors, evidence) in cases.items():
         fit, _ = _fit(errors)
         assert (settled_away(fit, usable, 0.45) is not None) == evidence, (name, fit.local_orders)
+
+
+def test_the_regime_is_the_fine_end_where_the_local_orders_agree():
+    """one_rate_levels: a clean power law is one rate at every level; a curve still rising to 1/2 (error
+    0.3 h^(1/2) / (1 + 8 h): local orders about 0.10, 0.25, 0.32, 0.42, 0.48 at this noise) and a plateau's falling
+    orders keep only fine levels, at least three; levels at the floor never join."""
+    steps = 1 / 8 / 2.0 ** np.arange(6)
+    everywhere = np.ones(6, bool)
+    straight, _ = _fit(0.3 * np.sqrt(steps), paths=400, noise=0.2)
+    assert one_rate_levels(straight, everywhere).all(), straight.local_orders
+    for errors in (0.3 * np.sqrt(steps) / (1 + 8 * steps), np.sqrt(0.1 * steps + 0.01 / 6)):
+        fit, _ = _fit(errors, paths=400, noise=0.2)
+        mask = one_rate_levels(fit, everywhere)
+        assert not mask[:2].any() and mask[-3:].all(), fit.local_orders
+    assert one_rate_levels(straight, np.array([True] * 5 + [False])).tolist() == [True] * 5 + [False]
+
+
+def test_weak_differences_crossing_zero_are_no_evidence():
+    """differences_settled_away: coupled differences 0.08, 0.04, 0.02, 0.01 halving (order 1) against the band
+    [0.85, inf) are no evidence, those decaying at order 1/2 are; differences that change sign (0.08, 0.02, -0.03: a
+    curve crossing its limit, whose log |D| 'local order' is -0.58) or whose finest is within its noise are none."""
+    rng = np.random.default_rng(3)
+
+    def values(differences):
+        levels = np.concatenate([[0.0], -np.cumsum(differences)])  # f_l - f_{l+1} = D_l
+        return levels[None, :] + 0.01 * rng.standard_normal((100_000, levels.size))
+
+    assert differences_settled_away(values([0.08, 0.04, 0.02, 0.01]), 0.85) is None
+    assert differences_settled_away(values([0.08, 0.08 / 2**0.5, 0.04, 0.04 / 2**0.5]), 0.85) is not None
+    assert differences_settled_away(values([0.1, 0.08, 0.02, -0.03]), 0.85) is None
+    assert differences_settled_away(values([0.1, 0.08, 0.06, 0.0001]), 0.85) is None
 
 
 def test_a_resolution_holds_whatever_the_bias_within_the_allowance():

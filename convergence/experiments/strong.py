@@ -10,6 +10,8 @@ reference levels (the reference's own convergence).
 Claims checked (``analyse_strong``):
   strong_order       RMS error at T ~ C h^p, p = 1/2 (rate).
   strong_order_sup   RMS of the max over grid times ~ C h^p, p = 1/2 (rate).
+                     In the public check (``StrongDesign.for_users``) both orders are fitted over the ladder's levels
+                     of one rate (``statistics.one_rate_levels``), not over a coarse end that still bends.
   reference_order    consecutive reference differences ~ C h^p, p = 1/2 (the reference converges).
   same_limit         mean-square plateau B in ms(h) = A h^{2p} + B, p = the *claimed* order, is 0 up to
                      the reference's own mean-square error (the layer map and the reference have the same
@@ -70,6 +72,7 @@ from ..statistics import (
     limit_plateau,
     limit_verdict,
     noise_floor_flags,
+    one_rate_levels,
     order_verdict,
     plateau,
     plateau_fit_bias,
@@ -454,12 +457,14 @@ def _target_rule(
     target_ms: float,
     fallback: float,
     design: StrongDesign,
+    reference_allowance: float | None = None,
 ) -> tuple[str, str, float | None, float]:
     """same_limit against its target: the plateau ``target_ms`` a relative drift error t = ``design.target`` leaves
     (measured on the same paths, ``StrongData.target_sq``). A pass needs the resolution at most ``target_ms``, else
     inconclusive, saying what would decide. The relative resolution is t sqrt(resolution / target_ms) (the plateau
     of a small drift error e grows like e^2). Returns the verdict, note, relative resolution and the target in
-    mean-square units (``fallback`` when the claim has no drift)."""
+    mean-square units (``fallback`` when the claim has no drift). ``reference_allowance``: the allowance's part from the
+    reference alone (the rest is the plateau fit's model bias, which finer levels shrink: then deeper depths decide)."""
     t = design.target
     if not np.isfinite(target_ms):  # the drift-scaled reference blew up: nothing can be judged against it
         return (
@@ -487,7 +492,14 @@ def _target_rule(
     undecided = verdict == INCONCLUSIVE and design.for_users and "would decide" not in note
     if (verdict == PASS or undecided) and not resolution <= target_ms:
         verdict = INCONCLUSIVE
-        if design.bias_span * allowance >= target_ms:
+        fit_bias_dominates = reference_allowance is not None and design.bias_span * reference_allowance < target_ms
+        if design.bias_span * allowance >= target_ms and fit_bias_dominates:
+            note += (
+                f": the allowance {allowance:.3g} is above the target, beyond the reference's part "
+                f"{reference_allowance:.3g} by the plateau fit's model bias, which finer levels shrink; {DEEPER}: "
+                f"depths {deeper_depths(design)} (or a larger target)"
+            )
+        elif design.bias_span * allowance >= target_ms:
             factor = design.reference_factor * 2 ** int(np.ceil(np.log2(2 * design.bias_span * allowance / target_ms)))
             note += (
                 f": the allowance {allowance:.3g} is above the target; a reference_factor of about {factor} (the "
@@ -574,14 +586,24 @@ def analyse_strong(
                 f"order not identifiable: errors at the floor (the reference's own RMS error, {floor:.3g}) at "
                 f"every level; a finding, not a claim: same_limit decides"
             )
+        judged, usable = fit, int(np.sum(~at_floor))
         if design.for_users:
             note += "; " + ("exactly" if design.exact_order else "at least") + f" {design.order:g} claimed"
+            regime = one_rate_levels(fit, ~at_floor, confidence)
+            if identifiable and 3 <= regime.sum() < usable:
+                judged, usable = fit_order(steps[regime], sq[:, regime], counts, confidence), int(regime.sum())
+                depths = ", ".join(str(L) for L, kept in zip(design.depths, regime) if kept)
+                note += (
+                    f"; judged on the levels of one rate (L = {depths}: consecutive local orders consistent, "
+                    f"one_rate_levels), the coarser ones still bending (fit over all levels: {fit.order:.3g} "
+                    f"[{fit.order_ci[0]:.3g}, {fit.order_ci[1]:.3g}])"
+                )
         check = _order_check(
             name,
-            fit,
+            judged,
             design.order,
             design.order_target,
-            int(np.sum(~at_floor)),
+            usable,
             config,
             note,
             paths,
@@ -648,6 +670,7 @@ def analyse_strong(
         # an exact map's plateau B estimates the reference's own error, the very quantity of this allowance: its upper
         # bound exceeds the allowance's about half the time, so the allowance holds a margin beyond its upper bound
         allowance = REFERENCE_SAFETY * reference_ms_hi
+    reference_allowance = allowance
     if design.for_users and all_finite(*ci):
         allowance, how = _with_fit_bias(ms_fit, ms_check, first, confidence, design, allowance, how)
     resolution = detectable_effect(ci, allowance, confidence, design.power, design.bias_span)
@@ -717,6 +740,7 @@ def analyse_strong(
             float(data.target_sq.mean()),
             target,
             design,
+            reference_allowance,
         )
     else:
         note += (

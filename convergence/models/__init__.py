@@ -1,7 +1,8 @@
 """The models: each layer map beside its limit SDE (``fedorov``, ``hybrid``, ``softmax_hybrid``, ``agazzi``,
 ``quadratic_form``, ``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``)
 and its Ito limit by automatic differentiation (``autodiff_limit``), a library's layer as such a block
-(``library_block``), the registry of those that declare their claims (``registry``), model F's exact in-law samplers
+(``library_block``) and three small Hugging Face decoder layers so built (``hugging_face``), the registry of those
+that declare their claims (``registry``), model F's exact in-law samplers
 (``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share: the
 interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
 covariance (``noise``), softmax attention (``attention``) and the derived Ito drift of a normalised step
@@ -28,6 +29,7 @@ from .fedorov_reduced import (
     two_token_factor,
     two_token_step,
 )
+from .hugging_face import hugging_face_blocks, hugging_face_configs, hugging_face_layers
 from .hybrid import HybridModel, HybridSDE
 from .latent_diffusion import (
     LatentSampler,
@@ -63,6 +65,9 @@ from .textbook_steps import TextbookProblem, TextbookStep, textbook_problems
 from .torch_block import TorchBlockLayer, torch_layer_map
 
 __all__ = [
+    "hugging_face_blocks",
+    "hugging_face_configs",
+    "hugging_face_layers",
     "ATTENTION",
     "AgazziModel",
     "AutodiffLimit",

@@ -502,6 +502,34 @@ def settled_away(
     return _settled((lo, hi), float(fit.local_ci[j - 1, 1]), change, low, high, text, tolerance)
 
 
+def one_rate_levels(fit: OrderFit, usable: np.ndarray, confidence: float = CONFIDENCE, keep: int = 3) -> np.ndarray:
+    """The levels of a ladder's asymptotic regime, as a mask: the finest ``keep`` ``usable`` levels, extended to
+    coarser ones while each added local order is consistent with the next finer one (the bootstrap interval of their
+    difference contains 0: consecutive error ratios consistent with one rate). A curve still bending at its coarse end
+    (model F's sup-norm local orders 0.26, 0.33, 0.42, 0.42, 0.46 at depths 8 to 256, rising to 1/2) is judged on the
+    levels where it has straightened, not pulled down by the ones before; ``keep`` levels are judged even when they
+    still bend (the finest are the nearest to the limit). Levels are contiguous, ending at the finest usable one."""
+    usable = np.asarray(usable, dtype=bool)
+    mask = np.zeros(usable.size, dtype=bool)
+    indices = np.flatnonzero(usable)
+    if indices.size == 0:
+        return mask
+    end = int(indices[-1])
+    start = end
+    while start > 0 and usable[start - 1] and end - start + 1 < keep:
+        start -= 1
+    replicates = local_order_replicates(fit)
+    while start > 0 and usable[start - 1]:
+        j = start - 1  # the local order between levels j and j + 1, against the one between j + 1 and j + 2
+        change = fit.local_orders[j] - fit.local_orders[j + 1]
+        lo, hi = bootstrap_interval(change, replicates[:, j] - replicates[:, j + 1], confidence)
+        if not lo <= 0.0 <= hi:
+            break
+        start = j
+    mask[start : end + 1] = True
+    return mask
+
+
 def _settled(
     finest: tuple[float, float],
     before_upper: float,
@@ -539,7 +567,9 @@ def differences_settled_away(
     """``settled_away`` for coupled differences D_l = E[f_l - f_{l+1}] of per-path values (paths, levels) along a
     depth ladder (doubling): local orders p_l = log2 |D_l / D_{l+1}|, their intervals by the delta method with the
     differences' joint covariance on the same paths (consecutive differences share a level, so they are correlated).
-    Needs the three finest differences non-zero; None (no evidence) otherwise."""
+    Needs the three finest differences significant (each interval excludes 0) and of one sign; None (no evidence)
+    otherwise: a difference near 0, or a sign change (a curve crossing its limit, as the hybrid model's overlap does at
+    depths 16 to 64), makes log |D| meaningless and its delta-method interval wrong."""
     values = np.asarray(values, dtype=np.float64)
     d = values[:, :-1] - values[:, 1:]
     if d.shape[1] < 3:
@@ -551,6 +581,8 @@ def differences_settled_away(
         return None
     z = confidence_z(confidence)
     k = d.shape[1]
+    if np.any(np.abs(last) <= z * np.sqrt(np.diag(cov)[-3:])) or len(set(np.sign(last))) > 1:
+        return None
 
     def interval(gradient: np.ndarray, point: float) -> tuple[float, float]:
         full = np.zeros(k)

@@ -19,20 +19,32 @@ Cases.
   beyond its 20% target), leaving out the linear SDE (log-normal errors: undecided at the budget) and the stiff
   quadratic's Euler step (its moments diverge: Hutzenlaub, Jentzen and Kloeden 2011). The full profile runs 100
   seeds per true claim and 20 per near miss; the quick profile 10 and 5, on a subset.
+* The Hugging Face layers (``models.hugging_face``: Llama, GPT-2, GPT-NeoX; full profile, where torch and
+  transformers are installed): the local check at its defaults against the limit ``derive_limit`` computes, 10 seeds
+  for the true claim and for each near miss (drift x 1.05, x 0.95, noise variance x 1.05).
+* Every registry model with Brownian noise (``convergence.models.MODELS``; model F with Rademacher entries has no
+  Brownian path to share with its claim), its true limit through the strong check and the weak limit check
+  (f = <x_0, x_1>^2) at the checks' default depths and at (4, 8, 16), 10 seeds each: ``never_fails_true_claim``
+  (an undecided seed is no failure: shallow or pre-asymptotic ladders need not decide, they must not fail); at the
+  defaults, ``passes_true_claim`` beside it, a finding against "at least 9 of 10 pass" (a registry model whose
+  pre-asymptotic range reaches past the depths a check may deepen to cannot meet it; its rows say which depths
+  would decide). The quick profile: one model at (4, 8, 16).
 
-Study checks (one per case and claim): ``decides_true_claim`` (estimate: the share of seeds that pass) and
-``rejects`` (the share of seeds that fail). These are measurements of the suite's decision rates, each with its chance
-of missing its target by chance: a true claim row at most 1% (the binomial tail above); a near miss row
-P(Binomial(seeds, power) < 90% of seeds) with the per-run power estimated at the measured effects
-(``mutants.miss_probability`` of each run's most decisive failing check, measured at the look that rejected, so
-optimistic; at exactly 90% power it would be 0.26 at 10 seeds, 0.32 at 20). Each row states the per-run rate of
-unwanted verdicts it catches with probability 90%. Intervals: Wilson at 99%.
+Study checks (one per case and claim): ``decides_true_claim`` (estimate: the share of seeds that pass),
+``never_fails_true_claim`` (the share that do not fail) and ``rejects`` (the share of seeds that fail). These are
+measurements of the suite's decision rates, each with its chance of missing its target by chance: a true claim row at
+most 1% (the binomial tail above); a near miss row P(Binomial(seeds, power) < 90% of seeds) with the per-run power
+estimated at the measured effects (``mutants.miss_probability`` of each run's most decisive failing check, measured at
+the look that rejected, so optimistic; at exactly 90% power it would be 0.26 at 10 seeds, 0.32 at 20). Each row
+states the per-run rate of unwanted verdicts it catches with probability 90%. Intervals: Wilson at 99%.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -44,7 +56,14 @@ from ..checks import (
     limit_sde,
 )
 from ..experiments import DiffusionScaled, DriftScaled, miss_probability
-from ..models import FedorovModel, TextbookProblem, textbook_problems
+from ..models import (
+    MODELS,
+    FedorovModel,
+    TextbookProblem,
+    derive_limit,
+    hugging_face_layers,
+    textbook_problems,
+)
 from ..output import StudyResult
 from ..paths import fixed_state
 from ..runtime import STREAM_KEYS
@@ -85,7 +104,10 @@ def variance_mutant(factor: float) -> Mutant:
 class Case:
     """One public check on one layer map, for the true claim at ``seeds`` seeds and each near miss at ``mutant_seeds``
     (the first of the same seeds); ``resolution_rows``: also the claim with its drift x (1 + m R_s) for each multiple m
-    of ``RESOLUTION_MULTIPLES``, R_s the relative drift resolution the true claim's run states at seed s."""
+    of ``RESOLUTION_MULTIPLES``, R_s the relative drift resolution the true claim's run states at seed s.
+    ``must_decide`` False: the true claim's row counts false failures alone (``never_fails_true_claim``: depths that
+    may be too shallow to decide it must still never fail it); ``pass_share``: a finding beside it, the share of
+    seeds that pass against "at least 9 of 10"."""
 
     label: str
     layer: object
@@ -96,6 +118,8 @@ class Case:
     seeds: int = SEEDS
     mutant_seeds: int = SEEDS
     resolution_rows: bool = False
+    must_decide: bool = True
+    pass_share: bool = False
 
 
 def _local(layer, claim, seed, **options) -> Outcome:
@@ -197,8 +221,64 @@ def textbook_cases(profile: str) -> list[Case]:
     return cases
 
 
+# the two ladders every registry model is judged at: the checks' defaults, and one too shallow to decide most claims
+REGISTRY_LADDERS = {"defaults": {}, "depths (4, 8, 16)": {"depths": (4, 8, 16)}}
+
+
+def registry_cases(profile: str) -> list[Case]:
+    """Every registry model with Brownian noise (the strong and weak limit checks drive the claim with the layer's own
+    increments), its true limit through the strong and the weak limit check at each of ``REGISTRY_LADDERS``: never a
+    fail; at the defaults, the share that passes beside it. The quick profile: one model at the shallow ladder."""
+    seeds = SEEDS  # fewer could not catch a 35% rate of false failures
+    chosen = MODELS if profile == "full" else {"agazzi gaussian field": MODELS["agazzi gaussian field"]}
+    ladders = REGISTRY_LADDERS if profile == "full" else {"depths (4, 8, 16)": REGISTRY_LADDERS["depths (4, 8, 16)"]}
+    result = []
+    for name, make in chosen.items():
+        model = make()
+        if not model.noise.brownian:
+            continue
+        for ladder, options in ladders.items():
+            for kind, run in (("strong", _strong), ("weak limit", _weak)):
+                result.append(
+                    Case(
+                        f"{kind}, registry {name} ({ladder})",
+                        model,
+                        model.limit_sde(),
+                        run,
+                        (),
+                        options,
+                        seeds,
+                        0,
+                        must_decide=False,
+                        pass_share=ladder == "defaults",
+                    )
+                )
+    return result
+
+
+def hugging_face_cases(profile: str) -> list[Case]:
+    """The local check at its defaults on the three Hugging Face layers (``models.hugging_face``: Llama, GPT-2,
+    GPT-NeoX) against the limit ``derive_limit`` computes by automatic differentiation: 10 seeds for the true claim
+    and 10 for each near miss (drift x 1.05, x 0.95, noise variance x 1.05). Full profile only, and only where torch
+    and transformers are installed (the hf extra; the report's params say which ran)."""
+    if profile != "full" or not _hugging_face_available():
+        return []
+    mutants = (drift_mutant(1.05), drift_mutant(0.95), variance_mutant(1.05))
+    with warnings.catch_warnings():  # Llama's and NeoX's float32 internals: stated in models.hugging_face
+        warnings.simplefilter("ignore", UserWarning)
+        layers = hugging_face_layers()
+    return [
+        Case(f"local, Hugging Face {layer.name} (defaults)", layer, derive_limit(layer), _local, mutants)
+        for layer in layers.values()
+    ]
+
+
+def _hugging_face_available() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "transformers"))
+
+
 def cases(profile: str) -> list[Case]:
-    return model_f_cases(profile) + textbook_cases(profile)
+    return model_f_cases(profile) + textbook_cases(profile) + registry_cases(profile) + hugging_face_cases(profile)
 
 
 def run_miss_probability(outcome: Outcome) -> float:
@@ -221,7 +301,7 @@ def stated_drift_resolution(outcome: Outcome) -> float | None:
     return scales[0].resolution if len(scales) == 1 else None
 
 
-def _row(name: str, outcomes: list[Outcome], wanted: str, config: dict) -> Check:
+def _row(name: str, outcomes: list[Outcome], wanted: str, config: dict, undecided_allowed: bool = False) -> Check:
     return rate_check(
         name,
         [o.verdict for o in outcomes],
@@ -230,7 +310,21 @@ def _row(name: str, outcomes: list[Outcome], wanted: str, config: dict) -> Check
         [run_miss_probability(o) for o in outcomes],
         [o.sample_size for o in outcomes],
         per_run_rate=FAMILY_ALPHA,
+        undecided_allowed=undecided_allowed,
     )
+
+
+def _true_claim_rows(case: Case, runs: list[Outcome]) -> list[tuple[str, Check]]:
+    """The true claim's rows: it passes at all but the seeds its 1% rate explains; or, where it need not decide, it
+    never fails, with the share that passes beside it as a finding."""
+    config = {"case": case.label}
+    if case.must_decide:
+        return [(f"{case.label}: true claim", _row("decides_true_claim", runs, PASS, config))]
+    rows = [(f"{case.label}: true claim never fails", _row("never_fails_true_claim", runs, PASS, config, True))]
+    if case.pass_share:
+        share = replace(_row("passes_true_claim", runs, PASS, config), claim=False)
+        rows.append((f"{case.label}: true claim passes (finding)", share))
+    return rows
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
@@ -247,7 +341,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         for check_seed in seeds:
             true_runs.append(case.run(case.layer, case.claim, check_seed, **case.options))
             advance(1)
-        rows.append((f"{case.label}: true claim", _row("decides_true_claim", true_runs, PASS, {"case": case.label})))
+        rows += _true_claim_rows(case, true_runs)
         claims = [(label, make(case.claim)) for label, make in case.mutants]
         for label, claim in claims:
             outcomes = []
@@ -295,10 +389,10 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "Rows at a multiple of the stated resolution run the claim with its drift x (1 + m R_s) on seed s's own "
         "samples, R_s the relative drift resolution that seed's true-claim run stated at the look it stopped: the "
         "check promises to reject R_s with probability >= 90% (at that look's power, 1 - 0.1/K).",
-        "Not yet here: every registry model at the default depths and at (4, 8, 16), and the weak check over the "
-        "textbook library (its target is in standard deviations of f, which the additive problem's 0.005 noise makes "
-        "beyond its Euler bias); the catalogue's other mutants (sigma^2, beta, (d-2)/2, the Stratonovich drift, a "
-        "missing projection) over seeds.",
+        "Not yet here: the Hugging Face blocks' strong and weak checks (minutes of CPU per run), and the weak check "
+        "over the textbook library (its target is in standard deviations of f, which the additive problem's 0.005 "
+        "noise makes beyond its Euler bias); the catalogue's other mutants (sigma^2, beta, (d-2)/2, the Stratonovich "
+        "drift, a missing projection) over seeds.",
     ]
     return StudyResult(
         study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]}, notes=notes

@@ -66,6 +66,7 @@ def rate_check(
     misses: Sequence[float] = (),
     sizes: Sequence[int] = (),
     per_run_rate: float | None = None,
+    undecided_allowed: bool = False,
 ) -> Check:
     """The share of seeds with the ``wanted`` verdict, against its target. ``verdicts``: one per seed (a public
     check's outcome, a study's result, or the inner verdict a mutant met); for ``wanted`` = fail, ``misses`` are the
@@ -74,9 +75,11 @@ def rate_check(
 
     For ``wanted`` = pass: every seed must pass; or, with ``per_run_rate`` (the false-failure rate each run promises,
     e.g. a public check's 1%), at most k seeds may miss, k the fewest with P(Binomial(runs, per_run_rate) > k) <=
-    per_run_rate, so that many seeds (100) do not turn a 1% rate per run into a row that misses by chance."""
+    per_run_rate, so that many seeds (100) do not turn a 1% rate per run into a row that misses by chance.
+    ``undecided_allowed`` (with ``wanted`` = pass): an inconclusive seed counts as wanted, the row counting false
+    failures alone (a true claim at depths too shallow to decide it must still never fail)."""
     runs = len(verdicts)
-    hits = list(verdicts).count(wanted)
+    hits = list(verdicts).count(wanted) + (list(verdicts).count(INCONCLUSIVE) if undecided_allowed else 0)
     counts = {v.value: list(verdicts).count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
     lo, hi = wilson(hits, runs, confidence_z(CONFIDENCE))
     allowed = 0
@@ -92,7 +95,10 @@ def rate_check(
             allowed = next(k for k in range(runs + 1) if 1.0 - _below(runs, k + 1, per_run_rate) <= per_run_rate)
             chance = 1.0 - _below(runs, allowed + 1, per_run_rate)
             target = (
-                f"at least {runs - allowed} of {runs} seeds pass (more than {allowed} false failures at a per-run "
+                f"at most {allowed} of {runs} seeds fail, undecided ones allowed (more than {allowed} false failures "
+                f"at a per-run rate {per_run_rate:g}: probability {chance:.2g})"
+                if undecided_allowed
+                else f"at least {runs - allowed} of {runs} seeds pass (more than {allowed} false failures at a per-run "
                 f"rate {per_run_rate:g}: probability {chance:.2g}; an undecided seed has no such bound, and counts "
                 "against the target too)"
             )
