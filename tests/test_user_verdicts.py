@@ -289,6 +289,33 @@ def test_a_pre_asymptotic_ladder_deepens_itself_within_the_budget():
     assert f"of {2 + 2}" in notes  # two staged looks and two deeper ladders share the 1% rate
 
 
+def test_the_weak_limit_check_deepens_itself_while_its_bias_allowance_hides_the_target():
+    """Model F at depths (2, 4, 8), 4096 paths: claim_limit's allowance (the finest coupled difference and the Euler
+    reference's bias at h_ref = h / 4) exceeds its 0.05 sd(f) target, so the check doubles the deepest depth, on the
+    paths that do the same work (4096 x 8 / 16 = 2048, then 1024); max_depth = 8 turns deepening off and names
+    it instead."""
+    model = cv.FedorovModel(2, 4, beta=0.8, sigma=0.9, mean_value=0.4 * np.eye(4))
+
+    def overlap_squared(x):
+        return np.sum(x[:, 0] * x[:, 1], axis=-1) ** 2
+
+    def run(max_depth):
+        return cv.check_weak_limit(
+            model, model.limit_sde(), overlap_squared, depths=(2, 4, 8), paths=4096, near_misses=(), max_depth=max_depth
+        )
+
+    deepened = run(None)
+    deepest = deepened.params["depths"][-1]
+    assert deepened.verdict != "fail" and deepest in (16, 32), deepened.table()
+    notes = " ".join(c.note for c in deepened.checks)
+    assert f"deepened to depths {tuple(deepened.params['depths'])} on {4096 * 8 // deepest} paths" in notes
+    assert "of 3)" in notes  # one look and two deeper ladders share the 1% rate
+    kept = run(8)
+    (limit,) = [c for c in kept.checks if c.name == "claim_limit"]
+    assert kept.params["depths"] == [2, 4, 8] and "a deeper ladder would decide" in limit.note
+    assert "deepened" not in limit.note
+
+
 def test_a_drift_free_claims_weak_limit_still_compares_laws():
     """Brownian motion x + dW against dx = dW: the drift near misses are the claim itself (0 x 1.05 = 0), which
     leaves claim_limit its power to compare laws: it passes."""

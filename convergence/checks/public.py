@@ -557,13 +557,12 @@ def check_strong_order(
     looks = _looks(paths, first, budget, block)
     key = (USER_KEY, 1)
     config = {"map": _name(layer), "sde": _name(sde)}
-    drawn = _Drawn(StrongData.extended)
+    drawn = _Drawn(depths, StrongData.extended)
     panels: list[Panel] = []
-    judged = depths  # the ladder being judged (deeper ones rebind it, with fresh data)
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = StrongDesign(
-            depths=judged,
+            depths=drawn.depths,
             horizon=horizon,
             paths=n,
             order=order,
@@ -588,31 +587,13 @@ def check_strong_order(
         panels[:] = [panel]
         return checks
 
-    # every deeper ladder is one more look of the group-sequential design: alpha / (K + deeper ladders) each
-    total = looks.count + len(ladders)
-    share = looks.count / total  # the staged looks' share of the rates; each deeper ladder has 1 / total
-    checks, stopped = decide_in_stages(look, looks, FAMILY_ALPHA * share, 1.0 - (1.0 - DETECTION_POWER) * share)
-    checks = [_spent(c, total / looks.count) for c in checks]
-    last_look = stopped  # the paths of the last look on the ladder asked for
-    for number, deeper in enumerate(ladders, start=looks.count + 1):
-        if not wants_deeper(checks):
-            break
-        # within the budget: a deeper ladder's paths do the work of the last look on the ladder asked for
-        stopped = max(looks.unit, last_look * depths[-1] // deeper[-1] // looks.unit * looks.unit)
-        judged, drawn = deeper, _Drawn(StrongData.extended)
-        checks = [
-            _spent(
-                replace(c, note=f"{c.note}; deepened to depths {deeper} on {stopped} paths (look {number} of {total})"),
-                total,
-            )
-            for c in look(stopped, FAMILY_ALPHA / total, 1.0 - (1.0 - DETECTION_POWER) / total)
-        ]
+    checks, stopped = _decide_deepening(look, looks, ladders, drawn)
     return Outcome(
         title,
         checks,
         panels,
         {
-            "depths": list(judged),
+            "depths": list(drawn.depths),
             "depths_asked": list(depths),
             "horizon": horizon,
             "paths": stopped,
@@ -621,13 +602,7 @@ def check_strong_order(
             "reference_factor": reference_factor,
             "reference": "Euler-Maruyama" if reference is None else _name(reference),
             "looks": list(looks.sizes),
-            "stages": looks.describe()
-            + (
-                f"; with up to {len(ladders)} deeper ladders, {total} looks in all, each at level "
-                f"{FAMILY_ALPHA:g}/{total} and power 1 - {1 - DETECTION_POWER:g}/{total}"
-                if ladders
-                else ""
-            ),
+            "stages": looks.describe() + _deeper_stages(looks, ladders),
         },
         seed,
     )
@@ -708,6 +683,7 @@ def check_weak_limit(
     paths: int | None = None,
     reference_factor: int = 4,
     near_misses: tuple[float, ...] = (0.05, 0.2),
+    max_depth: int | None = None,
     seed: int = 0,
     initial: InitialState = uniform_sphere,
     title: str = "weak limit",
@@ -725,6 +701,12 @@ def check_weak_limit(
     the verdict: the smallest drift error this run can see). Looks at ``first``, 2 ``first``, ... paths up to
     ``budget`` (``convergence.statistics.sequential``); ``paths``: one look at this fixed size instead. Needs
     Gaussian noise (the claim shares the layer's Brownian path).
+
+    Where the ladder is too coarse to decide (the weak order pre-asymptotic, or claim_limit's bias allowance, the
+    finest coupled difference and the Euler reference's, above its target), the check **deepens itself** as
+    ``check_strong_order`` does: the deepest depth doubled up to ``max_depth`` (default 4 x the deepest given; the
+    deepest given turns it off), on as many paths as do the work of the last look, each deeper ladder one more look
+    of the sequential design.
     """
     _check_protocol("layer", layer, LayerMap)
     _check_protocol("sde", sde, LimitSDE)
@@ -745,17 +727,23 @@ def check_weak_limit(
     title = _check_title(title)
     checked = _checked_observable(observable)
     looks = _looks(paths, first, budget, WEAK_BLOCK)
+    depths = tuple(depths)
+    ladders = _deeper_ladders(depths, max_depth)
     key = (USER_KEY, 5)
     claims = [sde, *(DriftScaled(sde, 1.0 + eps) for eps in near_misses)]
     config = {"map": _name(layer), "sde": _name(sde)}
-    drawn = _Drawn()
+    drawn = _Drawn(depths)
     panels: list[Panel] = []
     # a drift-free claim's near misses are the claim itself: claim_limit still compares laws, it is not blind
     drift_free = not np.any(sde.drift(np.asarray(initial(_probe_streams(seed, key), layer.tokens, layer.dim))))
 
     def look(n: int, alpha: float, power: float) -> list[Check]:
         design = WeakDesign(
-            depths=tuple(depths), horizon=horizon, paths=n, block_paths=_compute_block(looks, WEAK_BLOCK), order=order
+            depths=drawn.depths,
+            horizon=horizon,
+            paths=n,
+            block_paths=_compute_block(looks, WEAK_BLOCK),
+            order=order,
         )
         layer_values, claim_values = drawn.extend(
             coupled_layer_and_claims(
@@ -830,16 +818,17 @@ def check_weak_limit(
         panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)]
         return checks
 
-    checks, stopped = decide_in_stages(look, looks)
+    checks, stopped = _decide_deepening(look, looks, ladders, drawn)
     params = {
-        "depths": list(depths),
+        "depths": list(drawn.depths),
+        "depths_asked": list(depths),
         "horizon": horizon,
         "paths": stopped,
         "reference_factor": reference_factor,
         "near_misses": list(near_misses),
         "resolution": resolution,
         "looks": list(looks.sizes),
-        "stages": looks.describe(),
+        "stages": looks.describe() + _deeper_stages(looks, ladders),
     }
     return Outcome(title, checks, panels, params, seed)
 
@@ -886,6 +875,46 @@ def _deeper_ladders(depths: tuple[int, ...], max_depth: int | None) -> list[tupl
     return ladders
 
 
+def _decide_deepening(
+    look: Callable[[int, float, float], list[Check]], looks: Looks, ladders: list[tuple[int, ...]], drawn: _Drawn
+) -> tuple[list[Check], int]:
+    """Staged looks on the ladder asked for (``drawn.depths``), then, while the checks are undecided only because
+    their levels are pre-asymptotic (``wants_deeper``), each deeper ladder of ``ladders`` in turn. Every deeper ladder
+    is one more look of the group-sequential design: with K staged looks and D deeper ladders each look is at level
+    alpha / (K + D) and power 1 - beta / (K + D), so a true claim fails at most alpha and an effect at the target
+    passes at most beta whichever look stops. A deeper ladder's paths do the work of the last look on the ladder
+    asked for (within the budget). Returns the checks and the paths of the look that decided."""
+    total = looks.count + len(ladders)
+    share = looks.count / total  # the staged looks' share of the rates; each deeper ladder has 1 / total
+    checks, stopped = decide_in_stages(look, looks, FAMILY_ALPHA * share, 1.0 - (1.0 - DETECTION_POWER) * share)
+    checks = [_spent(c, total / looks.count) for c in checks]
+    asked, last_look = drawn.depths, stopped
+    for number, deeper in enumerate(ladders, start=looks.count + 1):
+        if not wants_deeper(checks):
+            break
+        stopped = max(looks.unit, last_look * asked[-1] // deeper[-1] // looks.unit * looks.unit)
+        drawn.restart(deeper)
+        checks = [
+            _spent(
+                replace(c, note=f"{c.note}; deepened to depths {deeper} on {stopped} paths (look {number} of {total})"),
+                total,
+            )
+            for c in look(stopped, FAMILY_ALPHA / total, 1.0 - (1.0 - DETECTION_POWER) / total)
+        ]
+    return checks, stopped
+
+
+def _deeper_stages(looks: Looks, ladders: list[tuple[int, ...]]) -> str:
+    """The deeper ladders' part of a deepening check's description of its looks."""
+    total = looks.count + len(ladders)
+    return (
+        f"; with up to {len(ladders)} deeper ladders, {total} looks in all, each at level {FAMILY_ALPHA:g}/{total} and "
+        f"power 1 - {1 - DETECTION_POWER:g}/{total}"
+        if ladders
+        else ""
+    )
+
+
 def _probe_streams(seed: int, key: tuple[int, ...]):
     """The streams of the first seed block of a check's paths (its initial states, to ask a claim where it starts)."""
     return PathStreams(seed, 0, SEED_BLOCK, key)
@@ -898,10 +927,16 @@ def _compute_block(looks: Looks, block: int) -> int:
 
 
 class _Drawn:
-    """A staged check's data so far: ``size`` paths, extended at each look by the next seeded blocks."""
+    """A staged check's data so far: ``size`` paths on the ladder ``depths``, extended at each look by the next seeded
+    blocks; ``restart`` moves it to a deeper ladder, whose paths are drawn anew (a finer grid, the same seed)."""
 
-    def __init__(self, extended: Callable = lambda data, more: concatenate_blocks([data, more])) -> None:
-        self.data, self.size, self._extended = None, 0, extended
+    def __init__(
+        self, depths: tuple[int, ...] = (), extended: Callable = lambda data, more: concatenate_blocks([data, more])
+    ) -> None:
+        self.data, self.size, self._extended, self.depths = None, 0, extended, depths
+
+    def restart(self, depths: tuple[int, ...]) -> None:
+        self.data, self.size, self.depths = None, 0, depths
 
     def extend(self, more, size: int):
         """The data of paths 0 .. ``size`` - 1: these followed by ``more`` (paths ``self.size`` .. ``size`` - 1)."""

@@ -49,6 +49,7 @@ from ..paths import (
 )
 from ..runtime import concatenate_blocks
 from ..statistics import (
+    DEEPER,
     DETECTION_POWER,
     FAIL,
     INCONCLUSIVE,
@@ -252,7 +253,8 @@ def claim_limit_check(
             check,
             note=check.note
             + (
-                "; the bias allowance alone exceeds the target: use deeper depths"
+                "; the bias allowance alone exceeds the target (the layer's and the Euler reference's biases shrink at "
+                f"finer steps): {DEEPER}"
                 if bias_span * allowance >= target
                 else f"; resolution {check.resolution:.3g} > target: about "
                 f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power, bias_span)} paths would "
