@@ -60,6 +60,7 @@ from ..experiments import (
     coupled_layer_and_claims,
     coupled_observables,
     coupled_strong_errors,
+    deeper_depths,
     local_checks,
     order_check,
     rejection_row,
@@ -956,7 +957,7 @@ def _asymptotic_rate(rate: Check, values: np.ndarray, design: WeakDesign) -> Che
     evidence = differences_settled_away(values, floor, confidence=rate.confidence)
     if evidence is not None:
         return replace(rate, note=rate.note + f"; asymptotic evidence: {evidence}")
-    deeper = (*design.depths, 2 * design.depths[-1], 4 * design.depths[-1])
+    deeper = deeper_depths(design.depths)
     return replace(
         rate,
         verdict=INCONCLUSIVE,

@@ -341,24 +341,25 @@ def _order_check(
 
 
 def wants_deeper(checks: Sequence[Check]) -> bool:
-    """True when the checks are undecided only because their levels are pre-asymptotic (some claim check says
-    ``DEEPER`` and none fails): the public check then deepens its ladder."""
+    """True when some claim check says a deeper ladder would decide (``DEEPER``: its levels pre-asymptotic, or its
+    allowance a bias that finer steps shrink) and none fails: the public check then deepens its ladder (on the paths
+    that do the last look's work, so a check that also wanted more paths gets no more)."""
     claims = [c for c in checks if c.claim]
     return not any(c.verdict == FAIL for c in claims) and any(
         c.verdict == INCONCLUSIVE and DEEPER in c.note for c in claims
     )
 
 
-def deeper_depths(design: StrongDesign, more: int = 2) -> tuple[int, ...]:
-    """The design's depths and ``more`` doublings of the deepest: the ladder a check that could not show an asymptotic
-    regime names as the one that would decide."""
-    return (*design.depths, *(design.depths[-1] * 2**k for k in range(1, more + 1)))
+def deeper_depths(depths: Sequence[int], more: int = 2) -> tuple[int, ...]:
+    """``depths`` and ``more`` doublings of the deepest: the ladder a check that could not show an asymptotic regime
+    names as the one that would decide."""
+    return (*depths, *(depths[-1] * 2**k for k in range(1, more + 1)))
 
 
 def _asymptotic_evidence(
     check: Check, fit: OrderFit, at_floor: np.ndarray, design: StrongDesign, confidence: float
 ) -> Check:
-    """``check`` (an order judged on every level above the floor) with a fail kept only on evidence from the
+    """``check`` (an order judged on the levels of one rate above the floor) with a fail kept only on evidence from the
     asymptotic regime: ``settled_away`` shows the finest local order outside the claimed band and not turning back
     towards it; else inconclusive, naming the deeper ladder that would decide (the public check then deepens
     itself)."""
@@ -374,7 +375,7 @@ def _asymptotic_evidence(
         verdict=INCONCLUSIVE,
         note=f"{check.note}; pre-asymptotic: the finest local order is not shown outside the band and settled (local "
         f"orders {text}; a fail needs it outside by its interval and turning back by at most {TURN_TOLERANCE:g}), so "
-        f"these levels cannot carry a fail; {DEEPER}: depths {deeper_depths(design)}",
+        f"these levels cannot carry a fail; {DEEPER}: depths {deeper_depths(design.depths)}",
     )
 
 
@@ -492,12 +493,12 @@ def _target_rule(
     undecided = verdict == INCONCLUSIVE and design.for_users and "would decide" not in note
     if (verdict == PASS or undecided) and not resolution <= target_ms:
         verdict = INCONCLUSIVE
-        fit_bias_dominates = reference_allowance is not None and design.bias_span * reference_allowance < target_ms
-        if design.bias_span * allowance >= target_ms and fit_bias_dominates:
+        reference_below_target = reference_allowance is not None and design.bias_span * reference_allowance < target_ms
+        if design.bias_span * allowance >= target_ms and reference_below_target:
             note += (
                 f": the allowance {allowance:.3g} is above the target, beyond the reference's part "
                 f"{reference_allowance:.3g} by the plateau fit's model bias, which finer levels shrink; {DEEPER}: "
-                f"depths {deeper_depths(design)} (or a larger target)"
+                f"depths {deeper_depths(design.depths)} (or a larger target)"
             )
         elif design.bias_span * allowance >= target_ms:
             factor = design.reference_factor * 2 ** int(np.ceil(np.log2(2 * design.bias_span * allowance / target_ms)))
@@ -590,12 +591,12 @@ def analyse_strong(
         if design.for_users:
             note += "; " + ("exactly" if design.exact_order else "at least") + f" {design.order:g} claimed"
             regime = one_rate_levels(fit, ~at_floor, confidence)
-            if identifiable and 3 <= regime.sum() < usable:
+            if identifiable and regime.sum() >= 3 and not regime.all():
                 judged, usable = fit_order(steps[regime], sq[:, regime], counts, confidence), int(regime.sum())
                 depths = ", ".join(str(L) for L, kept in zip(design.depths, regime) if kept)
                 note += (
-                    f"; judged on the levels of one rate (L = {depths}: consecutive local orders consistent, "
-                    f"one_rate_levels), the coarser ones still bending (fit over all levels: {fit.order:.3g} "
+                    f"; judged on the levels of one rate above the floor (L = {depths}: consecutive local orders "
+                    f"consistent, one_rate_levels; fit over all levels: {fit.order:.3g} "
                     f"[{fit.order_ci[0]:.3g}, {fit.order_ci[1]:.3g}])"
                 )
         check = _order_check(
@@ -702,7 +703,7 @@ def analyse_strong(
             how += (
                 "; the errors are not shown to decay below the claimed rate at the finest levels without turning back "
                 f"towards it (pre-asymptotic), so the plateau cannot carry a fail; {DEEPER}: depths "
-                f"{deeper_depths(design)}"
+                f"{deeper_depths(design.depths)}"
             )
     note = (
         f"{how} (steps h); allowance = {'the exact reference' if exact_reference else 'reference'} mean-square "

@@ -255,7 +255,7 @@ def claim_limit_check(
             + (
                 "; the bias allowance alone exceeds the target (the layer's and the Euler reference's biases shrink at "
                 f"finer steps): {DEEPER}"
-                if bias_span * allowance >= target
+                if bias_span * (tail * abs(layer_bias) + abs(euler_bias)) >= target
                 else f"; resolution {check.resolution:.3g} > target: about "
                 f"{samples_to_decide((lo, hi), allowance, confidence, paths, target, power, bias_span)} paths would "
                 "decide"

@@ -65,9 +65,6 @@ from .textbook_steps import TextbookProblem, TextbookStep, textbook_problems
 from .torch_block import TorchBlockLayer, torch_layer_map
 
 __all__ = [
-    "hugging_face_blocks",
-    "hugging_face_configs",
-    "hugging_face_layers",
     "ATTENTION",
     "AgazziModel",
     "AutodiffLimit",
@@ -110,6 +107,9 @@ __all__ = [
     "joint_optimum",
     "gram_factor",
     "half_squared_distances",
+    "hugging_face_blocks",
+    "hugging_face_configs",
+    "hugging_face_layers",
     "joint_noise",
     "matrix_noise",
     "normalise",

@@ -17,7 +17,6 @@ Hugging Face computes RMSNorm, softmax and the rotary embedding in float32 altho
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 
 from .library_block import wrap_library_layer
 from .torch_block import torch_layer_map
@@ -32,9 +31,9 @@ NOISY_WEIGHTS = {
 NAMES = {"llama": "Llama layer", "gpt2": "GPT-2 block", "neox": "GPT-NeoX layer"}
 
 
-@cache
 def hugging_face_configs() -> dict:
-    """The three small configs (d = ``DIM``, MLP width ``WIDTH``, one head, one layer, no dropout)."""
+    """The three small configs (d = ``DIM``, MLP width ``WIDTH``, one head, one layer, no dropout), built anew at each
+    call (a config is mutable)."""
     from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig
 
     common = {"vocab_size": 8, "attn_implementation": "eager"}

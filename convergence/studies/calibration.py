@@ -221,14 +221,15 @@ def textbook_cases(profile: str) -> list[Case]:
     return cases
 
 
-# the two ladders every registry model is judged at: the checks' defaults, and one too shallow to decide most claims
+# the two ladders every registry model is judged at: the checks' defaults, and a short one they start from (and deepen,
+# with the default max_depth, up to 64, as a user's call would)
 REGISTRY_LADDERS = {"defaults": {}, "depths (4, 8, 16)": {"depths": (4, 8, 16)}}
 
 
 def registry_cases(profile: str) -> list[Case]:
     """Every registry model with Brownian noise (the strong and weak limit checks drive the claim with the layer's own
     increments), its true limit through the strong and the weak limit check at each of ``REGISTRY_LADDERS``: never a
-    fail; at the defaults, the share that passes beside it. The quick profile: one model at the shallow ladder."""
+    fail; at the defaults, the share that passes beside it. The quick profile: one model at the short ladder."""
     seeds = SEEDS  # fewer could not catch a 35% rate of false failures
     chosen = MODELS if profile == "full" else {"agazzi gaussian field": MODELS["agazzi gaussian field"]}
     ladders = REGISTRY_LADDERS if profile == "full" else {"depths (4, 8, 16)": REGISTRY_LADDERS["depths (4, 8, 16)"]}
