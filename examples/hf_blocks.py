@@ -1,15 +1,10 @@
 """Example (d): Hugging Face decoder layers (Llama, GPT-2, GPT-NeoX) as depth limits, their limits derived by the suite.
 
-The three layers are built in ``convergence/models/hugging_face.py`` (about a page: read it to build your own): each
-from a small config (no weights downloaded; eager attention), wrapped with ``convergence.wrap_library_layer``
-(positions 0..n-1, the rotary embedding, a causal mask), and turned into a layer map (``convergence.torch_layer_map``)
-with the attention's output weights and the MLP's first weights drawn fresh at every layer with entry variance
-sigma^2 h, so that the activation's curvature (SiLU, GELU) makes a drift. (With only output weights as noise the
-branches are linear in the noise and the drift is 0: a "5% drift error" would then be the claim itself.) GPT-NeoX is
-the third structure: a parallel residual x + attn(LN_1 x) + mlp(LN_2 x), built with ``zero_biases=True`` (its
-``nn.Linear`` biases would move the state by O(1) per layer; ``torch_layer_map`` names them). All three are pre-norm:
-the residual stream lives in R^d, so the step at h = 0 leaves every state in place and the default named states are
-resting states.
+The three layers are built in ``convergence/models/hugging_face.py`` (about a page: read it to build your own, its
+docstring says which weights are noise and why): each from a small config (no weights downloaded), wrapped with
+``convergence.wrap_library_layer`` and turned into a layer map by ``convergence.torch_layer_map``. All three are
+pre-norm: the residual stream lives in R^d, so the step at h = 0 leaves every state in place and the default named
+states are resting states.
 
 The limit is not written by hand: ``convergence.derive_limit`` differentiates the layer's step at h = 0. The local
 check then compares one step's sampled moments with it (pass) and with its drift x 1.05 (fail). Hugging Face

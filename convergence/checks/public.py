@@ -879,8 +879,8 @@ def _deeper_ladders(depths: tuple[int, ...], max_depth: int | None) -> list[tupl
 def _decide_deepening(
     look: Callable[[int, float, float], list[Check]], looks: Looks, ladders: list[tuple[int, ...]], drawn: _Drawn
 ) -> tuple[list[Check], int]:
-    """Staged looks on the ladder asked for (``drawn.depths``), then, while the checks are undecided only because
-    their levels are pre-asymptotic (``wants_deeper``), each deeper ladder of ``ladders`` in turn. Every deeper ladder
+    """Staged looks on the ladder asked for (``drawn.depths``), then, while some check says a deeper ladder would
+    decide and none fails (``wants_deeper``), each deeper ladder of ``ladders`` in turn. Every deeper ladder
     is one more look of the group-sequential design: with K staged looks and D deeper ladders each look is at level
     alpha / (K + D) and power 1 - beta / (K + D), so a true claim fails at most alpha and an effect at the target
     passes at most beta whichever look stops. A deeper ladder's paths do the work of the last look on the ladder

@@ -390,7 +390,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "Rows at a multiple of the stated resolution run the claim with its drift x (1 + m R_s) on seed s's own "
         "samples, R_s the relative drift resolution that seed's true-claim run stated at the look it stopped: the "
         "check promises to reject R_s with probability >= 90% (at that look's power, 1 - 0.1/K).",
-        "Not yet here: the Hugging Face blocks' strong and weak checks (minutes of CPU per run), and the weak check "
+        "Not yet here: the Hugging Face blocks' strong and weak checks (about 10 CPU minutes per run at 256 paths, "
+        "hours at their default budgets), and the weak check "
         "over the textbook library (its target is in standard deviations of f, which the additive problem's 0.005 "
         "noise makes beyond its Euler bias); the catalogue's other mutants (sigma^2, beta, (d-2)/2, the Stratonovich "
         "drift, a missing projection) over seeds.",

@@ -79,8 +79,8 @@ def rate_check(
     ``undecided_allowed`` (with ``wanted`` = pass): an inconclusive seed counts as wanted, the row counting false
     failures alone (a true claim at depths too shallow to decide it must still never fail)."""
     runs = len(verdicts)
-    hits = list(verdicts).count(wanted) + (list(verdicts).count(INCONCLUSIVE) if undecided_allowed else 0)
     counts = {v.value: list(verdicts).count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
+    hits = list(verdicts).count(wanted) + (counts[INCONCLUSIVE.value] if undecided_allowed else 0)
     lo, hi = wilson(hits, runs, confidence_z(CONFIDENCE))
     allowed = 0
     if wanted == PASS:
@@ -88,7 +88,9 @@ def rate_check(
         if per_run_rate is None:
             chance = 1.0 - (1.0 - FAMILY_ALPHA) ** runs
             target = (
-                f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
+                f"no seed fails, undecided ones allowed (a false failure at one of {runs} seeds: at most {chance:.3f})"
+                if undecided_allowed
+                else f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
                 "seed at the budget has no such bound, and also misses the target)"
             )
         else:
