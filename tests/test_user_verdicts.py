@@ -351,6 +351,26 @@ def test_a_weak_limit_whose_rate_is_undecided_cannot_fail():
     assert outcome.verdict != "fail", outcome.table()
 
 
+def test_a_near_miss_is_not_rejected_on_a_bias_bound_the_rate_does_not_show():
+    """The same ladder, not deepened, with a drift x 1.05 near miss: its difference from the layer is no more evidence
+    than the true claim's (the bias bound needs a weak order of at least 0.85), so the rejection row is undecided, not a
+    pass that would credit the check with power it has not shown."""
+    from convergence.models import MODELS
+
+    model = MODELS["hybrid"]()
+    outcome = cv.check_weak_limit(
+        model,
+        model.limit_sde(),
+        lambda x: np.sum(x[:, 0] * x[:, 1], axis=-1) ** 2,
+        depths=(4, 8, 16),
+        near_misses=(0.05,),
+        max_depth=16,
+    )
+    checks = {c.name: c for c in outcome.checks}
+    assert checks["weak_order"].verdict == "inconclusive", outcome.table()
+    assert checks["rejects"].verdict == "inconclusive", outcome.table()
+
+
 def test_a_drift_free_claims_weak_limit_still_compares_laws():
     """Brownian motion x + dW against dx = dW: the drift near misses are the claim itself (0 x 1.05 = 0), which
     leaves claim_limit its power to compare laws: it passes."""

@@ -815,6 +815,7 @@ def check_weak_limit(
                 bias_span=2.0,
                 order_floor=design.order - design.order_allowance,
             )
+            inner = _limit_needs_rate(inner, rate, design)  # a rejection needs the same proven bias bound as a fail
             checks.append(rejection_row("weak", _name(layer), label, eps, [inner], float("inf")))
         panels[:] = [Panel(title, "step h", "|coupled difference|", [fits["f"].series("|E f(L) - E f(2L)|", z)], order)]
         return checks
