@@ -5,9 +5,13 @@
     python -m convergence report [--profile quick|full] [--seed N] [--out DIR] [execution options]
     python -m convergence bench [--out DIR] [--repeats N] [--paths N] [--breakdown]
 
-``run`` and ``report`` write ``DIR/<study>.{json,md,png}`` and refresh ``DIR/index.md`` (default
-``reports/quick/`` for the quick profile, ``reports/`` for the full one; replacing a report of the other profile is
-refused unless ``--replace-other-profile``). A progress bar is shown when standard error is a terminal.
+``run`` and ``report`` write ``DIR/<study>.{json,md,png}``, ``DIR/index.md`` and ``DIR/run.json`` as one set once
+every study has finished (``verify.common.files.atomic_write_set``), under ``DIR``'s lock; default ``reports/quick/``
+for the quick profile, ``reports/local/`` for the full one; the committed ``reports/`` only with ``--profile full``
+spelled out or ``--replace-committed``; replacing a report of the other profile is refused unless
+``--replace-other-profile``. The exit status says how the run ended (``runtime.faults.Exit``): each fault is one
+sentence on standard error, its traceback only with ``--debug``. A progress bar is shown when standard error is a
+terminal.
 
 Execution options (``convergence.runtime.execution``): ``--scheduler sync|processes|tcp://host:port`` (in process,
 a local dask cluster of ``--workers`` processes, or an existing dask scheduler; default: processes, one per
@@ -22,29 +26,31 @@ CPU time, and no number depends on K.
 from __future__ import annotations
 
 import argparse
-import errno
 import json
+import os
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from verify.common import Verdict, check_int
+from verify.common import Verdict, atomic_write_set, check_int, exclusive_folder, recover_folder
 
-from .output import write_index, write_run, write_study
+from .output import INDEX_FILE, RUN_FILE, index_markdown, report_problem, run_json, study_files
 from .performance.benchmark import BenchConfig, run_benchmarks
 from .performance.breakdown import study_breakdowns
 from .performance.report import write_performance
 from .runtime import (
     as_finished,
     available_cores,
+    cache_secret,
     caching,
     check_scheduler,
     default_scheduler,
     reference_seconds,
     scheduler,
 )
+from .runtime.faults import Exit, Fault, as_fault, terminate_as_interrupt
 from .studies import HEADLINES, PROFILES, STUDIES
 
 
@@ -58,9 +64,6 @@ def _folder(option: str):
         return path
 
     return parse
-
-
-WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _check_writable(parser: argparse.ArgumentParser, option: str, folder: Path) -> None:
@@ -124,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     default_concurrency = 2 if available_cores() > 1 else 1
 
     def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--profile", choices=PROFILES, default="quick", help="quick (default) or full")
+        sub.add_argument("--profile", choices=PROFILES, default=None, help="quick (default) or full")
         sub.add_argument(
             "--seed",
             type=_integer("--seed", 0, 2**63 - 1),
@@ -135,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--out",
             type=_folder("--out"),
             default=None,
-            help="report folder (default reports/quick/ for the quick profile, reports/ for the full one)",
+            help="report folder (default reports/quick/ for the quick profile, reports/local/ for the full one; "
+            "the committed reports/ only with --profile full spelled out or --replace-committed)",
         )
         sub.add_argument(
             "--scheduler",
@@ -162,12 +166,26 @@ def build_parser() -> argparse.ArgumentParser:
             "--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)"
         )
         sub.add_argument(
+            "--cache-key",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="the secret that authenticates a cache several writers share (default: CACHE/.key, created at "
+            "first use, readable by its owner only)",
+        )
+        sub.add_argument(
             "--replace-other-profile",
             action="store_true",
             help="let this run replace reports of the other profile in OUT (refused otherwise: reports/ "
             "holds the committed full reports)",
         )
+        sub.add_argument(
+            "--replace-committed",
+            action="store_true",
+            help="let this run write into the committed reports/ without --profile full spelled out",
+        )
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
+        sub.add_argument("--debug", action="store_true", help="show the traceback of a fault instead of one sentence")
         sub.add_argument(
             "--concurrent-studies",
             type=_integer("--concurrent-studies", 1, 64),
@@ -220,77 +238,120 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [name for name in names if name not in STUDIES]
     if unknown:
         parser.error(f"STUDY must be one of {sorted(STUDIES)}, got {', '.join(map(repr, unknown))}")
+    profile_given = args.profile is not None
+    args.profile = args.profile or "quick"
     if args.out is None:
         args.out = DEFAULT_OUT[args.profile]
-    other = [name for name in names if _profile_of(args.out, name) not in (None, args.profile)]
-    if other and not args.replace_other_profile:
+    if _committed(args.out) and not (args.replace_committed or (profile_given and args.profile == "full")):
         parser.error(
-            f"--out {str(args.out)!r} holds reports of another profile than {args.profile} for "
-            f"{', '.join(other)}, which this run would replace: write elsewhere (the default --out for "
-            f"{args.profile} is {DEFAULT_OUT[args.profile]}/), or pass --replace-other-profile"
+            f"--out {str(args.out)!r} holds the committed full-profile reports: regenerate them with --out "
+            f"{args.out} --profile full spelled out, or pass --replace-committed (the full profile's default "
+            f"folder is {DEFAULT_OUT['full']}/)"
         )
-    progress = _progress_factory(sys.stderr.isatty())
     cache_dir = args.cache if args.cache is not None else args.out / ".cache"
     _check_writable(parser, "--out", args.out)
     _check_writable(parser, "--cache", cache_dir)
+    if args.cache_key is not None:
+        try:
+            cache_secret(cache_dir, args.cache_key)
+        except (OSError, ValueError) as error:
+            parser.error(f"--cache-key {str(args.cache_key)!r}: {getattr(error, 'strerror', None) or error}")
     try:
-        return _run_studies(args, names, progress, cache_dir)
-    except OSError as error:
-        if error.errno not in WRITE_ERRORS:
+        with terminate_as_interrupt():
+            return _locked_run(parser, args, names, cache_dir)
+    except BaseException as error:  # noqa: BLE001 (every fault becomes its exit code and one sentence)
+        if isinstance(error, SystemExit):
             raise
-        print(
-            f"error: cannot write {error.filename or 'a report or cache file'}: {error.strerror} (--out "
-            f"{str(args.out)!r}, --cache {str(cache_dir)!r}); finished blocks stay in the cache, --resume reuses them",
-            file=sys.stderr,
-        )
-        return 2
+        fault = as_fault(error, args.scheduler, str(args.out), str(cache_dir))
+        if args.debug:
+            raise
+        if fault is None:
+            fault = Fault(
+                Exit.UNEXPECTED,
+                f"unexpected {type(error).__name__}: {error} (a bug: rerun with --debug for the traceback)",
+            )
+        print(f"error: {fault}", file=sys.stderr)
+        return int(fault.code)
 
 
-def _run_studies(args: argparse.Namespace, names: list[str], progress, cache_dir: Path) -> int:
-    """Run ``names`` (longest first, ``args.concurrent_studies`` at a time) and write their reports and the index."""
-    worst, timeline = 0, []
+def _locked_run(parser: argparse.ArgumentParser, args: argparse.Namespace, names: list[str], cache_dir: Path) -> int:
+    """Under ``--out``'s lock: complete or clear what an interrupted run left there, refuse what this run must not
+    replace, then run."""
+    owner = f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {' '.join(sys.argv[1:])}"
+    with exclusive_folder(args.out, owner):
+        for sentence in recover_folder(args.out) + recover_folder(cache_dir, stale_after=STALE_TEMPORARY_S):
+            print(f"note: {sentence}", file=sys.stderr)
+        earlier = {name: _earlier_report(args.out, name) for name in names}
+        other = [name for name, data in earlier.items() if data and data.get("profile") != args.profile]
+        if other and not args.replace_other_profile:
+            parser.error(
+                f"--out {str(args.out)!r} holds reports of another profile than {args.profile} for "
+                f"{', '.join(other)}, which this run would replace: write elsewhere (the default --out for "
+                f"{args.profile} is {DEFAULT_OUT[args.profile]}/), or pass --replace-other-profile"
+            )
+        return _run_studies(args, names, _progress_factory(sys.stderr.isatty()), cache_dir, earlier)
+
+
+def _run_studies(
+    args: argparse.Namespace, names: list[str], progress, cache_dir: Path, earlier: dict[str, dict | None]
+) -> int:
+    """Run ``names`` (longest first, ``args.concurrent_studies`` at a time), then write every report, the run record
+    and the index as one set (``atomic_write_set``): an interrupted run writes nothing."""
+    timeline, results = [], []
     start = time.perf_counter()
 
     def run_study(name: str):
         scope = {"study": name, "profile": args.profile, "seed": args.seed}
         began = time.perf_counter() - start
-        with caching(cache_dir, scope, resume=args.resume) as block_cache:
+        with caching(cache_dir, scope, resume=args.resume, key_file=args.cache_key) as block_cache:
             result = STUDIES[name].run(args.profile, args.seed, progress)
         timeline.append({"study": name, "start_s": round(began, 1), "end_s": round(time.perf_counter() - start, 1)})
         return result, block_cache
 
     cores = available_cores()
     # longest first (by the last report of this profile in OUT), so the last study does not run alone
-    order = sorted(names, key=lambda name: -_previous_wall(args.out, name, args.profile, cores))
+    order = sorted(names, key=lambda name: -_previous_wall(earlier[name], args.profile, cores))
     # ref before the workers start: measured beside their start-up (imports) it came out 25% slow once
     reference_seconds()
     with scheduler(args.scheduler, args.workers, args.task_paths):
         for name, result, block_cache in _concurrently(run_study, order, args.concurrent_studies):
-            paths = write_study(result, args.out)  # written here: plotting stays in the main thread
             print(
-                f"{name}: {result.verdict} ({result.elapsed_s:.1f} s) -> {paths['md']}; blocks: "
-                f"{block_cache.computed} computed, {block_cache.reused} reused from {cache_dir}"
+                f"{name}: {result.verdict} ({result.elapsed_s:.1f} s); blocks: {block_cache.computed} computed, "
+                f"{block_cache.reused} reused from {cache_dir}",
+                flush=True,
             )
-            worst = max(worst, int(result.verdict == Verdict.FAIL))
+            results.append(result)
     wall = time.perf_counter() - start
     workers = 1 if args.scheduler == "sync" else args.workers
-    write_run(
-        args.out,
-        {
-            "command": args.command,
-            "profile": args.profile,
-            "seed": args.seed,
-            "studies": names,
-            "wall_s": round(wall, 1),
-            "scheduler": args.scheduler,
-            "workers": workers,
-            "concurrent_studies": args.concurrent_studies,
-            "cores": cores,
-            "timeline": sorted(timeline, key=lambda row: row["start_s"]),
-        },
-    )
-    print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; index: {write_index(args.out, HEADLINES)}")
-    return worst
+    run = {
+        "command": args.command,
+        "profile": args.profile,
+        "seed": args.seed,
+        "studies": names,
+        "wall_s": round(wall, 1),
+        "scheduler": args.scheduler,
+        "workers": workers,
+        "concurrent_studies": args.concurrent_studies,
+        "cores": cores,
+        "timeline": sorted(timeline, key=lambda row: row["start_s"]),
+    }
+    files = {args.out / RUN_FILE: run_json(run)}
+    for result in results:  # drawn here: plotting stays in the main thread
+        files.update(study_files(result, args.out)[0])
+    pending = {path.name: data for path, data in files.items()}
+    index = args.out / INDEX_FILE
+    files[index] = index_markdown(args.out, HEADLINES, pending).encode()
+    try:
+        atomic_write_set(files)  # Ctrl-C and SIGTERM held back from its commit point on
+    except KeyboardInterrupt:
+        if _reads(index) != files[index]:
+            raise
+        raise Fault(Exit.INTERRUPTED, f"interrupted after this run's reports were written (index: {index})") from None
+    print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; reports in {args.out}/, index: {index}")
+    verdicts = {result.verdict for result in results}
+    if Verdict.FAIL in verdicts:
+        return int(Exit.FAILED)
+    return int(Exit.INCONCLUSIVE if Verdict.INCONCLUSIVE in verdicts else Exit.PASSED)
 
 
 def _concurrently(run_study, names: list[str], threads: int):
@@ -299,25 +360,49 @@ def _concurrently(run_study, names: list[str], threads: int):
         yield (names[index], *outcome)
 
 
-DEFAULT_OUT = {"quick": Path("reports") / "quick", "full": Path("reports")}  # reports/ holds the committed full reports
+DEFAULT_OUT = {"quick": Path("reports") / "quick", "full": Path("reports") / "local"}
+COMMITTED = Path("reports")  # the committed full-profile reports, relative to the repository (or the working folder)
+STALE_TEMPORARY_S = 3600.0  # a cache temporary this old is an interrupted write's (a shared cache has live ones)
 
 
-def _profile_of(out: Path, name: str) -> str | None:
-    """The profile of the study's report in ``out`` (None when there is none or it is unreadable)."""
+def _reads(path: Path) -> bytes | None:
     try:
-        return json.loads((Path(out) / f"{name}.json").read_text()).get("profile")
-    except (OSError, ValueError, AttributeError):
+        return path.read_bytes()
+    except OSError:
         return None
 
 
-def _previous_wall(out: Path, name: str, profile: str, cores: int) -> float:
-    """The shortest wall time the study's last report of ``profile`` in ``out`` allows on ``cores``: its serial CPU
-    seconds plus the rest spread over the cores (a report without its serial CPU: its wall time; no report: 0)."""
+def _committed(out: Path) -> bool:
+    """Whether ``out`` is the folder of the committed reports (``reports/`` of the working folder or of this
+    checkout)."""
+    here = Path(out).resolve()
+    return here in {COMMITTED.resolve(), (Path(__file__).resolve().parent.parent / COMMITTED).resolve()}
+
+
+def _earlier_report(out: Path, name: str) -> dict | None:
+    """The study's earlier report in ``out`` (None when there is none); a ``Fault`` (exit 2) when the file there is
+    not a report this tool wrote, rather than a guess from it."""
+    path = Path(out) / f"{name}.json"
     try:
-        data = json.loads((out / f"{name}.json").read_text())
-    except (OSError, ValueError):
-        return 0.0
-    if data.get("profile") != profile:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise Fault(Exit.BAD_INPUT, f"{path} cannot be read ({error.strerror}): move it or pass --out") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    problem = report_problem(data, name)
+    if problem:
+        raise Fault(Exit.BAD_INPUT, f"{path} is not a report written by this tool ({problem}): move it or pass --out")
+    return data
+
+
+def _previous_wall(data: dict | None, profile: str, cores: int) -> float:
+    """The shortest wall time the study's last report ``data`` of ``profile`` allows on ``cores``: its serial CPU
+    seconds plus the rest spread over the cores (a report without its serial CPU: its wall time; no report: 0)."""
+    if data is None or data.get("profile") != profile:
         return 0.0
     if "serial_cpu_s" not in data:
         return float(data.get("elapsed_s", 0.0))

@@ -102,3 +102,30 @@ def test_default_states_move_to_the_layer_norm_sphere_where_the_block_lives():
     for claim, verdict in ((post_ln.CLAIM, "pass"), (post_ln.MODEL_F_FACTOR, "fail")):
         outcome = cv.check_local_consistency(post_ln.LAYER, claim, states=("uniform", "near merged"), target=0.02)
         assert outcome.verdict == verdict, outcome.table()
+
+
+class _InPlaceResidual(torch.nn.Module):
+    """x + W x with the residual added in place, in a submodule: it mutates the block's input."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3, bias=False)
+        self.merge = _AddInPlace()
+
+    def forward(self, x):
+        return self.merge(x, self.linear(x))
+
+
+class _AddInPlace(torch.nn.Module):
+    def forward(self, x, y):
+        return x.add_(y)
+
+
+def test_an_in_place_op_is_named_with_its_module_at_construction_and_derive_limit_refuses_it():
+    """The step is traced once (a forward-mode derivative under vmap) when the map is built: an in-place op that
+    derive_limit cannot differentiate is a warning then, naming the op and the module it ran in, and derive_limit
+    refuses the block with the same sentence instead of a raw torch error inside a check."""
+    with pytest.warns(UserWarning, match=r"in-place operation aten::add_.Tensor in module 'merge'"):
+        layer = cv.torch_layer_map(_InPlaceResidual, 2, 3, {"linear.weight": 0.5})
+    with pytest.raises(ValueError, match=r"derive_limit cannot take torch block: in-place .* use out-of-place ops"):
+        cv.derive_limit(layer)

@@ -148,28 +148,30 @@ def test_an_unwritable_output_or_cache_folder_is_refused_before_any_computing(tm
     assert "--cache must be a directory" in capsys.readouterr().err
 
 
-def test_a_full_disk_during_a_run_gives_one_message_naming_the_folders(tmp_path, capsys, monkeypatch):
-    import errno
+def test_an_observable_of_the_wrong_shape_is_refused_before_any_path_is_simulated():
+    """The observable is called once on a probe before the checks draw anything: a per-token value (paths, d)
+    instead of one per path is named at once, not after the simulation."""
+    import time
 
-    import convergence.cli as cli
+    import convergence as cv
 
-    def full(*args):
-        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.npz"))
+    model = FedorovModel(2, 4, beta=0.8, sigma=0.9)
+    start = time.process_time()
+    with pytest.raises(ValueError, match=r"observable f\(x\) must return an array shaped \(2,\), got \(2, 4\)"):
+        cv.check_weak_limit(model, model.limit_sde(), lambda x: x[:, 0], paths=4096)
+    with pytest.raises(TypeError, match="observable f"):
+        cv.check_weak_order(model, lambda x: np.full(x.shape[0], "a"), paths=4096)
+    assert time.process_time() - start < 1.0  # nothing simulated (a 4096-path ladder takes seconds)
 
-    monkeypatch.setattr(cli, "_run_studies", full)
-    assert main(["run", "strong-fedorov", "--out", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert "cannot write" in err and "No space left on device" in err and f"--out '{tmp_path}'" in err
 
+@pytest.mark.parametrize("scale", [0.0, 0.5])
+def test_a_claim_without_noise_is_refused_by_the_local_check_naming_the_state(scale):
+    """A zero claimed diffusion (no noise at all, or a drift-only claim of a noisy map) has no covariance for the
+    local check to compare relative to: a clear error before any sample, never a ZeroDivisionError."""
+    import convergence as cv
 
-def test_a_report_set_is_written_as_a_unit(tmp_path):
-    from verify.common import atomic_write_set
-
-    atomic_write_set({tmp_path / "a.json": b"old", tmp_path / "a.md": b"old"})
-    (tmp_path / "blocked").write_text("")  # a file where the next set needs a folder: its write fails midway
-    with pytest.raises(OSError):
-        atomic_write_set(
-            {tmp_path / "a.json": b"new", tmp_path / "blocked" / "a.png": b"new", tmp_path / "a.md": b"new"}
-        )
-    assert (tmp_path / "a.json").read_bytes() == b"old" and (tmp_path / "a.md").read_bytes() == b"old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.md", "blocked"]  # no temporary left
+    noise = cv.field_noise((1,), scale)
+    layer = cv.layer_map(lambda x, dw, h: x - h * x + dw[:, None, :], 1, 1, noise)
+    claim = cv.limit_sde(lambda x: -x, lambda x, dw: 0.0 * x, 1, 1, noise)
+    with pytest.raises(ValueError, match=r"claimed diffusion of claimed SDE is identically zero at state 'uniform'"):
+        cv.check_local_consistency(layer, claim)

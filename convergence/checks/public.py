@@ -230,14 +230,17 @@ def _checked_array(what: str, value: object, shape: tuple[int, ...]) -> np.ndarr
     return value.astype(np.float64, copy=False)
 
 
-def _checked_observable(observable: Observable) -> Observable:
-    """``observable`` with its output checked: one real value per path, shape (paths,)."""
+def _checked_observable(observable: Observable, layer: UserLayerMap) -> Observable:
+    """``observable`` with its output checked: one real value per path, shape (paths,). It is called once here, on
+    two paths of ``layer``'s shape (``_probe``'s tokens), so a wrong shape or dtype is reported before any path is
+    simulated."""
     if not callable(observable):
         raise TypeError(f"observable must be callable f(x) -> (paths,), got {type(observable).__name__}")
 
     def checked(x: np.ndarray) -> np.ndarray:
         return _checked_array("observable f(x)", observable(x), x.shape[:1])
 
+    _probe(layer, "the observable f(x)", lambda x, dw: checked(x))
     return checked
 
 
@@ -629,7 +632,7 @@ def check_weak_order(
     _check_protocol("layer", layer, LayerMap)
     order = check_real("order", order, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
-    checked = _checked_observable(observable)
+    checked = _checked_observable(observable, layer)
     looks = _looks(paths, first, budget, WEAK_BLOCK)
     key = (USER_KEY, 2)
     config = {"map": _name(layer)}
@@ -726,7 +729,7 @@ def check_weak_limit(
     resolution = check_real("resolution", resolution, minimum=0.0, strict_minimum=True)
     near_misses = tuple(check_real("near_misses", eps, minimum=-1.0, strict_minimum=True) for eps in near_misses)
     title = _check_title(title)
-    checked = _checked_observable(observable)
+    checked = _checked_observable(observable, layer)
     looks = _looks(paths, first, budget, WEAK_BLOCK)
     depths = tuple(depths)
     ladders = _deeper_ladders(depths, max_depth)
@@ -1040,7 +1043,7 @@ def check_same_weak_limit(
         raise ValueError(f"depth must be a multiple of 4 (the ladder is depth/4, depth/2, depth), got {depth}")
     resolution = check_real("resolution", resolution, minimum=0.0, strict_minimum=True)
     title = _check_title(title)
-    checked = _checked_observable(observable)
+    checked = _checked_observable(observable, first)
     looks = _looks(paths, first_look, budget, WEAK_BLOCK, ("paths", "first_look", "budget"))
     key = (USER_KEY, 3)
     config = {"first": _name(first), "second": _name(second), "depth": depth}
@@ -1191,6 +1194,22 @@ def resolve_states(
     return chosen
 
 
+def _check_has_noise(sde: ClaimedSDE, states: dict[str, np.ndarray]) -> None:
+    """The local check measures the one-step covariance relative to the claim's: refuse, before any sample, a claim
+    whose diffusion vanishes at a state (on two random increments), naming the state and what decides instead."""
+    rng = np.random.default_rng(0)
+    for name, x in states.items():
+        dw = PROBE_STEP**0.5 * sde.noise.scale * sde.noise.standard(rng, (2, *sde.noise.shape))
+        moved = np.asarray(sde.diffusion(np.broadcast_to(x, (2, *x.shape)).copy(), dw))
+        if not np.any(moved):
+            raise ValueError(
+                f"sde: the claimed diffusion of {_name(sde)} is identically zero at state {name!r} (noise scale "
+                f"{sde.noise.scale:g}): the local check compares the one-step covariance with the claim's, relative "
+                "to it, so it decides SDE claims with noise only; give the claim its noise, or compare a deterministic "
+                "limit pathwise (check_strong_order)"
+            )
+
+
 @timed
 def check_local_consistency(
     layer: UserLayerMap,
@@ -1238,6 +1257,7 @@ def check_local_consistency(
     chosen = resolve_states(layer.tokens, layer.dim, states, seed, key)
     if not isinstance(states, dict):
         chosen = {name: where_it_lives(layer, x, name) for name, x in chosen.items()}
+    _check_has_noise(sde, chosen)
     config = {"map": _name(layer), "sde": _name(sde)}
     drawn: dict = {}
 

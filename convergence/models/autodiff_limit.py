@@ -380,4 +380,6 @@ def derive_limit(layer: TorchBlockLayer, name: str = "limit by automatic differe
             f"layer must be a torch layer map (convergence.torch_layer_map), got {type(layer).__name__}; "
             "a numpy map's limit is derived symbolically (verify.one_step_limit)"
         )
+    if layer.differentiation_problem:
+        raise ValueError(f"derive_limit cannot take {layer.name}: {layer.differentiation_problem}")
     return AutodiffLimit(layer, name)

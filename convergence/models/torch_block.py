@@ -237,6 +237,48 @@ class TorchBlockLayer:
             step(x[0], zero, torch.tensor(1.0 / 64, dtype=torch.float64))
         return seen
 
+    @cached_property
+    def differentiation_problem(self) -> str:
+        """Why ``torch.func`` cannot differentiate the step in its noise under ``vmap`` (as ``derive_limit`` does),
+        as a sentence naming the operation and the innermost module running when it failed; "" when it can. One
+        forward-mode derivative on a probe path, traced with module hooks."""
+        import torch
+        from torch.func import jvp, vmap
+
+        running: list[str] = []
+        failed_in: list[str] = []
+        names = {module: name for name, module in self.template.named_modules()}
+
+        def enter(module, args):
+            running.append(names.get(module, "") or "the block itself")
+
+        def leave(module, args, output):
+            running.pop()
+
+        hooks = [m.register_forward_pre_hook(enter) for m in names] + [m.register_forward_hook(leave) for m in names]
+        step = self.torch_step
+        x = torch.from_numpy(np.random.default_rng(0).standard_normal((1, self.tokens, self.dim)))
+        zero = torch.zeros((1, self.noise.shape[0]), dtype=torch.float64)
+        h = torch.tensor(1.0 / 64, dtype=torch.float64)
+        try:
+            with one_thread(torch):
+                vmap(lambda xp, dw: jvp(lambda w: step(xp, w, h), (dw,), (torch.ones_like(dw),)))(x, zero)
+        except Exception as error:  # noqa: BLE001 (any failure here is the derivative's, reported as a sentence)
+            failed_in[:] = running[-1:] or ["the block itself"]
+            text = str(error)
+            if "in-place operation" in text:
+                op = text.split("in-place operation (", 1)[-1].split(")", 1)[0] if "(" in text else "an in-place op"
+                return (
+                    f"in-place operation {op} in module {failed_in[0]!r} on a tensor the block received (its input "
+                    "or a parameter): derive_limit differentiates the step under vmap, which cannot mutate a "
+                    "captured tensor; use out-of-place ops (x = x + f(x), not x.add_(...) or x += ...)"
+                )
+            return f"{type(error).__name__} in module {failed_in[0]!r} while differentiating the step: {text}"
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return ""
+
     def __getstate__(self) -> dict:
         """Pickled without the built torch objects (workers rebuild them from the factory and the seed)."""
         built = ("template", "torch_step", "internal_dtypes", "lowest_precision_eps")
@@ -286,4 +328,6 @@ def torch_layer_map(
             UserWarning,
             stacklevel=2,
         )
+    if layer.differentiation_problem:  # the map runs, but derive_limit will refuse it: say so now
+        warnings.warn(f"{name}: {layer.differentiation_problem}", UserWarning, stacklevel=2)
     return layer

@@ -8,9 +8,14 @@ from __future__ import annotations
 from .format import verdict_tally
 from .headlines import Headline, headline, unmatched
 from .report import (
+    INDEX_FILE,
+    RUN_FILE,
     index_markdown,
     json_default,
     plot_figure,
+    report_problem,
+    run_json,
+    study_files,
     to_json,
     to_markdown,
     write_index,
@@ -20,6 +25,8 @@ from .report import (
 from .results import CellMap, Curve, Heatmap, Panel, Plot, Series, StudyResult
 
 __all__ = [
+    "INDEX_FILE",
+    "RUN_FILE",
     "CellMap",
     "Curve",
     "Headline",
@@ -32,6 +39,9 @@ __all__ = [
     "index_markdown",
     "json_default",
     "plot_figure",
+    "report_problem",
+    "run_json",
+    "study_files",
     "to_json",
     "to_markdown",
     "unmatched",

@@ -255,9 +255,16 @@ def panels_png(result: StudyResult, key: str = "") -> bytes:
 
 
 def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
-    """Write ``<study>.json``, ``<study>.md`` and ``<study>.png`` (and ``<study>-<key>.png`` per plot group) into
-    ``out`` as one unit (``atomic_write_set``); return their paths. No ``<study>.png`` when the result has nothing
-    to draw there (a figure would hold only its title)."""
+    """Write ``study_files`` into ``out`` as one set (``atomic_write_set``); return their paths by kind."""
+    files, paths = study_files(result, out)
+    atomic_write_set(files)
+    return paths
+
+
+def study_files(result: StudyResult, out: Path) -> tuple[dict[Path, bytes], dict[str, Path]]:
+    """The bytes of ``<study>.json``, ``<study>.md`` and ``<study>.png`` (and ``<study>-<key>.png`` per plot group)
+    in ``out``, and their paths by kind. No ``<study>.png`` when the result has nothing to draw there (a figure would
+    hold only its title)."""
     out = Path(out)
     drawn = bool(result.panels or result.plots.get(""))
     paths = {kind: out / f"{result.study}.{kind}" for kind in ("json", "md", "png") if drawn or kind != "png"}
@@ -269,23 +276,33 @@ def write_study(result: StudyResult, out: Path) -> dict[str, Path]:
     extra = [paths[key].name for key in result.plots if key]
     files[paths["json"]] = to_json(result).encode()
     files[paths["md"]] = to_markdown(result, image=paths["png"].name if drawn else None, extra_images=extra).encode()
-    atomic_write_set(files)
-    return paths
+    return files, paths
 
 
 RUN_FILE = "run.json"
+INDEX_FILE = "index.md"
+
+
+def run_json(run: dict) -> bytes:
+    """``run.json``: how the last ``run`` / ``report`` in a folder ran (studies, wall time, workers, concurrency)."""
+    return (json.dumps(run, indent=2) + "\n").encode()
 
 
 def write_run(out: Path, run: dict) -> Path:
-    """``run.json``: how the last ``run`` / ``report`` in ``out`` ran (studies, wall time, workers, concurrency)."""
+    """Write ``run_json`` to ``out / run.json`` (atomically) and return its path."""
     path = Path(out) / RUN_FILE
-    atomic_write(path, (json.dumps(run, indent=2) + "\n").encode())
+    atomic_write(path, run_json(run))
     return path
 
 
-def _run_line(out: Path) -> list[str]:
+def _read(out: Path, name: str, pending: Mapping[str, bytes]) -> str:
+    """The text of ``out / name`` as it will be once ``pending`` (file name -> bytes about to be written) is."""
+    return pending[name].decode() if name in pending else (out / name).read_text()
+
+
+def _run_line(out: Path, pending: Mapping[str, bytes]) -> list[str]:
     try:
-        run = json.loads((out / RUN_FILE).read_text())
+        run = json.loads(_read(out, RUN_FILE, pending))
         command = run["command"] + ("" if run["command"] == "report" else " " + " ".join(run["studies"]))
         return [
             f"Last run (`{command}`, profile {run['profile']}, {len(run['studies'])} studies, "
@@ -345,19 +362,47 @@ def _target_lines(studies: list[dict]) -> list[str]:
     ]
 
 
-def index_markdown(out: Path, headlines: Mapping[str, Sequence[Headline]] | None = None) -> str:
-    """The text of ``index.md``: every study whose JSON is in ``out``, with its verdict, profile, time and CPU;
-    the ``headlines`` of each study (``convergence.studies.HEADLINES``: study name -> its headline checks); the
-    targets per kind of check."""
-    out = Path(out)
+REPORT_NUMBERS = ("elapsed_s", "cpu_s", "serial_cpu_s", "ref_s", "family_wise_false_failure_rate")
+
+
+def report_problem(data: object, study: str | None = None) -> str | None:
+    """Why ``data`` (a parsed ``<study>.json``) is not a study report this tool wrote, in a few words; None when it
+    is one (of ``study``, when given)."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object" if data is not None else "not JSON"
+    missing = [key for key in ("study", "profile", "verdict", "checks") if key not in data]
+    if missing:
+        return f"no {', '.join(missing)}"
+    if study is not None and data["study"] != study:
+        return f"the report of {data['study']!r}"
+    if not isinstance(data["checks"], list) or not isinstance(data["profile"], str):
+        return "checks not a list or profile not a string"
+    wrong = [
+        key
+        for key in REPORT_NUMBERS
+        if key in data
+        and data[key] is not None
+        and (isinstance(data[key], bool) or not isinstance(data[key], (int, float)))
+    ]
+    return f"{', '.join(wrong)} not a number" if wrong else None
+
+
+def index_markdown(
+    out: Path, headlines: Mapping[str, Sequence[Headline]] | None = None, pending: Mapping[str, bytes] | None = None
+) -> str:
+    """The text of ``index.md``: every study whose JSON is in ``out`` (or in ``pending``, the files by name about to be
+    written there with the index), with its verdict, profile, time and CPU; the ``headlines`` of each study
+    (``convergence.studies.HEADLINES``: study name -> its headline checks); the targets per kind of check."""
+    out, pending = Path(out), dict(pending or {})
     rows, wall_total, cpu_total, studies = [], 0.0, 0.0, []
     ref_total, ref_count = 0.0, 0
-    for path in sorted(out.glob("*.json")):
+    names = {path.name for path in out.glob("*.json")} | {name for name in pending if name.endswith(".json")}
+    for name in sorted(names):
         try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            data = json.loads(_read(out, name, pending))
+        except (OSError, ValueError):
             continue
-        if not {"study", "verdict", "checks"} <= set(data):
+        if report_problem(data) is not None:
             continue
         studies.append(data)
         claims = [c["verdict"] for c in data["checks"] if c.get("claim", True)]
@@ -394,7 +439,7 @@ def index_markdown(out: Path, headlines: Mapping[str, Sequence[Headline]] | None
         "standard normals with numpy's default generator, measured in the same run "
         "(`convergence.runtime.reference`; '-' for a report from before it).",
         "",
-        *_run_line(out),
+        *_run_line(out, pending),
         "| study | verdict | profile | seed | time (s) | CPU (s) | CPU (ref) | family-wise rate | checks |",
         "|---|---|---|---|---|---|---|---|---|",
         *rows,
@@ -405,10 +450,9 @@ def index_markdown(out: Path, headlines: Mapping[str, Sequence[Headline]] | None
         *headline_lines(studies, headlines or {}),
         *_target_lines(studies),
     ]
-    symbolic = out / "symbolic.json"
-    if symbolic.exists():
+    if "symbolic.json" in pending or (out / "symbolic.json").exists():
         try:
-            data = json.loads(symbolic.read_text())
+            data = json.loads(_read(out, "symbolic.json", pending))
             lines += [
                 f"Symbolic derivations (`python -m verify`): [**{data['status']}**](symbolic.md), "
                 f"{len(data['derivations'])} derivations, {data['elapsed_s']:.0f} s.",
@@ -421,6 +465,6 @@ def index_markdown(out: Path, headlines: Mapping[str, Sequence[Headline]] | None
 
 def write_index(out: Path, headlines: Mapping[str, Sequence[Headline]] | None = None) -> Path:
     """Write ``index_markdown`` to ``out / index.md`` (atomically) and return its path."""
-    index = Path(out) / "index.md"
+    index = Path(out) / INDEX_FILE
     atomic_write(index, index_markdown(out, headlines).encode())
     return index

@@ -1,7 +1,8 @@
 """Where work runs: blocks of paths, the unit of seeding and of work (``blocks``), the schedulers (in process or
 dask) with the resumable block cache (``execution``), the explicit identity of a configuration that keys it
-(``identity``), the results two studies of one run share (``sharing``), and the reference kernel that costs are
-measured in (``reference``). The lowest layer: it imports nothing else from ``convergence``.
+(``identity``), the results two studies of one run share (``sharing``), the reference kernel that costs are
+measured in (``reference``), and why a run stopped, as its exit code and one sentence (``faults``). The lowest
+layer: it imports nothing else from ``convergence``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from .execution import (
     as_finished,
     available_cores,
     block_count,
+    cache_secret,
     caching,
     check_scheduler,
     concatenate_blocks,
@@ -33,6 +35,7 @@ __all__ = [
     "as_finished",
     "available_cores",
     "block_count",
+    "cache_secret",
     "caching",
     "check_scheduler",
     "compute_blocks",

@@ -14,10 +14,12 @@ number is bit-identical whatever the scheduler, the number of workers or the tas
 
 Resumable runs: inside ``caching(directory, scope, resume)`` each finished task is written atomically to
 ``directory`` as an ``.npz`` holding its blocks' arrays, the full key they were computed for (scope, block label,
-block ranges, package fingerprint) and a SHA-256 checksum. With ``resume`` a task whose entry is intact and
-carries the same key is read instead of recomputed; a corrupted, truncated or foreign entry is recomputed and
-overwritten (never used). The package fingerprint hashes the package's source, so a cache never outlives a
-code change.
+block ranges, package fingerprint) and an HMAC-SHA256 of all of it under the cache's secret (``cache_secret``:
+``directory/.key``, 32 random bytes readable by its owner only, created at first use; or a key file that the writers
+of a shared cache share). With ``resume`` a task whose entry is intact, authentic and carries the same key is read
+instead of recomputed; a corrupted, truncated, foreign or forged entry (one written without the secret, e.g. arrays
+altered and a plain checksum recomputed) is recomputed and overwritten, with a warning, never used. The package
+fingerprint hashes the package's source, so a cache never outlives a code change.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import contextvars
 import ctypes
 import ctypes.util
 import hashlib
+import hmac
 import io
 import json
 import os
 import queue
+import tempfile
 import threading
 import time
 import warnings
@@ -185,13 +189,46 @@ def package_fingerprint() -> str:
     return digest.hexdigest()
 
 
+KEY_FILE = ".key"
+SECRET_BYTES = 32
+
+
+def cache_secret(directory: str | os.PathLike, key_file: str | os.PathLike | None = None) -> bytes:
+    """The secret that authenticates the entries of the cache in ``directory``: the bytes of ``key_file`` when given
+    (a cache shared by several users or machines: each writer passes the same file), else ``directory/.key``, created
+    at first use with 32 random bytes and mode 0600, and made visible by a hard link so that two first users agree
+    on one secret."""
+    if key_file is not None:
+        secret = Path(key_file).read_bytes()
+        if len(secret) < 16:
+            raise ValueError(f"cache key file {str(key_file)!r} must hold at least 16 bytes, got {len(secret)}")
+        return secret
+    directory = Path(directory)
+    path = directory / KEY_FILE
+    if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{KEY_FILE}.", suffix=".tmp")
+        try:
+            os.write(fd, os.urandom(SECRET_BYTES))
+            os.fsync(fd)
+            os.close(fd)
+            os.chmod(tmp, 0o600)
+            with contextlib.suppress(FileExistsError):  # another writer made the key first: use theirs
+                os.link(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return path.read_bytes()
+
+
 @dataclass
 class BlockCache:
-    """Finished blocks on disk (module docstring). ``scope`` names the run (study, profile, seed)."""
+    """Finished blocks on disk (module docstring). ``scope`` names the run (study, profile, seed); ``secret``
+    authenticates the entries (``cache_secret``)."""
 
     directory: Path
     scope: dict
     resume: bool = False
+    secret: bytes = field(default=b"", repr=False)
     reused: int = 0
     computed: int = 0
     rejected: list[str] = field(default_factory=list)
@@ -221,13 +258,17 @@ class BlockCache:
                 stored_key = str(data["__key__"])
                 structure = json.loads(str(data["__structure__"]))
                 leaves = [data[f"leaf_{i}"] for i in range(_count_leaves(structure))]
-                checksum = str(data["__checksum__"])
+                mac = str(data["__hmac__"])
         except Exception as error:  # noqa: BLE001 (any unreadable entry is recomputed, never used)
             return self._reject(path, f"unreadable ({type(error).__name__})")
         if stored_key != key:
             return self._reject(path, "computed for another configuration")
-        if checksum != _checksum(stored_key, structure, leaves):
-            return self._reject(path, "checksum mismatch (the entry's key, structure or arrays were altered)")
+        if not hmac.compare_digest(mac, _mac(self.secret, stored_key, structure, leaves)):
+            return self._reject(
+                path,
+                "not authentic (its key, structure or arrays were altered, or it was written without this "
+                "cache's secret)",
+            )
         self.reused += 1
         return _unflatten(structure, iter(leaves))
 
@@ -245,16 +286,17 @@ class BlockCache:
             buffer,
             __key__=np.array(key),
             __structure__=np.array(json.dumps(structure)),
-            __checksum__=np.array(_checksum(key, structure, leaves)),
+            __hmac__=np.array(_mac(self.secret, key, structure, leaves)),
             **arrays,
         )
         atomic_write(self.path(key), buffer.getvalue())
         self.computed += 1
 
 
-def _checksum(key: str, structure: Any, leaves: Sequence[np.ndarray]) -> str:
-    """SHA-256 of the entry's key, structure and arrays: an entry whose key was rewritten fails it."""
-    digest = hashlib.sha256(key.encode())
+def _mac(secret: bytes, key: str, structure: Any, leaves: Sequence[np.ndarray]) -> str:
+    """HMAC-SHA256 under ``secret`` of the entry's key, structure and arrays: an entry altered in any of them, or
+    written by someone without the secret, fails it."""
+    digest = hmac.new(secret, key.encode(), hashlib.sha256)
     digest.update(json.dumps(structure).encode())
     for leaf in leaves:
         leaf = np.ascontiguousarray(leaf)
@@ -377,9 +419,12 @@ def scheduler(name: str = "sync", workers: int = 2, task_paths: int | None = Non
 
 
 @contextlib.contextmanager
-def caching(directory: str | os.PathLike, scope: dict, resume: bool = False) -> Iterator[BlockCache]:
-    """Write every finished block under ``directory`` (keyed by ``scope``); with ``resume``, reuse intact ones."""
-    block_cache = BlockCache(Path(directory), dict(scope), bool(resume))
+def caching(
+    directory: str | os.PathLike, scope: dict, resume: bool = False, key_file: str | os.PathLike | None = None
+) -> Iterator[BlockCache]:
+    """Write every finished block under ``directory`` (keyed by ``scope``, authenticated by ``cache_secret``
+    (``directory``, ``key_file``)); with ``resume``, reuse intact and authentic ones."""
+    block_cache = BlockCache(Path(directory), dict(scope), bool(resume), cache_secret(directory, key_file))
     previous = current_execution()
     token = _CURRENT.set(replace(previous, cache=block_cache))
     try:

@@ -5,7 +5,16 @@ mpmath and python-flint (``precision``). The lowest layer of the project.
 
 from __future__ import annotations
 
-from .files import atomic_write, atomic_write_set, file_stem
+from .files import (
+    JOURNAL,
+    FolderLocked,
+    atomic_write,
+    atomic_write_set,
+    deferred_signals,
+    exclusive_folder,
+    file_stem,
+    recover_folder,
+)
 from .precision import DOUBLE, holding_precision, working_bits, working_digits
 from .validation import (
     check_choice,
@@ -20,6 +29,8 @@ from .versions import package_versions
 
 __all__ = [
     "DOUBLE",
+    "FolderLocked",
+    "JOURNAL",
     "Verdict",
     "atomic_write",
     "atomic_write_set",
@@ -29,9 +40,12 @@ __all__ = [
     "check_matrix",
     "check_real",
     "check_tokens",
+    "deferred_signals",
+    "exclusive_folder",
     "file_stem",
     "holding_precision",
     "package_versions",
+    "recover_folder",
     "working_bits",
     "working_digits",
 ]
