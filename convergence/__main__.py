@@ -2,7 +2,10 @@
 
 import sys
 
-from .cli import main
-
 if __name__ == "__main__":  # dask's worker processes import this module without running it
-    sys.exit(main())
+    try:
+        from .cli import program
+    except KeyboardInterrupt:  # Ctrl-C while numpy, dask and the studies load: nothing started, exit 4 as documented
+        print("error: interrupted before the run started: nothing was written", file=sys.stderr)
+        sys.exit(4)
+    program()

@@ -28,11 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from verify.common import Verdict, atomic_write_set, check_int, exclusive_folder, recover_folder
 
@@ -272,6 +274,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         print(f"error: {fault}", file=sys.stderr)
         return int(fault.code)
+
+
+def program(argv: Sequence[str] | None = None) -> NoReturn:
+    """``python -m convergence``: ``main``, then exit with its status. A Ctrl-C or SIGTERM that comes after the run
+    has ended (its reports written) is ignored, so it cannot turn the run's status into a signal's."""
+    status = main(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(status)
 
 
 def _locked_run(parser: argparse.ArgumentParser, args: argparse.Namespace, names: list[str], cache_dir: Path) -> int:

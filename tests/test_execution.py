@@ -178,7 +178,7 @@ def _tiny_strong_fedorov(patch: pytest.MonkeyPatch) -> None:
 
 TINY_RUN = (
     "import sys, pytest; from tests.test_execution import _tiny_strong_fedorov; "
-    "from convergence.cli import main; _tiny_strong_fedorov(pytest.MonkeyPatch()); sys.exit(main(sys.argv[1:]))"
+    "from convergence.cli import program; _tiny_strong_fedorov(pytest.MonkeyPatch()); program(sys.argv[1:])"
 )
 
 

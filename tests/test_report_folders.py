@@ -401,3 +401,144 @@ def test_the_committed_reports_are_written_only_when_asked_by_name(tmp_path, cap
     assert "holds the committed full-profile reports" in capsys.readouterr().err
     assert main(["run", "strong-fedorov", "--out", "reports", "--profile", "full"]) == 0
     assert main(["run", "strong-fedorov", "--out", "reports", "--replace-committed"]) == 0
+
+
+# --- chaos: the faults at random times, one folder, one cache --------------------------------------------------------
+
+FAULTS = ("sigint", "sigkill", "file-size limit", "concurrent writer", "killed worker")
+
+
+def _launch(out: Path, scheduler: str = "sync", limit: int | None = None) -> subprocess.Popen:
+    from tests.test_execution import TINY_RUN
+
+    def small_files():  # the child's file-size limit: writes past it fail with EFBIG (Python ignores SIGXFSZ)
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.Popen(
+        [sys.executable, "-c", TINY_RUN, *TINY[:-2], "--out", str(out), "--resume", "--scheduler", scheduler],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=small_files if limit else None,
+    )
+
+
+def _wait_for_the_lock(out: Path, process: subprocess.Popen) -> None:
+    """Until ``process`` holds ``out``'s lock (its pid written there) or has ended."""
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            if (out / ".lock").read_text().startswith(f"pid {process.pid},"):
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+
+
+def _kill_a_worker(process: subprocess.Popen, after: float) -> None:
+    """SIGKILL one of the run's dask worker processes ``after`` seconds after both are up."""
+    import psutil
+
+    deadline, up = time.monotonic() + 60, None
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            workers = [
+                p for p in psutil.Process(process.pid).children(recursive=True) if "spawn" in " ".join(p.cmdline())
+            ]
+        except psutil.Error:
+            workers = []
+        if len(workers) >= 2:
+            up = up or time.monotonic()
+            if time.monotonic() - up >= after:
+                workers[-1].kill()
+                return
+        time.sleep(0.05)
+
+
+def _assert_whole_and_right(out: Path, expected_checks: list) -> None:
+    """What a reader finds in ``out`` after the next start's recovery: no report, or one whole run whose numbers are
+    the uninterrupted run's and whose index is the one its files give."""
+    from convergence.output import index_markdown
+    from convergence.studies import HEADLINES
+
+    recover_folder(out)  # what the next run does first, under the lock
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".") and p.name not in (".lock", ".cache")]
+    found = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    if not found:
+        return
+    assert found == ["index.md", "run.json", "strong-fedorov.json", "strong-fedorov.md", "strong-fedorov.png"]
+    report = json.loads((out / "strong-fedorov.json").read_text())
+    assert report["checks"] == expected_checks
+    assert (out / "index.md").read_text() == index_markdown(out, HEADLINES)  # written with this run's files
+
+
+@pytest.mark.slow  # 20 runs of a tiny study in child processes, with dask clusters: about 3 minutes on 2 cores
+def test_chaos_every_fault_at_random_times_leaves_one_whole_run_with_the_uninterrupted_numbers(tmp_path):
+    rng = np.random.default_rng(52)
+    base = tmp_path / "base"
+    child = _launch(base)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == TINY_EXIT, err
+    expected = json.loads((base / "strong-fedorov.json").read_text())["checks"]
+    out = tmp_path / "chaos"
+    codes: dict[str, list] = {fault: [] for fault in FAULTS}
+    for round_ in range(20):
+        fault = FAULTS[round_ % len(FAULTS)] if round_ < len(FAULTS) else str(rng.choice(FAULTS))
+        delay = float(rng.uniform(0.0, 0.6))  # after the run took the lock (a resumed tiny study takes about 0.5 s)
+        if fault == "concurrent writer":
+            first, second = _launch(out), _launch(out)
+            results = sorted((first.wait(timeout=300), second.wait(timeout=300)))
+            assert results in ([2, TINY_EXIT], [TINY_EXIT, TINY_EXIT]), results  # locked out, or one after the other
+            code = results[0]
+        else:
+            scheduler = "processes" if fault == "killed worker" else "sync"
+            child = _launch(out, scheduler, limit=64 * 1024 if fault == "file-size limit" else None)
+            if fault == "killed worker":
+                _kill_a_worker(child, after=2 * delay)
+            elif fault in ("sigint", "sigkill"):
+                _wait_for_the_lock(out, child)  # the run has begun (Ctrl-C during the imports is __main__'s)
+                try:
+                    child.wait(timeout=delay)
+                except subprocess.TimeoutExpired:
+                    child.send_signal(signal.SIGINT if fault == "sigint" else signal.SIGKILL)
+            code = child.wait(timeout=300)
+            err = child.stderr.read()
+            allowed = {
+                "sigint": {4, TINY_EXIT},
+                "sigkill": {-signal.SIGKILL, TINY_EXIT},
+                "file-size limit": {2},
+                "killed worker": {TINY_EXIT, 5},
+            }[fault]
+            assert code in allowed, (fault, delay, code, err)
+            assert "Traceback" not in err, err
+            if code == 2:
+                assert "File too large" in err, err
+        codes[fault].append(code)
+        _assert_whole_and_right(out, expected)
+    print(codes)
+    # the faults did strike (not every run finished first): some interrupted, some killed, one locked out
+    assert 4 in codes["sigint"] and -signal.SIGKILL in codes["sigkill"] and 2 in codes["concurrent writer"], codes
+    child = _launch(out)
+    assert child.wait(timeout=300) == TINY_EXIT
+    _assert_whole_and_right(out, expected)
+    assert (out / "strong-fedorov.json").exists()
+
+
+def test_an_error_raised_inside_distributed_is_the_engines():
+    from convergence.runtime.faults import Exit, as_fault
+
+    namespace: dict = {}
+    exec(
+        compile("def start():\n    raise RuntimeError('Nanny failed to start.')", "/x/distributed/nanny.py", "exec"),
+        namespace,
+    )
+    try:
+        namespace["start"]()
+    except RuntimeError as error:
+        fault = as_fault(error, "processes", "out", "out/.cache")
+    assert fault.code == Exit.ENGINE_LOST and str(fault).startswith("the local Dask cluster stopped responding")
+    assert as_fault(RuntimeError("boom"), "processes", "out", "out/.cache") is None

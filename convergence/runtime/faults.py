@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import errno
 import signal
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import IntEnum
@@ -91,10 +92,22 @@ def as_fault(error: BaseException, scheduler: str, out: str, cache: str) -> Faul
 
 def _engine_error(error: BaseException) -> bool:
     """An error of the distributed engine itself: a cancelled future, a closed connection, a worker killed too
-    often, a scheduler that cannot be reached (dask raises these from ``distributed``'s modules or as timeouts)."""
+    often or at its start, a scheduler that cannot be reached (dask raises these from ``distributed``'s modules, as
+    timeouts, or as plain errors raised inside ``distributed``, e.g. "Nanny failed to start")."""
     module = type(error).__module__ or ""
     return (
         module.startswith(("distributed", "tornado"))
         or isinstance(error, (concurrent.futures.CancelledError, TimeoutError, ConnectionError))
         or "KilledWorker" in type(error).__name__
+        or _raised_in(error, ("distributed", "tornado"))
     )
+
+
+def _raised_in(error: BaseException, packages: tuple[str, ...]) -> bool:
+    """Whether the innermost frame of ``error``'s traceback (or of its cause's) is in one of ``packages``."""
+    while error is not None:
+        frames = traceback.extract_tb(error.__traceback__)
+        if frames and any(f"/{package}/" in frames[-1].filename for package in packages):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
