@@ -7,7 +7,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..common import atomic_write, package_versions
+from ..common import atomic_write_set, package_versions
 from .catalogue import Derivation
 
 
@@ -88,6 +88,6 @@ def write(derivations: list[Derivation], out: Path, elapsed_s: float) -> dict[st
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "symbolic.json", "md": out / "symbolic.md"}
-    atomic_write(paths["json"], to_json(derivations, elapsed_s).encode())
-    atomic_write(paths["md"], to_markdown(derivations, elapsed_s).encode())
+    json_text, markdown = to_json(derivations, elapsed_s), to_markdown(derivations, elapsed_s)
+    atomic_write_set({paths["json"]: json_text.encode(), paths["md"]: markdown.encode()})
     return paths
