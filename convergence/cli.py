@@ -43,6 +43,9 @@ from .performance.benchmark import BenchConfig, run_benchmarks
 from .performance.breakdown import study_breakdowns
 from .performance.report import write_performance
 from .runtime import (
+    Exit,
+    Fault,
+    as_fault,
     as_finished,
     available_cores,
     cache_secret,
@@ -51,8 +54,8 @@ from .runtime import (
     default_scheduler,
     reference_seconds,
     scheduler,
+    terminate_as_interrupt,
 )
-from .runtime.faults import Exit, Fault, as_fault, terminate_as_interrupt
 from .studies import HEADLINES, PROFILES, STUDIES
 
 

@@ -529,7 +529,7 @@ def test_chaos_every_fault_at_random_times_leaves_one_whole_run_with_the_uninter
 
 
 def test_an_error_raised_inside_distributed_is_the_engines():
-    from convergence.runtime.faults import Exit, as_fault
+    from convergence.runtime import Exit, as_fault
 
     namespace: dict = {}
     exec(

@@ -24,12 +24,17 @@ from .execution import (
     map_blocks,
     scheduler,
 )
+from .faults import Exit, Fault, as_fault, terminate_as_interrupt
 from .identity import identity
 from .reference import REFERENCE_NORMALS, in_reference_units, measure_reference, reference_seconds
 from .sharing import shared_result
 
 __all__ = [
     "BlockCache",
+    "Exit",
+    "Fault",
+    "as_fault",
+    "terminate_as_interrupt",
     "SEED_BLOCK",
     "STREAM_KEYS",
     "as_finished",
