@@ -32,6 +32,7 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -256,11 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache_dir = args.cache if args.cache is not None else args.out / ".cache"
     _check_writable(parser, "--out", args.out)
     _check_writable(parser, "--cache", cache_dir)
-    if args.cache_key is not None:
-        try:
-            cache_secret(cache_dir, args.cache_key)
-        except (OSError, ValueError) as error:
-            parser.error(f"--cache-key {str(args.cache_key)!r}: {getattr(error, 'strerror', None) or error}")
+    try:  # the cache's secret, made at first use, checked before any work
+        cache_secret(cache_dir, args.cache_key)
+    except (OSError, ValueError) as error:
+        option = f"--cache {str(cache_dir)!r}" if args.cache_key is None else f"--cache-key {str(args.cache_key)!r}"
+        parser.error(f"{option}: {getattr(error, 'strerror', None) or error}")
     try:
         with terminate_as_interrupt():
             return _locked_run(parser, args, names, cache_dir)
@@ -268,8 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(error, SystemExit):
             raise
         fault = as_fault(error, args.scheduler, str(args.out), str(cache_dir))
-        if args.debug:
-            raise
+        if args.debug:  # the traceback, then the same exit status as without --debug
+            traceback.print_exc()
         if fault is None:
             fault = Fault(
                 Exit.UNEXPECTED,
@@ -293,7 +294,13 @@ def _locked_run(parser: argparse.ArgumentParser, args: argparse.Namespace, names
     replace, then run."""
     owner = f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {' '.join(sys.argv[1:])}"
     with exclusive_folder(args.out, owner):
-        for sentence in recover_folder(args.out) + recover_folder(cache_dir, stale_after=STALE_TEMPORARY_S):
+        shared = Path(cache_dir).resolve() == Path(args.out).resolve()  # a cache other runs may be writing into
+        try:
+            done = recover_folder(args.out, stale_after=STALE_TEMPORARY_S if shared else None)
+            done += recover_folder(cache_dir, stale_after=STALE_TEMPORARY_S)
+        except OSError as error:
+            raise Fault(Exit.BAD_INPUT, f"--out {str(args.out)!r}: {error}") from None
+        for sentence in done:
             print(f"note: {sentence}", file=sys.stderr)
         earlier = {name: _earlier_report(args.out, name) for name in names}
         other = [name for name, data in earlier.items() if data and data.get("profile") != args.profile]

@@ -104,7 +104,8 @@ def test_a_process_killed_at_any_step_leaves_a_folder_the_next_start_makes_whole
         _old_folder(folder)
         child = subprocess.run([sys.executable, "-c", script, str(folder), step], cwd=ROOT, check=False)
         assert child.returncode == 9, step
-        assert (folder / JOURNAL).exists() == (index > len(NEW))  # past the commit point the journal says how to end
+        journals = list(folder.glob(f"{JOURNAL}.*.journal"))
+        assert len(journals) == (index > len(NEW))  # past the commit point the journal says how to end
         recover_folder(folder)
         outcomes.append(_assert_one_whole_set(folder))
         assert not [p.name for p in folder.iterdir() if p.name.startswith(".")], step
@@ -118,7 +119,10 @@ def test_a_signal_from_another_thread_during_the_renames_waits_for_the_whole_set
     folder = tmp_path / "set"
     _old_folder(folder)
 
+    seen = []
+
     def fault(name):
+        seen.append(name)
         if name == "rename a.json":
             sender = threading.Thread(target=os.kill, args=(os.getpid(), number))
             sender.start()
@@ -137,6 +141,7 @@ def test_a_signal_from_another_thread_during_the_renames_waits_for_the_whole_set
             atomic_write_set({folder / name: data for name, data in NEW.items()}, fault=fault)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    assert seen[-1] == "done", seen  # the signal acted only once the set was whole
     assert _assert_one_whole_set(folder) == "new"
 
 
@@ -173,7 +178,7 @@ def test_a_failed_write_leaves_the_previous_set(tmp_path, monkeypatch):
 
 
 def test_the_next_start_removes_orphan_temporaries_but_spares_a_shared_caches_fresh_ones(tmp_path):
-    orphan = tmp_path / ".a.md.x1y2z3.tmp"
+    orphan = tmp_path / ".a.md.x1y2z3w4.tmp"
     orphan.write_bytes(b"half")
     assert recover_folder(tmp_path, stale_after=3600.0) == []  # fresh: may be another writer's
     assert orphan.exists()
@@ -341,8 +346,8 @@ def test_each_fault_has_its_exit_code_and_one_sentence(tmp_path, capsys, monkeyp
     assert main([*TINY, "--out", str(tmp_path)]) == code
     err = capsys.readouterr().err
     assert sentence in err and "Traceback" not in err and err.count("\n") == 1
-    with pytest.raises(type(error)):
-        main([*TINY, "--out", str(tmp_path), "--debug"])
+    assert main([*TINY, "--out", str(tmp_path), "--debug"]) == code  # the traceback, the same status
+    assert "Traceback" in capsys.readouterr().err
 
 
 def test_a_lost_scheduler_exits_5_naming_it(tmp_path, capsys, monkeypatch):
@@ -542,3 +547,23 @@ def test_an_error_raised_inside_distributed_is_the_engines():
         fault = as_fault(error, "processes", "out", "out/.cache")
     assert fault.code == Exit.ENGINE_LOST and str(fault).startswith("the local Dask cluster stopped responding")
     assert as_fault(RuntimeError("boom"), "processes", "out", "out/.cache") is None
+
+
+def test_a_key_file_others_can_read_or_replace_is_refused(tiny, tmp_path, capsys):
+    out = tmp_path / "out"
+    (out / ".cache").mkdir(parents=True)
+    (out / ".cache" / ".key").write_bytes(b"")
+    with pytest.raises(SystemExit):
+        main([*TINY, "--out", str(out)])
+    assert "readable by its owner only" in capsys.readouterr().err
+    (out / ".cache" / ".key").unlink()
+    (out / ".cache" / ".key").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SystemExit):
+        main([*TINY, "--out", str(out)])
+    assert "must be a regular file of this user" in capsys.readouterr().err
+
+
+def test_a_journal_naming_files_outside_its_folder_is_refused(tmp_path):
+    (tmp_path / f"{JOURNAL}.abcdefgh.journal").write_text(json.dumps({"renames": [[".x.abcdefgh.tmp", "../y"]]}))
+    with pytest.raises(OSError, match="is not a journal this tool wrote"):
+        recover_folder(tmp_path)

@@ -34,6 +34,7 @@ import io
 import json
 import os
 import queue
+import stat
 import tempfile
 import threading
 import time
@@ -217,7 +218,22 @@ def cache_secret(directory: str | os.PathLike, key_file: str | os.PathLike | Non
                 os.link(tmp, path)
         finally:
             Path(tmp).unlink(missing_ok=True)
-    return path.read_bytes()
+    return _own_secret(path)
+
+
+def _own_secret(path: Path) -> bytes:
+    """The bytes of the key file ``path``, refused unless it is a regular file (not a link) of this user, readable by
+    no one else, of at least 16 bytes: a writer of the folder could otherwise swap the key with the entries."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077 or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+        raise ValueError(
+            f"the cache's key {str(path)!r} must be a regular file of this user readable by its owner only (mode "
+            f"0600): remove it (its entries are then recomputed) or pass --cache-key"
+        )
+    secret = path.read_bytes()
+    if len(secret) < 16:
+        raise ValueError(f"the cache's key {str(path)!r} must hold at least 16 bytes, got {len(secret)}: remove it")
+    return secret
 
 
 @dataclass

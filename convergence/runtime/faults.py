@@ -97,7 +97,7 @@ def _engine_error(error: BaseException) -> bool:
     module = type(error).__module__ or ""
     return (
         module.startswith(("distributed", "tornado"))
-        or isinstance(error, (concurrent.futures.CancelledError, TimeoutError, ConnectionError))
+        or isinstance(error, concurrent.futures.CancelledError)
         or "KilledWorker" in type(error).__name__
         or _raised_in(error, ("distributed", "tornado"))
     )
@@ -109,5 +109,5 @@ def _raised_in(error: BaseException, packages: tuple[str, ...]) -> bool:
         frames = traceback.extract_tb(error.__traceback__)
         if frames and any(f"/{package}/" in frames[-1].filename for package in packages):
             return True
-        error = error.__cause__ or error.__context__
+        error = error.__cause__
     return False

@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-JOURNAL = ".commit.json"
-_TEMPORARY = re.compile(r"^\..+\.tmp$")  # mkstemp's names below: .<final name>.<random>.tmp
-Fault = Callable[[str], None]
+JOURNAL = ".commit.json"  # a set's journal: .commit.json.<random>.journal (one per set, so writers never share one)
+_TEMPORARY = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.(tmp|journal)$")  # mkstemp's names: .<final name>.<random>.tmp
+StepHook = Callable[[str], None]
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -40,7 +40,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_set(files: dict[Path, bytes], fault: Fault | None = None) -> None:
+def atomic_write_set(files: dict[Path, bytes], fault: StepHook | None = None) -> None:
     """Write ``files`` (all in one folder) as one set: the previous set stays whole until the commit point, and the
     new one is whole after it (module docstring). ``fault(step)`` is called before each step (``"write <name>"``,
     ``"commit"``, ``"rename <name>"``, ``"done"``): a test's hook to interrupt the sequence anywhere."""
@@ -60,10 +60,11 @@ def atomic_write_set(files: dict[Path, bytes], fault: Fault | None = None) -> No
             temporaries.append((_write_temporary(path, data), path))
         journal = {"renames": [[tmp.name, path.name] for tmp, path in temporaries]}
         journal_tmp = _write_temporary(folder / JOURNAL, json.dumps(journal).encode())
-        temporaries.append((journal_tmp, folder / JOURNAL))
+        journal_path = folder / f"{journal_tmp.name[1:-4]}.journal"  # .commit.json.<random>.journal
+        temporaries.append((journal_tmp, journal_path))
         with deferred_signals():
             step("commit")
-            os.replace(journal_tmp, folder / JOURNAL)
+            os.replace(journal_tmp, journal_path)
             committed = True
             _sync_folder(folder)
             for tmp, path in temporaries[:-1]:
@@ -71,13 +72,13 @@ def atomic_write_set(files: dict[Path, bytes], fault: Fault | None = None) -> No
                 os.replace(tmp, path)
             _sync_folder(folder)
             step("done")
-            (folder / JOURNAL).unlink()
+            journal_path.unlink()
     except BaseException:
         if not committed:
             for tmp, _ in temporaries:
                 tmp.unlink(missing_ok=True)
         else:  # past the commit point the new set is what must become whole
-            _complete(folder)
+            _complete(journal_path)
         raise
 
 
@@ -87,7 +88,11 @@ def recover_folder(folder: Path, stale_after: float | None = None) -> list[str]:
     process writes into ``folder`` (under ``exclusive_folder``), or with ``stale_after`` (seconds): then only
     temporaries older than that are removed and no journal is touched (a folder other writers share)."""
     folder = Path(folder)
-    done = _complete(folder) if stale_after is None else []
+    done = (
+        []
+        if stale_after is not None
+        else [d for j in sorted(folder.glob(".commit.json.*.journal")) for d in _complete(j)]
+    )
     now = time.time()
     for path in folder.glob(".*.tmp") if folder.is_dir() else []:
         with contextlib.suppress(FileNotFoundError):
@@ -99,23 +104,35 @@ def recover_folder(folder: Path, stale_after: float | None = None) -> list[str]:
     return done
 
 
-def _complete(folder: Path) -> list[str]:
-    """Do the renames of the folder's journal that are not yet done, then remove the journal."""
-    journal = folder / JOURNAL
-    if not journal.exists():
+def _complete(journal: Path) -> list[str]:
+    """Do the renames of ``journal`` that are not yet done, then remove it. Only plain names of this module's
+    temporaries are renamed (a journal cannot move files out of its folder); an unreadable journal is left in place
+    with its temporaries, and said."""
+    folder = journal.parent
+    if not journal.exists():  # its renames are done
         return []
-    done = []
     try:
         renames = json.loads(journal.read_text())["renames"]
+        if not all(
+            isinstance(t, str)
+            and isinstance(f, str)
+            and _TEMPORARY.match(t)
+            and "/" not in t + f
+            and f not in ("", ".", "..")
+            for t, f in renames
+        ):
+            raise ValueError("names")
     except (OSError, ValueError, KeyError, TypeError):
-        renames = []
-        done.append(f"removed an unreadable journal {journal}")
+        raise OSError(
+            f"{journal} is not a journal this tool wrote: move it and its folder's .*.tmp files away"
+        ) from None
+    done = []
     for tmp_name, final_name in renames:
         if (folder / tmp_name).exists():
             os.replace(folder / tmp_name, folder / final_name)
             done.append(f"completed {folder / final_name} from an interrupted write")
     _sync_folder(folder)
-    journal.unlink()
+    journal.unlink(missing_ok=True)
     return done
 
 
