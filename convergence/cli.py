@@ -191,7 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
             help="let this run write into the committed reports/ without --profile full spelled out",
         )
         sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
-        sub.add_argument("--debug", action="store_true", help="show the traceback of a fault instead of one sentence")
+        sub.add_argument(
+            "--debug", action="store_true", help="also show a fault's traceback (the exit status stays the same)"
+        )
         sub.add_argument(
             "--concurrent-studies",
             type=_integer("--concurrent-studies", 1, 64),
@@ -369,10 +371,7 @@ def _run_studies(
             raise
         raise Fault(Exit.INTERRUPTED, f"interrupted after this run's reports were written (index: {index})") from None
     print(f"{args.command}: {len(names)} studies in {wall:.1f} s wall; reports in {args.out}/, index: {index}")
-    verdicts = {result.verdict for result in results}
-    if Verdict.FAIL in verdicts:
-        return int(Exit.FAILED)
-    return int(Exit.INCONCLUSIVE if Verdict.INCONCLUSIVE in verdicts else Exit.PASSED)
+    return int(EXIT_OF_VERDICT[Verdict.combine([result.verdict for result in results])])
 
 
 def _concurrently(run_study, names: list[str], threads: int):
@@ -381,6 +380,7 @@ def _concurrently(run_study, names: list[str], threads: int):
         yield (names[index], *outcome)
 
 
+EXIT_OF_VERDICT = {Verdict.PASS: Exit.PASSED, Verdict.FAIL: Exit.FAILED, Verdict.INCONCLUSIVE: Exit.INCONCLUSIVE}
 DEFAULT_OUT = {"quick": Path("reports") / "quick", "full": Path("reports") / "local"}
 COMMITTED = Path("reports")  # the committed full-profile reports, relative to the repository (or the working folder)
 STALE_TEMPORARY_S = 3600.0  # a cache temporary this old is an interrupted write's (a shared cache has live ones)

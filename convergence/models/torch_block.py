@@ -246,7 +246,6 @@ class TorchBlockLayer:
         from torch.func import jvp, vmap
 
         running: list[str] = []
-        failed_in: list[str] = []
         names = {module: name for name, module in self.template.named_modules()}
 
         def enter(module, args):
@@ -264,16 +263,16 @@ class TorchBlockLayer:
             with one_thread(torch):
                 vmap(lambda xp, dw: jvp(lambda w: step(xp, w, h), (dw,), (torch.ones_like(dw),)))(x, zero)
         except Exception as error:  # noqa: BLE001 (any failure here is the derivative's, reported as a sentence)
-            failed_in[:] = running[-1:] or ["the block itself"]
+            where = running[-1] if running else "the block itself"
             text = str(error)
             if "in-place operation" in text:
                 op = text.split("in-place operation (", 1)[-1].split(")", 1)[0] if "(" in text else "an in-place op"
                 return (
-                    f"in-place operation {op} in module {failed_in[0]!r} on a tensor the block received (its input "
+                    f"in-place operation {op} in module {where!r} on a tensor the block received (its input "
                     "or a parameter): derive_limit differentiates the step under vmap, which cannot mutate a "
                     "captured tensor; use out-of-place ops (x = x + f(x), not x.add_(...) or x += ...)"
                 )
-            return f"{type(error).__name__} in module {failed_in[0]!r} while differentiating the step: {text}"
+            return f"{type(error).__name__} in module {where!r} while differentiating the step: {text}"
         finally:
             for hook in hooks:
                 hook.remove()

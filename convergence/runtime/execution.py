@@ -192,6 +192,7 @@ def package_fingerprint() -> str:
 
 KEY_FILE = ".key"
 SECRET_BYTES = 32
+MIN_SECRET_BYTES = 16
 
 
 def cache_secret(directory: str | os.PathLike, key_file: str | os.PathLike | None = None) -> bytes:
@@ -200,10 +201,7 @@ def cache_secret(directory: str | os.PathLike, key_file: str | os.PathLike | Non
     at first use with 32 random bytes and mode 0600, and made visible by a hard link so that two first users agree
     on one secret."""
     if key_file is not None:
-        secret = Path(key_file).read_bytes()
-        if len(secret) < 16:
-            raise ValueError(f"cache key file {str(key_file)!r} must hold at least 16 bytes, got {len(secret)}")
-        return secret
+        return _secret_of(Path(key_file), "cache key file")
     directory = Path(directory)
     path = directory / KEY_FILE
     if not path.exists():
@@ -230,9 +228,14 @@ def _own_secret(path: Path) -> bytes:
             f"the cache's key {str(path)!r} must be a regular file of this user readable by its owner only (mode "
             f"0600): remove it (its entries are then recomputed) or pass --cache-key"
         )
+    return _secret_of(path, "the cache's key")
+
+
+def _secret_of(path: Path, what: str) -> bytes:
+    """The bytes of ``path``, at least ``MIN_SECRET_BYTES`` of them."""
     secret = path.read_bytes()
-    if len(secret) < 16:
-        raise ValueError(f"the cache's key {str(path)!r} must hold at least 16 bytes, got {len(secret)}: remove it")
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ValueError(f"{what} {str(path)!r} must hold at least {MIN_SECRET_BYTES} bytes, got {len(secret)}")
     return secret
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 JOURNAL = ".commit.json"  # a set's journal: .commit.json.<random>.journal (one per set, so writers never share one)
-_TEMPORARY = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.(tmp|journal)$")  # mkstemp's names: .<final name>.<random>.tmp
+_TEMPORARY = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # mkstemp's names: .<final name>.<random>.tmp
 StepHook = Callable[[str], None]
 
 
@@ -88,19 +88,17 @@ def recover_folder(folder: Path, stale_after: float | None = None) -> list[str]:
     process writes into ``folder`` (under ``exclusive_folder``), or with ``stale_after`` (seconds): then only
     temporaries older than that are removed and no journal is touched (a folder other writers share)."""
     folder = Path(folder)
-    done = (
-        []
-        if stale_after is not None
-        else [d for j in sorted(folder.glob(".commit.json.*.journal")) for d in _complete(j)]
-    )
+    journals = [] if stale_after is not None else sorted(folder.glob(f"{JOURNAL}.*.journal"))
+    done = [sentence for journal in journals for sentence in _complete(journal)]
     now = time.time()
     for path in folder.glob(".*.tmp") if folder.is_dir() else []:
+        if not _TEMPORARY.match(path.name):
+            continue
         with contextlib.suppress(FileNotFoundError):
             if stale_after is not None and now - path.stat().st_mtime < stale_after:
                 continue
-        if _TEMPORARY.match(path.name):
-            path.unlink(missing_ok=True)
-            done.append(f"removed the temporary {path} of an interrupted write")
+        path.unlink(missing_ok=True)
+        done.append(f"removed the temporary {path} of an interrupted write")
     return done
 
 
