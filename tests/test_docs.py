@@ -56,24 +56,86 @@ ANNOTATED_VERDICT = re.compile(r"^print\(.*\.verdict\)\s+# (pass|fail|inconclusi
 EXTRA = re.compile(r"^\s*(?:import|from) (torch)\b", re.M)  # an optional extra's package, imported by a block
 
 
+SAVED_AS = re.compile(r"^# (\w+\.py)\n")  # a block the reader saves under that name (its first line says which)
+OUTPUT = re.compile(r"\s*```text\n(.*?)^```", re.S | re.M)  # a text block right after a python block: its output
+STANDALONE = {"tutorial.md"}  # pages whose blocks each run alone (in a fresh namespace), not as one session
+
+
+def _blocks(text: str) -> list[tuple[str, str | None]]:
+    """Each python block of a page with the output shown right after it (None when no text block follows)."""
+    found = []
+    for match in PYTHON_BLOCK.finditer(text):
+        shown = OUTPUT.match(text, match.end())
+        found.append((match.group(1), None if shown is None else shown.group(1).strip()))
+    return found
+
+
+def _run_saved_test(name: str, folder: Path, shown: str | None, where: str) -> None:
+    """Run a saved test file with pytest as the reader would; its summary line must start with the shown output."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, f"{where}: pytest {name} failed:\n{run.stdout[-3000:]}{run.stderr[-2000:]}"
+    summary = run.stdout.strip().splitlines()[-1]
+    if shown is not None:
+        assert summary.strip("= ").startswith(shown), f"{where}: pytest printed {summary!r}, the page shows {shown!r}"
+
+
 @pytest.mark.parametrize(
     "page", [p for p in [ROOT / "README.md", *PAGES] if PYTHON_BLOCK.search(p.read_text())], ids=lambda p: p.name
 )
 def test_every_python_example_runs(page, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    """Every python block runs as written, in order, in an empty folder (files it writes land there): a block whose
+    first line is ``# name.py`` is saved there (a ``test_*.py`` one is run by pytest); the output shown in a text
+    block right after a block is what it prints; an annotated ``print(x.verdict)  # pass`` prints that verdict."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the saved modules import each other, as in the reader's folder
+    saved: list[str] = []
     namespace: dict = {"__name__": f"docs_{page.stem}"}
-    for number, block in enumerate(PYTHON_BLOCK.findall(page.read_text()), start=1):
+    for number, (block, shown) in enumerate(_blocks(page.read_text()), start=1):
+        where = f"{page.name}, python block {number}"
         for package in EXTRA.findall(block):
             if importlib.util.find_spec(package) is None:
-                pytest.skip(f"{page.name}, python block {number} (and the blocks after it) needs the {package} extra")
-        code = compile(block, f"{page.name}, python block {number}", "exec")
+                pytest.skip(f"{where} (and the blocks after it) needs the {package} extra")
+        file = SAVED_AS.match(block)
+        if file is not None:
+            (tmp_path / file.group(1)).write_text(block)
+            saved.append(file.group(1).removesuffix(".py"))
+            if file.group(1).startswith("test_"):
+                _run_saved_test(file.group(1), tmp_path, shown, where)
+                continue
+        if page.name in STANDALONE:
+            namespace = {"__name__": f"docs_{page.stem}_{number}"}
         with contextlib.redirect_stdout(io.StringIO()) as printed:
-            exec(code, namespace)  # noqa: S102  (the docs' own examples)
+            exec(compile(block, where, "exec"), namespace)  # noqa: S102  (the docs' own examples)
+        if shown is not None and file is None:
+            assert printed.getvalue().strip() == shown, f"{where}: printed {printed.getvalue()!r}, shows {shown!r}"
         # a printed verdict annotated with one (print(...verdict)  # pass) must be that verdict
         claimed = [m.group(1) for m in ANNOTATED_VERDICT.finditer(block)]
-        shown = [line for line in printed.getvalue().splitlines() if line in ("pass", "fail", "inconclusive")]
+        verdicts = [line for line in printed.getvalue().splitlines() if line in ("pass", "fail", "inconclusive")]
         if claimed:
-            assert shown == claimed, f"{page.name}, python block {number}: printed {shown}, annotated {claimed}"
+            assert verdicts == claimed, f"{where}: printed {verdicts}, annotated {claimed}"
+    for module in saved:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+def test_the_tutorial_teaches_in_short_steps_that_end_with_the_plugin():
+    """4 to 6 numbered steps, each with at most two code blocks and the output it prints; the last uses the pytest
+    plugin; no block writes into the working folder's reports (outputs go to a temporary folder)."""
+    text = (ROOT / "docs" / "tutorial.md").read_text()
+    steps = re.split(r"^## \d+\. ", text, flags=re.M)[1:]
+    assert 4 <= len(steps) <= 6, f"the tutorial has {len(steps)} numbered steps"
+    for step in steps:
+        blocks = _blocks(step.split("\n## ")[0])
+        assert 1 <= len(blocks) <= 2, step.splitlines()[0]
+    assert "depth_limits" in steps[-1].split("\n## ")[0]
+    assert all(shown is not None or SAVED_AS.match(block) for block, shown in _blocks(text)), "a step shows no output"
+    assert "reports/" not in text
 
 
 def test_every_exported_name_is_in_the_api_reference():

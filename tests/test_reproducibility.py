@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,53 @@ def test_every_stream_key_has_one_owner_and_comes_from_the_one_table():
     root = Path(__file__).resolve().parents[1] / "convergence"
     own = [str(p.relative_to(root)) for p in root.rglob("*.py") if literal.search(p.read_text())]
     assert not own, f"stream keys set outside convergence.runtime.STREAM_KEYS: {own}"
+
+
+# The one place that makes random streams, and the one exemption: torch's module constructors draw their parameters
+# from torch's own global generator, so a block's template is built under ``torch.random.fork_rng`` after
+# ``torch.manual_seed(template_seed)`` (the caller's torch state is left as it was).
+SEEDING_MODULE = "verify/common/seeds.py"
+TORCH_TEMPLATE = ("convergence/models/torch_block.py", "manual_seed(")
+STREAM_MAKERS = re.compile(
+    r"SeedSequence\(|default_rng\(|Generator\(|\b(PCG64|SFC64|Philox|MT19937|RandomState)\(|manual_seed\("
+    r"|np\.random\.(?!Generator\b|SeedSequence\b)\w+\(|torch\.(rand|randn|randint|randperm|normal)\("
+)
+
+
+def test_no_module_but_the_seeding_one_makes_a_random_stream():
+    """Every random number comes from ``verify.common.random_stream`` (paths through ``runtime.block_streams``): no
+    other module of either package builds a ``SeedSequence``, a generator or a bit generator, or draws from numpy's or
+    torch's global state."""
+    made = []
+    for package in ("convergence", "verify"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = str(path.relative_to(ROOT))
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                match = STREAM_MAKERS.search(line)
+                if match and name != SEEDING_MODULE and (name, match.group(0)) != TORCH_TEMPLATE:
+                    made.append(f"{name}:{number}: {line.strip()}")
+    assert not made, "random streams made outside verify/common/seeds.py:\n" + "\n".join(made)
+
+
+def test_the_seeding_is_numpys_seed_sequence_keyed_as_documented():
+    """Exact: stream ``key`` is ``Generator(PCG64(SeedSequence(seed, spawn_key=key)))``; a seed block's two streams
+    are the two children ``SeedSequence.spawn`` makes of stream ``(*key, block)`` (PCG64 and SFC64), so moving the
+    construction into one module changed no number of any report."""
+    import numpy as np
+
+    from convergence.runtime import block_streams, random_stream, seed_words
+
+    key = (3, 1, 4)
+    expected = np.random.Generator(np.random.PCG64(np.random.SeedSequence(7, spawn_key=key))).standard_normal(5)
+    np.testing.assert_array_equal(random_stream(7, key).standard_normal(5), expected)
+    np.testing.assert_array_equal(random_stream(7).standard_normal(5), np.random.default_rng(7).standard_normal(5))
+    initial, noise = np.random.SeedSequence(7, spawn_key=(*key, 9)).spawn(2)
+    made = block_streams(7, 9, key)
+    np.testing.assert_array_equal(made[0].random(4), np.random.Generator(np.random.PCG64(initial)).random(4))
+    np.testing.assert_array_equal(made[1].random(4), np.random.Generator(np.random.SFC64(noise)).random(4))
+    words = np.random.SeedSequence(7, spawn_key=key).generate_state(3, dtype=np.uint32)
+    np.testing.assert_array_equal(seed_words(7, key, 3), words)
+    with pytest.raises(ValueError, match="key entry"):
+        random_stream(7, (1, -2))
+    with pytest.raises(ValueError, match="bits"):
+        random_stream(7, (), "mt19937")

@@ -17,16 +17,10 @@ from verify.common import check_real
 
 from ..models import LayerMap, LimitSDE
 from ..statistics import FAIL, PASS, Check
-from .public import (
-    USER_KEY,
-    Outcome,
-    _check_protocol,
-    _check_title,
-    _name,
-    resolve_states,
-    timed,
-    where_it_lives,
-)
+from .arguments import check_protocol, check_title, name_of
+from .local import resolve_states, where_it_lives
+from .outcome import Outcome, timed
+from .staged import USER_KEY
 
 SHOWN = 4  # components of each coefficient printed in a check's note
 
@@ -51,8 +45,8 @@ def compare_limits(
     ``states``: names of ``convergence.experiments.local.STATES`` (drawn from ``seed``; for a limit derived from a
     layer map, moved to where the map lives as by ``check_local_consistency``, ``where_it_lives``) or a mapping
     name -> array (tokens, d), e.g. states on a LayerNorm sphere for a block that lives there."""
-    _check_protocol("derived", derived, LimitSDE)
-    _check_protocol("claim", claim, LimitSDE)
+    check_protocol("derived", derived, LimitSDE)
+    check_protocol("claim", claim, LimitSDE)
     if (derived.tokens, derived.dim) != (claim.tokens, claim.dim):
         raise ValueError(
             f"claim must have the derived limit's tokens and dim {(derived.tokens, derived.dim)}, got "
@@ -64,7 +58,7 @@ def compare_limits(
     layer = getattr(derived, "model", None)
     if not isinstance(states, dict) and isinstance(layer, LayerMap):
         chosen = {name: where_it_lives(layer, x, name) for name, x in chosen.items()}
-    config = {"derived": _name(derived), "claim": _name(claim)}
+    config = {"derived": name_of(derived), "claim": name_of(claim)}
     checks = []
     for name, x in chosen.items():
         b_derived, b_claim = derived.drift(x[None])[0], claim.drift(x[None])[0]
@@ -90,7 +84,7 @@ def compare_limits(
                 f"covariance G C G^T per unit time; G itself differs by {pathwise:.3g} (relative: {kind})",
             )
         )
-    return Outcome(_check_title(title), checks, [], {"states": list(chosen), "rtol": rtol}, seed)
+    return Outcome(check_title(title), checks, [], {"states": list(chosen), "rtol": rtol}, seed)
 
 
 def diffusion_matrix(sde: LimitSDE, x: np.ndarray) -> np.ndarray:

@@ -40,7 +40,7 @@ from ..paths import (
     run_coupled,
     run_seeded,
 )
-from ..runtime import STREAM_KEYS, concatenate_blocks
+from ..runtime import STREAM_KEYS, concatenate_blocks, random_stream
 from ..statistics import (
     CONFIDENCE,
     FAIL,
@@ -144,7 +144,7 @@ def coupled_chaos(
     levels.append(Level(f"M={design.large}", models[-1], 1))
     noise = common_noise(levels)
     h = design.horizon / design.depth
-    direction_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(STREAM_KEYS["derived"], *key, 1)))
+    direction_rng = random_stream(seed, (STREAM_KEYS["derived"], *key, 1))
     directions = direction_rng.standard_normal((design.slices, dim))
     directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
     exact = [n <= design.assignment_max for n in sizes]

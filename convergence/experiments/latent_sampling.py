@@ -20,7 +20,7 @@ from verify.rigorous import LatentSetting, distance
 
 from ..models import CommonNoise, LatentSampler, discrete_variances, distance_table
 from ..paths import BrownianBlock, PathStreams, block_sums, run_seeded
-from ..runtime import concatenate_blocks
+from ..runtime import concatenate_blocks, random_stream
 from ..statistics import (
     INCONCLUSIVE,
     Check,
@@ -158,7 +158,7 @@ def sampler_checks(
     design = LatentDesign(steps, factors, tuple(records), paths)
     finals, recorded = backward_samples(sampler, design, seed, key)
     counts = bootstrap_counts(  # float64: the products of every estimate below read them unconverted
-        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, 1))), paths, replicates, np.float64
+        random_stream(seed, (*key, 1)), paths, replicates, np.float64
     )
     variances = setting.variances
     dims = len(variances)

@@ -54,6 +54,7 @@ from verify.common import check_choice, check_int, check_real
 
 from ..models import CommonNoise, JointNoise, LayerMap, LimitSDE, TorchBlockLayer, noise_quadratic
 from ..paths import PathStreams, run_seeded
+from ..runtime import random_stream
 from ..statistics import (
     DETECTION_POWER,
     FAIL,
@@ -669,7 +670,7 @@ def local_checks_for_claims(
     for state_name, x in states.items():
         index = name_key(state_name)
         cfg = {**(config or {}), "state": state_name}
-        probe_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, index, 1))))
+        probe_rng = random_stream(seed, (*key, index, 1))
         probes = probe_directions(x, probe_rng)
         layer = drawn[state_name] = layer_samples(layer_map, x, design, seed, (*key, index, 0), drawn.get(state_name))
         first = None  # the first claim's noise and statistics, shared by every claim with its diffusion
@@ -891,6 +892,6 @@ def states_for(tokens: int, dim: int, names: Sequence[str], seed: int, key: Sequ
     for name in names:
         if name not in STATES:
             raise ValueError(f"states must be names in {sorted(STATES)}, got {name!r}")
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(*key, name_key(name), 2))))
+        rng = random_stream(seed, (*key, name_key(name), 2))
         out[name] = STATES[name](rng, tokens, dim)
     return out

@@ -34,6 +34,7 @@ from verify.rigorous import (
 
 from ..models import joint_optimum, plugin_variances
 from ..output import Curve, Plot
+from ..runtime import random_stream
 from ..statistics import (
     CONFIDENCE,
     FAIL,
@@ -53,7 +54,7 @@ CRITERION_BITS = 136
 
 def data_rng(seed: int, key: Sequence[int], index: int) -> np.random.Generator:
     """The data samples of plug-in estimate ``index`` under stream ``key``."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, index)))
+    return random_stream(seed, (*key, index))
 
 
 def switching_checks(name: str, variances: tuple[float, ...], horizon: float) -> tuple[list[Check], list[float]]:

@@ -50,7 +50,7 @@ from ..paths import (
     run_seeded,
     uniform_sphere,
 )
-from ..runtime import STREAM_KEYS, concatenate_blocks
+from ..runtime import STREAM_KEYS, concatenate_blocks, random_stream
 from ..statistics import (
     CONFIDENCE,
     DEEPER,
@@ -292,7 +292,7 @@ def strong_ladder(design: StrongDesign, layer, *references) -> tuple[list[Level]
 
 def bootstrap_generator(seed: int, key: Sequence[int]) -> np.random.Generator:
     """The bootstrap's own stream, disjoint from every path stream (those never start with 0)."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(BOOTSTRAP_STREAM, *key))))
+    return random_stream(seed, (BOOTSTRAP_STREAM, *key))
 
 
 def _series(label: str, fit, flags_pre: np.ndarray, flags_floor: np.ndarray) -> Series:

@@ -45,6 +45,7 @@ from functools import cache
 
 import numpy as np
 
+from ..runtime import random_stream
 from .noise import CommonNoise
 from .protocols import Wrapper
 from .torch_block import TorchBlockLayer, one_thread
@@ -206,8 +207,7 @@ def _smoothness_problem(
     probe = states[sorted({0, states.shape[0] // 2, states.shape[0] - 1})]
     zero_h = torch.zeros((), dtype=torch.float64)
     zero_w = torch.zeros(size, dtype=torch.float64)
-    generator = torch.Generator().manual_seed(0)
-    directions = torch.randn((SMOOTHNESS_DIRECTIONS, size), generator=generator, dtype=torch.float64)
+    directions = torch.from_numpy(random_stream(0).standard_normal((SMOOTHNESS_DIRECTIONS, size)))
     directions /= directions.norm(dim=1, keepdim=True)
 
     def at(xp, w):

@@ -15,6 +15,7 @@ import numpy as np
 
 from verify.analysis import KernelSpec
 
+from ..runtime import random_stream
 from .agazzi import AgazziModel
 from .fedorov import FedorovModel
 from .hybrid import HybridModel
@@ -32,7 +33,7 @@ MODELS: dict[str, Callable[[], ClaimingModel]] = {
     "softmax hybrid": lambda: SoftmaxHybridModel(3, beta=1.5, eps=0.9, tokens=3, law="gaussian"),
     "agazzi gaussian field": lambda: AgazziModel(2, GaussianField(KernelSpec("relu", 4), 2), beta=0.8, v=1.0),
     "agazzi frozen features": lambda: AgazziModel(
-        3, FrozenFeatureField.draw(KernelSpec("tanh", 4), 16, np.random.default_rng(FEATURE_SEED)), beta=0.8, v=-1.0
+        3, FrozenFeatureField.draw(KernelSpec("tanh", 4), 16, random_stream(FEATURE_SEED)), beta=0.8, v=-1.0
     ),
     "quadratic_form": lambda: QuadraticFormModel(2, 4),
 }

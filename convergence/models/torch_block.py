@@ -30,6 +30,7 @@ import numpy as np
 
 from verify.common import check_int, check_real
 
+from ..runtime import random_stream
 from .noise import CommonNoise, JointNoise, joint_noise
 
 _ONE_THREAD = threading.RLock()  # re-entrant: a block held by one_thread may build a cached part that takes it too
@@ -230,7 +231,7 @@ class TorchBlockLayer:
                         seen.setdefault(str(value.dtype).removeprefix("torch."), getattr(func, "__name__", str(func)))
                 return out
 
-        x = torch.from_numpy(np.random.default_rng(0).standard_normal((1, self.tokens, self.dim)))
+        x = torch.from_numpy(random_stream(0).standard_normal((1, self.tokens, self.dim)))
         step = self.torch_step
         zero = torch.zeros(self.noise.shape[0], dtype=torch.float64)
         with one_thread(torch), self._reported("the block's forward pass", None, x.numpy()), Record():
@@ -256,7 +257,7 @@ class TorchBlockLayer:
 
         hooks = [m.register_forward_pre_hook(enter) for m in names] + [m.register_forward_hook(leave) for m in names]
         step = self.torch_step
-        x = torch.from_numpy(np.random.default_rng(0).standard_normal((1, self.tokens, self.dim)))
+        x = torch.from_numpy(random_stream(0).standard_normal((1, self.tokens, self.dim)))
         zero = torch.zeros((1, self.noise.shape[0]), dtype=torch.float64)
         h = torch.tensor(1.0 / 64, dtype=torch.float64)
         try:

@@ -2,7 +2,7 @@
 
 Every random number of a study is derived from one integer seed. Paths are grouped in seed blocks
 of ``SEED_BLOCK`` consecutive paths; seed block b of stream ``key`` owns
-``SeedSequence(seed, spawn_key=(*key, b))`` (the absolute index of the block of paths), split into an
+two streams keyed by ``(*key, b)`` (b the absolute index of the block of paths, ``runtime.block_streams``): an
 initial-state stream and a noise stream, so changing the depth never changes the initial tokens.
 Noise is drawn time-major, ``(steps, SEED_BLOCK, *shape)``, so consecutive chunks of steps continue
 each stream exactly: the numbers a path sees depend neither on the chunk length, nor on how paths
@@ -23,7 +23,7 @@ import numpy as np
 from verify.common import check_int
 
 from ..models import CommonNoise
-from ..runtime import SEED_BLOCK, seed_block_sequence
+from ..runtime import SEED_BLOCK, block_streams
 
 
 class PathStreams:
@@ -35,10 +35,9 @@ class PathStreams:
         if start % SEED_BLOCK:
             raise ValueError(f"start must be a multiple of SEED_BLOCK = {SEED_BLOCK}, got {start}")
         blocks = range(start // SEED_BLOCK, -(-stop // SEED_BLOCK))
-        pairs = [seed_block_sequence(seed, b, key).spawn(2) for b in blocks]
-        self._initial = [np.random.Generator(np.random.PCG64(init)) for init, _ in pairs]
-        # the noise is most of a study's random numbers: SFC64 draws normals 25% faster than PCG64
-        self._noise = [np.random.Generator(np.random.SFC64(noise)) for _, noise in pairs]
+        pairs = [block_streams(seed, b, key) for b in blocks]
+        self._initial = [initial for initial, _ in pairs]
+        self._noise = [noise for _, noise in pairs]
         self._noise_state = [{} for _ in pairs]  # per seed block: what a noise keeps across chunks of steps
         self.paths = stop - start
         self._where = (seed, start, stop, tuple(key))

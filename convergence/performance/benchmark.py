@@ -52,7 +52,7 @@ from ..experiments import (
 )
 from ..models import AgazziModel, FedorovModel, FrozenFeatureField, ReducedFedorov
 from ..paths import BrownianBlock, EulerMaruyama, PathStreams, chunk_length, simulate
-from ..runtime import SEED_BLOCK, measure_reference, scheduler
+from ..runtime import SEED_BLOCK, measure_reference, random_stream, scheduler
 from .cost import cost_curves
 from .user_checks import user_check_costs
 
@@ -107,7 +107,7 @@ def draw_only(model, paths: int, steps: int, h: float, seed: int = 0) -> None:
 
 def per_path_loop(model: FedorovModel, x0: np.ndarray, steps: int, h: float, seed: int = 0) -> np.ndarray:
     """Model F's layer map written as a plain loop over paths and layers (the baseline of vectorisation)."""
-    rng = np.random.default_rng(seed)
+    rng = random_stream(seed)
     out = np.empty_like(x0)
     scale = model.sigma * np.sqrt(h)
     for p in range(x0.shape[0]):
@@ -125,7 +125,7 @@ def per_path_loop(model: FedorovModel, x0: np.ndarray, steps: int, h: float, see
 
 def per_path_draws(dim: int, paths: int, steps: int, seed: int = 0) -> None:
     """Only the draws of ``per_path_loop`` (one d x d matrix per path and layer)."""
-    rng = np.random.default_rng(seed)
+    rng = random_stream(seed)
     for _ in range(paths * steps):
         rng.standard_normal((dim, dim))
 
@@ -194,7 +194,7 @@ def diffrax_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | N
         return sol.ys[0]
 
     batched = jax.jit(jax.vmap(lambda y0, key: solve(y0, key)))
-    y0 = np.random.default_rng(0).standard_normal((config.paths, n, d))
+    y0 = random_stream(0).standard_normal((config.paths, n, d))
     y0 = jnp.asarray(y0 / np.linalg.norm(y0, axis=-1, keepdims=True))
     keys = jax.random.split(jax.random.PRNGKey(0), config.paths)
     return lambda: batched(y0, keys).block_until_ready()
@@ -240,7 +240,7 @@ def torchsde_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | 
 
     d, n, h = config.dim, config.tokens, 1.0 / config.steps
     sde = torchsde_limit(config, sigma)
-    y0 = torch.nn.functional.normalize(torch.randn(config.paths, n, d, dtype=torch.float64), dim=-1)
+    y0 = torch.nn.functional.normalize(torch.from_numpy(random_stream(0).standard_normal((config.paths, n, d))), dim=-1)
     y0 = y0.reshape(config.paths, n * d)
     ts = torch.tensor([0.0, 1.0], dtype=torch.float64)
 
@@ -272,12 +272,12 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
     measure("layer_reduced", forward(ReducedFedorov(model)), path_steps)
     euler = EulerMaruyama(model.limit_sde())
     measure("euler_sde", forward(euler), path_steps)
-    x0 = np.random.default_rng(1).standard_normal((config.loop_paths, config.tokens, config.dim))
+    x0 = random_stream(1).standard_normal((config.loop_paths, config.tokens, config.dim))
     x0 /= np.linalg.norm(x0, axis=-1, keepdims=True)
     loop_work = config.loop_paths * config.steps
     measure("per_path_loop", lambda: per_path_loop(model, x0, config.steps, h), loop_work)
     measure("per_path_draws", lambda: per_path_draws(config.dim, config.loop_paths, config.steps), loop_work)
-    field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, np.random.default_rng(2))
+    field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, random_stream(2))
     model_a = AgazziModel(config.model_a_tokens, field, 1.0, 1.0)
     measure(
         "model_a",

@@ -7,7 +7,9 @@ layer: it imports nothing else from ``convergence``.
 
 from __future__ import annotations
 
-from .blocks import SEED_BLOCK, STREAM_KEYS, compute_blocks, seed_block_sequence
+from verify.common import random_stream, seed_words
+
+from .blocks import SEED_BLOCK, STREAM_KEYS, block_streams, compute_blocks
 from .execution import (
     BlockCache,
     as_finished,
@@ -40,6 +42,7 @@ __all__ = [
     "as_finished",
     "available_cores",
     "block_count",
+    "block_streams",
     "cache_secret",
     "caching",
     "check_scheduler",
@@ -56,6 +59,7 @@ __all__ = [
     "REFERENCE_NORMALS",
     "map_blocks",
     "scheduler",
-    "seed_block_sequence",
+    "random_stream",
+    "seed_words",
     "shared_result",
 ]

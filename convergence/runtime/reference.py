@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 
+from verify.common import random_stream
+
 REFERENCE_NORMALS = 10**9  # the definition
 SAMPLE_NORMALS = 2 * 10**7  # drawn per measurement, in chunks of CHUNK (scaled to REFERENCE_NORMALS)
 CHUNK = 10**6
@@ -22,7 +24,7 @@ def measure_reference(normals: int = SAMPLE_NORMALS, repeats: int = REPEATS) -> 
     """ref in CPU seconds: the best of ``repeats`` timings (this thread's CPU time: one core) of ``normals`` draws (a
     multiple of ``CHUNK``), scaled to 10^9."""
     chunks = max(1, normals // CHUNK)
-    rng = np.random.default_rng(0)
+    rng = random_stream(0)
     out = np.empty(CHUNK)
     best = np.inf
     for _ in range(repeats):

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from verify.analysis import KernelSpec
 
 from ..experiments import (
@@ -29,7 +27,7 @@ from ..experiments import (
 )
 from ..models import AgazziModel, FedorovModel, FrozenFeatureField
 from ..output import StudyResult, headline
-from ..runtime import STREAM_KEYS, block_count, seed_block_sequence
+from ..runtime import STREAM_KEYS, block_count, random_stream
 from ..statistics import confidence_label, family_confidence
 from .base import ProgressFactory, Study
 
@@ -76,7 +74,7 @@ WIDTH_DESIGNS = {"quick": WidthDepthDesign(paths=768, resolution=0.015), "full":
 
 
 def models(seed: int) -> dict:
-    rng = np.random.Generator(np.random.PCG64(seed_block_sequence(seed, 0, (STUDY_KEY, 1, FEATURE_STREAM))))
+    rng = random_stream(seed, (STUDY_KEY, 1, FEATURE_STREAM, 0))
     field = FrozenFeatureField.draw(KernelSpec(ACTIVATION, DIM), WIDTH, rng)
     return {"F": lambda n: FedorovModel(n, DIM, BETA), "A": lambda n: AgazziModel(n, field, BETA, 1.0)}
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..output import Curve, Plot
-from ..runtime import seed_block_sequence
+from ..runtime import seed_words
 from ..statistics import (
     FAIL,
     FAMILY_ALPHA,
@@ -38,7 +38,7 @@ RATE_TARGET = 0.35
 def study_seeds(seed: int, index: int, count: int, key: int) -> list[int]:
     """The ``count`` seeds of the ``index``-th run (a case, a study) of a study over seeds: a function of that study's
     ``seed`` and stream ``key`` alone; the first k of them do not depend on ``count``."""
-    state = seed_block_sequence(seed, index, (key,)).generate_state(count, dtype=np.uint32)
+    state = seed_words(seed, (key, index), count)
     return [int(s) for s in state]
 
 

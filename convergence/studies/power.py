@@ -87,7 +87,7 @@ from ..models import (
 from ..output import Curve, Plot, StudyResult
 from ..paths import fixed_overlap, overlap
 from ..references import expectation, lambdify_overlap
-from ..runtime import STREAM_KEYS, seed_block_sequence
+from ..runtime import STREAM_KEYS, random_stream
 from ..statistics import (
     FAMILY_ALPHA,
     Check,
@@ -153,7 +153,7 @@ PROFILES = {
 def local_models(seed: int, tokens_f: tuple[int, ...]) -> dict[str, object]:
     """The layer maps whose claims the local check is tried on."""
     models: dict[str, object] = {f"F n={n} d=16": FedorovModel(n, 16) for n in tokens_f}
-    rng = np.random.Generator(np.random.PCG64(seed_block_sequence(seed, 0, (STUDY_KEY, 99))))
+    rng = random_stream(seed, (STUDY_KEY, 99, 0))
     models["A tanh frozen m=32 d=8 repulsive"] = AgazziModel(
         4, FrozenFeatureField.draw(KernelSpec("tanh", 8, 0.0, 0.0), 32, rng), 1.0, -1.0
     )

@@ -15,8 +15,6 @@ infinite-width network, coupled through the same Gaussian matrix at the token po
 
 from __future__ import annotations
 
-import numpy as np
-
 from verify.analysis import KernelSpec
 
 from ..experiments import (
@@ -31,7 +29,7 @@ from ..experiments import (
 )
 from ..models import ATTENTION, AgazziModel, FrozenFeatureField, GaussianField
 from ..output import StudyResult, headline
-from ..runtime import STREAM_KEYS, block_count, seed_block_sequence
+from ..runtime import STREAM_KEYS, block_count, random_stream
 from ..statistics import family_confidence
 from .base import ProgressFactory, Study
 
@@ -76,7 +74,7 @@ def depth_model(config: tuple, seed: int, index: int) -> AgazziModel:
     if width is None:
         field = GaussianField(spec, TOKENS)
     else:
-        rng = np.random.Generator(np.random.PCG64(seed_block_sequence(seed, 0, (STUDY_KEY, index, FEATURE_STREAM))))
+        rng = random_stream(seed, (STUDY_KEY, index, FEATURE_STREAM, 0))
         field = FrozenFeatureField.draw(spec, width, rng)
     return AgazziModel(TOKENS, field, BETA, ATTENTION[attention])
 

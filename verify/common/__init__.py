@@ -1,6 +1,7 @@
 """What both packages use: argument checks (``validation``), the verdict of a check (``verdicts``), atomic file
-writes (``files``), the versions a result was produced with (``versions``) and thread-safe working precision of
-mpmath and python-flint (``precision``). The lowest layer of the project.
+writes (``files``), the versions a result was produced with (``versions``), thread-safe working precision of
+mpmath and python-flint (``precision``) and the one way a random stream is made (``seeds``). The lowest layer of the
+project.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .files import (
     recover_folder,
 )
 from .precision import DOUBLE, holding_precision, working_bits, working_digits
+from .seeds import random_stream, seed_words
 from .validation import (
     check_choice,
     check_int,
@@ -45,7 +47,9 @@ __all__ = [
     "file_stem",
     "holding_precision",
     "package_versions",
+    "random_stream",
     "recover_folder",
+    "seed_words",
     "working_bits",
     "working_digits",
 ]

@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 
 from ..calculus import d, gram_symbol, polynomial_kernel, sigma
-from ..common import Verdict
+from ..common import Verdict, random_stream
 from ..models import MODELS, beta, eps, m, v_sign
 
 
@@ -177,7 +177,7 @@ def one_step_check(
     draw, layer = INDEPENDENT[model]
     x = configuration(dim, rho)
     f0 = f_num(rho)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(dim, list(TEST_FUNCTIONS).index(observable))))
+    rng = random_stream(seed, (dim, list(TEST_FUNCTIONS).index(observable)))
     estimates, errors = [], []
     xs = np.repeat(x, pairs, axis=0)
     for h in steps:
