@@ -6,8 +6,8 @@
 import numpy as np
 import pytest
 
-from convergence.models import AgazziModel, FedorovModel, FreshFeatureField
-from verify.analysis import KernelSpec
+from convergence._models import AgazziModel, FedorovModel, FreshFeatureField
+from verify._analysis import KernelSpec
 
 TOKENS, DIM = 4096, 16
 

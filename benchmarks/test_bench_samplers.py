@@ -1,6 +1,6 @@
 """Benchmarks (not part of the default test run): ``python -m pytest benchmarks``.
 
-The workloads of ``convergence.performance.benchmark`` (model F, n = 2, d = 16, 4096 paths, 64 steps) under
+The workloads of ``convergence._performance.benchmark`` (model F, n = 2, d = 16, 4096 paths, 64 steps) under
 pytest-benchmark; ``extra_info`` holds path-steps per second. ``python -m convergence bench`` runs the
 same measurements side by side (with the process cluster and the peers) and writes the ratios.
 """
@@ -8,9 +8,9 @@ same measurements side by side (with the process cluster and the peers) and writ
 import numpy as np
 import pytest
 
-from convergence.models import FedorovModel, ReducedFedorov
-from convergence.paths import EulerMaruyama, simulate
-from convergence.performance.benchmark import (
+from convergence._models import FedorovModel, ReducedFedorov
+from convergence._paths import EulerMaruyama, simulate
+from convergence._performance.benchmark import (
     BenchConfig,
     diffrax_euler,
     draw_only,

@@ -1,7 +1,7 @@
 """pytest plugin (entry point ``pytest11``): check layer maps from your own test suite.
 
 Fixture ``depth_limits`` gives ``assert_local_consistency``, ``assert_strong_order``, ``assert_weak_limit``,
-``assert_weak_order`` and ``assert_same_weak_limit`` (the checks of ``convergence.checks``), ``assert_limits_equal``
+``assert_weak_order`` and ``assert_same_weak_limit`` (the checks of ``convergence._checks``), ``assert_limits_equal``
 (``convergence.compare_limits``), ``assert_rejects`` (any of them must reject a claim the test knows is wrong) and
 ``assert_expansion_matches`` (``verify.check_limit`` on a sympy map). A ``fail`` fails the test with the table of
 levels, the fitted order, its interval and the verdict;
@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from verify import check_limit
-from verify.common import Verdict, check_real, file_stem
+from verify._common import Verdict, check_real, file_stem
 
-from .checks import (
+from ._checks import (
     Outcome,
     check_local_consistency,
     check_same_weak_limit,
@@ -33,7 +33,7 @@ from .checks import (
     check_weak_order,
     compare_limits,
 )
-from .runtime import SEED_BLOCK
+from ._runtime import SEED_BLOCK
 
 INCONCLUSIVE_MODES = ("skip", "fail")
 # the checks ``assert_rejects`` runs, by name
@@ -141,7 +141,7 @@ def _scaled(check, options: dict, factor: float) -> dict:
 
 
 class DepthLimits:
-    """The ``depth_limits`` fixture: assertion helpers over ``convergence.checks``' checks.
+    """The ``depth_limits`` fixture: assertion helpers over ``convergence._checks``' checks.
 
     ``paths_factor`` scales every check's paths (samples); ``report`` is a folder where each check writes its report
     under ``name`` (the test's name, with ``-2``, ``-3``, ... for a test's later checks)."""

@@ -1,6 +1,6 @@
 """Example (d): Hugging Face decoder layers (Llama, GPT-2, GPT-NeoX) as depth limits, their limits derived by the suite.
 
-The three layers are built in ``convergence/models/hugging_face.py`` (about a page: read it to build your own, its
+The three layers are built in ``convergence/_models/hugging_face.py`` (about a page: read it to build your own, its
 docstring says which weights are noise and why): each from a small config (no weights downloaded), wrapped with
 ``convergence.wrap_library_layer`` and turned into a layer map by ``convergence.torch_layer_map``. All three are
 pre-norm: the residual stream lives in R^d, so the step at h = 0 leaves every state in place and the default named
@@ -24,16 +24,15 @@ import warnings
 import numpy as np
 
 import convergence as cv
-from convergence.models import hugging_face_blocks, hugging_face_configs, hugging_face_layers
 
-CONFIGS = hugging_face_configs()  # built in convergence/models/hugging_face.py (read it: it is short)
+CONFIGS = cv.hugging_face_configs()  # built in convergence/_models/hugging_face.py (read it: it is short)
 LLAMA, GPT2, NEOX = CONFIGS["llama"], CONFIGS["gpt2"], CONFIGS["neox"]
-neox_block = hugging_face_blocks()["neox"]
+neox_block = cv.hugging_face_blocks()["neox"]
 SIGMA = 0.5  # the noisy weights' entry standard deviation per unit time
 
 with warnings.catch_warnings(record=True) as FLOAT32_NOTICES:  # kept: the test reads them
     warnings.simplefilter("always")
-    LAYERS = hugging_face_layers(SIGMA)
+    LAYERS = cv.hugging_face_layers(SIGMA)
 LLAMA_LAYER, GPT2_LAYER, NEOX_LAYER = LAYERS["llama"], LAYERS["gpt2"], LAYERS["neox"]
 N, D = LLAMA_LAYER.tokens, LLAMA_LAYER.dim  # 3 tokens in R^4
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import verify
-from convergence.experiments import (
+from convergence._experiments import (
     ExponentDesign,
     KernelMatrixNetwork,
     WidthDesign,
@@ -17,7 +17,7 @@ from convergence.experiments import (
     median_exponent,
     record_log_distances,
 )
-from convergence.models import (
+from convergence._models import (
     FACTOR_FORMS,
     AgazziModel,
     FreshFeatureField,
@@ -26,10 +26,10 @@ from convergence.models import (
     QuadraticFormModel,
     psd_factor,
 )
-from convergence.paths import BrownianBlock, Level, PathStreams, run_coupled
+from convergence._paths import BrownianBlock, Level, PathStreams, run_coupled
 from tests.helpers import assert_equal_to_rounding, random_tokens
-from verify.analysis import KernelSpec, kernel
-from verify.rigorous import attention_energy_rate, certified_infimum
+from verify._analysis import KernelSpec, kernel
+from verify._rigorous import attention_energy_rate, certified_infimum
 
 K_SE = 5.0  # tolerance in standard errors: two-sided false-failure rate 6e-7 per comparison
 
@@ -51,7 +51,7 @@ def test_activation_constants_closed_forms(act, d, sig):
     s2 = 1 / d + sig**2
     k1, k1p = (s2 / 2 + sig**2, 1 / (2 * d)) if act == "relu" else (s2 + sig**2, 1 / d)
     assert_allclose([c["k1"], c["k1_prime"]], [k1, k1p], rtol=1e-12)
-    # docs/models.md section 2's formulas, written out here independently of verify.analysis.two_point.
+    # docs/models.md section 2's formulas, written out here independently of verify._analysis.two_point.
     assert_allclose(c["lambda_1"], ((d - 3) * k1p - (d - 1) * k1) / 2, rtol=1e-12)
     assert_allclose(c["lambda_bar"], (d - 1) * k1p - (d - 3) * k1, rtol=1e-12)
 
@@ -107,7 +107,7 @@ def test_deficit_keeps_relative_precision_for_close_points():
 def test_truncated_kernel_series_is_as_accurate_as_direct_quadrature(act, d):
     """The slope's Chebyshev series is cut to a low degree; between its test points (a 10 times finer grid) the
     deficit still equals direct Gauss-Hermite quadrature to 1e-14 (one degree fewer misses it for tanh, d = 4)."""
-    from verify.analysis import deficit_quadrature
+    from verify._analysis import deficit_quadrature
 
     k = kernel(KernelSpec(act, d, 0.1, 0.1))
     z = np.linspace(0.0, 2.0, 2001)[1:]

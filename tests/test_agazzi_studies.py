@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from convergence.cli import main
-from convergence.experiments import (
+from convergence._cli import main
+from convergence._experiments import (
     EnergyDesign,
     ExponentDesign,
     StrongDesign,
@@ -24,9 +24,9 @@ from convergence.experiments import (
     record_energy,
     record_log_distances,
 )
-from convergence.models import ATTENTION, AgazziModel, AgazziSDE, GaussianField
-from verify.analysis import KernelSpec, activation_constants, exponents
-from verify.rigorous import attention_energy_rate, lambda_bar_prime
+from convergence._models import ATTENTION, AgazziModel, AgazziSDE, GaussianField
+from verify._analysis import KernelSpec, activation_constants, exponents
+from verify._rigorous import attention_energy_rate, lambda_bar_prime
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +135,8 @@ def test_width_study_rejects_a_wrong_infinite_width_kernel():
 
 
 def test_the_figure_rule_rejects_swapped_activations_and_tolerates_a_transient_group():
-    from convergence.experiments import antipodal_share_check
-    from convergence.studies.sync_agazzi import ALIGNED, ANTIPODAL_SHARE
+    from convergence._experiments import antipodal_share_check
+    from convergence._studies.sync_agazzi import ALIGNED, ANTIPODAL_SHARE
 
     # per-path antipodal shares of seed 11's quick run (one ReLU path kept a transient group of tokens)
     tanh = np.array(

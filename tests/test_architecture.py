@@ -49,28 +49,29 @@ def test_no_package_loads_names_lazily(path):
 
 def test_the_import_scanner_sees_relative_and_nested_imports(monkeypatch):
     """The checks here can fail: a function-level absolute import and a relative one are both found."""
-    fake = ROOT / "verify" / "calculus" / "_scanner_probe.py"
-    text = "def f():\n    from convergence.paths import brownian\n    from ..common import files\n"
+    fake = ROOT / "verify" / "_calculus" / "_scanner_probe.py"
+    text = "def f():\n    from convergence._paths import brownian\n    from .._common import files\n"
     monkeypatch.setattr(
         Path, "read_text", lambda self, *a, **k: text if self == fake else Path.read_bytes(self).decode()
     )
     found = imported_modules(fake)
-    assert {"convergence.paths.brownian", "verify.common.files"} <= found
+    assert {"convergence._paths.brownian", "verify._common.files"} <= found
 
 
 # convergence's subpackages, lowest first: a module imports only from its own subpackage and the ones before it;
-# the user's entry points (api, cli, pytest_plugin, __init__, __main__) sit on top.
+# the entry points (__init__, __main__, _cli, pytest_plugin) sit on top. Every subpackage is private (``_``): the
+# public names are ``convergence.__all__`` and ``verify.__all__`` (and the plugin module, pytest's entry point).
 LAYERS = (
-    "runtime",
-    "statistics",
-    "output",
-    "models",
-    "paths",
-    "references",
-    "experiments",
-    "checks",
-    "studies",
-    "performance",
+    "_runtime",
+    "_statistics",
+    "_output",
+    "_models",
+    "_paths",
+    "_references",
+    "_experiments",
+    "_checks",
+    "_studies",
+    "_performance",
 )
 
 
@@ -83,7 +84,7 @@ def layer_of(module: str) -> int:
 
 def test_every_convergence_module_lives_in_a_layer_or_is_an_entry_point():
     top = {p.name for p in (ROOT / "convergence").glob("*.py")}
-    assert top == {"__init__.py", "__main__.py", "cli.py", "pytest_plugin.py"}
+    assert top == {"__init__.py", "__main__.py", "_cli.py", "pytest_plugin.py"}
     assert {p.name for p in (ROOT / "convergence").iterdir() if p.is_dir() and p.name != "__pycache__"} == set(LAYERS)
 
 
@@ -95,21 +96,21 @@ def test_convergence_imports_only_downward(path):
     assert not upward, f"{module} (layer {own}) imports higher layers: {upward}"
 
 
-STUDY_HELPERS = {"convergence.studies.base", "convergence.studies.over_seeds"}
+STUDY_HELPERS = {"convergence._studies.base", "convergence._studies.over_seeds"}
 
 
-@pytest.mark.parametrize("path", sources("convergence/studies"), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", sources("convergence/_studies"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_a_study_never_imports_another(path):
-    """A study composes experiments and the designs they share (``convergence.experiments``); only the registry
+    """A study composes experiments and the designs they share (``convergence._experiments``); only the registry
     (the package's ``__init__``) names the studies."""
     if path.name == "__init__.py":
         return
-    modules = {".".join(m.split(".")[:3]) for m in imported_modules(path) if m.startswith("convergence.studies.")}
+    modules = {".".join(m.split(".")[:3]) for m in imported_modules(path) if m.startswith("convergence._studies.")}
     own = ".".join(path.relative_to(ROOT).with_suffix("").parts)
     assert modules <= STUDY_HELPERS | {own}, f"{own} imports studies: {sorted(modules - STUDY_HELPERS)}"
 
 
-VERIFY_LAYERS = ("common", "calculus", "models", "analysis", "rigorous", "derivations")
+VERIFY_LAYERS = ("_common", "_calculus", "_models", "_analysis", "_rigorous", "_derivations")
 
 
 def verify_layer_of(module: str) -> int:
@@ -216,7 +217,7 @@ def test_tests_and_examples_use_the_public_names(path):
         for m in _from_modules(path)
         if len(m.split(".")) >= 3
         and m.split(".")[0] in ("convergence", "verify")
-        and m.split(".")[1] not in ("studies", "performance")
+        and m.split(".")[1] not in ("_studies", "_performance")
     )
     assert not internal, f"{path.relative_to(ROOT)} takes names from internal modules {internal}"
 

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 import convergence as cv  # noqa: E402
 import verify  # noqa: E402
-from convergence.statistics import FAIL, PASS  # noqa: E402
+from convergence._statistics import FAIL, PASS  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "post_ln_torch.py"
 spec = importlib.util.spec_from_file_location("post_ln_torch", EXAMPLE)

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 
-from convergence.experiments import StrongDesign, coupled_strong_errors
-from convergence.models import FedorovModel, matrix_noise, standard_entries
-from convergence.paths import (
+from convergence._experiments import StrongDesign, coupled_strong_errors
+from convergence._models import FedorovModel, matrix_noise, standard_entries
+from convergence._paths import (
     BrownianBlock,
     CoarseIncrements,
     PathStreams,
@@ -17,7 +17,7 @@ from convergence.paths import (
     simulate,
     uniform_sphere,
 )
-from convergence.runtime import SEED_BLOCK, compute_blocks
+from convergence._runtime import SEED_BLOCK, compute_blocks
 
 from .helpers import assert_equal_to_rounding
 
@@ -57,7 +57,7 @@ def test_coarse_increments_carried_across_chunks_are_the_sequential_sums(chunks,
 def test_a_strong_run_whose_coarsest_step_spans_several_chunks_gives_the_same_bits(monkeypatch):
     """Depth 8 of 1024 fine steps is a coarse step of 128 fine increments; chunks of 7 or 64 steps carry it over
     (a chunk of 128 steps would hold 33 MB of model F's d x d increments at d = 16)."""
-    import convergence.paths.coupling as coupling
+    import convergence._paths.coupling as coupling
 
     model = FedorovModel(2, 16, 1.0)
     design = StrongDesign(depths=(8, 16, 32, 64), horizon=1.0, reference_factor=16, paths=128, block_paths=128)
@@ -134,7 +134,7 @@ def test_same_seed_same_paths_across_block_sizes():
 def test_several_claims_in_one_coupled_run_give_each_claims_own_numbers():
     """One run against the true limit and a wrong one (drift x 1.2): each claim's distances equal those of its own
     run bit for bit (shared Brownian paths and layer levels change nothing), and the wrong claim's differ."""
-    from convergence.experiments import DriftScaled, coupled_strong_errors_for_claims
+    from convergence._experiments import DriftScaled, coupled_strong_errors_for_claims
 
     model = FedorovModel(tokens=2, dim=4, beta=1.0)
     design = StrongDesign(depths=(2, 4), reference_factor=8, paths=96, block_paths=64, replicates=100)

@@ -1,4 +1,4 @@
-"""The calibration study (``convergence.studies.calibration``): its rows meet or miss their targets as stated, its
+"""The calibration study (``convergence._studies.calibration``): its rows meet or miss their targets as stated, its
 seeds depend on the study's seed alone, and its quick profile passes (slow: 10 seeds of three public checks)."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from convergence.checks import Outcome
-from convergence.output import StudyResult
-from convergence.runtime import STREAM_KEYS
-from convergence.statistics import FAIL, INCONCLUSIVE, PASS, Check
-from convergence.studies import STUDIES
-from convergence.studies.calibration import run_miss_probability
-from convergence.studies.over_seeds import rate_check, study_seeds
+from convergence._checks import Outcome
+from convergence._output import StudyResult
+from convergence._runtime import STREAM_KEYS
+from convergence._statistics import FAIL, INCONCLUSIVE, PASS, Check
+from convergence._studies import STUDIES
+from convergence._studies.calibration import run_miss_probability
+from convergence._studies.over_seeds import rate_check, study_seeds
 
 
 def _rate(name, outcomes, wanted):
@@ -68,8 +68,8 @@ def test_a_never_fails_row_counts_false_failures_alone():
 
 
 def test_the_full_calibration_runs_every_brownian_registry_model_at_both_ladders():
-    from convergence.models import MODELS
-    from convergence.studies.calibration import registry_cases
+    from convergence._models import MODELS
+    from convergence._studies.calibration import registry_cases
 
     chosen = registry_cases("full")
     brownian = [name for name, make in MODELS.items() if make().noise.brownian]
@@ -111,8 +111,8 @@ def test_the_quick_calibration_meets_its_targets():
 def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
     """``quick-profiles``: a study's quick profile must pass at every one of its seeds, which depend on this study's
     seed alone (and differ from study to study); its full profile takes 10 seeds, its quick one 3."""
-    from convergence.studies import Study
-    from convergence.studies.quick_profiles import SEEDS, STUDY_KEY, quick_profile_rows
+    from convergence._studies import Study
+    from convergence._studies.quick_profiles import SEEDS, STUDY_KEY, quick_profile_rows
 
     seen = []
     closest_seed = study_seeds(7, 0, 10, STUDY_KEY)[5]
@@ -151,8 +151,8 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
 def test_a_study_that_raises_at_a_seed_fails_its_row_and_the_sweep_goes_on():
     """A quick profile that raises at one seed (as ldm-stopping's once did, inside mpmath) is that seed's failure,
     named with its error; the other seeds and studies still run."""
-    from convergence.studies import Study
-    from convergence.studies.quick_profiles import STUDY_KEY, quick_profile_rows
+    from convergence._studies import Study
+    from convergence._studies.quick_profiles import STUDY_KEY, quick_profile_rows
 
     crashing_seed = study_seeds(3, 0, 10, STUDY_KEY)[1]
 
@@ -172,7 +172,7 @@ def test_a_study_that_raises_at_a_seed_fails_its_row_and_the_sweep_goes_on():
 def test_the_power_studys_rows_over_seeds_need_every_seed_to_reject_and_to_pass():
     """``mutant-seeds``: a mutant row passes when its mutant is rejected at >= 90% of 6 seeds (every one), a true
     claim row when the claim passes at every seed; a row that is a finding at some seed is left out, by name."""
-    from convergence.studies.mutant_seeds import SEEDS, seed_rows
+    from convergence._studies.mutant_seeds import SEEDS, seed_rows
 
     def power(seed: int, missed: bool, finding: bool) -> StudyResult:
         rejects = Check(

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import verify
-from convergence.cli import main
-from convergence.experiments import (
+from convergence._cli import main
+from convergence._experiments import (
     MIN_WINDOW,
     CollapseRate,
     Comparison,
@@ -19,8 +19,8 @@ from convergence.experiments import (
     rate_check,
     sign_decision,
 )
-from convergence.models import attention_half_step
-from convergence.studies import grid_agazzi as grid
+from convergence._models import attention_half_step
+from convergence._studies import grid_agazzi as grid
 
 LEVEL = 0.99
 REPORTS = Path(__file__).resolve().parents[1] / "reports"

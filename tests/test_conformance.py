@@ -1,4 +1,4 @@
-"""Conformance of every registered model (``convergence.models.registry``): one parametrised test per property."""
+"""Conformance of every registered model (``convergence._models.registry``): one parametrised test per property."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from convergence.experiments import LocalDesign, local_checks, states_for
-from convergence.models import CONFORMANCE, MODELS, ClaimingModel, FedorovModel, LayerMap, LimitSDE
-from convergence.paths import PathStreams
-from convergence.statistics import combine_verdicts
-from verify.analysis import kernel
-from verify.calculus import gram_symbol, vec_coordinates
-from verify.common import Verdict
-from verify.derivations import CHECKED, checked_system
+from convergence._experiments import LocalDesign, local_checks, states_for
+from convergence._models import CONFORMANCE, MODELS, ClaimingModel, FedorovModel, LayerMap, LimitSDE
+from convergence._paths import PathStreams
+from convergence._statistics import combine_verdicts
+from verify._analysis import kernel
+from verify._calculus import gram_symbol, vec_coordinates
+from verify._common import Verdict
+from verify._derivations import CHECKED, checked_system
 
 from .helpers import random_tokens
 
@@ -172,3 +172,13 @@ def test_local_consistency_at_the_canonical_states(name):
     assert combine_verdicts([c.verdict for c in checks]) == Verdict.PASS, [
         (c.name, c.config, c.verdict) for c in checks if c.verdict != Verdict.PASS
     ]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_registered_model_and_its_limit_are_public(name):
+    """The export rule (docs/architecture.md): the suite's models are public examples, each with its limit SDE."""
+    import convergence
+
+    model = _EXAMPLES[name]
+    for cls in (type(model), type(model.limit_sde())):
+        assert getattr(convergence, cls.__name__, None) is cls and cls.__name__ in convergence.__all__, cls

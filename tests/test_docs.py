@@ -138,22 +138,19 @@ def test_the_tutorial_teaches_in_short_steps_that_end_with_the_plugin():
     assert "reports/" not in text
 
 
-def test_every_exported_name_is_in_the_api_reference():
-    """Each name of ``convergence.__all__`` and ``verify.__all__`` has its own ``:::`` directive in docs/api.md, or
-    the module that defines it has one (whose members mkdocstrings lists)."""
+def test_the_api_reference_renders_the_public_names_and_only_them():
+    """docs/api.md has one ``:::`` directive per name of ``convergence.__all__`` and ``verify.__all__``, under its
+    public path, and nothing else but the pytest plugin's fixture: no private module, no helper that is not exported
+    (the ``__all__`` lists are the one definition of the public surface)."""
     import convergence
     import verify
 
     directives = re.findall(r"^::: (\S+)", (ROOT / "docs" / "api.md").read_text(), re.M)
-    for package in (convergence, verify):
-        missing = [
-            name
-            for name in package.__all__
-            if not any(
-                d.endswith(f".{name}") or d == getattr(getattr(package, name), "__module__", None) for d in directives
-            )
-        ]
-        assert not missing, f"docs/api.md does not document {package.__name__}'s {missing}"
+    public = {f"{package.__name__}.{name}" for package in (convergence, verify) for name in package.__all__}
+    plugin = {"convergence.pytest_plugin.DepthLimits"}
+    assert len(directives) == len(set(directives)), "docs/api.md renders a name twice"
+    assert not public - set(directives), f"docs/api.md does not document {sorted(public - set(directives))}"
+    assert not set(directives) - public - plugin, f"docs/api.md renders non-public {sorted(set(directives) - public)}"
 
 
 def test_every_field_of_a_report_is_in_the_report_format_reference():
@@ -171,10 +168,10 @@ README_LIMIT = 6500  # bytes: one screen, with the generated table
 
 
 def results_markdown() -> str:
-    """The README's results table: every study of ``convergence.studies.STUDIES`` with a committed report, its
+    """The README's results table: every study of ``convergence._studies.STUDIES`` with a committed report, its
     summary, verdict, claim checks and CPU seconds, from ``reports/<study>.json``."""
-    from convergence.output import verdict_tally
-    from convergence.studies import STUDIES
+    from convergence._output import verdict_tally
+    from convergence._studies import STUDIES
 
     rows = [RESULTS_START, "| study | what it checks | verdict | claim checks | CPU s |", "|---|---|---|---|---|"]
     for name, study in STUDIES.items():
@@ -216,8 +213,8 @@ def _committed_reports() -> list[dict]:
 def test_the_committed_index_is_the_committed_reports():
     """reports/index.md (verdicts, times, headline checks, targets) is what the report command writes from the
     committed reports' JSON: a report rerun without its index, or a hand edit, fails here."""
-    from convergence.output import index_markdown
-    from convergence.studies import HEADLINES
+    from convergence._output import index_markdown
+    from convergence._studies import HEADLINES
 
     committed = (ROOT / "reports" / "index.md").read_text()
     assert committed == index_markdown(ROOT / "reports", HEADLINES), (
@@ -226,15 +223,15 @@ def test_the_committed_index_is_the_committed_reports():
 
 
 def test_every_headline_names_a_check_of_its_committed_report():
-    from convergence.output import unmatched
-    from convergence.studies import HEADLINES
+    from convergence._output import unmatched
+    from convergence._studies import HEADLINES
 
     assert not unmatched(_committed_reports(), HEADLINES)
     assert "## Headline results" in (ROOT / "reports" / "index.md").read_text()
 
 
 def test_a_headline_that_matches_nothing_is_found():
-    from convergence.output import headline, unmatched
+    from convergence._output import headline, unmatched
 
     report = {"study": "s", "checks": [{"name": "strong_order", "config": {"n": 2, "d": 4}}]}
     assert not unmatched([report], {"s": (headline("strong_order", n=2),)})
@@ -250,8 +247,8 @@ def test_the_docs_copy_no_measured_estimate():
 
 
 if __name__ == "__main__":  # rewrite the README's results table and reports/index.md from reports/*.json
-    from convergence.output import write_index
-    from convergence.studies import HEADLINES
+    from convergence._output import write_index
+    from convergence._studies import HEADLINES
 
     readme_path = ROOT / "README.md"
     readme_path.write_text(_readme_with_results(readme_path.read_text()))

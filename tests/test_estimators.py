@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from convergence.statistics import (
+from convergence._statistics import (
     FAIL,
     INCONCLUSIVE,
     NO_TARGET,
@@ -148,8 +148,8 @@ def test_limit_verdict_and_combination():
 
 
 def test_findings_are_reported_but_do_not_decide_the_verdict():
-    from convergence.output import StudyResult, to_markdown
-    from convergence.statistics import Check
+    from convergence._output import StudyResult, to_markdown
+    from convergence._statistics import Check
 
     claim = Check("rate", 1.0, 1.0, (0.9, 1.1), "pass", resolution=0.2, target=0.25)
     finding = Check("rate", 1.0, 0.5, (0.4, 0.6), "fail", {"model": "F"}, claim=False)
@@ -185,7 +185,7 @@ def test_confidence_z_is_the_two_sided_normal_quantile(confidence):
 def test_bootstrap_medians_equal_the_medians_of_the_same_resamples(paths):
     """Sorted once and read off cumulative multiplicities, the medians equal np.median of each resample (drawn as
     rng.integers(0, paths, paths) in turn) bit for bit, ties included."""
-    from convergence.statistics import bootstrap_medians
+    from convergence._statistics import bootstrap_medians
 
     values = np.round(np.random.default_rng(paths).standard_normal((paths, 2, 3)), 1)  # rounding makes ties
     fast = bootstrap_medians(values, np.random.default_rng(5), 30)
@@ -199,7 +199,7 @@ def test_bootstrap_medians_read_off_a_window_of_ranks_are_the_medians_of_the_sam
     """The ranks are read off a window of sorted positions (about 12 standard deviations wide by default; 0 and 3
     send most resamples to the whole order; at 100000 paths the 12 replicates come in two batches): np.median of
     each resample, bit for bit."""
-    from convergence.statistics import bootstrap_medians
+    from convergence._statistics import bootstrap_medians
 
     values = np.round(np.random.default_rng(paths).standard_normal((paths, 3)), 2)  # ties
     fast = bootstrap_medians(values, np.random.default_rng(6), 12, window)
@@ -212,7 +212,7 @@ def test_bootstrap_medians_read_off_a_window_of_ranks_are_the_medians_of_the_sam
 def test_bootstrap_means_drawn_a_batch_at_a_time_are_those_of_one_draw(paths):
     """Batches of replicates continue the generator's stream: the same resamples as one (replicates, paths) draw
     (at 300000 paths a batch holds 3 replicates), so the same means to rounding (one matrix product or several)."""
-    from convergence.statistics import bootstrap_means, bootstrap_means_drawn
+    from convergence._statistics import bootstrap_means, bootstrap_means_drawn
 
     values = np.random.default_rng(paths).standard_normal((paths, 4))
     drawn = bootstrap_means_drawn(values, np.random.default_rng(8), 20)
@@ -225,7 +225,7 @@ def test_bootstrap_means_drawn_a_batch_at_a_time_are_those_of_one_draw(paths):
 def test_binomial_resolutions_are_exact():
     from scipy import stats
 
-    from convergence.statistics import detection_rate, excess_resolution, wilson
+    from convergence._statistics import detection_rate, excess_resolution, wilson
 
     assert stats.binom.sf(1, 10, detection_rate(10, 2)) == pytest.approx(0.9, abs=1e-9)
     assert detection_rate(10, 1) == pytest.approx(1 - 0.1**0.1, rel=1e-9)  # P(at least one) = 0.9
@@ -238,7 +238,7 @@ def test_binomial_resolutions_are_exact():
 
 def test_resolution_ratio_needs_a_finite_resolution_and_a_finite_positive_target():
     """``Check.resolution_ratio``, the one resolution / target that quick-profiles and the power rows read."""
-    from convergence.statistics import NO_TARGET, Check
+    from convergence._statistics import NO_TARGET, Check
 
     def ratio(resolution, target):
         return Check("x", 0.0, 0.0, (-1.0, 1.0), "inconclusive", resolution=resolution, target=target).resolution_ratio

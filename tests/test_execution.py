@@ -1,4 +1,4 @@
-"""Schedulers, block sizes and the resumable block cache (``convergence.runtime.execution``)."""
+"""Schedulers, block sizes and the resumable block cache (``convergence._runtime.execution``)."""
 
 import json
 import math
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from convergence.cli import main
-from convergence.experiments import (
+from convergence._cli import main
+from convergence._experiments import (
     LocalDesign,
     MeanFieldDesign,
     MeanFieldSection,
@@ -25,9 +25,9 @@ from convergence.experiments import (
     mean_field_section,
     states_for,
 )
-from convergence.models import FedorovModel
-from convergence.paths import RecordGrid, simulate
-from convergence.runtime import (
+from convergence._models import FedorovModel
+from convergence._paths import RecordGrid, simulate
+from convergence._runtime import (
     BlockCache,
     as_finished,
     caching,
@@ -144,7 +144,7 @@ def test_cache_reuses_intact_entries_and_recomputes_corrupted_or_foreign_ones(tm
 def test_one_scope_never_shares_blocks_between_seeds(tmp_path):
     """A study may run one experiment at several seeds in its scope (calibration): the seed is in the block's label,
     so a resumed run never reads one seed's blocks for another."""
-    from convergence.paths import run_seeded, uniform_sphere
+    from convergence._paths import run_seeded, uniform_sphere
 
     def draws(streams, advance):
         return uniform_sphere(streams, 1, 3)
@@ -170,7 +170,7 @@ TINY_DESIGN = StrongDesign(
 
 def _tiny_strong_fedorov(patch: pytest.MonkeyPatch) -> None:
     """strong-fedorov on a tiny design: two configurations of eight 64-path blocks each (a few seconds in all)."""
-    from convergence.studies import strong_fedorov
+    from convergence._studies import strong_fedorov
 
     patch.setattr(strong_fedorov, "CONFIGS", ((2, 4), (3, 4)))
     patch.setitem(strong_fedorov.DESIGNS, "quick", TINY_DESIGN)
@@ -178,7 +178,7 @@ def _tiny_strong_fedorov(patch: pytest.MonkeyPatch) -> None:
 
 TINY_RUN = (
     "import sys, pytest; from tests.test_execution import _tiny_strong_fedorov; "
-    "from convergence.cli import program; _tiny_strong_fedorov(pytest.MonkeyPatch()); program(sys.argv[1:])"
+    "from convergence._cli import program; _tiny_strong_fedorov(pytest.MonkeyPatch()); program(sys.argv[1:])"
 )
 
 
@@ -229,7 +229,7 @@ def test_the_diffrax_peer_integrates_model_f_limit_sde():
     pytest.importorskip("diffrax", reason="the diffrax peer needs the peers extra")
     import jax.numpy as jnp
 
-    from convergence.performance.benchmark import BenchConfig, diffrax_limit
+    from convergence._performance.benchmark import BenchConfig, diffrax_limit
 
     config, sigma = BenchConfig(paths=4), 0.25
     drift, diffusion = diffrax_limit(config, sigma)
@@ -254,7 +254,7 @@ def test_the_torchsde_peer_integrates_model_f_limit_sde():
     # (dW = sigma v), and g_prod equals its full matrix g applied to v. Skipped (not passed) without the extra.
     torch = pytest.importorskip("torch", reason="the torchsde peer needs the torch extra")
     pytest.importorskip("torchsde", reason="the torchsde peer needs the peers extra")
-    from convergence.performance.benchmark import BenchConfig, torchsde_limit
+    from convergence._performance.benchmark import BenchConfig, torchsde_limit
 
     config, sigma = BenchConfig(paths=8), 0.25
     peer = torchsde_limit(config, sigma)
@@ -272,10 +272,10 @@ def test_the_torchsde_peer_integrates_model_f_limit_sde():
 
 def _burning_study(name: str, cycles: int):
     """A study whose blocks and own thread burn CPU: its estimate is the mean of seeded draws over 4 blocks."""
-    from convergence.output import StudyResult
-    from convergence.runtime import map_blocks
-    from convergence.statistics import PASS, Check
-    from convergence.studies.base import Study
+    from convergence._output import StudyResult
+    from convergence._runtime import map_blocks
+    from convergence._statistics import PASS, Check
+    from convergence._studies.base import Study
 
     def block(start, stop, progress):
         rng = np.random.default_rng([len(name), start])
@@ -293,7 +293,7 @@ def _burning_study(name: str, cycles: int):
 def test_concurrent_studies_give_the_same_reports_and_each_is_charged_its_own_cpu(tmp_path, monkeypatch, capsys):
     """Two studies at a time on one in-process execution: the same numbers as one at a time, and each study's
     CPU time is its own (a study charged the other's work would show about the sum)."""
-    from convergence.studies import STUDIES
+    from convergence._studies import STUDIES
 
     monkeypatch.setitem(STUDIES, "light", _burning_study("light", 20))
     monkeypatch.setitem(STUDIES, "heavy", _burning_study("heavy", 200))
@@ -321,7 +321,7 @@ def test_concurrent_studies_give_the_same_reports_and_each_is_charged_its_own_cp
 def test_studies_start_in_order_of_the_wall_time_their_last_report_allows(tmp_path, monkeypatch):
     """A study whose last report had more serial CPU starts first even with less CPU in all (its serial part cannot
     be spread over workers); the run records when each study ran, and each report its serial CPU."""
-    from convergence.studies import STUDIES
+    from convergence._studies import STUDIES
 
     monkeypatch.setitem(STUDIES, "light", _burning_study("light", 2))
     monkeypatch.setitem(STUDIES, "heavy", _burning_study("heavy", 3))
@@ -336,7 +336,7 @@ def test_studies_start_in_order_of_the_wall_time_their_last_report_allows(tmp_pa
             "serial_cpu_s": serial,
         }
         (tmp_path / f"{name}.json").write_text(json.dumps(report))
-    monkeypatch.setattr("convergence.cli.available_cores", lambda: 2)
+    monkeypatch.setattr("convergence._cli.available_cores", lambda: 2)
     assert (
         main(["run", "heavy", "light", "--scheduler", "sync", "--concurrent-studies", "1", "--out", str(tmp_path)]) == 0
     )
@@ -351,9 +351,9 @@ def test_studies_start_in_order_of_the_wall_time_their_last_report_allows(tmp_pa
 def test_models_that_differ_only_in_an_array_get_different_cache_keys(tmp_path):
     """repr prints arrays to 8 digits, so it cannot key a cache; the explicit identity does (the simulate label here):
     the second model's blocks are computed, not read from the first's entries."""
-    from convergence.models import FedorovModel
-    from convergence.paths import simulate
-    from convergence.runtime import caching, identity
+    from convergence._models import FedorovModel
+    from convergence._paths import simulate
+    from convergence._runtime import caching, identity
 
     interaction = np.eye(3)
     nudged = interaction.copy()
@@ -370,7 +370,7 @@ def test_models_that_differ_only_in_an_array_get_different_cache_keys(tmp_path):
 
 
 def test_identity_refuses_what_it_cannot_spell_out():
-    from convergence.runtime import identity
+    from convergence._runtime import identity
 
     with pytest.raises(TypeError, match="cannot identify a Generator"):
         identity(np.random.default_rng(0))
@@ -379,7 +379,7 @@ def test_identity_refuses_what_it_cannot_spell_out():
 
 
 def test_identity_sees_the_module_level_data_a_function_reads():
-    from convergence.runtime import identity
+    from convergence._runtime import identity
 
     namespace = {"np": np, "SCALE": 2.0}
     exec("def f(x):\n    return SCALE * np.exp(x)\n", namespace)
@@ -407,7 +407,7 @@ def test_a_cache_entry_whose_key_was_rewritten_is_rejected_when_it_is_read(tmp_p
 def test_a_nested_cpu_meter_passes_its_remote_seconds_on_to_the_enclosing_one():
     """A timed public check inside a study: the work run beside the inner meter's thread (here a helper thread, as
     dask workers' blocks are) counts for both meters, not only the inner one."""
-    from convergence.runtime import as_finished, cpu_meter
+    from convergence._runtime import as_finished, cpu_meter
 
     def busy(_):
         end = time.thread_time() + 0.2
@@ -427,8 +427,8 @@ def test_a_run_refuses_to_replace_reports_of_the_other_profile_unless_told(tmp_p
     """A quick run into a folder of full-profile reports would replace them silently; a full run into a folder of
     quick reports is refused the same way. The quick profile's default folder is reports/quick/, the full one's
     reports/local/ (the committed reports/ only when asked by name: tests/test_report_folders.py)."""
-    from convergence.cli import DEFAULT_OUT, build_parser
-    from convergence.output import StudyResult, write_study
+    from convergence._cli import DEFAULT_OUT, build_parser
+    from convergence._output import StudyResult, write_study
 
     write_study(StudyResult("strong-fedorov", "full", 0, {}, []), tmp_path / "full")
     write_study(StudyResult("strong-fedorov", "quick", 0, {}, []), tmp_path / "quick")
@@ -484,7 +484,7 @@ def test_power_judges_its_mean_field_near_misses_on_the_recordings_of_the_chaos_
 FREED_HEAP = """
 import ctypes, ctypes.util, sys
 import numpy as np
-from convergence.runtime import scheduler
+from convergence._runtime import scheduler
 
 FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
 

@@ -214,7 +214,7 @@ def test_the_blocks_second_order_response_is_a_control_of_mean_exactly_zero():
     """noise_quadratic(E) = q(E) - E[q] with q a quadratic form in E: over the draws sqrt(p) e_j (j = 1..p) its
     average is exactly E[q] - E[q] = 0 (q(sqrt(p) e_j) = p q(e_j), E[q] = sum_j q(e_j)), to rounding; and it is not 0
     draw by draw (it carries the variance it removes)."""
-    from convergence.models import noise_quadratic
+    from convergence._models import noise_quadratic
 
     layer = hf.LAYERS["gpt2"]
     p = layer.noise.shape[0]

@@ -12,17 +12,17 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import verify
-from convergence.cli import main
-from convergence.experiments import LatentDesign, backward_samples
-from convergence.models import (
+from convergence._cli import main
+from convergence._experiments import LatentDesign, backward_samples
+from convergence._models import (
     LatentSampler,
     discrete_variances,
     plugin_variances,
 )
-from convergence.statistics import bootstrap_counts, frechet_estimate, frechet_estimates
-from verify.common import DOUBLE, working_bits, working_digits
-from verify.derivations import latent_diffusion
-from verify.rigorous import (
+from convergence._statistics import bootstrap_counts, frechet_estimate, frechet_estimates
+from verify._common import DOUBLE, working_bits, working_digits
+from verify._derivations import latent_diffusion
+from verify._rigorous import (
     BALLS,
     FLOATS,
     DerivativesByDimension,
@@ -251,10 +251,10 @@ def test_quick_ldm_stopping_study_passes(tmp_path):
 
 def test_float64_joint_optimum_agrees_with_the_30_digit_search():
     # The study decides d* and t* < T on a float64 grid; the mpmath search (roots of the derivative) must agree.
-    from convergence.experiments import PAPER_HORIZON as HORIZON
-    from convergence.experiments import PAPER_SPECTRA as SPECTRA
-    from convergence.models import joint_optimum
-    from verify.rigorous import optimal_stopping_time
+    from convergence._experiments import PAPER_HORIZON as HORIZON
+    from convergence._experiments import PAPER_SPECTRA as SPECTRA
+    from convergence._models import joint_optimum
+    from verify._rigorous import optimal_stopping_time
 
     variances = SPECTRA["low-rank"]
     for i in range(6):
@@ -272,9 +272,9 @@ def test_float64_joint_optimum_agrees_with_the_30_digit_search():
 def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways():
     import sympy as sp
 
-    from convergence.experiments import criterion_sign, iff_check
-    from verify.models import latent_variances as ld
-    from verify.rigorous import (
+    from convergence._experiments import criterion_sign, iff_check
+    from verify._models import latent_variances as ld
+    from verify._rigorous import (
         LatentSetting,
         certify_sign,
         distance_derivative,
@@ -301,11 +301,11 @@ def test_the_papers_criterion_is_derived_and_a_wrong_criterion_fails_both_ways()
 def test_a_closed_form_with_a_wrong_exponent_fails_along_the_run():
     """Near miss: the closed form with e^{-t} off by 2% (t -> 1.02 t) everywhere but at t = T (where the exact score
     makes both vanish) fails the exact-algebra convergence check along the run; the true closed form passes."""
-    from convergence.experiments import PAPER_HORIZON as HORIZON
-    from convergence.experiments import PAPER_SPECTRA as SPECTRA
-    from convergence.experiments import exact_discrete_convergence
-    from convergence.models import LatentSampler
-    from verify.rigorous import LatentSetting, distance
+    from convergence._experiments import PAPER_HORIZON as HORIZON
+    from convergence._experiments import PAPER_SPECTRA as SPECTRA
+    from convergence._experiments import exact_discrete_convergence
+    from convergence._models import LatentSampler
+    from verify._rigorous import LatentSetting, distance
 
     variances = SPECTRA["geometric"]
     sampler = LatentSampler(variances, HORIZON, method="sde")
@@ -322,7 +322,7 @@ def test_the_optimal_stopping_time_is_found_where_the_distance_is_flat_to_roundi
     """Plug-in variances drawn at one of quick-profiles' ldm-stopping seeds: for d = 9 the derivative changes sign at
     T - t = 3e-12, where it is flat to rounding and mpmath's Anderson-Bjorck iteration stops short of its tolerance
     (it raised there). The root is then bisected: t* lies in its cell and no time of the grid does better."""
-    from verify.rigorous import optimal_stopping_time
+    from verify._rigorous import optimal_stopping_time
 
     plug_in = (0.9475565133292915, 0.5532305220726916, 0.3723736864525005, 0.20059261416548374, 0.13172271253910575)
     plug_in += (0.0761782588773762, 0.046095826925889136, 9.944566216021654e-11, 9.779575892560139e-11)

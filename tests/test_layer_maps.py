@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import ortho_group
 
-from convergence.models import ENTRY_LAWS, FedorovModel, HybridModel, attention_average
+from convergence._models import ENTRY_LAWS, FedorovModel, HybridModel, attention_average
 
 from .helpers import random_tokens
 from .oracle import fedorov_layer_loop, hybrid_layer_loop
@@ -155,7 +155,7 @@ def test_hybrid_finite_and_on_sphere_at_extreme_beta(rng):
 def test_attention_average_is_the_shifted_softmax_and_does_not_depend_on_the_batch(rng, beta):
     """Unshifted (|score| <= 300) or shifted, the average equals the row-max-shifted softmax to rounding, and a
     path's result is the same (to rounding) alone or beside a path that needs the shift (decided per path)."""
-    from convergence.models import attention_scores, softmax_weights
+    from convergence._models import attention_scores, softmax_weights
 
     x = random_tokens(rng, 3, 7, 4)
     x[1] *= 1.05  # off the sphere: its bound is 1.1 |beta|
@@ -172,7 +172,7 @@ def test_two_token_attention_is_the_softmax_in_closed_form(rng, beta, general):
     """Two tokens take ``two_token_average``: the shifted softmax to rounding, for Q^T K = I or any G, off the sphere,
     merged, antipodal and at |beta| = 1e3, each path the same alone as in its batch; a wrong weight (the other
     token's score difference, or tanh(u) for tanh(u/2)) is seen at these tolerances."""
-    from convergence.models import attention_scores, softmax_weights
+    from convergence._models import attention_scores, softmax_weights
 
     x = random_tokens(rng, 6, 2, 5)
     x[1] *= 1.05
@@ -190,9 +190,9 @@ def test_two_token_attention_is_the_softmax_in_closed_form(rng, beta, general):
 
 @pytest.mark.parametrize("name", ["fedorov", "hybrid"])
 def test_layer_maps_equal_the_independent_ones_verify_cross_checks(name):
-    """``verify.derivations.crosscheck`` writes models F and H from docs/models.md without this package; both must agree
-    on the same noise (at random token pairs, not only the check's configuration)."""
-    from verify.derivations import crosscheck
+    """``verify._derivations.crosscheck`` writes models F and H from docs/models.md without this package; both must
+    agree on the same noise (at random token pairs, not only the check's configuration)."""
+    from verify._derivations import crosscheck
 
     dim, h, params = 4, 0.01, crosscheck.PARAMS
     ours = {

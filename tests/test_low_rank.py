@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from convergence.experiments import (
+from convergence._experiments import (
     REFERENCE_LEVELS,
     FedorovAction,
     FedorovEulerAction,
@@ -16,8 +16,8 @@ from convergence.experiments import (
     run_low_rank_coupled,
     strong_ladder,
 )
-from convergence.models import FedorovModel
-from convergence.paths import EulerMaruyama, Level, run_coupled
+from convergence._models import FedorovModel
+from convergence._paths import EulerMaruyama, Level, run_coupled
 
 from .helpers import assert_equal_to_rounding, random_tokens
 

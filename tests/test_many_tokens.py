@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from convergence.cli import main
-from convergence.experiments import (
+from convergence._cli import main
+from convergence._experiments import (
     ChaosData,
     ChaosDesign,
     CommuteDesign,
@@ -33,7 +33,7 @@ from convergence.experiments import (
     width_depth_energies,
     zonal_gradients,
 )
-from convergence.models import (
+from convergence._models import (
     AgazziModel,
     FedorovModel,
     FreshFeatureField,
@@ -41,9 +41,9 @@ from convergence.models import (
     GaussianField,
     attention,
 )
-from convergence.paths import RecordGrid, Subsystems, record_at_two_steps
+from convergence._paths import RecordGrid, Subsystems, record_at_two_steps
 from tests.helpers import random_tokens
-from verify.analysis import KernelSpec
+from verify._analysis import KernelSpec
 
 
 def test_blocked_attention_equals_the_full_softmax(rng, monkeypatch):

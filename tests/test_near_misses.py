@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.experiments import (
+from convergence._experiments import (
     DriftScaled,
     LocalDesign,
     catalogue,
@@ -22,8 +22,8 @@ from convergence.experiments import (
     miss_probability,
     states_for,
 )
-from convergence.output import StudyResult, to_json
-from convergence.statistics import (
+from convergence._output import StudyResult, to_json
+from convergence._statistics import (
     FAIL,
     INCONCLUSIVE,
     PASS,
@@ -33,7 +33,7 @@ from convergence.statistics import (
     limit_verdict,
     order_verdict,
 )
-from verify.common import file_stem
+from verify._common import file_stem
 
 EPS = 0.01  # the local check must see a 1% coefficient error
 
@@ -292,7 +292,7 @@ def test_titles_never_name_folders(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", ["quick", "full"])
 def test_the_power_study_rejects_its_catalogue(tmp_path, profile):
-    from convergence.cli import main
+    from convergence._cli import main
 
     assert main(["run", "power", "--profile", profile, "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "power.json").read_text())
@@ -302,7 +302,7 @@ def test_the_power_study_rejects_its_catalogue(tmp_path, profile):
 
 def _mean_field_system():
     """Model A's infinite-width field of the chaos study's mean-field section at 8 tokens: (field, d, k(1))."""
-    from convergence.experiments import MEAN_FIELD_SECTIONS
+    from convergence._experiments import MEAN_FIELD_SECTIONS
 
     section = MEAN_FIELD_SECTIONS["full"]
     field = section.field(8)
@@ -311,8 +311,8 @@ def _mean_field_system():
 
 def _mean_field_design(horizon: float, paths: int, target: float):
     """16 steps and 8 records on [0, horizon] (steps h and 2h), ``paths`` paths."""
-    from convergence.experiments import MeanFieldDesign
-    from convergence.paths import RecordGrid
+    from convergence._experiments import MeanFieldDesign
+    from convergence._paths import RecordGrid
 
     grid = RecordGrid(horizon=horizon, steps=16, records=8, paths=paths, block_paths=min(paths, 1024))
     return MeanFieldDesign(grid, target=target)
@@ -321,8 +321,8 @@ def _mean_field_design(horizon: float, paths: int, target: float):
 def test_the_mean_field_limit_rejects_a_wrong_drift_that_the_chaos_rate_cannot_see():
     """Two systems of the same code agree whatever the drift; the weak form of the SPDE and the zonal targets do
     not: a wrong mean-field drift (attention 20% or 5% off, the Ito factor (d-2)/2) and a wrong rate fail."""
-    from convergence.experiments import agazzi_mean_field_drift as agazzi_drift
-    from convergence.experiments import weak_form, zonal_limit, zonal_rates
+    from convergence._experiments import agazzi_mean_field_drift as agazzi_drift
+    from convergence._experiments import weak_form, zonal_limit, zonal_rates
 
     field, DIM, k1 = _mean_field_system()
     model = cv.AgazziModel(8, field, 1.0, 1.0)
@@ -346,7 +346,7 @@ def test_the_zonal_limit_rejects_a_rate_5_percent_off_on_the_shared_recording():
     """k(1) x 1.05 in both zonal rates, judged on the recording of the true claim (2048 paths, with the martingale
     control variate; 32768 were needed without it): the true rates pass, phi_1 of the near miss fails, and the check
     states a relative resolution below the 5% it rejects."""
-    from convergence.experiments import zonal_limit, zonal_rates
+    from convergence._experiments import zonal_limit, zonal_rates
 
     field, DIM, k1 = _mean_field_system()
     silent = cv.AgazziModel(8, field, 1.0, 0.0)
@@ -360,8 +360,8 @@ def test_the_mean_field_checks_cannot_pass_a_five_percent_near_miss_at_too_few_p
     """With 16 paths the control-variate estimates cannot resolve 5% (relative resolution about 0.45-0.6 against the
     target 0.05): the true claims are inconclusive, and the near misses k(1) x 1.05 (zonal) and attention v x 0.95
     (weak form) are inconclusive or fail, never a pass; each check states its resolution and target."""
-    from convergence.experiments import agazzi_mean_field_drift as agazzi_drift
-    from convergence.experiments import weak_form, zonal_limit, zonal_rates
+    from convergence._experiments import agazzi_mean_field_drift as agazzi_drift
+    from convergence._experiments import weak_form, zonal_limit, zonal_rates
 
     field, DIM, k1 = _mean_field_system()
     rates = {"k(1) x 1.05": zonal_rates(k1, DIM) * 1.05}
@@ -380,7 +380,7 @@ def test_the_mean_field_checks_cannot_pass_a_five_percent_near_miss_at_too_few_p
 def test_the_weak_limit_rejects_a_wrong_overlap_sde():
     """weak-fedorov's weak_limit on the same simulated overlaps: the derived overlap SDE passes; its diffusion
     coefficient 5% off and d - 1 for d - 2 in its drift fail."""
-    from convergence.studies.power import PROFILES, weak_rows
+    from convergence._studies.power import PROFILES, weak_rows
 
     rows = {c.config.get("mutant", "true"): c for c in weak_rows(PROFILES["quick"].weak, 0, 0.05, 0.01, (0.05,))}
     assert rows["true"].verdict == PASS
@@ -398,11 +398,11 @@ def test_phase_transition_probability_check_rejects_a_wrong_overlap_diffusion():
     Ito factor of the wrong dimension), at beta +- 10% or with the diffusion coefficient +- 5% fails (Bonferroni
     over the six predictions)."""
     import verify
-    from convergence.experiments import PHASE_DESIGNS, decided_ends, phase_horizon, probability_check
-    from convergence.models import TwoTokenOverlapChain
-    from convergence.paths import fixed_overlap, overlap, simulate
-    from convergence.statistics import family_confidence
-    from verify.analysis import p_antipodal_double
+    from convergence._experiments import PHASE_DESIGNS, decided_ends, phase_horizon, probability_check
+    from convergence._models import TwoTokenOverlapChain
+    from convergence._paths import fixed_overlap, overlap, simulate
+    from convergence._statistics import family_confidence
+    from verify._analysis import p_antipodal_double
 
     dim, rho0, paths = 4, -0.9, 2000
     beta = 1.25 * float(verify.critical_beta(dim)[1])
@@ -430,7 +430,7 @@ def test_sync_merge_and_expectation_checks_reject_five_percent_and_cannot_pass_b
     """The rules behind sync-agazzi's merge probability and expectation checks, on data whose answer is known
     exactly: 1/3 of the runs end merged (the quadratic-form invariant's prediction), or values of mean 1. The true
     value passes, a prediction 5% off fails, and a sample too small to see 5% is inconclusive, never a pass."""
-    from convergence.experiments import expectation_check, merge_probability_check
+    from convergence._experiments import expectation_check, merge_probability_check
 
     def ends(runs: int) -> np.ndarray:  # exactly a third merged (rho_T = 1), the rest antipodal, none undecided
         return np.where(np.arange(runs) % 3 == 0, 1.0, -1.0)

@@ -6,14 +6,14 @@ import pytest
 from scipy import stats
 
 import convergence as cv
-from convergence.models import (
+from convergence._models import (
     FrameNoise,
     TwoTokenOverlapChain,
     normalise,
     plane_coordinates,
     two_token_step,
 )
-from convergence.paths import fixed_overlap, overlap, simulate
+from convergence._paths import fixed_overlap, overlap, simulate
 
 from .helpers import assert_equal_to_rounding, random_tokens
 
@@ -107,7 +107,7 @@ def test_the_chain_refuses_models_it_does_not_reduce():
 def test_the_chain_does_not_depend_on_the_block_size_or_the_chunk_length(monkeypatch):
     """The frame numbers are drawn step by step: another chunk length gives the same bits, another compute block size
     (hence chunk length) the same runs to rounding."""
-    import convergence.paths.coupling as coupling
+    import convergence._paths.coupling as coupling
 
     model = cv.FedorovModel(2, 6, beta=1.0, sigma=1.0)
     runs = [

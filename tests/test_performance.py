@@ -6,13 +6,13 @@ import sys
 import numpy as np
 import pytest
 
-from convergence.models import CommonNoise, attention_average
-from convergence.output import StudyResult, write_index, write_run, write_study
-from convergence.paths import PathStreams
-from convergence.performance.breakdown import categorise, sampled_breakdown
-from convergence.performance.cost import CostAxis, cost_curves
-from convergence.performance.report import write_performance
-from convergence.performance.user_checks import BUDGETS, user_checks_markdown
+from convergence._models import CommonNoise, attention_average
+from convergence._output import StudyResult, write_index, write_run, write_study
+from convergence._paths import PathStreams
+from convergence._performance.breakdown import categorise, sampled_breakdown
+from convergence._performance.cost import CostAxis, cost_curves
+from convergence._performance.report import write_performance
+from convergence._performance.user_checks import BUDGETS, user_checks_markdown
 
 
 def test_cost_curve_exponent_is_the_log_log_slope_of_the_upper_sizes():
@@ -94,7 +94,7 @@ def test_index_reports_wall_and_cpu_time(tmp_path):
 
 
 def test_breakdown_charges_numpy_kernels_to_the_suites_function_that_called_them():
-    assert categorise("/x/convergence/paths/brownian.py:increments") == "sampling"
+    assert categorise("/x/convergence/_paths/brownian.py:increments") == "sampling"
     assert categorise("/x/sympy/core/add.py:__new__") == "symbolic"
     assert categorise("/x/numpy/lib/_function_base_impl.py:median") == "statistics"
 
@@ -122,7 +122,7 @@ def test_breakdown_charges_numpy_kernels_to_the_suites_function_that_called_them
 
 def test_standard_library_frames_are_charged_to_their_caller():
     """Time in a standard-library helper (here copy.deepcopy) called from sympy is sympy's (it was 'other')."""
-    from convergence.performance.breakdown import frame_category
+    from convergence._performance.breakdown import frame_category
 
     class Grab:
         def __deepcopy__(self, memo):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.statistics import ADVICE_MARGIN, detectable_effect, paths_for_effect
+from convergence._statistics import ADVICE_MARGIN, detectable_effect, paths_for_effect
 
 MODEL = cv.FedorovModel(2, 4)
 LAYER = cv.layer_map(MODEL.layer, 2, 4, MODEL.noise, name="model F")

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from convergence.output import write_index
-from convergence.performance.report import performance_markdown
-from convergence.runtime import in_reference_units, measure_reference
+from convergence._output import write_index
+from convergence._performance.report import performance_markdown
+from convergence._runtime import in_reference_units, measure_reference
 
 
 def test_the_reference_kernel_is_measured_in_cpu_seconds_per_billion_normals():

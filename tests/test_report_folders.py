@@ -1,5 +1,5 @@
 """A report folder is always one whole run, one writer at a time, its cache authentic, and every fault its own exit
-code and sentence (``verify.common.files``, ``convergence.runtime.faults``, ``convergence.cli``)."""
+code and sentence (``verify._common.files``, ``convergence._runtime.faults``, ``convergence._cli``)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convergence.cli import main
+from convergence._cli import main
 from tests.test_execution import ROOT, _tiny_strong_fedorov
-from verify.common import JOURNAL, atomic_write_set, deferred_signals, exclusive_folder, recover_folder
+from verify._common import JOURNAL, atomic_write_set, deferred_signals, exclusive_folder, recover_folder
 
 OLD = {"a.json": b"old json", "a.md": b"old md", "index.md": b"old index", "other.md": b"another study"}
 NEW = {"a.json": b"new json", "a.md": b"new md", "a.png": b"new png", "index.md": b"new index"}
@@ -86,7 +86,7 @@ def test_an_interruption_at_any_step_leaves_one_whole_set_and_no_temporary(tmp_p
 KILLED_WRITE = """
 import os, sys
 from pathlib import Path
-from verify.common import atomic_write_set
+from verify._common import atomic_write_set
 folder, step = Path(sys.argv[1]), sys.argv[2]
 new = {name: data.encode() for name, data in %r.items()}
 atomic_write_set({folder / n: d for n, d in new.items()}, fault=lambda name: os._exit(9) if name == step else None)
@@ -211,7 +211,7 @@ def test_a_run_interrupted_anywhere_writes_nothing_and_exits_4(tiny, tmp_path, c
     """Ctrl-C while the study computes: exit 4, one sentence (no traceback), the folder as it was, the finished
     blocks cached; interrupted while its set is written (from the commit point on): the set is whole, and the
     sentence says the reports were written."""
-    import convergence.cli as cli
+    import convergence._cli as cli
 
     out = _run_reports(tmp_path, capsys)
     before = _visible(out)
@@ -246,7 +246,7 @@ def test_a_second_writer_of_a_folder_is_refused_naming_the_first(tiny, tmp_path,
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from verify.common import exclusive_folder\n"
+            "import sys, time; from pathlib import Path; from verify._common import exclusive_folder\n"
             "with exclusive_folder(Path(sys.argv[1]), 'pid 4242, started yesterday'):\n"
             "    print('held', flush=True); time.sleep(60)",
             str(out),
@@ -337,7 +337,7 @@ def test_a_malformed_earlier_report_is_named_and_left_alone(tiny, tmp_path, caps
     ],
 )
 def test_each_fault_has_its_exit_code_and_one_sentence(tmp_path, capsys, monkeypatch, code, error, sentence):
-    import convergence.cli as cli
+    import convergence._cli as cli
 
     def fails(*args):
         raise error
@@ -351,7 +351,7 @@ def test_each_fault_has_its_exit_code_and_one_sentence(tmp_path, capsys, monkeyp
 
 
 def test_a_lost_scheduler_exits_5_naming_it(tmp_path, capsys, monkeypatch):
-    import convergence.cli as cli
+    import convergence._cli as cli
 
     class FutureCancelledError(Exception):
         pass
@@ -368,9 +368,9 @@ def test_a_lost_scheduler_exits_5_naming_it(tmp_path, capsys, monkeypatch):
 
 
 def test_verdicts_set_the_exit_code(tiny, tmp_path, monkeypatch, capsys):
-    import convergence.cli as cli
-    from convergence.output import StudyResult
-    from verify.common import Verdict
+    import convergence._cli as cli
+    from convergence._output import StudyResult
+    from verify._common import Verdict
 
     for verdict, code in ((Verdict.PASS, 0), (Verdict.INCONCLUSIVE, 3), (Verdict.FAIL, 1)):
         monkeypatch.setattr(
@@ -382,7 +382,7 @@ def test_verdicts_set_the_exit_code(tiny, tmp_path, monkeypatch, capsys):
 
 
 def _result(kind, verdict, profile, seed):
-    from convergence.statistics import Check
+    from convergence._statistics import Check
 
     result = kind(
         "strong-fedorov", profile, seed, {}, [Check("x", 0.0, 0.0, (0.0, 0.0), verdict, {}, false_failure_rate=0.0)]
@@ -394,7 +394,7 @@ def _result(kind, verdict, profile, seed):
 def test_the_committed_reports_are_written_only_when_asked_by_name(tmp_path, capsys, monkeypatch):
     """A full run goes to reports/local/ by default; writing into reports/ needs --profile full spelled out (or
     --replace-committed); a quick run there is refused too."""
-    import convergence.cli as cli
+    import convergence._cli as cli
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cli, "_run_studies", lambda args, *rest: print(f"writes {args.out}") or 0)
@@ -467,8 +467,8 @@ def _kill_a_worker(process: subprocess.Popen, after: float) -> None:
 def _assert_whole_and_right(out: Path, expected_checks: list) -> None:
     """What a reader finds in ``out`` after the next start's recovery: no report, or one whole run whose numbers are
     the uninterrupted run's and whose index is the one its files give."""
-    from convergence.output import index_markdown
-    from convergence.studies import HEADLINES
+    from convergence._output import index_markdown
+    from convergence._studies import HEADLINES
 
     recover_folder(out)  # what the next run does first, under the lock
     assert not [p.name for p in out.iterdir() if p.name.startswith(".") and p.name not in (".lock", ".cache")]
@@ -534,7 +534,7 @@ def test_chaos_every_fault_at_random_times_leaves_one_whole_run_with_the_uninter
 
 
 def test_an_error_raised_inside_distributed_is_the_engines():
-    from convergence.runtime import Exit, as_fault
+    from convergence._runtime import Exit, as_fault
 
     namespace: dict = {}
     exec(

@@ -1,4 +1,4 @@
-"""The reproducibility contract (``convergence.runtime.blocks``): one seed determines every number, and where the
+"""The reproducibility contract (``convergence._runtime.blocks``): one seed determines every number, and where the
 work runs changes no bit of a report, for numpy and torch layer maps alike.
 
 A public check is run in process, on one dask worker, and on two workers with tasks of two compute blocks; its
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import convergence as cv
-from convergence.runtime import scheduler
+from convergence._runtime import scheduler
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTIONS = {
@@ -75,24 +75,24 @@ def test_every_stream_key_has_one_owner_and_comes_from_the_one_table():
     import re
     from pathlib import Path
 
-    from convergence.runtime import STREAM_KEYS
-    from convergence.studies import STUDIES
+    from convergence._runtime import STREAM_KEYS
+    from convergence._studies import STUDIES
 
     assert len(set(STREAM_KEYS.values())) == len(STREAM_KEYS), STREAM_KEYS
     for name in STUDIES:
-        module = importlib.import_module(f"convergence.studies.{name.replace('-', '_')}")
+        module = importlib.import_module(f"convergence._studies.{name.replace('-', '_')}")
         assert module.STUDY_KEY == STREAM_KEYS[name], name
     literal = re.compile(r"^\s*\w*_KEY\s*=\s*\d", re.M)  # (a sub-stream, e.g. FEATURE_STREAM = 1, is not one)
     root = Path(__file__).resolve().parents[1] / "convergence"
     own = [str(p.relative_to(root)) for p in root.rglob("*.py") if literal.search(p.read_text())]
-    assert not own, f"stream keys set outside convergence.runtime.STREAM_KEYS: {own}"
+    assert not own, f"stream keys set outside convergence._runtime.STREAM_KEYS: {own}"
 
 
 # The one place that makes random streams, and the one exemption: torch's module constructors draw their parameters
 # from torch's own global generator, so a block's template is built under ``torch.random.fork_rng`` after
 # ``torch.manual_seed(template_seed)`` (the caller's torch state is left as it was).
-SEEDING_MODULE = "verify/common/seeds.py"
-TORCH_TEMPLATE = ("convergence/models/torch_block.py", "manual_seed(")
+SEEDING_MODULE = "verify/_common/seeds.py"
+TORCH_TEMPLATE = ("convergence/_models/torch_block.py", "manual_seed(")
 STREAM_MAKERS = re.compile(
     r"SeedSequence\(|default_rng\(|Generator\(|\b(PCG64|SFC64|Philox|MT19937|RandomState)\(|manual_seed\("
     r"|np\.random\.(?!Generator\b|SeedSequence\b)\w+\(|torch\.(rand|randn|randint|randperm|normal)\("
@@ -100,7 +100,7 @@ STREAM_MAKERS = re.compile(
 
 
 def test_no_module_but_the_seeding_one_makes_a_random_stream():
-    """Every random number comes from ``verify.common.random_stream`` (paths through ``runtime.block_streams``): no
+    """Every random number comes from ``verify._common.random_stream`` (paths through ``runtime.block_streams``): no
     other module of either package builds a ``SeedSequence``, a generator or a bit generator, or draws from numpy's or
     torch's global state."""
     made = []
@@ -111,7 +111,7 @@ def test_no_module_but_the_seeding_one_makes_a_random_stream():
                 match = STREAM_MAKERS.search(line)
                 if match and name != SEEDING_MODULE and (name, match.group(0)) != TORCH_TEMPLATE:
                     made.append(f"{name}:{number}: {line.strip()}")
-    assert not made, "random streams made outside verify/common/seeds.py:\n" + "\n".join(made)
+    assert not made, "random streams made outside verify/_common/seeds.py:\n" + "\n".join(made)
 
 
 def test_the_seeding_is_numpys_seed_sequence_keyed_as_documented():
@@ -120,7 +120,7 @@ def test_the_seeding_is_numpys_seed_sequence_keyed_as_documented():
     construction into one module changed no number of any report."""
     import numpy as np
 
-    from convergence.runtime import block_streams, random_stream, seed_words
+    from convergence._runtime import block_streams, random_stream, seed_words
 
     key = (3, 1, 4)
     expected = np.random.Generator(np.random.PCG64(np.random.SeedSequence(7, spawn_key=key))).standard_normal(5)

@@ -1,4 +1,4 @@
-"""Sampling in stages (``convergence.statistics.sequential``): looks that extend the same seeded samples, a
+"""Sampling in stages (``convergence._statistics.sequential``): looks that extend the same seeded samples, a
 decision at each look at level alpha / K with power 1 - beta / K, and the public local check built on it.
 
 The error rates are checked on a model whose answer is known in closed form (a normal mean, 4000 replicates per
@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 import convergence as cv
-from convergence.experiments import (
+from convergence._experiments import (
     SAMPLE_BLOCK,
     DriftScaled,
     LocalDesign,
@@ -25,7 +25,7 @@ from convergence.experiments import (
     coupled_strong_errors,
     layer_samples,
 )
-from convergence.statistics import (
+from convergence._statistics import (
     FAIL,
     INCONCLUSIVE,
     PASS,
@@ -219,7 +219,7 @@ def test_the_plugin_scales_staged_looks_and_leaves_a_map_named_first_alone():
 
 def test_a_non_finite_target_reference_fails_same_limit():
     """The drift-scaled Euler level that sets same_limit's target blew up: the check fails, it does not pass."""
-    from convergence.experiments import StrongData, analyse_strong, bootstrap_generator
+    from convergence._experiments import StrongData, analyse_strong, bootstrap_generator
 
     design = StrongDesign(depths=(4, 8, 16, 32), paths=256, target=0.1)
     rng = np.random.default_rng(1)

@@ -16,8 +16,8 @@ import sympy as sp
 
 import convergence as cv
 import verify
-from convergence.models import attention_average, normalise, tangent_projection
-from convergence.paths import PathStreams
+from convergence._models import attention_average, normalise, tangent_projection
+from convergence._paths import PathStreams
 
 N, D = 3, 4
 SIGMAS = (sp.Rational(1, 2), sp.Rational(1, 3))

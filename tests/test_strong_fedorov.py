@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 from scipy import special
 
-from convergence.cli import main
-from convergence.experiments import (
+from convergence._cli import main
+from convergence._experiments import (
     StrongDesign,
     analyse_strong,
     bootstrap_generator,
     coupled_strong_errors,
 )
-from convergence.models import FedorovModel, FedorovSDE
-from convergence.paths import simulate
-from convergence.studies import strong_fedorov
+from convergence._models import FedorovModel, FedorovSDE
+from convergence._paths import simulate
+from convergence._studies import strong_fedorov
 
 
 @pytest.fixture(scope="module")

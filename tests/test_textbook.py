@@ -1,6 +1,6 @@
 """The textbook SDEs with known solutions: their algebra, their compiled steps, and the local check on each.
 
-Exact algebra: each flow solves its SDE by Ito's formula (``verify.models.textbook.flow_residuals``), the
+Exact algebra: each flow solves its SDE by Ito's formula (``verify._models.textbook.flow_residuals``), the
 Ornstein-Uhlenbeck step has the exact transition moments, and the Stratonovich drifts agree with what Stratonovich
 calculus says another way (the chain rule: a solution that is a function of W_t alone has Stratonovich drift 0; the
 linear SDE's is the exponent's rate alpha - beta^2 / 2). The compiled numpy functions agree with sympy's values at
@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import convergence as cv
-from convergence.models import textbook_problems
-from verify.models import flow_residuals, ornstein_uhlenbeck_moments, stratonovich_drift, textbook_sdes
+from convergence._models import textbook_problems
+from verify._models import flow_residuals, ornstein_uhlenbeck_moments, stratonovich_drift, textbook_sdes
 
 PROBLEMS = textbook_problems()
 PATHWISE = [name for name, problem in PROBLEMS.items() if not problem.exact_in_law_only]

@@ -93,7 +93,7 @@ def test_default_states_move_to_the_layer_norm_sphere_where_the_block_lives():
     """The named states are drawn on the unit sphere; the post-LN block lives on its LayerNorm sphere (radius
     sqrt(d), centred): each is moved there by one step without noise, and the check passes the derived limit there
     and rejects model F's factor."""
-    from convergence.checks import where_it_lives
+    from convergence._checks import where_it_lives
 
     x = np.array([[0.6, 0.8, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
     moved = where_it_lives(post_ln.LAYER, x, "x")

@@ -1,6 +1,6 @@
 """Verdicts on a user's own block are right at the depths, precision and observable the user picks.
 
-* A fail needs evidence in the asymptotic regime (``convergence.statistics.settled_away``): a true limit whose ladder
+* A fail needs evidence in the asymptotic regime (``convergence._statistics.settled_away``): a true limit whose ladder
   is pre-asymptotic (local orders still rising to the rate) is inconclusive, never failed; a wrong one still fails
   once its finest local order is shown below the rate and not rising.
 * Orders are "at least p" unless ``exact=True``: a map faster than claimed passes (Ornstein-Uhlenbeck, additive noise,
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence.statistics import (
+from convergence._statistics import (
     OrderFit,
     bootstrap_counts,
     differences_settled_away,
@@ -218,7 +218,7 @@ def test_a_resolution_holds_whatever_the_bias_within_the_allowance():
     [-allowance, allowance] (the worst, b = -allowance, gives exactly 90%); the zero-bias formula (span 1) does not."""
     from scipy import stats
 
-    from convergence.statistics import detectable_effect
+    from convergence._statistics import detectable_effect
 
     allowance, se, confidence = 0.004, 0.001, 0.999
     z = stats.norm.ppf(0.5 + confidence / 2)
@@ -237,7 +237,7 @@ def test_a_claim_equal_in_law_decides_the_drift_with_the_layers_own_control():
     """Model F (n = 3, d = 8) against its limit written with dW^T a for dW a (equal in law, not pathwise): with the
     claim's noise as control variate the drift is blind at 4096 samples; the layer's own (antithetic) control resolves
     it as finely as for the pathwise claim, and a 5% drift error of the same claim fails."""
-    from convergence.models import tangent_projection
+    from convergence._models import tangent_projection
 
     model = cv.FedorovModel(3, 8, beta=1.0)
     true = model.limit_sde()
@@ -261,7 +261,7 @@ def test_a_claim_equal_in_law_costs_what_a_pathwise_one_does():
     covariance, so the claim written with dW^T a gives the pathwise claim's numbers: both pass at the same look with
     the same resolutions (the claim's noise as control left its diffusion check at 0.43 per component, inconclusive),
     and a 5% variance error of it fails."""
-    from convergence.models import tangent_projection
+    from convergence._models import tangent_projection
 
     model = cv.FedorovModel(3, 8, beta=1.0)
     true = model.limit_sde()
@@ -321,7 +321,7 @@ def test_the_strong_order_is_judged_on_the_levels_of_one_rate_and_a_fit_bias_nam
     end, so the orders are fitted over the fine levels whose local orders agree (not over L = 8, 16), and same_limit's
     allowance lies above its target by the plateau fit's model bias (not the reference's error): it names deeper
     depths, which shrink that bias. Nothing fails."""
-    from convergence.models import MODELS
+    from convergence._models import MODELS
 
     model = MODELS["hybrid"]()
     outcome = cv.check_strong_order(model, model.limit_sde(), depths=(8, 16, 32, 64, 128), paths=2048, max_depth=128)
@@ -340,7 +340,7 @@ def test_a_weak_limit_whose_rate_is_undecided_cannot_fail():
     """The registry's hybrid model at depths (4, 8, 16): its weak order there is about 0.1 (pre-asymptotic), so
     claim_limit's bias bound t(0.85) |Delta_last| does not hold and its difference (about 0.12 at look 1, where the
     check used to fail the true limit) is no evidence: inconclusive, deepening, never fail."""
-    from convergence.models import MODELS
+    from convergence._models import MODELS
 
     model = MODELS["hybrid"]()
 
@@ -355,7 +355,7 @@ def test_a_near_miss_is_not_rejected_on_a_bias_bound_the_rate_does_not_show():
     """The same ladder, not deepened, with a drift x 1.05 near miss: its difference from the layer is no more evidence
     than the true claim's (the bias bound needs a weak order of at least 0.85), so the rejection row is undecided, not a
     pass that would credit the check with power it has not shown."""
-    from convergence.models import MODELS
+    from convergence._models import MODELS
 
     model = MODELS["hybrid"]()
     outcome = cv.check_weak_limit(

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from convergence.cli import main
-from convergence.experiments import StrongDesign
-from convergence.models import FedorovModel, HybridModel
-from convergence.paths import simulate
-from convergence.studies import STUDIES
+from convergence._cli import main
+from convergence._experiments import StrongDesign
+from convergence._models import FedorovModel, HybridModel
+from convergence._paths import simulate
+from convergence._studies import STUDIES
 
 
 @pytest.mark.parametrize(
@@ -99,15 +99,15 @@ def test_list_names_every_study(capsys):
 
 def test_extreme_but_valid_inputs_stay_finite():
     """beta = 1e3, d = 2, n = 1 and 3: every layer map and limit SDE of models F, A and the hybrid stays finite."""
-    from convergence.models import (
+    from convergence._models import (
         AgazziModel,
         FreshFeatureField,
         FrozenFeatureField,
         GaussianField,
         ReducedFedorov,
     )
-    from convergence.paths import EulerMaruyama
-    from verify.analysis import KernelSpec
+    from convergence._paths import EulerMaruyama
+    from verify._analysis import KernelSpec
 
     spec = KernelSpec("tanh", 2, 0.1, 0.1)
     frozen = FrozenFeatureField.draw(spec, 8, np.random.default_rng(0))
@@ -133,7 +133,7 @@ def test_extreme_but_valid_inputs_stay_finite():
 
 
 def test_an_unwritable_output_or_cache_folder_is_refused_before_any_computing(tmp_path, capsys, monkeypatch):
-    import convergence.cli as cli
+    import convergence._cli as cli
 
     monkeypatch.setattr(cli, "_run_studies", lambda *args: pytest.fail("computed before checking the folders"))
     with pytest.raises(SystemExit):

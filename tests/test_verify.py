@@ -13,12 +13,12 @@ import sympy as sp
 import verify
 from convergence import matrix_noise
 from verify.__main__ import main as verify_main
-from verify.analysis import p_antipodal_gauss, rho
-from verify.calculus import d, sigma
-from verify.common import working_bits, working_digits
-from verify.derivations import catalogue as derivations
-from verify.derivations import crosscheck
-from verify.models import beta
+from verify._analysis import p_antipodal_gauss, rho
+from verify._calculus import d, sigma
+from verify._common import working_bits, working_digits
+from verify._derivations import catalogue as derivations
+from verify._derivations import crosscheck
+from verify._models import beta
 
 
 def test_overlap_sde_interface_symbols():
@@ -154,9 +154,9 @@ def test_python_m_verify_writes_reports(tmp_path, capsys):
 
 @pytest.mark.parametrize("model_name", ["fedorov", "hybrid"])
 def test_numerical_limit_sde_drift_equals_the_symbolic_one(model_name, rng):
-    from convergence.models import FedorovModel, HybridModel
-    from verify.calculus import gram_symbol, vec_coordinates
-    from verify.models import eps, hybrid_system, m
+    from convergence._models import FedorovModel, HybridModel
+    from verify._calculus import gram_symbol, vec_coordinates
+    from verify._models import eps, hybrid_system, m
 
     from .helpers import random_tokens
 

@@ -11,8 +11,8 @@ from numpy.testing import assert_allclose
 from scipy import stats
 
 import verify
-from convergence.cli import main
-from convergence.experiments import (
+from convergence._cli import main
+from convergence._experiments import (
     OVERLAP_OBSERVABLES,
     WeakDesign,
     claim_limit_check,
@@ -21,18 +21,18 @@ from convergence.experiments import (
     order_check,
     weak_order,
 )
-from convergence.models import (
+from convergence._models import (
     FedorovModel,
     ReducedFedorov,
     gram_factor,
     two_token_factor,
 )
-from convergence.paths import classify, fixed_overlap, overlap
-from convergence.references import expectation, lambdify_overlap
-from convergence.statistics import wilson, z_value
-from verify.analysis import change_variable, p_antipodal_double, quadratic_form_results
-from verify.calculus import d, sigma
-from verify.models import beta
+from convergence._paths import classify, fixed_overlap, overlap
+from convergence._references import expectation, lambdify_overlap
+from convergence._statistics import wilson, z_value
+from verify._analysis import change_variable, p_antipodal_double, quadratic_form_results
+from verify._calculus import d, sigma
+from verify._models import beta
 
 from .helpers import random_tokens
 

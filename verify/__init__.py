@@ -21,7 +21,7 @@ from __future__ import annotations
 import mpmath
 import sympy as sp
 
-from .analysis import (
+from ._analysis import (
     KernelSpec,
     activation_constants,
     boundary_exponents,
@@ -29,10 +29,10 @@ from .analysis import (
     overlap_sde,
     p_antipodal,
 )
-from .common import working_digits
-from .models import LimitComparison, StepLimit, check_limit, one_step_limit
-from .models import beta as _beta
-from .rigorous import critical_beta, lambda_bar_prime, ldm_distance, ldm_switching_times
+from ._common import working_digits
+from ._models import LimitComparison, StepLimit, check_limit, one_step_limit
+from ._models import beta as _beta
+from ._rigorous import critical_beta, lambda_bar_prime, ldm_distance, ldm_switching_times
 
 
 def critical_eps2(beta_value, dps: int = 30):

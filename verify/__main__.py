@@ -13,8 +13,8 @@ from pathlib import Path
 
 import sympy as sp
 
-from .analysis import activation_table, format_activation_table
-from .derivations import ALL, write
+from ._analysis import activation_table, format_activation_table
+from ._derivations import ALL, write
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,413 @@
+"""Do the depth limit (L -> infinity) and the token limit (N -> infinity) commute?
+
+Observable: u(N, L) = E[E_beta(mu^{N,L}_T)], the interaction energy of the N tokens after L layers.
+All systems share one Brownian path (nested depths), and every N-token value is the mean over the disjoint
+N-token systems that partition one pool of initial tokens (``coupled_energies``), so differences between
+grid points are measured with little noise.
+
+Each sample is an antithetic pair (the same initial tokens and Brownian path, then the path reversed),
+whose average cancels the part of every level that is odd in the noise. Data per sample:
+  grid      u(N, L) for N in ``tokens`` and L in ``depths``;
+  depth-first inner limit   V_N = lim_L u(N, L): the N-token limit SDE integrated by Ito Euler-Maruyama
+            (a different scheme) at steps h_ref and 2 h_ref, Richardson 2 u(h_ref) - u(2 h_ref);
+  token-first inner limit   W_L = lim_N u(N, L): the discrete L-layer map with M and M/2 tokens,
+            Richardson 2 u(M) - u(M/2).
+Estimates (each recomputed on every bootstrap replicate of the paths):
+  U_depth_first = lim_N V_N   (least squares V_N = U + b/N + c/N^2)
+  U_token_first = lim_L W_L   (least squares W_L = U + a h)
+  ``iterated_limits``: U_depth_first - U_token_first = 0. The two routes use disjoint data (limit SDE
+      at small N against large discrete systems), so their agreement is not an algebraic identity.
+      Allowance: the change of each extrapolation when its coarsest point is dropped (remainder terms).
+  ``depth_rate`` / ``token_rate``: log-log slope of |mean_N (u(N, L) - u(N, 2L))| against h and of
+      |mean_L (u(N, L) - u(2N, L))| against 1/N, over the finest three differences of each ladder (the
+      coarsest are pre-asymptotic): weak order 1 in each.
+  ``ratio_even`` / ``ratio_odd``: the grid is fitted by the additive model u(N, L) = f(N) + g(L) (any functions of
+      1/N and of h: two-way main effects); a limit that depends on the ratio L/N is an interaction and
+      leaves residuals that vary with log2(L/N). A linear function of log2(L/N) is itself additive, so
+      the statistics are the coefficients of the interaction parts of (log2(L/N))^2 and (log2(L/N))^3 in
+      the residuals (an even and an odd ratio effect), fitted together with the smooth cross terms h/N,
+      h^2/N and h/N^2 (which vanish along every diagonal as N and L grow); both must vanish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from verify._common import check_int, check_ladder, check_real
+
+from .._models import LayerMap, normalise
+from .._output import Heatmap, Panel, Series
+from .._paths import (
+    BrownianBlock,
+    EulerMaruyama,
+    Level,
+    PathStreams,
+    RateTolerance,
+    Subsystems,
+    common_noise,
+    run_coupled,
+    run_seeded,
+)
+from .._runtime import concatenate_blocks
+from .._statistics import (
+    CONFIDENCE,
+    Check,
+    bootstrap_interval,
+    bootstrap_means_drawn,
+    detectable_effect,
+    effect_check,
+    least_squares_line,
+    least_squares_slope,
+    order_verdict,
+    percentile_interval,
+)
+from .energy import mean_system_energy
+
+TOKEN_DEGREE = 2  # N -> infinity: V_N = U + b/N + c/N^2 (small N are far from the 1/N regime)
+SMOOTH_CROSS_TERMS = ((1, 1), (2, 1), (1, 2))  # h/N, h^2/N, h/N^2: interactions that vanish as N, L grow
+RATE_DIFFERENCES = 3  # rates use the finest three consecutive differences of each ladder
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommuteDesign(RateTolerance):
+    depths: tuple[int, ...] = (4, 8, 16, 32, 64)
+    tokens: tuple[int, ...] = (8, 16, 32, 64, 128)
+    large: int = 256
+    reference_factor: int = 4
+    horizon: float = 1.0
+    beta: float = 1.0
+    paths: int = 256
+    block_paths: int = 256
+    order_allowance: float = 0.2
+    # a rate may miss an order error up to this, the allowance included: rate 1/2 (the 1/sqrt(N) of a CLT, the
+    # strong rate in h) is rejected with probability above 90% for claimed rate 1
+    order_target: float = 0.45
+    resolution: float = 0.05  # iterated_limits and the ratio checks must resolve 5% of the grid's spread
+
+    def __post_init__(self) -> None:
+        check_ladder("depths", self.depths, doubling=True)
+        check_ladder("tokens", self.tokens, doubling=True)
+        check_int("large", self.large, minimum=2 * self.tokens[-1])
+        if self.large % 2:
+            raise ValueError(f"large must be even, got {self.large}")
+        check_int("reference_factor", self.reference_factor, minimum=2)
+        check_real("horizon", self.horizon, minimum=0.0, strict_minimum=True)
+        check_int("paths", self.paths, minimum=2)
+        check_real("resolution", self.resolution, minimum=0.0, strict_minimum=True)
+
+    @property
+    def pool(self) -> int:
+        """Initial tokens shared out among the grid's systems (N-token systems, pool / N of them)."""
+        return self.tokens[-1]
+
+    @property
+    def fine_steps(self) -> int:
+        return self.depths[-1] * self.reference_factor
+
+    @property
+    def steps(self) -> np.ndarray:
+        return self.horizon / np.asarray(self.depths, dtype=np.float64)
+
+
+def coupled_energies(
+    model_for: Callable[[int], LayerMap],
+    design: CommuteDesign,
+    seed: int,
+    key: Sequence[int],
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Per-path energies at T: columns = grid (N-major), large M and M/2 per L, EM at h_ref and 2 h_ref per N.
+
+    Every N-token entry is the mean energy of the ``pool / N`` disjoint N-token systems that partition one pool
+    of initial tokens (``design.pool`` for the grid and the limit SDE, ``design.large`` for M and M/2), all
+    driven by the same noise: consecutive token counts are then a system and its two halves, whose initial
+    sampling errors cancel at first order in the difference.
+    """
+    fine = design.fine_steps
+    levels: list[Level] = []
+    sizes: list[tuple[int, int]] = []  # (pool, tokens per system) of each level
+
+    def add(stepper, name: str, factor: int, pool: int, size: int) -> None:
+        levels.append(Level(name, Subsystems(stepper, pool // size), factor))
+        sizes.append((pool, size))
+
+    for n in design.tokens:
+        model = model_for(n)
+        for depth in design.depths:
+            add(model, f"N={n},L={depth}", fine // depth, design.pool, n)
+    for size in (design.large, design.large // 2):
+        model = model_for(size)
+        for depth in design.depths:
+            add(model, f"N={size},L={depth}", fine // depth, design.large, size)
+    for n in design.tokens:
+        reference = EulerMaruyama(model_for(n).limit_sde())
+        add(reference, f"EM N={n}", 1, design.pool, n)
+        add(reference, f"EM N={n} 2h", 2, design.pool, n)
+    noise, dim = common_noise(levels), model_for(1).dim
+
+    def compute(block_streams: PathStreams, advance) -> np.ndarray:
+        pair = []
+        for sign in (1.0, -1.0):  # antithetic: the same path with the noise reversed (the noise law is symmetric)
+            streams = block_streams.fresh()
+            x = streams.initial(lambda rng, k: rng.standard_normal((k, design.large, dim)))
+            x /= np.linalg.norm(x, axis=-1, keepdims=True)
+            block = SignedBlock(BrownianBlock(noise, streams, design.horizon / fine), sign)
+            final = run_coupled(levels, [], [x[:, :pool] for pool, _ in sizes], block, fine, advance).final
+            # Euler-Maruyama states leave the sphere by O(sqrt(h)): the energy is taken of the projected tokens
+            pair.append(
+                np.stack(
+                    [mean_system_energy(normalise(state), size, design.beta) for state, (_, size) in zip(final, sizes)],
+                    axis=1,
+                )
+            )
+        return 0.5 * (pair[0] + pair[1])
+
+    return concatenate_blocks(
+        run_seeded(
+            compute,
+            name="coupled_energies",
+            configuration=(design, [level.name for level in levels], model_for(1)),
+            seed=seed,
+            key=key,
+            paths=design.paths,
+            block_paths=design.block_paths,
+            progress=progress,
+        )
+    )
+
+
+class SignedBlock:
+    """A Brownian block whose increments are multiplied by ``sign`` (antithetic sampling)."""
+
+    def __init__(self, block: BrownianBlock, sign: float):
+        self.block, self.sign = block, sign
+        self.noise, self.h = block.noise, block.h
+
+    @property
+    def paths(self) -> int:
+        return self.block.paths
+
+    def next(self, steps: int) -> np.ndarray:
+        return self.sign * self.block.next(steps)
+
+
+def _interval(point, replicates: np.ndarray, confidence: float) -> tuple[float, float]:
+    lo, hi = bootstrap_interval(np.asarray(point), replicates, confidence)
+    return float(lo), float(hi)
+
+
+def _intercept(x: np.ndarray, y: np.ndarray, degree: int = 1) -> np.ndarray:
+    """Least-squares value at x = 0 of a polynomial of ``degree`` in x fitted to y over the last axis."""
+    basis = np.vander(np.asarray(x, dtype=np.float64), degree + 1, increasing=True)
+    return y @ np.linalg.pinv(basis).T[:, 0]
+
+
+def _double_centre(table: np.ndarray) -> np.ndarray:
+    """Remove row and column means: the part of a (tokens, depths) table that is not additive."""
+    return table - table.mean(axis=1, keepdims=True) - table.mean(axis=0, keepdims=True) + table.mean()
+
+
+def ratio_fit(grid: np.ndarray, tokens: Sequence[int], depths: Sequence[int], horizon: float):
+    """Residuals of the additive model u(N, L) = f(N) + g(L) and the coefficients of their ratio parts.
+
+    The residual (two-way main effects removed) is the interaction. It is regressed on double-centred
+    terms: the interaction parts of k^2 and k^3, k = log2(L/N) (an even and an odd ratio effect; a linear
+    function of k is additive and needs no test), together with the smooth cross terms h^a / N^b of
+    ``SMOOTH_CROSS_TERMS``, which vanish along every diagonal as N and L grow. Returns (residual, the two
+    ratio coefficients, their regressors).
+    """
+    residual = (
+        grid
+        - grid.mean(axis=-1, keepdims=True)
+        - grid.mean(axis=-2, keepdims=True)
+        + grid.mean(axis=(-1, -2), keepdims=True)
+    )
+    depths_row = np.asarray(depths, dtype=np.float64)[None, :]
+    tokens_column = np.asarray(tokens, dtype=np.float64)[:, None]
+    ratio = np.log2(depths_row / tokens_column)
+    smooth = [(horizon / depths_row) ** a / tokens_column**b for a, b in SMOOTH_CROSS_TERMS]
+    regressors = np.stack([_double_centre(term) for term in (ratio**2, ratio**3, *smooth)])
+    regressors = regressors.reshape(len(regressors), -1)
+    coefficients = residual.reshape(*residual.shape[:-2], -1) @ np.linalg.pinv(regressors)
+    return residual, coefficients[..., :2], regressors[:2]
+
+
+def commute_estimates(means: np.ndarray, design: CommuteDesign) -> dict[str, np.ndarray]:
+    """Every derived quantity from level means (..., levels), vectorised over leading (replicate) axes."""
+    nn, nl = len(design.tokens), len(design.depths)
+    grid = means[..., : nn * nl].reshape(*means.shape[:-1], nn, nl)
+    large = means[..., nn * nl : nn * nl + nl]
+    half = means[..., nn * nl + nl : nn * nl + 2 * nl]
+    em = means[..., nn * nl + 2 * nl :].reshape(*means.shape[:-1], nn, 2)
+    inv_n = 1.0 / np.asarray(design.tokens, dtype=np.float64)
+    h = design.steps
+    depth_first = 2 * em[..., 0] - em[..., 1]  # V_N
+    token_first = 2 * large - half  # W_L
+    u_depth = _intercept(inv_n, depth_first, TOKEN_DEGREE)
+    u_token = _intercept(h, token_first)
+    u_depth_drop = _intercept(inv_n[1:], depth_first[..., 1:], TOKEN_DEGREE)
+    u_token_drop = _intercept(h[1:], token_first[..., 1:])
+    residual, coefficients, regressors = ratio_fit(grid, design.tokens, design.depths, design.horizon)
+    tiny = np.finfo(float).tiny
+    depth_diff = grid[..., :, :-1] - grid[..., :, 1:]
+    token_diff = grid[..., :-1, :] - grid[..., 1:, :]
+    # rates from the differences averaged over the other axis (the bias has one sign along it; averaging
+    # keeps the logarithm away from the noise floor that single rows reach at large N or L)
+    k = RATE_DIFFERENCES
+    depth_rate = least_squares_slope(np.log(h[:-1][-k:]), np.log(np.abs(depth_diff.mean(axis=-2)[..., -k:]) + tiny))
+    token_rate = least_squares_slope(np.log(inv_n[:-1][-k:]), np.log(np.abs(token_diff.mean(axis=-1)[..., -k:]) + tiny))
+    depth_diff, token_diff = np.abs(depth_diff), np.abs(token_diff)
+    return {
+        "grid": grid,
+        "depth_first": depth_first,
+        "token_first": token_first,
+        "u_depth_first": u_depth,
+        "u_token_first": u_token,
+        "difference": u_depth - u_token,
+        "allowance": np.abs(u_depth - u_depth_drop) + np.abs(u_token - u_token_drop),
+        "residual": residual,
+        "ratio_even": coefficients[..., 0],
+        "ratio_odd": coefficients[..., 1],
+        "ratio_regressors": regressors,
+        "depth_rate": depth_rate,
+        "token_rate": token_rate,
+        "depth_diff": depth_diff,
+        "token_diff": token_diff,
+    }
+
+
+def analyse_commute(
+    energies: np.ndarray, design: CommuteDesign, config: dict, rng: np.random.Generator, confidence: float = CONFIDENCE
+):
+    """Checks ``iterated_limits``, ``depth_rate``, ``token_rate``, ``ratio_even``, ``ratio_odd`` (intervals at
+    ``confidence``, each with its resolution); heatmaps, panels.
+
+    ``iterated_limits`` and the ratio checks are ``inconclusive`` when their resolution exceeds
+    ``design.resolution`` of the grid's spread (for the ratio coefficients: of the residual change they cause)."""
+    point = commute_estimates(energies.mean(axis=0), design)
+    boot = commute_estimates(bootstrap_means_drawn(energies, rng, design.replicates), design)
+    label = ", ".join(f"{k}={v}" for k, v in config.items())
+    checks = []
+    for name, note in (
+        ("depth_rate", "slope of |mean over N of u(N,L) - u(N,2L)| against h, finest 3 differences"),
+        ("token_rate", "slope of |mean over L of u(N,L) - u(2N,L)| against 1/N, finest 3 differences"),
+    ):
+        ci = _interval(point[name], boot[name], confidence)
+        resolution = detectable_effect(ci, design.order_allowance, confidence)
+        checks.append(
+            Check(
+                name,
+                design.order,
+                float(point[name]),
+                ci,
+                order_verdict(ci, design.order, design.order_allowance, resolution, design.order_target, 3),
+                config,
+                design.order_allowance,
+                confidence,
+                note=note,
+                resolution=resolution,
+                target=design.order_target,
+            )
+        )
+    ci = _interval(point["difference"], boot["difference"], confidence)
+    allowance = float(point["allowance"])
+    spread = float(np.ptp(point["grid"]))
+    checks.append(
+        effect_check(
+            "iterated_limits",
+            0.0,
+            float(point["difference"]),
+            ci,
+            allowance,
+            design.resolution * spread,
+            config,
+            confidence=confidence,
+            scale=spread,
+            note=(
+                f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
+                f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
+                f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
+                f"to their coarsest point; inconclusive when the resolution exceeds {design.resolution:g} x the "
+                f"grid's spread {spread:.3g}"
+            ),
+        )
+    )
+    for name, row in (("ratio_even", 0), ("ratio_odd", 1)):
+        ci = _interval(point[name], boot[name], confidence)
+        reach = float(np.ptp(point["ratio_regressors"][row]))  # residual change per unit coefficient
+        power = 2 if name == "ratio_even" else 3
+        checks.append(
+            effect_check(
+                name,
+                0.0,
+                float(point[name]),
+                ci,
+                0.0,
+                design.resolution * spread / reach,
+                config,
+                confidence=confidence,
+                scale=spread / reach,
+                note=(
+                    f"coefficient of the interaction part of (log2(L/N))^{power} in the residuals of u = f(N) + g(L), "
+                    "fitted with the cross terms h/N, h^2/N, h/N^2 and the other power; largest |residual| "
+                    f"{float(np.max(np.abs(point['residual']))):.3g}; inconclusive when the resolution is a ratio "
+                    f"effect larger than {design.resolution:g} x the grid's spread (relative resolution: in units of "
+                    "the spread)"
+                ),
+            )
+        )
+    limit = 0.5 * (float(point["u_depth_first"]) + float(point["u_token_first"]))
+    heatmaps = [
+        Heatmap(
+            f"u(N, L) - U, U = {limit:.5g} ({label})",
+            "N",
+            "L",
+            list(design.tokens),
+            list(design.depths),
+            (point["grid"] - limit).tolist(),
+        ),
+        Heatmap(
+            f"residuals of u = f(N) + g(L) ({label})",
+            "N",
+            "L",
+            list(design.tokens),
+            list(design.depths),
+            point["residual"].tolist(),
+        ),
+    ]
+    panels = []
+    for name, axis_values, rows, xlabel in (
+        ("depth_diff", design.steps[:-1], design.tokens, "step h"),
+        ("token_diff", 1.0 / np.asarray(design.tokens[:-1], float), design.depths, "1/N"),
+    ):
+        diffs = point[name] if name == "depth_diff" else point[name].T
+        boot_diffs = boot[name] if name == "depth_diff" else np.swapaxes(boot[name], -1, -2)
+        series = []
+        for r, row in enumerate(rows):
+            lo, hi = percentile_interval(boot_diffs[:, r])
+            intercept, slope = least_squares_line(np.log(axis_values), np.log(diffs[r]))
+            series.append(
+                Series(
+                    f"{'N' if name == 'depth_diff' else 'L'} = {row}",
+                    axis_values.tolist(),
+                    diffs[r].tolist(),
+                    lo.tolist(),
+                    hi.tolist(),
+                    float(slope),
+                    float(intercept),
+                    [[] for _ in axis_values],
+                )
+            )
+        panels.append(
+            Panel(
+                f"{'depth' if name == 'depth_diff' else 'token'} convergence ({label})",
+                xlabel,
+                "|consecutive difference|",
+                series,
+                design.order,
+            )
+        )
+    return checks, panels, heatmaps

@@ -1,0 +1,457 @@
+"""Speed, measured side by side in one run (``python -m convergence bench``).
+
+Workload (the issue's reference): model F with n = 2 tokens in d = 16, 4096 paths, 64 steps of h = 1/64
+(262144 path-steps). Rates are path-steps per second, best of ``repeats`` runs after one warm-up:
+
+* ``layer_full``    the discrete layer map with the full d x d value matrix (seeded per-path draws included);
+* ``draw_only``     the same random numbers drawn alone, in the same chunks (the floor of ``layer_full``);
+* ``layer_reduced`` the reduced sampler (V a_i drawn from their joint law: d n normals per step);
+* ``euler_sde``     Euler-Maruyama of model F's limit SDE (the derived Ito drift), one process;
+* ``euler_sde_2p``  the same on a local dask cluster of 1 and of 2 worker processes (the same 4096 paths as the
+  peers, in blocks of ``parallel_block`` paths);
+* ``euler_sde_reduced`` the same SDE with its noise drawn in the reduced form (``dW a_i`` from their joint law:
+  the same SDE in law, d n normals per step, not the same Brownian matrix path), 1 and 2 processes;
+* ``per_path_loop`` a plain loop over paths and layers with numpy on single paths (on a subset of paths);
+* ``model_a``       model A (attention + frozen-feature ReLU MLP of width 64) with N = 1024 tokens;
+* ``diffrax`` / ``torchsde`` the same limit SDE with Euler steps on the CPU when installed (extra ``[peers]``):
+  diffrax with jit, vmap and an unsafe Brownian path, torchsde with a hand-written ``g_prod``;
+* ``*_d64`` / ``*_d128`` the Euler rows, diffrax and torchsde at d = 64 and 128 (paths scaled by (16/d)^2, at least
+  four seed blocks, same steps), and the reduced Euler row on 2 processes;
+* ``strong_workload_d*`` the strong study's coupled run on one Brownian path per sample: every level of the
+  ladder L = 8 .. 128 and the Euler reference at T/2048 (rate: fine path-steps per second); ``_low_rank``: the same
+  ladder with the exact low-rank coupling (``convergence._experiments.strong_low_rank``: d m normals per fine step,
+  m = n x levels);
+* cost curves (``convergence._performance.cost``): time against tokens, dimension, depth, paths and width, with fitted
+  exponents;
+* a user's own checks (``convergence._performance.user_checks``): local, strong and weak on model F, n = 2, d = 16,
+  true claim and drift x 1.05, at their defaults: the verdict and the CPU in ref units against a budget.
+
+Like-for-like against the peers means the same SDE with the full d x d Brownian matrix *in law*: the reduced
+Euler rows draw the matrix's action on the attention vectors from its exact joint law
+(``convergence._models.fedorov_reduced``), which is that law; the full-matrix rows draw every entry, as the peers do.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from verify._analysis import KernelSpec
+from verify._common import check_int
+
+from .._experiments import (
+    StrongDesign,
+    coupled_strong_errors,
+    coupled_strong_errors_low_rank,
+)
+from .._models import AgazziModel, FedorovModel, FrozenFeatureField, ReducedFedorov
+from .._paths import BrownianBlock, EulerMaruyama, PathStreams, chunk_length, simulate
+from .._runtime import SEED_BLOCK, measure_reference, random_stream, scheduler
+from .cost import cost_curves
+from .user_checks import user_check_costs
+
+LARGE_DIMS = (64, 128)
+STRONG_DEPTHS, STRONG_REFERENCE_FACTOR = (8, 16, 32, 64, 128), 16  # strong-fedorov's quick ladder
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """The workload: paths, steps (h = 1/steps), tokens n and dimension d of model F; model A's N; repeats."""
+
+    paths: int = 4096
+    steps: int = 64
+    tokens: int = 2
+    dim: int = 16
+    loop_paths: int = 64
+    model_a_tokens: int = 1024
+    model_a_paths: int = 4
+    model_a_steps: int = 4
+    parallel_block: int = 1024  # two blocks per worker: the peers' 4096 paths split over 2 processes
+    repeats: int = 3
+    strong_paths: int = 256  # at d = 16; scaled by (16/d)^2 at larger d
+    cost_repeats: int = 2  # 0: no cost curves
+    user_checks: int = 1  # 0: no timing of a user's checks at their defaults (``user_checks``)
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            check_int(name, value, minimum=0 if name in ("cost_repeats", "user_checks") else 1)
+
+
+def best_time(run: Callable[[], object], repeats: int) -> float:
+    """Smallest wall time of ``repeats`` calls after one warm-up call (seconds)."""
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def draw_only(model, paths: int, steps: int, h: float, seed: int = 0) -> None:
+    """Draw exactly the increments ``simulate`` draws for ``model``, in the same chunks, and nothing else."""
+    streams = PathStreams(seed, 0, paths)
+    block = BrownianBlock(model.noise, streams, h)
+    chunk = min(steps, chunk_length(paths, int(np.prod(model.noise.shape)), 1))
+    done = 0
+    while done < steps:
+        block.next(min(chunk, steps - done))
+        done += chunk
+
+
+def per_path_loop(model: FedorovModel, x0: np.ndarray, steps: int, h: float, seed: int = 0) -> np.ndarray:
+    """Model F's layer map written as a plain loop over paths and layers (the baseline of vectorisation)."""
+    rng = random_stream(seed)
+    out = np.empty_like(x0)
+    scale = model.sigma * np.sqrt(h)
+    for p in range(x0.shape[0]):
+        x = x0[p].copy()
+        for _ in range(steps):
+            v = scale * rng.standard_normal((model.dim, model.dim))
+            scores = model.beta * (x @ x.T)
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+            a = (weights / weights.sum(axis=1, keepdims=True)) @ x
+            y = x + a @ v.T
+            x = y / np.linalg.norm(y, axis=1, keepdims=True)
+        out[p] = x
+    return out
+
+
+def per_path_draws(dim: int, paths: int, steps: int, seed: int = 0) -> None:
+    """Only the draws of ``per_path_loop`` (one d x d matrix per path and layer)."""
+    rng = random_stream(seed)
+    for _ in range(paths * steps):
+        rng.standard_normal((dim, dim))
+
+
+def _rate(path_steps: int, seconds: float) -> dict:
+    return {"seconds": seconds, "path_steps_per_s": path_steps / seconds}
+
+
+def diffrax_limit(config: BenchConfig, sigma: float):
+    """Model F's limit SDE (beta = 1, Q^T K = I) as diffrax's ``(drift, diffusion)`` for one path y (n, d): the
+    diffusion is a lineax operator taking the d x d increment dW to P_{y_i} sigma dW a_i, token by token."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platform_name", "cpu")
+    import jax.numpy as jnp
+    import lineax
+
+    d = config.dim
+
+    def attention(y):
+        scores = y @ y.T
+        return jax.nn.softmax(scores, axis=1) @ y
+
+    def drift(t, y, args):
+        a = attention(y)
+        return -0.5 * (d - 1) * sigma**2 * jnp.sum(a * a, axis=1, keepdims=True) * y
+
+    def diffusion(t, y, args):
+        a = attention(y)
+
+        def apply(w):
+            z = a @ (sigma * w).T
+            return z - jnp.sum(z * y, axis=1, keepdims=True) * y
+
+        return lineax.FunctionLinearOperator(apply, jax.ShapeDtypeStruct((d, d), jnp.float64))
+
+    return drift, diffusion
+
+
+def diffrax_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | None:
+    """A jitted, vmapped diffrax Euler solve of model F's limit SDE, or None when diffrax is not installed."""
+    if importlib.util.find_spec("diffrax") is None:
+        return None
+    drift, diffusion = diffrax_limit(config, sigma)
+    import diffrax
+    import jax
+    import jax.numpy as jnp
+
+    d, n, h = config.dim, config.tokens, 1.0 / config.steps
+
+    def solve(y0, key):
+        path = diffrax.UnsafeBrownianPath(shape=(d, d), key=key)
+        terms = diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, path))
+        sol = diffrax.diffeqsolve(
+            terms,
+            diffrax.Euler(),
+            0.0,
+            1.0,
+            h,
+            y0,
+            saveat=diffrax.SaveAt(t1=True),
+            max_steps=config.steps + 1,
+            adjoint=diffrax.ForwardMode(),
+        )
+        return sol.ys[0]
+
+    batched = jax.jit(jax.vmap(lambda y0, key: solve(y0, key)))
+    y0 = random_stream(0).standard_normal((config.paths, n, d))
+    y0 = jnp.asarray(y0 / np.linalg.norm(y0, axis=-1, keepdims=True))
+    keys = jax.random.split(jax.random.PRNGKey(0), config.paths)
+    return lambda: batched(y0, keys).block_until_ready()
+
+
+def torchsde_limit(config: BenchConfig, sigma: float):
+    """Model F's limit SDE (beta = 1, Q^T K = I) as a torchsde module: drift ``f``, Euler's ``g_prod`` and ``g``."""
+    import torch
+
+    d, n = config.dim, config.tokens
+
+    class FedorovLimit(torch.nn.Module):
+        noise_type, sde_type = "general", "ito"
+
+        def _split(self, y):
+            x = y.view(-1, n, d)
+            a = torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x
+            return x, a
+
+        def f(self, t, y):
+            x, a = self._split(y)
+            return (-0.5 * (d - 1) * sigma**2 * (a * a).sum(-1, keepdim=True) * x).reshape(y.shape)
+
+        def g_prod(self, t, y, v):
+            x, a = self._split(y)
+            z = a @ (sigma * v.view(-1, d, d)).transpose(1, 2)
+            return (z - (z * x).sum(-1, keepdim=True) * x).reshape(y.shape)
+
+        def g(self, t, y):  # full (n d) x (d d) matrix sigma P_{x_i} (x) a_i^T: torchsde checks its shape
+            x, a = self._split(y)
+            proj = torch.eye(d, dtype=y.dtype) - x[..., :, None] * x[..., None, :]
+            return (sigma * proj[..., :, :, None] * a[..., None, None, :]).reshape(y.shape[0], n * d, d * d)
+
+    return FedorovLimit()
+
+
+def torchsde_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | None:
+    """torchsde's Euler solve of the same SDE with a hand-written ``g_prod``, or None when not installed."""
+    if importlib.util.find_spec("torchsde") is None or importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+    import torchsde
+
+    d, n, h = config.dim, config.tokens, 1.0 / config.steps
+    sde = torchsde_limit(config, sigma)
+    y0 = torch.nn.functional.normalize(torch.from_numpy(random_stream(0).standard_normal((config.paths, n, d))), dim=-1)
+    y0 = y0.reshape(config.paths, n * d)
+    ts = torch.tensor([0.0, 1.0], dtype=torch.float64)
+
+    def solve():  # a fresh Brownian path per run: a reused BrownianInterval would serve cached increments
+        bm = torchsde.BrownianInterval(t0=0.0, t1=1.0, size=(config.paths, d * d), dtype=torch.float64)
+        return torchsde.sdeint(sde, y0, ts, bm=bm, method="euler", dt=h)
+
+    return solve
+
+
+def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str], None] = lambda name: None) -> dict:
+    """Every measurement of the module docstring, in one run; returns rates and the derived ratios."""
+    h, path_steps = 1.0 / config.steps, config.paths * config.steps
+    progress("reference kernel")
+    ref = measure_reference()  # first, alone: every cost below is also given in its units
+    model = FedorovModel(config.tokens, config.dim, 1.0)
+    sigma = float(model.sigma)
+    rates: dict[str, dict | None] = {}
+
+    def measure(name: str, run: Callable[[], object], work: int) -> None:
+        progress(name)
+        rates[name] = _rate(work, best_time(run, config.repeats))
+
+    def forward(layer_map, paths=config.paths, depth=config.steps, block=None):
+        return lambda: simulate(layer_map, depth, 1.0, paths, seed=0, block_paths=block or paths)
+
+    measure("draw_only", lambda: draw_only(model, config.paths, config.steps, h), path_steps)
+    measure("layer_full", forward(model), path_steps)
+    measure("layer_reduced", forward(ReducedFedorov(model)), path_steps)
+    euler = EulerMaruyama(model.limit_sde())
+    measure("euler_sde", forward(euler), path_steps)
+    x0 = random_stream(1).standard_normal((config.loop_paths, config.tokens, config.dim))
+    x0 /= np.linalg.norm(x0, axis=-1, keepdims=True)
+    loop_work = config.loop_paths * config.steps
+    measure("per_path_loop", lambda: per_path_loop(model, x0, config.steps, h), loop_work)
+    measure("per_path_draws", lambda: per_path_draws(config.dim, config.loop_paths, config.steps), loop_work)
+    field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, random_stream(2))
+    model_a = AgazziModel(config.model_a_tokens, field, 1.0, 1.0)
+    measure(
+        "model_a",
+        forward(model_a, config.model_a_paths, config.model_a_steps),
+        config.model_a_paths * config.model_a_steps,
+    )
+    euler_reduced = EulerMaruyama(ReducedFedorov(model).limit_sde())
+    measure("euler_sde_reduced", forward(euler_reduced), path_steps)
+    block = config.parallel_block
+    measure("euler_sde_1p_sync", forward(euler, block=block), path_steps)
+    for workers in (1, 2):
+        with scheduler("processes", workers=workers):
+            measure(f"euler_sde_{workers}p", forward(euler, block=block), path_steps)
+            if workers == 2:
+                measure("euler_sde_reduced_2p", forward(euler_reduced, block=block), path_steps)
+    for name, build in (("diffrax", diffrax_euler), ("torchsde", torchsde_euler)):
+        run = build(config, sigma)
+        if run is None:
+            rates[name] = None
+        else:
+            measure(name, run, path_steps)
+    for dim in LARGE_DIMS:  # the same rows at larger d, with paths scaled to keep the work comparable
+        # at least four seed blocks, so that two processes have two each: every row of this d at the same paths
+        large = replace(config, dim=dim, paths=max(4 * SEED_BLOCK, config.paths * config.dim**2 // dim**2))
+        large_model = FedorovModel(config.tokens, dim, 1.0)
+        work = large.paths * large.steps
+        euler_large = EulerMaruyama(large_model.limit_sde())
+        euler_reduced_large = EulerMaruyama(ReducedFedorov(large_model).limit_sde())
+        measure(f"euler_sde_d{dim}", forward(euler_large, large.paths), work)
+        measure(f"euler_sde_reduced_d{dim}", forward(euler_reduced_large, large.paths), work)
+        for peer, build in (("diffrax", diffrax_euler), ("torchsde", torchsde_euler)):
+            run = build(large, float(large_model.sigma))
+            if run is None:
+                rates[f"{peer}_d{dim}"] = None
+            else:
+                measure(f"{peer}_d{dim}", run, work)
+        with scheduler("processes", workers=2):
+            measure(
+                f"euler_sde_reduced_2p_d{dim}", forward(euler_reduced_large, large.paths, block=large.paths // 2), work
+            )
+    for dim in (config.dim, *LARGE_DIMS):
+        strong_model = FedorovModel(config.tokens, dim, 1.0)
+        design = StrongDesign(
+            depths=STRONG_DEPTHS,
+            horizon=1.0,
+            reference_factor=STRONG_REFERENCE_FACTOR,
+            paths=max(2, config.strong_paths * config.dim**2 // dim**2),
+        )
+        measure(
+            f"strong_workload_d{dim}",
+            lambda m=strong_model, g=design: coupled_strong_errors(m, m.limit_sde(), g, 0, (0,)),
+            design.paths * design.fine_steps,
+        )
+        measure(
+            f"strong_workload_low_rank_d{dim}",
+            lambda m=strong_model, g=design: coupled_strong_errors_low_rank(m, g, 0, (0,)),
+            design.paths * design.fine_steps,
+        )
+    curves = cost_curves(best_time, config.cost_repeats, progress) if config.cost_repeats else {}
+    users = user_check_costs(ref, progress=progress) if config.user_checks else []
+    ratios = derived_ratios(rates)
+    return {
+        "user_checks": users,
+        "config": asdict(config),
+        "ref_s": ref,
+        "rates": rates,
+        "ratios": ratios,
+        "machine": machine(),
+        "notes": notes(rates, ratios, config),
+        "cost_curves": curves,
+    }
+
+
+def notes(rates: dict, ratios: dict, config: BenchConfig) -> list[str]:
+    """What the numbers mean (written into performance.md)."""
+    speed = {name: entry["path_steps_per_s"] for name, entry in rates.items() if entry is not None}
+    normals = config.dim * config.dim
+    out = [
+        f"The full-matrix sampler draws d^2 = {normals} normals per path-step: drawing them alone runs at "
+        f"{speed['draw_only']:.3g} path-steps/s ({speed['draw_only'] * normals / 1e6:.0f} M normals/s), a floor "
+        f"for every full-matrix sampler. The plain per-path loop spends "
+        f"{speed['per_path_loop'] / speed['per_path_draws']:.0%} of its time drawing the same numbers, so "
+        f"vectorisation can remove at most its other "
+        f"{1 - speed['per_path_loop'] / speed['per_path_draws']:.0%}: the vectorised sampler is "
+        f"{ratios['layer_full_over_per_path_loop']:.3g} times faster, and no full-matrix sampler drawing these "
+        f"normals with numpy could be {speed['draw_only'] / speed['per_path_loop']:.3g} times faster or more.",
+        "The reduced sampler draws d n normals per path-step; for two tokens its attention weights and Gram factor "
+        "are closed forms in s = x1 + x2 and e = x2 - x1 (reduced.two_token_factor): a few passes over the tokens "
+        "instead of batched 2 x 2 matrix products, which numpy runs one small matrix at a time.",
+        "Peers draw every entry of the d x d Brownian matrix. The targets (2x diffrax, 10x torchsde) are stated on "
+        "the same SDE with the full matrix in law: the reduced rows draw the matrix's action on the attention "
+        "vectors from its exact joint law (d n normals per step, an algorithmic saving the peers could also make); "
+        "the full-matrix rows (euler_2_processes_over_*) are reported beside them.",
+        f"Process speed-up: Euler-Maruyama on the limit SDE, the peers' {config.paths} paths in "
+        f"{config.parallel_block}-path blocks on a local dask cluster of 1 and 2 worker processes (cluster start-up "
+        "excluded; warm-up run first).",
+        f"One dask worker runs the same blocks at {speed['euler_sde_1p'] / speed['euler_sde_1p_sync']:.2g} times the "
+        "in-process speed (euler_sde_1p against euler_sde_1p_sync): the local cluster starts its workers with a fixed "
+        "glibc mmap threshold, without which dask's MALLOC_TRIM_THRESHOLD_ made every block 1.7 times slower.",
+    ]
+    if rates.get("diffrax") is not None:
+        out.append(
+            "diffrax: jax.jit(jax.vmap(diffeqsolve)) with Euler, UnsafeBrownianPath over the d x d matrix "
+            "Brownian motion, ForwardMode adjoint, float64, XLA on the CPU (which may use both cores)."
+        )
+    if rates.get("torchsde") is None:
+        out.append(
+            "torchsde: not installed here (PyPI's torch wheels pull multi-gigabyte CUDA packages); the "
+            "benchmark runs it when `pip install .[peers]` brings it."
+        )
+    else:
+        import torch
+
+        out.append(
+            "torchsde: sdeint with method='euler', general Ito noise with a hand-written g_prod, a fresh "
+            f"BrownianInterval over the d x d matrix per run, float64, CPU, {torch.get_num_threads()} torch "
+            "threads (the drift and g_prod are checked against ours in tests/test_execution.py)."
+        )
+    return out
+
+
+def derived_ratios(rates: dict) -> dict:
+    """The ratios the targets are stated in (None where a peer is not installed)."""
+
+    def speed(name):
+        entry = rates.get(name)
+        return None if entry is None else entry["path_steps_per_s"]
+
+    def ratio(a, b):
+        return None if speed(a) is None or speed(b) is None else speed(a) / speed(b)
+
+    return {
+        "layer_full_time_over_draw_time": ratio("draw_only", "layer_full"),
+        "reduced_over_full": ratio("layer_reduced", "layer_full"),
+        "layer_full_over_per_path_loop": ratio("layer_full", "per_path_loop"),
+        "euler_2_processes_over_1": ratio("euler_sde_2p", "euler_sde_1p"),
+        "euler_2_processes_over_diffrax": ratio("euler_sde_2p", "diffrax"),
+        "euler_2_processes_over_torchsde": ratio("euler_sde_2p", "torchsde"),
+        "euler_reduced_2_processes_over_diffrax": ratio("euler_sde_reduced_2p", "diffrax"),
+        "euler_reduced_2_processes_over_torchsde": ratio("euler_sde_reduced_2p", "torchsde"),
+        "euler_1_process_over_diffrax": ratio("euler_sde", "diffrax"),
+        **{
+            f"euler_reduced_over_diffrax_d{dim}": ratio(f"euler_sde_reduced_d{dim}", f"diffrax_d{dim}")
+            for dim in LARGE_DIMS
+        },
+        **{f"euler_full_over_diffrax_d{dim}": ratio(f"euler_sde_d{dim}", f"diffrax_d{dim}") for dim in LARGE_DIMS},
+        **{
+            f"euler_reduced_2_processes_over_{peer}_d{dim}": ratio(f"euler_sde_reduced_2p_d{dim}", f"{peer}_d{dim}")
+            for dim in LARGE_DIMS
+            for peer in ("diffrax", "torchsde")
+        },
+        **{
+            f"strong_low_rank_over_full_d{dim}": ratio(f"strong_workload_low_rank_d{dim}", f"strong_workload_d{dim}")
+            for dim in (16, *LARGE_DIMS)
+        },
+    }
+
+
+TARGETS = {  # ratio name -> (comparison, bound), from the issue
+    "layer_full_time_over_draw_time": ("<=", 1.3),
+    "reduced_over_full": (">=", 5.0),
+    "layer_full_over_per_path_loop": (">=", 50.0),
+    "euler_2_processes_over_1": (">=", 1.7),
+    "euler_reduced_2_processes_over_diffrax": (">=", 2.0),  # the same SDE, the full matrix in law
+    "euler_reduced_2_processes_over_torchsde": (">=", 10.0),
+    **{f"euler_reduced_2_processes_over_diffrax_d{dim}": (">=", 2.0) for dim in LARGE_DIMS},
+    **{f"euler_reduced_2_processes_over_torchsde_d{dim}": (">=", 10.0) for dim in LARGE_DIMS},
+}
+
+
+def machine() -> dict:
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+    }

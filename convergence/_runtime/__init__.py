@@ -1,0 +1,65 @@
+"""Where work runs: blocks of paths, the unit of seeding and of work (``blocks``), the schedulers (in process or
+dask) with the resumable block cache (``execution``), the explicit identity of a configuration that keys it
+(``identity``), the results two studies of one run share (``sharing``), the reference kernel that costs are
+measured in (``reference``), and why a run stopped, as its exit code and one sentence (``faults``). The lowest
+layer: it imports nothing else from ``convergence``.
+"""
+
+from __future__ import annotations
+
+from verify._common import random_stream, seed_words
+
+from .blocks import SEED_BLOCK, STREAM_KEYS, block_streams, compute_blocks
+from .execution import (
+    BlockCache,
+    as_finished,
+    available_cores,
+    block_count,
+    cache_secret,
+    caching,
+    check_scheduler,
+    concatenate_blocks,
+    concurrent_map,
+    cpu_meter,
+    default_scheduler,
+    keep_freed_memory,
+    map_blocks,
+    scheduler,
+)
+from .faults import Exit, Fault, as_fault, terminate_as_interrupt
+from .identity import identity
+from .reference import REFERENCE_NORMALS, in_reference_units, measure_reference, reference_seconds
+from .sharing import shared_result
+
+__all__ = [
+    "BlockCache",
+    "Exit",
+    "Fault",
+    "as_fault",
+    "terminate_as_interrupt",
+    "SEED_BLOCK",
+    "STREAM_KEYS",
+    "as_finished",
+    "available_cores",
+    "block_count",
+    "block_streams",
+    "cache_secret",
+    "caching",
+    "check_scheduler",
+    "compute_blocks",
+    "concatenate_blocks",
+    "concurrent_map",
+    "cpu_meter",
+    "default_scheduler",
+    "keep_freed_memory",
+    "identity",
+    "in_reference_units",
+    "measure_reference",
+    "reference_seconds",
+    "REFERENCE_NORMALS",
+    "map_blocks",
+    "scheduler",
+    "random_stream",
+    "seed_words",
+    "shared_result",
+]

@@ -1,0 +1,629 @@
+"""A user's layer map, expanded symbolically: the limit SDE one step defines, checked against a claim.
+
+The user writes one layer as a sympy function ``step(xs, dw, h)``, with the numeric side's conventions
+(``convergence.layer_map``): ``xs`` the tokens (a list of n column vectors of d real symbols), ``dw`` the
+layer's noise increment, ``scale sqrt(h) z`` with ``z`` standard (mean 0, variance 1) symbols of the
+noise's shape, and ``h`` the step; it returns the n new token vectors. A layer with several independent
+noises (two value matrices, attention noise plus an MLP field, per-token plus common) gets ``dw`` as a
+tuple or a mapping in the structure its ``noise`` was given. With ``s = sqrt(h)``, Taylor's theorem at
+s = 0 gives
+
+    x_i' = x_i + s c1_i + s^2 c2_i + O(s^3),
+
+and the moments E z = 0, E z_k z_l = [k = l] give the limit SDE of the layer map (Ito):
+
+    drift_i = E c2_i,        covariance (i a, j b) = E c1_ia c1_jb,        E c1_i = 0 (required).
+
+A claimed SDE ``dx = drift(x) dt + diffusion(x, dW)`` (``dW`` the noise's increment per unit time, scale
+included, in the same structure) is consistent with the layer when its drift equals the derived one and its
+diffusion has the derived covariance (the diffusion is determined up to a rotation of the noise, which does not
+change the law). c1 is linear and c2 quadratic in z, so only these two moments enter: the result holds for any
+entry law with mean 0 and variance 1.
+
+Speed: the attention weights, norms and every other subexpression of the step that involves neither s nor z
+are frozen into symbols first (``_Frozen``), and each node of what remains carries its jet through sums, products
+and functions (``_Expansion``), so no derivative of a large expression is ever formed. A derivation is cached per
+(step, tokens, dim, noise), so ``check_limit`` reuses ``one_step_limit``'s work, and numbers come from a memoised
+walk of the expression DAG in mpmath (``_Evaluation``). The cache keys on the step function itself: a step that
+reads global state changed since it was first expanded needs ``_derived.cache_clear()``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import mpmath
+import sympy as sp
+from tqdm.auto import tqdm
+
+from .._calculus import token_symbols
+from .._common import holding_precision, working_digits
+
+s = sp.Symbol("s", positive=True)
+h = s**2
+PROGRESS_DELAY = 2.0  # seconds before a derivation shows a progress bar
+FLOAT_TOLERANCE = 1e-10  # when a claim or a map holds inexact floats, double precision bounds the agreement
+
+
+@dataclass(frozen=True)
+class NoisePart:
+    """One independent noise of a layer: standard symbols ``z`` of ``shape`` scaled by ``scale``."""
+
+    name: object  # the key the step sees (a dict key or a tuple index; "" for a single noise)
+    shape: tuple[int, ...]
+    scale: sp.Expr
+
+    def symbols(self) -> list[sp.Symbol]:
+        size = 1
+        for n in self.shape:
+            size *= n
+        return [sp.Symbol(f"z{self.name}_{k}", real=True) for k in range(size)]
+
+    def value(self, factor: sp.Expr) -> sp.Expr | sp.Matrix:
+        """``scale factor z`` in the part's shape: a scalar for shape (), a column for (k,), a matrix for (a, b)."""
+        z = [self.scale * factor * zk for zk in self.symbols()]
+        if self.shape == ():
+            return z[0]
+        rows, cols = (self.shape[0], 1) if len(self.shape) == 1 else self.shape
+        return sp.Matrix(rows, cols, z)
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """A layer's noises: the parts and how the step receives them (``single``, ``tuple`` or ``mapping``)."""
+
+    parts: tuple[NoisePart, ...]
+    structure: str
+    inexact: bool = False  # a scale arrived as a float: agreement is judged at double precision
+
+    def symbols(self) -> list[sp.Symbol]:
+        return [z for part in self.parts for z in part.symbols()]
+
+    def value(self, factor: sp.Expr):
+        """The increment handed to the user's functions: ``scale factor z`` per part, in the given structure."""
+        values = [part.value(factor) for part in self.parts]
+        if self.structure == "single":
+            return values[0]
+        if self.structure == "tuple":
+            return tuple(values)
+        return {part.name: v for part, v in zip(self.parts, values)}
+
+
+def noise_spec(noise) -> NoiseSpec:
+    """Read a layer's noise: an object with ``shape`` and ``scale`` (e.g. ``convergence.matrix_noise(d, sigma)``),
+    a tuple of such objects, a mapping name -> object, or a joint noise with ``parts`` (``convergence.joint_noise``).
+    Shapes of at most two axes. A float scale is read as the simplest exact number with that value
+    (``sympy.nsimplify``: 0.5 as 1/2, 1/sqrt(3) as sqrt(3)/3), and ``check_limit`` then judges at double precision
+    (``FLOAT_TOLERANCE``): nsimplify cannot always recover the number the float rounds."""
+    parts = getattr(noise, "parts", None)
+    if parts is not None:
+        return noise_spec(dict(parts) if getattr(noise, "mapping", False) else tuple(p for _, p in parts))
+    if isinstance(noise, Mapping):
+        items, structure = list(noise.items()), "mapping"
+    elif isinstance(noise, (tuple, list)):
+        items, structure = list(enumerate(noise)), "tuple"
+    else:
+        items, structure = [("", noise)], "single"
+    if not items:
+        raise ValueError("noise must hold at least one noise, got an empty collection")
+    specs = []
+    for name, part in items:
+        shape, scale = getattr(part, "shape", None), getattr(part, "scale", None)
+        if shape is None or scale is None:
+            raise TypeError(
+                f"noise{f'[{name!r}]' if name else ''} must have a shape and a scale (e.g. "
+                f"convergence.matrix_noise(d, sigma)), got {type(part).__name__}"
+            )
+        shape = tuple(int(n) for n in shape)
+        if len(shape) > 2 or any(n < 1 for n in shape):
+            raise ValueError(
+                f"noise{f'[{name!r}]' if name else ''} shape must have at most two positive axes, got {shape}"
+            )
+        specs.append(NoisePart(name, shape, sp.nsimplify(scale) if isinstance(scale, float) else sp.sympify(scale)))
+    inexact = any(isinstance(getattr(part, "scale", None), float) for _, part in items)
+    return NoiseSpec(tuple(specs), structure, inexact)
+
+
+class _Dependence:
+    """Whether an expression involves any of the ``active`` symbols, memoised per node: an expression tree with
+    shared subexpressions (an attention average inside two normalisations) is a small DAG but a huge tree, and
+    sympy's ``free_symbols`` walks the tree each time it is asked."""
+
+    def __init__(self, active: set[sp.Symbol]):
+        self.active = active
+        self._seen: dict[sp.Expr, bool] = {}
+
+    def __call__(self, expr: sp.Expr) -> bool:
+        known = self._seen.get(expr)
+        if known is None:
+            known = expr in self.active if expr.is_Atom else any(self(arg) for arg in expr.args)
+            self._seen[expr] = known
+        return known
+
+
+class _Frozen:
+    """Replaces every maximal subexpression free of the ``active`` symbols by a symbol ``frozen_k`` (memoised, so a
+    subexpression shared by several tokens becomes one symbol); ``definitions`` maps each symbol back."""
+
+    def __init__(self, active: set[sp.Symbol], known: dict[sp.Symbol, sp.Expr] | None = None):
+        self.depends = _Dependence(active)
+        self.definitions: dict[sp.Symbol, sp.Expr] = dict(known or {})  # ``known``: symbols already frozen
+        self._seen: dict[sp.Expr, sp.Expr] = {v: k for k, v in self.definitions.items()}
+
+    def __call__(self, expr: sp.Expr) -> sp.Expr:
+        if expr in self._seen:
+            return self._seen[expr]
+        if expr.is_Atom:
+            out = expr
+        elif not self.depends(expr):
+            out = sp.Symbol(f"frozen_{len(self.definitions)}", real=True)
+            self.definitions[out] = expr
+        else:
+            out = expr.func(*[self(arg) for arg in expr.args])
+        self._seen[expr] = out
+        return out
+
+    def back(self, expr: sp.Expr | sp.Matrix):
+        """The expression in the original symbols."""
+        return expr.xreplace(self.definitions)
+
+
+@dataclass(frozen=True)
+class StepLimit:
+    """The derived limit of one step: per-token drift vectors, the noise loadings (column k is the order-s
+        coefficient's derivative in z_k, so the diffusion covariance is ``loadings loadings^T``) and the mean of the
+        order-s term and the step's change at h = 0, ``step(x, 0, 0) - x`` (both must be 0). Entries are written in the
+    frozen symbols ``frozen_k``; ``definitions`` gives each in
+        the token symbols ``tokens`` (``expand()`` substitutes them)."""
+
+    tokens: list[sp.Matrix]
+    drift: sp.Matrix
+    loadings: sp.Matrix
+    first_order_mean: sp.Matrix
+    zeroth_order: sp.Matrix
+    definitions: dict[sp.Symbol, sp.Expr]
+
+    @property
+    def covariance(self) -> sp.Matrix:
+        return self.loadings * self.loadings.T
+
+    def generator(self, f: sp.Expr) -> sp.Expr:
+        """The Ito generator of the limit applied to ``f`` (an expression in the token symbols):
+        L f = sum_r drift_r df/dx_r + 1/2 sum_{r,q} (J J^T)_{rq} d2f/dx_r dx_q, with J the loadings (all the layer's
+        noises together). Written in the frozen symbols like the coefficients (``evaluate`` gives numbers)."""
+        flat = [symbol for token in self.tokens for symbol in token]
+        gradient = [f.diff(x) for x in flat]
+        first = _add([_mul(self.drift[r], g) for r, g in enumerate(gradient) if g != 0])
+        # 1/2 sum_k (J_k . grad)^2 f: the second-order part through each noise column
+        second = []
+        for k in range(self.loadings.cols):
+            column = [self.loadings[r, k] for r in range(len(flat))]
+            second += [
+                _mul(sp.S.Half, column[r], column[q], gradient[r].diff(flat[q]))
+                for r in range(len(flat))
+                if column[r] is not sp.S.Zero and gradient[r] != 0
+                for q in range(len(flat))
+                if column[q] is not sp.S.Zero
+            ]
+        return _add([first, *second])
+
+    def evaluate(self, expr: sp.Expr, tokens) -> float:
+        """``expr`` (in the token and frozen symbols) at the state ``tokens`` shaped (n, d), at mpmath's precision."""
+        return _Evaluation(_given_point(self.tokens, tokens), self.definitions)(expr)
+
+    def expand(self) -> StepLimit:
+        """The same limit with the frozen symbols substituted and every sum and product evaluated (large
+        expressions for attention maps)."""
+        subs = self.definitions
+        return StepLimit(
+            self.tokens,
+            *(m.xreplace(subs).doit() for m in (self.drift, self.loadings, self.first_order_mean, self.zeroth_order)),
+            {},
+        )
+
+
+def _stack(vectors: Sequence, what: str, tokens: int, dim: int) -> sp.Matrix:
+    if len(vectors) != tokens:
+        raise ValueError(f"{what} must return {tokens} token vectors, got {len(vectors)}")
+    out = []
+    for i, v in enumerate(vectors):
+        v = sp.Matrix(v)
+        if v.shape != (dim, 1):
+            raise ValueError(f"{what} must return column vectors of shape ({dim}, 1); token {i} has {v.shape}")
+        out.append(v)
+    return sp.Matrix.vstack(*out)
+
+
+def _add(terms) -> sp.Expr:
+    """A sum built without sympy's canonicalisation (which asks assumptions of every large term); exact zeros
+    dropped. The jets' coefficients are only ever evaluated, never simplified, so their form does not matter."""
+    kept = [t for t in terms if t is not sp.S.Zero]
+    return sp.S.Zero if not kept else kept[0] if len(kept) == 1 else sp.Add(*kept, evaluate=False)
+
+
+def _mul(*factors) -> sp.Expr:
+    """A product built without canonicalisation; exact zeros and ones short-circuit."""
+    if any(f is sp.S.Zero for f in factors):
+        return sp.S.Zero
+    kept = [f for f in factors if f is not sp.S.One]
+    return sp.S.One if not kept else kept[0] if len(kept) == 1 else sp.Mul(*kept, evaluate=False)
+
+
+@dataclass(frozen=True)
+class _Jet:
+    """An expression's expansion at s = 0, with the noise entries as first-order symbols eps_k
+    (E eps_k = 0, E eps_k eps_l = [k = l] h): ``value + mean s + sum_k linear[k] eps_k + drift h``, the order-h
+    part already averaged over the noise (terms s eps_k average to 0)."""
+
+    value: sp.Expr
+    mean: sp.Expr = sp.S.Zero
+    linear: tuple[tuple[int, sp.Expr], ...] = ()
+    drift: sp.Expr = sp.S.Zero
+
+    def second_moment(self) -> sp.Expr:
+        """The order-h mean of the squared first-order part: mean^2 + sum_k linear[k]^2."""
+        return _add([_mul(self.mean, self.mean), *[_mul(c, c) for _, c in self.linear]])
+
+    def through(self, f0: sp.Expr, f1: sp.Expr, f2: sp.Expr) -> _Jet:
+        """f(self) for a scalar function with f(value), f'(value), f''(value) (Ito's chain rule)."""
+        return _Jet(
+            f0,
+            _mul(f1, self.mean),
+            tuple((k, _mul(f1, c)) for k, c in self.linear),
+            _add([_mul(f1, self.drift), _mul(sp.S.Half, f2, self.second_moment())]),
+        )
+
+
+def _jet_sum(jets: list[_Jet]) -> _Jet:
+    linear: dict[int, list[sp.Expr]] = {}
+    for jet in jets:
+        for k, c in jet.linear:
+            linear.setdefault(k, []).append(c)
+    return _Jet(
+        _add([j.value for j in jets]),
+        _add([j.mean for j in jets]),
+        tuple((k, _add(cs)) for k, cs in sorted(linear.items())),
+        _add([j.drift for j in jets]),
+    )
+
+
+def _jet_product(a: _Jet, b: _Jet) -> _Jet:
+    linear: dict[int, list[sp.Expr]] = {k: [_mul(a.value, c)] for k, c in b.linear}
+    for k, c in a.linear:
+        linear.setdefault(k, []).append(_mul(c, b.value))
+    b_linear = dict(b.linear)
+    cross = _add([_mul(a.mean, b.mean), *[_mul(c, b_linear[k]) for k, c in a.linear if k in b_linear]])
+    return _Jet(
+        _mul(a.value, b.value),
+        _add([_mul(a.value, b.mean), _mul(a.mean, b.value)]),
+        tuple((k, _add(cs)) for k, cs in sorted(linear.items())),
+        _add([_mul(a.value, b.drift), _mul(a.drift, b.value), cross]),
+    )
+
+
+class _Expansion:
+    """Jets of the nodes of one expression tree (memoised: shared subexpressions are expanded once)."""
+
+    _t = sp.Dummy("t", real=True)
+
+    def __init__(self, noise: list[sp.Symbol]):
+        self.index = {z: k for k, z in enumerate(noise)}
+        self.active = {s, *noise}
+        self.depends = _Dependence(self.active)
+        self._seen: dict[sp.Expr, _Jet] = {}
+
+    def __call__(self, expr: sp.Expr) -> _Jet:
+        if expr not in self._seen:
+            self._seen[expr] = self._jet(expr)
+        return self._seen[expr]
+
+    def _jet(self, expr: sp.Expr) -> _Jet:
+        if not self.depends(expr):
+            return _Jet(expr)
+        if expr == s:
+            return _Jet(sp.S.Zero, sp.S.One)
+        if expr in self.index:
+            return _Jet(sp.S.Zero, linear=((self.index[expr], sp.S.One),))
+        if expr.is_Add:
+            return _jet_sum([self(arg) for arg in expr.args])
+        if expr.is_Mul:
+            jets = [self(arg) for arg in expr.args]
+            out = jets[0]
+            for jet in jets[1:]:
+                out = _jet_product(out, jet)
+            return out
+        if expr.is_Pow and not self.depends(expr.exp):
+            base, p = self(expr.base), expr.exp
+            u = base.value
+            power = (lambda q: sp.Pow(u, q, evaluate=False)) if u is not sp.S.Zero else (lambda q: sp.S.Zero**q)
+            return base.through(power(p), _mul(p, power(p - 1)), _mul(p * (p - 1), power(p - 2)))
+        if expr.is_Pow:
+            return self(sp.exp(expr.exp * sp.log(expr.base)))
+        if isinstance(expr, sp.Function) and len(expr.args) == 1:
+            inner = self(expr.args[0])
+            f = expr.func(self._t)
+            at = {self._t: inner.value}
+            return inner.through(f.xreplace(at), f.diff(self._t).xreplace(at), f.diff(self._t, 2).xreplace(at))
+        raise NotImplementedError(
+            f"one_step_limit cannot expand {type(expr).__name__} ({expr}) where it depends on "
+            "h or the noise: write the step with +, *, powers and functions of one argument"
+        )
+
+
+@holding_precision()  # nsimplify of a float scale, and floats substituted into cosh & co., set mpmath's precision
+def one_step_limit(step: Callable, tokens: int, dim: int, noise, progress: bool = True) -> StepLimit:
+    """Expand ``step(xs, dw, h)`` to order h and take the noise's moments (module docstring); cached.
+
+    Each node of the step's expression carries its jet (``_Jet``: value, order-s mean, first-order loadings on
+    the noise entries and the averaged order-h part), combined by the sum, product and Ito chain rules, so no
+    derivative of a large expression is ever formed. A progress bar appears when the derivation takes longer
+    than ``PROGRESS_DELAY`` seconds (``progress=False`` hides it).
+    """
+    return _derived(step, int(tokens), int(dim), noise_spec(noise), bool(progress))
+
+
+@lru_cache(maxsize=64)
+def _derived(step: Callable, tokens: int, dim: int, spec: NoiseSpec, progress: bool) -> StepLimit:
+    xs = token_symbols(tokens, dim)
+    noise = spec.symbols()
+    frozen = _Frozen({s, *noise})
+    flat = _stack(step(xs, spec.value(sp.S.One), h), "step(xs, dw, h)", tokens, dim).applyfunc(frozen)
+    expansion = _Expansion(noise)
+    jets = []
+    for entry in tqdm(
+        flat,
+        desc=f"one_step_limit (n = {tokens}, d = {dim}, {len(noise)} noise entries)",
+        delay=PROGRESS_DELAY,
+        disable=not progress,
+        leave=False,
+    ):
+        jets.append(expansion(entry))
+    loadings = sp.zeros(flat.rows, len(noise))
+    for r, jet in enumerate(jets):
+        for k, c in jet.linear:
+            loadings[r, k] = c
+    x = _stack(xs, "tokens", tokens, dim)
+    return StepLimit(
+        xs,
+        sp.Matrix([j.drift for j in jets]),
+        loadings,
+        sp.Matrix([j.mean for j in jets]),
+        sp.Matrix([_add([j.value, _mul(sp.S.NegativeOne, x[r])]) for r, j in enumerate(jets)]),
+        frozen.definitions,
+    )
+
+
+def claimed_loadings(diffusion: Callable, xs: list[sp.Matrix], noise, frozen: _Frozen | None = None) -> sp.Matrix:
+    """The loadings of a claimed diffusion ``diffusion(xs, dW) -> n vectors`` (linear in dW, the increment per
+    unit time with the noise's scale): column k is its derivative in z_k (the first-order part of its jet).
+    With ``frozen``, written in its symbols (the subexpressions free of the noise frozen); otherwise in the token
+    symbols."""
+    spec = noise_spec(noise)
+    z = spec.symbols()
+    freeze = _Frozen(set(z)) if frozen is None else frozen
+    flat = _stack(diffusion(xs, spec.value(sp.S.One)), "diffusion(xs, dw)", len(xs), xs[0].rows).applyfunc(freeze)
+    expansion = _Expansion(z)
+    loadings = sp.zeros(flat.rows, len(z))
+    for r, entry in enumerate(flat):
+        for k, c in expansion(entry).linear:
+            loadings[r, k] = c
+    return freeze.back(loadings) if frozen is None else loadings
+
+
+def _random_sphere_point(xs: list[sp.Matrix], generator: random.Random) -> dict:
+    """Values for the token symbols: uniform directions (normalised uniform cube points), as mpmath numbers."""
+    values = {}
+    for token in xs:
+        v = [2 * mpmath.mpf(generator.random()) - 1 for _ in range(token.rows)]
+        norm = mpmath.sqrt(sum(c * c for c in v))
+        values.update({symbol: c / norm for symbol, c in zip(token, v)})
+    return values
+
+
+_MPMATH_FUNCTIONS = {
+    "exp": mpmath.exp,
+    "log": mpmath.log,
+    "erf": mpmath.erf,
+    "erfc": mpmath.erfc,
+    "sin": mpmath.sin,
+    "cos": mpmath.cos,
+    "tan": mpmath.tan,
+    "tanh": mpmath.tanh,
+    "sinh": mpmath.sinh,
+    "cosh": mpmath.cosh,
+    "atan": mpmath.atan,
+    "asin": mpmath.asin,
+    "acos": mpmath.acos,
+    "Abs": abs,
+    "sign": mpmath.sign,
+}
+
+
+class _Evaluation:
+    """Numeric values of expressions at one point, in mpmath at the working precision, memoised per node: a step's
+    expression is a small DAG of shared subexpressions but a huge tree, which ``lambdify`` and ``evalf`` walk
+    whole. Frozen symbols are evaluated from their ``definitions`` when first met."""
+
+    def __init__(self, point: dict, definitions: dict[sp.Symbol, sp.Expr]):
+        self._values: dict = dict(point)
+        self._definitions = definitions
+
+    def matrix(self, m: sp.Matrix) -> mpmath.matrix:
+        out = mpmath.matrix(m.rows, m.cols)
+        for r in range(m.rows):
+            for c in range(m.cols):
+                out[r, c] = self(m[r, c])
+        return out
+
+    def __call__(self, e: sp.Expr):
+        known = self._values.get(e)
+        if known is None:
+            known = self._evaluate(e)
+            self._values[e] = known
+        return known
+
+    def _evaluate(self, e: sp.Expr):
+        if e.is_Symbol:
+            if e not in self._definitions:
+                raise ValueError(f"check_limit: no value for the symbol {e}")
+            return self(self._definitions[e])
+        if e.is_Integer:
+            return mpmath.mpf(int(e))
+        if e.is_Rational:
+            return mpmath.mpf(e.p) / e.q
+        if e.is_Float:
+            return mpmath.mpf(e)
+        if e.is_NumberSymbol:
+            return mpmath.mpf(e.evalf(mpmath.mp.dps + 5))
+        if e.is_Add:
+            return mpmath.fsum(self(a) for a in e.args)
+        if e.is_Mul:
+            return mpmath.fprod(self(a) for a in e.args)
+        if e.is_Pow:
+            base, exponent = self(e.base), e.exp
+            if exponent.is_Integer:
+                return base ** int(exponent)
+            if exponent == sp.S.Half:
+                return mpmath.sqrt(base)
+            return base ** self(exponent)
+        function = _MPMATH_FUNCTIONS.get(type(e).__name__)
+        if function is None:
+            return mpmath.mpf(e.evalf(mpmath.mp.dps + 5, subs={s: self(s) for s in e.free_symbols}))
+        return function(*[self(a) for a in e.args])
+
+
+def _given_point(xs: list[sp.Matrix], state) -> dict:
+    """Values for the token symbols from a state shaped (n, d) (floats, read exactly)."""
+    rows = [list(row) for row in state]
+    if len(rows) != len(xs) or any(len(row) != token.rows for row, token in zip(rows, xs)):
+        raise ValueError(
+            f"points must be states shaped ({len(xs)}, {xs[0].rows}), got one shaped "
+            f"({len(rows)}, {len(rows[0]) if rows else 0})"
+        )
+    return {symbol: mpmath.mpf(float(value)) for token, row in zip(xs, rows) for symbol, value in zip(token, row)}
+
+
+@dataclass(frozen=True)
+class LimitComparison:
+    """Derived against claimed coefficients: the largest absolute differences over the points, whether all are
+    below ``tolerance``, and the entries that differ most at the worst point, derived and claimed side by side
+    (``str(comparison)`` prints them)."""
+
+    drift: float
+    covariance: float
+    first_order_mean: float
+    tolerance: float
+    rows: tuple[tuple[str, str, float, float], ...]  # (coefficient, entry, derived, claimed)
+    zeroth_order: float = 0.0  # step(x, 0, 0) - x: a layer that moves tokens without noise has no such limit
+
+    @property
+    def consistent(self) -> bool:
+        return max(self.drift, self.covariance, self.first_order_mean, self.zeroth_order) < self.tolerance
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def __str__(self) -> str:
+        verdict = "consistent" if self.consistent else "NOT consistent"
+        lines = [
+            f"one-step expansion against the claim: {verdict} (largest differences: drift {self.drift:.3g}, "
+            f"covariance {self.covariance:.3g}, order-sqrt(h) mean {self.first_order_mean:.3g}, step at h = 0 "
+            f"{self.zeroth_order:.3g}; tolerance "
+            f"{self.tolerance:.0e})"
+        ]
+        if self.rows:
+            lines.append(f"  {'coefficient':<17} {'entry':<16} {'derived':>14} {'claimed':>14} {'claimed/derived':>16}")
+            for name, entry, derived, claimed in self.rows:
+                ratio = f"{claimed / derived:16.6g}" if derived else f"{'-':>16}"
+                lines.append(f"  {name:<17} {entry:<16} {derived:14.8g} {claimed:14.8g} {ratio}")
+        return "\n".join(lines)
+
+
+def _entry_label(name: str, index: tuple[int, int], tokens: list[sp.Matrix]) -> str:
+    """``x1_2`` for drift entries, ``(x0_1, x2_3)`` for covariance entries."""
+    flat = [symbol for token in tokens for symbol in token]
+    return str(flat[index[0]]) if name != "covariance" else f"({flat[index[0]]}, {flat[index[1]]})"
+
+
+@holding_precision()  # as one_step_limit: the claim's sympy work on floats sets mpmath's precision too
+def check_limit(
+    step: Callable,
+    drift: Callable,
+    diffusion: Callable,
+    tokens: int,
+    dim: int,
+    noise,
+    points: int | Sequence = 4,
+    dps: int = 30,
+    seed: int = 0,
+    shown: int = 6,
+) -> LimitComparison:
+    """Derived against claimed coefficients at ``points`` random points of the unit sphere, ``dps`` digits; or at
+    the given states (a sequence of (n, d) arrays) when the map lives elsewhere (e.g. a LayerNorm's sphere of
+    radius sqrt(d) in the plane orthogonal to (1, ..., 1)): float states are judged at ``FLOAT_TOLERANCE``.
+
+    ``drift(xs) -> n vectors`` and ``diffusion(xs, dW) -> n vectors`` (sympy; ``dW`` as in ``step`` but per unit
+    time). Consistent when the largest differences of drift, covariance, first-order mean and the step's change at
+    h = 0 are all below
+    10^(5 - dps), or ``FLOAT_TOLERANCE`` when the map or the claim holds inexact floats; the ``shown`` entries that
+    differ most at the worst point are kept, derived beside claimed. Covariances are formed from the loadings in numbers
+    (J J^T at each point), never as symbolic products.
+    """
+    derived = one_step_limit(step, tokens, dim, noise)
+    xs = derived.tokens
+    frozen = _Frozen(set(noise_spec(noise).symbols()), derived.definitions)  # the claim shares the derivation's
+    claimed_drift = _stack(drift(xs), "drift(xs)", tokens, dim).applyfunc(frozen)
+    claimed_j = claimed_loadings(diffusion, xs, noise, frozen)
+    residuals = dict.fromkeys(("drift", "covariance", "first_order_mean", "zeroth_order"), mpmath.mpf(0))
+    worst: dict[str, tuple] = {}
+    generator = random.Random(seed)
+    given = None if isinstance(points, int) else [_given_point(xs, state) for state in points]
+    with working_digits(dps):
+        for index in range(points if given is None else len(given)):
+            point = _random_sphere_point(xs, generator) if given is None else given[index]
+            value = _Evaluation(point, frozen.definitions)
+            drift_a, j_a, mean_a, zeroth_a, drift_b, j_b = (
+                value.matrix(m)
+                for m in (
+                    derived.drift,
+                    derived.loadings,
+                    derived.first_order_mean,
+                    derived.zeroth_order,
+                    claimed_drift,
+                    claimed_j,
+                )
+            )
+            pairs = {
+                "drift": (drift_a, drift_b),
+                "covariance": (j_a * j_a.T, j_b * j_b.T),
+                "first_order_mean": (mean_a, mpmath.zeros(mean_a.rows, 1)),
+                "zeroth_order": (zeroth_a, mpmath.zeros(zeroth_a.rows, 1)),
+            }
+            for name, (a, b) in pairs.items():
+                difference = max(abs(a[r, c] - b[r, c]) for r in range(a.rows) for c in range(a.cols))
+                if difference >= residuals[name]:
+                    residuals[name], worst[name] = difference, (a, b)
+        tolerance = mpmath.mpf(10) ** (5 - dps)
+    inexact = any(
+        expr.has(sp.Float)
+        for expr in (derived.drift, derived.loadings, claimed_drift, claimed_j, *frozen.definitions.values())
+    )
+    if inexact or given is not None or noise_spec(noise).inexact:
+        tolerance = max(tolerance, mpmath.mpf(FLOAT_TOLERANCE))
+    rows = []
+    for name, (a, b) in worst.items():
+        if residuals[name] < tolerance:
+            continue
+        entries = sorted(((abs(a[r, c] - b[r, c]), r, c) for r in range(a.rows) for c in range(a.cols)), reverse=True)
+        rows += [(name, _entry_label(name, (r, c), xs), float(a[r, c]), float(b[r, c])) for _, r, c in entries[:shown]]
+    return LimitComparison(
+        float(residuals["drift"]),
+        float(residuals["covariance"]),
+        float(residuals["first_order_mean"]),
+        float(tolerance),
+        tuple(rows),
+        float(residuals["zeroth_order"]),
+    )
