@@ -4,8 +4,8 @@ The public names are ``__all__`` below, and nothing else: every subpackage is pr
 ...) and may change without notice. What is exported (docs/architecture.md): everything a user needs to state,
 check and report a claim about their own block (its noise, the map and the claim, the checks and their ``Outcome``,
 initial states, torch and library blocks and their derived limits, the interfaces a map and a claim satisfy) and the
-suite's models as examples (each model of the conformance registry with its limit SDE, and three small Hugging
-Face decoder layers).
+suite's models as examples (each model docs/models.md presents, with its limit SDE, and three small Hugging Face
+decoder layers).
 """
 
 from ._checks import (

@@ -178,12 +178,29 @@ def test_the_readme_layout_is_the_tree():
     )
 
 
+def _registered_model_modules() -> set[str]:
+    """The model modules the registry names (``from . import a, b`` in ``convergence/_models/registry.py``): the
+    registry is their table of contents, so adding a model touches its module and the registry only."""
+    tree = ast.parse((ROOT / "convergence" / "_models" / "registry.py").read_text())
+    return {
+        a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 1 and not n.module for a in n.names
+    }
+
+
 def test_every_module_is_named_in_its_subpackage_docstring():
-    """A subpackage's docstring is its table of contents (docs/architecture.md's layout is made of them)."""
+    """A subpackage's docstring is its table of contents (docs/architecture.md's layout is made of them); a model
+    module may be named by the registry instead."""
+    registered = _registered_model_modules()
+    assert registered, "the registry names no model module"
     for package in ("convergence", "verify"):
         for init in (ROOT / package).glob("*/__init__.py"):
             doc = _docstring(init)
-            missing = [p.stem for p in init.parent.glob("*.py") if p.stem != "__init__" and f"``{p.stem}``" not in doc]
+            named = registered if init.parent.name == "_models" else set()
+            missing = [
+                p.stem
+                for p in init.parent.glob("*.py")
+                if p.stem != "__init__" and f"``{p.stem}``" not in doc and p.stem not in named
+            ]
             assert not missing, f"{init.parent.relative_to(ROOT)}'s docstring does not name {missing}"
 
 

@@ -112,7 +112,7 @@ def test_every_python_example_runs(page, tmp_path, monkeypatch):
         if page.name in STANDALONE:
             namespace = {"__name__": f"docs_{page.stem}_{number}"}
         with contextlib.redirect_stdout(io.StringIO()) as printed:
-            exec(compile(block, where, "exec"), namespace)  # noqa: S102  (the docs' own examples)
+            exec(compile(block, where, "exec", dont_inherit=True), namespace)  # noqa: S102  (the docs' own examples)
         if shown is not None and file is None:
             assert printed.getvalue().strip() == shown, f"{where}: printed {printed.getvalue()!r}, shows {shown!r}"
         # a printed verdict annotated with one (print(...verdict)  # pass) must be that verdict

@@ -1,8 +1,9 @@
 """The models: each layer map beside its limit SDE (``fedorov``, ``hybrid``, ``softmax_hybrid``, ``agazzi``,
 ``quadratic_form``, ``latent_diffusion``), a user's PyTorch block with fresh weights at every layer (``torch_block``)
 and its Ito limit by automatic differentiation (``autodiff_limit``), a library's layer as such a block
-(``library_block``) and three small Hugging Face decoder layers so built (``hugging_face``), the registry of those
-that declare their claims (``registry``), model F's exact in-law samplers
+(``library_block``) and three small Hugging Face decoder layers so built (``hugging_face``), the registry of the models
+that declare their claims, each in one module with its examples (``registry``: it also names any model module this
+docstring does not), model F's exact in-law samplers
 (``fedorov_reduced``, ``fedorov_overlap_chain``), model A's MLP fields (``mlp_field``), and what they share: the
 interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
 covariance (``noise``), softmax attention (``attention``) and the derived Ito drift of a normalised step
@@ -59,7 +60,7 @@ from .noise import (
 )
 from .protocols import CONFORMANCE, ClaimingModel, Claims, LayerMap, LimitSDE, exemptions, in_law_only
 from .quadratic_form import QuadraticFormModel, QuadraticFormSDE
-from .registry import MODELS
+from .registry import MODEL_MODULES, MODELS, registered
 from .softmax_hybrid import SoftmaxHybridModel, SoftmaxHybridSDE
 from .textbook_steps import TextbookProblem, TextbookStep, textbook_problems
 from .torch_block import TorchBlockLayer, torch_layer_map
@@ -90,6 +91,8 @@ __all__ = [
     "LayerMap",
     "LimitSDE",
     "MODELS",
+    "MODEL_MODULES",
+    "registered",
     "QuadraticFormModel",
     "QuadraticFormSDE",
     "ReducedFedorov",

@@ -25,9 +25,13 @@ from typing import Protocol
 
 import numpy as np
 
+from verify._analysis import KernelSpec
 from verify._common import check_int, check_real
+from verify._models import MODELS as SYMBOLIC
 
+from .._runtime import random_stream
 from .attention import attention_average, normalise, tangent_projection
+from .mlp_field import FrozenFeatureField, GaussianField
 from .noise import CommonNoise
 from .normalised_step import normalised_step_drift
 from .protocols import Claims, Wrapper, exemptions, in_law_only
@@ -90,7 +94,7 @@ class AgazziModel:
             strong_order=0.5 if self.noise.brownian else None,
             weak_order=1.0,
             # verify's model A has an isotropic field, k(<x, y>): the Gaussian field's, not frozen features'
-            symbolic="agazzi" if isotropic else None,
+            symbolic=SYMBOLIC["agazzi"] if isotropic else None,
             exempt=exemptions(
                 pathwise=in_law_only(self.noise),
                 symbolic=None if isotropic else "the field's covariance is not k(<x, y>) I, as verify's model A's",
@@ -164,3 +168,14 @@ class AgazziSDE(Wrapper):
         x_hat = normalise(x)
         increment, k = self.model.field.increment_and_diagonal(x_hat, dw)
         return self._drift(x_hat, k), tangent_projection(x, increment)
+
+
+FEATURE_SEED = 20261201  # the frozen-features example's draw of its features
+
+# the registry's examples of this model (``registry``): name -> a small instance
+EXAMPLES = {
+    "agazzi gaussian field": lambda: AgazziModel(2, GaussianField(KernelSpec("relu", 4), 2), beta=0.8, v=1.0),
+    "agazzi frozen features": lambda: AgazziModel(
+        3, FrozenFeatureField.draw(KernelSpec("tanh", 4), 16, random_stream(FEATURE_SEED)), beta=0.8, v=-1.0
+    ),
+}

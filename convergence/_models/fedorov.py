@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from verify._common import check_choice, check_int, check_matrix, check_real
+from verify._models import MODELS as SYMBOLIC
 
 from .attention import attention_average, normalise
 from .noise import ENTRY_LAWS, CommonNoise, matrix_noise
@@ -93,7 +94,7 @@ class FedorovModel:
             noise_law=f"i.i.d. {self.law} value-matrix entries of variance sigma^2 h",
             strong_order=0.5 if self.law == "gaussian" else None,
             weak_order=1.0,
-            symbolic=None if unlike_verify else "fedorov",
+            symbolic=None if unlike_verify else SYMBOLIC["fedorov"],
             exempt=exemptions(
                 pathwise=in_law_only(self.noise),
                 symbolic=unlike_verify,
@@ -173,3 +174,10 @@ class FedorovSDE(NormalisedLayerLimit):
 
     def _noise(self, a: np.ndarray, dw: np.ndarray) -> np.ndarray:
         return a @ np.swapaxes(dw, -1, -2)
+
+
+# the registry's examples of this model (``registry``): name -> a small instance
+EXAMPLES = {
+    "fedorov": lambda: FedorovModel(2, 4, beta=0.8, sigma=0.9, mean_value=0.4 * np.eye(4)),
+    "fedorov rademacher": lambda: FedorovModel(3, 5, beta=1.2, law="rademacher"),
+}

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify._common import check_choice, check_int, check_real
+from verify._models import MODELS as SYMBOLIC
 
 from .attention import normalise, scaled_unnormalised_attention
 from .fedorov import MAX_BETA
@@ -65,7 +66,7 @@ class HybridModel:
             noise_law=f"one {self.law} scalar xi_k of variance 1 per layer (dB = sqrt(h) xi_k)",
             strong_order=0.5 if self.law == "gaussian" else None,
             weak_order=1.0,
-            symbolic="hybrid",
+            symbolic=SYMBOLIC["hybrid"],
             exempt=exemptions(pathwise=in_law_only(self.noise)),
         )
 
@@ -113,3 +114,7 @@ class HybridSDE(NormalisedLayerLimit):
 
     def _noise(self, u: np.ndarray, dw: np.ndarray) -> np.ndarray:
         return self.model.eps * np.asarray(dw)[:, None, None] * u
+
+
+# the registry's examples of this model (``registry``): name -> a small instance
+EXAMPLES = {"hybrid": lambda: HybridModel(4, beta=0.8, eps=1.3, law="gaussian")}

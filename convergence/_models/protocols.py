@@ -13,6 +13,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from verify._models import SymbolicModel
+
 from .noise import CommonNoise
 
 
@@ -49,7 +51,7 @@ class LimitSDE(Protocol):
 
 # The conformance properties a registered model may be exempt from (``tests/test_conformance.py``), each with
 # what it asks of the model: "pathwise", a limit SDE driven by the layer's own (Brownian) increments;
-# "symbolic", ``claims.symbolic`` and ``symbolic_values()`` naming verify's counterpart and its parameters;
+# "symbolic", ``claims.symbolic`` and ``symbolic_values()``: the layer written symbolically and its parameters;
 # "permutation", a noise shared by the tokens (not one value per token), so that permuting the tokens permutes the
 # layer; "rotation", ``rotate_noise(dw, q)``, the action of a rotation on the noise that makes the layer equivariant.
 CONFORMANCE = ("pathwise", "symbolic", "permutation", "rotation")
@@ -74,17 +76,19 @@ class Claims:
 
     ``limit``: the limit SDE in words (the model's ``limit_sde()`` builds it); ``noise_law``: the common noise of one
     layer; ``strong_order``: the RMS pathwise order in h of the layer map against its limit on one Brownian path
-    (None: the claim is in law only); ``weak_order``: the order in h of smooth statistics; ``symbolic``: the model of
-    ``verify._models.layer_steps.MODELS`` whose derived drift the limit's drift equals (None: no symbolic counterpart),
-    at the values of verify's symbols that the model's ``symbolic_values()`` gives; ``exempt``: the conformance
-    properties (``CONFORMANCE``) that do not apply to the model, each with its reason (``exemptions``).
+    (None: the claim is in law only); ``weak_order``: the order in h of smooth statistics; ``symbolic``: the layer
+    written symbolically (a ``verify`` ``SymbolicModel``: the layer as normalised steps in the tokens' span and its
+    noise, one of verify's own ``MODELS`` or the model module's) whose derived drift the limit's drift equals (None:
+    no symbolic counterpart), at the values of verify's symbols that the model's ``symbolic_values()`` gives;
+    ``exempt``: the conformance properties (``CONFORMANCE``) that do not apply to the model, each with its reason
+    (``exemptions``).
     """
 
     limit: str
     noise_law: str
     strong_order: float | None
     weak_order: float | None
-    symbolic: str | None
+    symbolic: SymbolicModel | None
     exempt: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify._common import check_int
+from verify._models import MODELS as SYMBOLIC
 
 from .attention import normalise
 from .noise import CommonNoise, matrix_noise
@@ -51,7 +52,7 @@ class QuadraticFormModel:
             noise_law="a d x d matrix dB of independent N(0, h) entries, dQ = (dB + dB^T)/sqrt(2)",
             strong_order=0.5,
             weak_order=1.0,
-            symbolic="quadratic_form",
+            symbolic=SYMBOLIC["quadratic_form"],
         )
 
     def symbolic_values(self) -> dict[str, float]:
@@ -85,3 +86,7 @@ class QuadraticFormSDE(NormalisedLayerLimit):
 
     def _noise(self, x: np.ndarray, dw: np.ndarray) -> np.ndarray:
         return -(x @ ((dw + np.swapaxes(dw, -1, -2)) / np.sqrt(2.0)))
+
+
+# the registry's examples of this model (``registry``): name -> a small instance
+EXAMPLES = {"quadratic_form": lambda: QuadraticFormModel(2, 4)}

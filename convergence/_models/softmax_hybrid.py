@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify._models import MODELS as SYMBOLIC
+
 from .attention import attention_average, normalise
 from .hybrid import HybridModel, HybridSDE
 from .protocols import Claims, exemptions, in_law_only
@@ -44,7 +46,7 @@ class SoftmaxHybridModel(HybridModel):
             noise_law=f"one {self.law} scalar xi_k of variance 1 per layer (dB = sqrt(h) xi_k)",
             strong_order=0.5 if self.law == "gaussian" else None,
             weak_order=1.0,
-            symbolic="softmax_hybrid",
+            symbolic=SYMBOLIC["softmax_hybrid"],
             exempt=exemptions(pathwise=in_law_only(self.noise)),
         )
 
@@ -60,3 +62,7 @@ class SoftmaxHybridSDE(HybridSDE):
 
     def _attention(self, x: np.ndarray) -> np.ndarray:
         return attention_average(x, self.model.beta)
+
+
+# the registry's examples of this model (``registry``): name -> a small instance
+EXAMPLES = {"softmax hybrid": lambda: SoftmaxHybridModel(3, beta=1.5, eps=0.9, tokens=3, law="gaussian")}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .activations import activation
 from .layer_steps import (
     MODELS,
+    SymbolicModel,
     beta,
     eps,
     fedorov_system,
@@ -25,6 +26,7 @@ __all__ = [
     "LimitComparison",
     "MODELS",
     "StepLimit",
+    "SymbolicModel",
     "TextbookSDE",
     "activation",
     "beta",
