@@ -19,8 +19,8 @@ from convergence._experiments import (
     rate_check,
     sign_decision,
 )
+from convergence._experiments import collapse_grid as grid
 from convergence._models import attention_half_step
-from convergence._studies import grid_agazzi as grid
 
 LEVEL = 0.99
 REPORTS = Path(__file__).resolve().parents[1] / "reports"

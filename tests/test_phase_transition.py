@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import verify
+from convergence import _experiments as pt
 from convergence._experiments import (
     DELTA,
     MAX_UNDECIDED,
@@ -21,7 +22,6 @@ from convergence._experiments import (
 from convergence._models import FedorovModel, TwoTokenOverlapChain
 from convergence._paths import fixed_overlap, fixed_state, overlap, path_states, simulate
 from convergence._statistics import confidence_z, excess_resolution, family_confidence, z_confidence
-from convergence._studies import phase_transition as pt
 
 CHAIN = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=4, beta=0.5268, sigma=1.0))  # 0.8 beta_c(4)
 

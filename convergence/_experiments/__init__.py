@@ -1,7 +1,8 @@
 """Experiments, each for any model that provides what it needs: strong and weak convergence (``strong``,
-``strong_low_rank``, ``weak``), local consistency (``local``), where two tokens end (``overlap_ends``), plausible wrong
-claims (``mutants``), two-point exponents (``exponents``), the interaction energy (``energy``), collapse rates over
-depth (``collapse``), propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits (``commute``),
+``strong_low_rank``, ``weak``), local consistency (``local``), where two tokens end (``overlap_ends``) and the phase
+transition built on it (``phase``), plausible wrong claims (``mutants``), two-point exponents (``exponents``), the
+interaction energy (``energy``), collapse rates over depth (``collapse``) and model A's grid of them
+(``collapse_grid``), propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits (``commute``),
 width (``width``, ``width_depth``) and the latent diffusion sampler's nested runs and their checks
 (``latent_sampling``), and the certified checks of its stopping problem (``stopping_certificates``).
 """
@@ -20,6 +21,7 @@ from .chaos import (
     w2_squared,
 )
 from .collapse import (
+    CONTINUUM,
     MIN_WINDOW,
     CollapseRate,
     Comparison,
@@ -28,6 +30,22 @@ from .collapse import (
     rate_check,
     record_collapse,
     sign_decision,
+)
+from .collapse_grid import (
+    ACTIVATIONS,
+    ATTENTION,
+    BETA,
+    BIASES,
+    CLAIM_MUTANT,
+    CLUSTER_DEPTH,
+    CLUSTER_HORIZON,
+    CLUSTER_RADIUS,
+    DEPTH,
+    HORIZON,
+    TOKENS,
+    GridDesign,
+    GridOutcome,
+    run_collapse_grid,
 )
 from .commute import CommuteDesign, analyse_commute, commute_estimates, coupled_energies
 from .energy import (
@@ -90,11 +108,16 @@ from .mutants import (
     true_claim_row,
 )
 from .overlap_ends import (
+    CHUNKS,
     DELTA,
+    FOLLOW_ALLOWANCE,
+    FOLLOW_CHUNKS,
     HORIZON_FACTOR,
     MAX_UNDECIDED,
     MERGE_TARGET,
     PHASE_DESIGNS,
+    PLAN_DIVISORS,
+    SWITCH_THRESHOLD,
     PhaseDesign,
     antipodal_share_check,
     decided_ends,
@@ -106,6 +129,7 @@ from .overlap_ends import (
     probability_check,
     run_until_decided,
 )
+from .phase import PhaseOutcome, beta_grid, family_size, phase_transition, standard_error_units
 from .stopping_certificates import (
     capped_growth,
     criterion_search,
@@ -158,6 +182,31 @@ from .width_depth import (
 )
 
 __all__ = [
+    "CONTINUUM",
+    "ACTIVATIONS",
+    "ATTENTION",
+    "BETA",
+    "BIASES",
+    "CLAIM_MUTANT",
+    "CLUSTER_DEPTH",
+    "CLUSTER_HORIZON",
+    "CLUSTER_RADIUS",
+    "DEPTH",
+    "HORIZON",
+    "TOKENS",
+    "GridDesign",
+    "GridOutcome",
+    "run_collapse_grid",
+    "CHUNKS",
+    "FOLLOW_ALLOWANCE",
+    "FOLLOW_CHUNKS",
+    "PLAN_DIVISORS",
+    "SWITCH_THRESHOLD",
+    "PhaseOutcome",
+    "beta_grid",
+    "family_size",
+    "phase_transition",
+    "standard_error_units",
     "deeper_depths",
     "wants_deeper",
     "blind",
