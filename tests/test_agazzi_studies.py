@@ -135,8 +135,7 @@ def test_width_study_rejects_a_wrong_infinite_width_kernel():
 
 
 def test_the_figure_rule_rejects_swapped_activations_and_tolerates_a_transient_group():
-    from convergence._experiments import antipodal_share_check
-    from convergence._studies.sync_agazzi import ALIGNED, ANTIPODAL_SHARE
+    from convergence._experiments import ALIGNED, ANTIPODAL_SHARE, antipodal_share_check
 
     # per-path antipodal shares of seed 11's quick run (one ReLU path kept a transient group of tokens)
     tanh = np.array(

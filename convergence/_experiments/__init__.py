@@ -1,10 +1,11 @@
 """Experiments, each for any model that provides what it needs: strong and weak convergence (``strong``,
-``strong_low_rank``, ``weak``), local consistency (``local``), where two tokens end (``overlap_ends``) and the phase
-transition built on it (``phase``), plausible wrong claims (``mutants``), two-point exponents (``exponents``), the
-interaction energy (``energy``), collapse rates over depth (``collapse``) and model A's grid of them
-(``collapse_grid``), propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits (``commute``),
-width (``width``, ``width_depth``) and the latent diffusion sampler's nested runs and their checks
-(``latent_sampling``), and the certified checks of its stopping problem (``stopping_certificates``).
+``strong_low_rank``, ``weak``, and model F's overlap statistics, ``weak_overlap``), local consistency (``local``),
+where two tokens end (``overlap_ends``) and the phase transition built on it (``phase``), plausible wrong claims
+(``mutants``), two-point exponents (``exponents``), the interaction energy (``energy``), collapse rates over depth
+(``collapse``) and model A's grid of them (``collapse_grid``), synchronisation by noise (``sync_by_noise``),
+propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits (``commute``), width (``width``,
+``width_depth``) and the latent diffusion sampler's nested runs and their checks (``latent_sampling``), and the
+certified checks of its stopping problem (``stopping_certificates``).
 """
 
 from __future__ import annotations
@@ -161,6 +162,21 @@ from .strong_low_rank import (
     frame,
     run_low_rank_coupled,
 )
+from .sync_by_noise import (
+    ALIGNED,
+    ANTIPODAL_SHARE,
+    ENERGY_CONFIGS,
+    EXPONENT_CONFIGS,
+    FIGURE_DIM,
+    FIGURE_HORIZON,
+    FIGURE_TOKENS,
+    QF_DIM,
+    SYNC_BETA,
+    SYNC_CHECKS,
+    SyncDesign,
+    SyncOutcome,
+    synchronisation_by_noise,
+)
 from .weak import (
     OVERLAP_OBSERVABLES,
     WeakDesign,
@@ -173,6 +189,7 @@ from .weak import (
     order_check,
     weak_order,
 )
+from .weak_overlap import WeakOverlapOutcome, reference_values, weak_overlap
 from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_width_errors
 from .width_depth import (
     WidthDepthDesign,
@@ -182,6 +199,22 @@ from .width_depth import (
 )
 
 __all__ = [
+    "ALIGNED",
+    "ANTIPODAL_SHARE",
+    "ENERGY_CONFIGS",
+    "EXPONENT_CONFIGS",
+    "FIGURE_DIM",
+    "FIGURE_HORIZON",
+    "FIGURE_TOKENS",
+    "QF_DIM",
+    "SYNC_BETA",
+    "SYNC_CHECKS",
+    "SyncDesign",
+    "SyncOutcome",
+    "synchronisation_by_noise",
+    "WeakOverlapOutcome",
+    "reference_values",
+    "weak_overlap",
     "CONTINUUM",
     "ACTIVATIONS",
     "ATTENTION",

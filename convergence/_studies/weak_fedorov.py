@@ -14,29 +14,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import mpmath
-import numpy as np
-import sympy as sp
 
 import verify
-from verify._calculus import d as d_symbol
-from verify._calculus import sigma as sigma_symbol
-from verify._common import holding_precision
-from verify._models import beta as beta_symbol
 
-from .._experiments import (
-    OVERLAP_OBSERVABLES,
-    WeakDesign,
-    betas_across_critical,
-    bootstrap_generator,
-    coupled_observables,
-    limit_check,
-    order_check,
-    weak_order,
-)
-from .._models import FedorovModel
-from .._output import Panel, StudyResult, headline
-from .._paths import fixed_overlap, overlap, simulate
-from .._references import expectation, lambdify_overlap
+from .._experiments import OVERLAP_OBSERVABLES, WeakDesign, betas_across_critical, weak_overlap
+from .._output import StudyResult, headline
 from .._runtime import STREAM_KEYS, block_count
 from .._statistics import z_value
 from .base import ProgressFactory, Study
@@ -60,95 +42,21 @@ DESIGNS = {
 }
 
 
-def reference_values(dim: int, beta: float, sigma: float, horizon: float) -> dict[str, tuple[float, float]]:
-    drift, diffusion = verify.overlap_sde("fedorov", 2)
-    with holding_precision():  # nsimplify sets mpmath's precision
-        exact_beta = sp.nsimplify(beta)
-    b, a = lambdify_overlap(drift, diffusion, {d_symbol: dim, beta_symbol: exact_beta, sigma_symbol: sigma})
-    out = {}
-    for name, f in OVERLAP_OBSERVABLES.items():
-        sol = expectation(b, a, f, horizon, RHO0)
-        out[name] = (float(sol.value[0]), float(sol.error[0]))
-    return out
-
-
 def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     design = DESIGNS[profile]
     configs = [(dim, b) for dim in DIMS for b in betas_across_critical(dim)]
     checks_per_config = 1 + len(OVERLAP_OBSERVABLES) * (1 + len(LAWS))
     z = z_value(len(configs) * checks_per_config)
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
     designs = {
         dim: replace(design, paths=min(design.paths, COUPLED_PATHS[profile].get(dim, design.paths))) for dim in DIMS
     }
     advance = progress(
         sum(block_count(designs[dim].paths, design.block_paths) for dim, _ in configs) * design.depths[-1], NAME
     )
-    checks, panels, references = [], [], {}
-    steps = design.steps()
-    for index, (dim, b) in enumerate(configs):
-        model = FedorovModel(tokens=2, dim=dim, beta=b)
-        ref = reference_values(dim, b, model.sigma, design.horizon)
-        references[f"d={dim}, beta={b}"] = {name: {"value": v, "error": e} for name, (v, e) in ref.items()}
-        key = (STUDY_KEY, index)
-        values = coupled_observables(model, designs[dim], observables, seed, key, fixed_overlap(RHO0), progress=advance)
-        rng = bootstrap_generator(seed, key)
-        series = []
-        fits = weak_order(values, steps, rng, design.replicates, z)
-        checks.append(
-            order_check(fits, design, z, {"d": dim, "beta": b, "observable": "all (pooled)", "entries": "gaussian"})
-        )
-        for name in OVERLAP_OBSERVABLES:
-            config = {"d": dim, "beta": b, "observable": name, "entries": "gaussian"}
-            fit = fits[name]
-            checks.append(
-                limit_check(
-                    values[name],
-                    fit.differences[-1],
-                    fit.standard_errors[-1],
-                    ref[name][0],
-                    ref[name][1],
-                    design,
-                    z,
-                    config,
-                )
-            )
-            series.append(fit.series(f"|E f(L) - E f(2L)|, f = {name}", z))
-        for law_index, law in enumerate(LAWS):
-            law_model = FedorovModel(tokens=2, dim=dim, beta=b, law=law)
-            finals = {}
-            for level, depth in enumerate(design.depths[-2:]):
-                law_key = (STUDY_KEY, index, 1 + law_index, level)
-                x = simulate(
-                    law_model,
-                    depth,
-                    design.horizon,
-                    UNIVERSALITY_PATHS[profile],
-                    seed,
-                    law_key,
-                    fixed_overlap(RHO0),
-                    design.block_paths,
-                )
-                finals[depth] = overlap(x)
-            coarse, finest = finals[design.depths[-2]], finals[design.depths[-1]]
-            for name, f in OVERLAP_OBSERVABLES.items():
-                config = {"d": dim, "beta": b, "observable": name, "entries": law}
-                diff = f(coarse).mean() - f(finest).mean()
-                diff_se = np.sqrt(f(coarse).var(ddof=1) / coarse.size + f(finest).var(ddof=1) / finest.size)
-                checks.append(
-                    limit_check(
-                        f(finest), diff, diff_se, ref[name][0], ref[name][1], design, z, config, name="weak_limit"
-                    )
-                )
-        panels.append(
-            Panel(
-                title=f"d={dim}, beta={b}, rho0={RHO0}",
-                xlabel="step h",
-                ylabel="coupled weak difference",
-                series=series,
-                reference_order=design.order,
-            )
-        )
+    outcome = weak_overlap(
+        configs, designs, design, RHO0, LAWS, UNIVERSALITY_PATHS[profile], seed, STUDY_KEY, z, advance
+    )
+    checks, panels, references = outcome.checks, outcome.panels, outcome.references
     params = {
         "dims": list(DIMS),
         "configs": [{"d": dim, "beta": b} for dim, b in configs],
