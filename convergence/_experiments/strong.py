@@ -532,43 +532,82 @@ def analyse_strong(
     its family-wise false-failure rate stays at 1%). A run in which any distance is not finite (a scheme blew
     up) fails every check at once.
     """
-    depth_labels = [f"L={L}" for L in design.depths]
-    reference_name, reference_check = (
+    bad = _nonfinite_strong(data, design, exact_reference)
+    if bad:
+        return _failed_strong(bad, design, config, exact_reference)
+    counts = bootstrap_counts(rng, data.final_sq.shape[0], design.replicates)
+    reference, reference_ms, reference_ms_hi = _reference_error(data, design, counts, confidence, exact_reference)
+    checks, series, ms = _order_checks(data, design, config, counts, confidence, np.sqrt(reference_ms_hi))
+    checks.append(_reference_check(reference, reference_ms, design, config, data.final_sq.shape[0], confidence))
+    checks.append(
+        _same_limit(data, design, config, confidence, ms, reference, reference_ms, reference_ms_hi, exact_reference)
+    )
+    if reference is not None:
+        flat = np.zeros(len(REFERENCE_LEVELS) - 1, bool)
+        series.append(_series("reference: consecutive EM differences", reference, flat, flat))
+    label = ", ".join(f"{k}={v}" for k, v in config.items())
+    return checks, Panel(title=label, xlabel="step h", ylabel="RMS error", series=series, reference_order=design.order)
+
+
+def _reference_name(exact_reference: bool) -> tuple[str, str]:
+    """What the reference is called in messages, and the name of its check."""
+    return (
         ("exact reference", "reference_exact") if exact_reference else ("Euler-Maruyama reference", "reference_order")
     )
-    bad = first_nonfinite(
-        {"layer map (distance at T)": data.final_sq, "layer map (max over grid times)": data.sup_sq}, depth_labels
-    ) or first_nonfinite({reference_name: data.reference_sq}, [f"x{f}" for f in REFERENCE_LEVELS[1:]])
-    if bad:
-        nan = float("nan")
-        note = bad
-        checks = [
-            Check(name, expected, nan, (nan, nan), FAIL, config, note=note)
-            for name, expected in (
-                ("strong_order", design.order),
-                ("strong_order_sup", design.order),
-                (reference_check, 0.0 if exact_reference else REFERENCE_ORDER),
-                ("same_limit", 0.0),
-            )
-        ]
-        return checks, Panel(
-            title=str(config), xlabel="step h", ylabel="RMS error", series=[], reference_order=design.order
-        )
-    paths = data.final_sq.shape[0]
-    counts = bootstrap_counts(rng, paths, design.replicates)
-    steps = design.steps()
-    ref_steps = design.h_fine * np.asarray(REFERENCE_LEVELS[:-1], dtype=np.float64)
-    if exact_reference:  # consecutive levels differ by rounding, possibly 0: nothing to fit
-        reference = None
-        reference_ms = reference_ms_hi = float(np.max(np.mean(data.reference_sq, axis=0)))
-    else:
-        reference = fit_order(ref_steps[::-1], data.reference_sq[:, ::-1], counts, confidence)
-        # The finest reference's own mean-square error is about that of its first consecutive difference.
-        reference_ms = float(reference.ms_replicates[:, -1].mean())
-        reference_ms_hi = float(bootstrap_interval(reference_ms, reference.ms_replicates[:, -1], confidence)[1])
-    floor = np.sqrt(reference_ms_hi)
-    label = ", ".join(f"{k}={v}" for k, v in config.items())
 
+
+def _nonfinite_strong(data: StrongData, design: StrongDesign, exact_reference: bool) -> str | None:
+    """Where a distance is not finite (a scheme blew up), or None."""
+    depth_labels = [f"L={L}" for L in design.depths]
+    return first_nonfinite(
+        {"layer map (distance at T)": data.final_sq, "layer map (max over grid times)": data.sup_sq}, depth_labels
+    ) or first_nonfinite(
+        {_reference_name(exact_reference)[0]: data.reference_sq}, [f"x{f}" for f in REFERENCE_LEVELS[1:]]
+    )
+
+
+def _failed_strong(bad: str, design: StrongDesign, config: dict, exact_reference: bool) -> tuple[list[Check], Panel]:
+    """Every check failed at once, with the message ``bad`` naming where a value is not finite, and an empty panel."""
+    nan = float("nan")
+    checks = [
+        Check(name, expected, nan, (nan, nan), FAIL, config, note=bad)
+        for name, expected in (
+            ("strong_order", design.order),
+            ("strong_order_sup", design.order),
+            (_reference_name(exact_reference)[1], 0.0 if exact_reference else REFERENCE_ORDER),
+            ("same_limit", 0.0),
+        )
+    ]
+    return checks, Panel(
+        title=str(config), xlabel="step h", ylabel="RMS error", series=[], reference_order=design.order
+    )
+
+
+def _reference_error(
+    data: StrongData, design: StrongDesign, counts: np.ndarray, confidence: float, exact_reference: bool
+) -> tuple[OrderFit | None, float, float]:
+    """The reference's fit over its consecutive differences (None for an exact one: they differ by rounding, possibly
+    0, so there is nothing to fit), its own mean-square error and that error's upper bound."""
+    if exact_reference:
+        largest = float(np.max(np.mean(data.reference_sq, axis=0)))
+        return None, largest, largest
+    ref_steps = design.h_fine * np.asarray(REFERENCE_LEVELS[:-1], dtype=np.float64)
+    reference = fit_order(ref_steps[::-1], data.reference_sq[:, ::-1], counts, confidence)
+    # The finest reference's own mean-square error is about that of its first consecutive difference.
+    reference_ms = float(reference.ms_replicates[:, -1].mean())
+    return (
+        reference,
+        reference_ms,
+        float(bootstrap_interval(reference_ms, reference.ms_replicates[:, -1], confidence)[1]),
+    )
+
+
+def _order_checks(
+    data: StrongData, design: StrongDesign, config: dict, counts: np.ndarray, confidence: float, floor: float
+) -> tuple[list[Check], list[Series], tuple]:
+    """strong_order (the distance at T) and strong_order_sup (its max over grid times), their panel series, and the
+    first's fit, pre-asymptotic flags, check and floor flags (what same_limit is judged from)."""
+    steps, paths = design.steps(), data.final_sq.shape[0]
     checks, series = [], []
     for name, sq in (("strong_order", data.final_sq), ("strong_order_sup", data.sup_sq)):
         fit = fit_order(steps, sq, counts, confidence)
@@ -589,16 +628,9 @@ def analyse_strong(
             )
         judged, usable = fit, int(np.sum(~at_floor))
         if design.for_users:
-            note += "; " + ("exactly" if design.exact_order else "at least") + f" {design.order:g} claimed"
-            regime = one_rate_levels(fit, ~at_floor, confidence)
-            if identifiable and regime.sum() >= 3 and not regime.all():
-                judged, usable = fit_order(steps[regime], sq[:, regime], counts, confidence), int(regime.sum())
-                depths = ", ".join(str(L) for L, kept in zip(design.depths, regime) if kept)
-                note += (
-                    f"; judged on the levels of one rate above the floor (L = {depths}: consecutive local orders "
-                    f"consistent, one_rate_levels; fit over all levels: {fit.order:.3g} "
-                    f"[{fit.order_ci[0]:.3g}, {fit.order_ci[1]:.3g}])"
-                )
+            judged, usable, note = _one_rate_fit(
+                fit, steps, sq, counts, confidence, at_floor, identifiable, design, note
+            )
         check = _order_check(
             name,
             judged,
@@ -619,49 +651,84 @@ def analyse_strong(
             _series("RMS error at T" if name == "strong_order" else "RMS of max over grid times", fit, pre, at_floor)
         )
         if name == "strong_order":
-            ms_fit, ms_pre, ms_check, ms_floor = fit, pre, check, at_floor
-    if exact_reference:
+            first = (fit, pre, check, at_floor)
+    return checks, series, first
+
+
+def _one_rate_fit(fit, steps, sq, counts, confidence, at_floor, identifiable, design, note):
+    """A public check's order judged on the levels of one rate above the floor (``one_rate_levels``), when at least
+    three qualify and some do not: the fit, the levels it used and the note saying so."""
+    note += "; " + ("exactly" if design.exact_order else "at least") + f" {design.order:g} claimed"
+    regime = one_rate_levels(fit, ~at_floor, confidence)
+    if identifiable and regime.sum() >= 3 and not regime.all():
+        depths = ", ".join(str(L) for L, kept in zip(design.depths, regime) if kept)
+        note += (
+            f"; judged on the levels of one rate above the floor (L = {depths}: consecutive local orders "
+            f"consistent, one_rate_levels; fit over all levels: {fit.order:.3g} "
+            f"[{fit.order_ci[0]:.3g}, {fit.order_ci[1]:.3g}])"
+        )
+        return fit_order(steps[regime], sq[:, regime], counts, confidence), int(regime.sum()), note
+    return fit, int(np.sum(~at_floor)), note
+
+
+def _reference_check(
+    reference: OrderFit | None, reference_ms: float, design: StrongDesign, config: dict, paths: int, confidence: float
+) -> Check:
+    """reference_exact (an exact flow's consecutive levels agree to rounding) or reference_order (Euler-Maruyama's
+    strong order from its consecutive differences; in a public check a calibration, not part of the verdict)."""
+    if reference is None:
         rms = float(np.sqrt(reference_ms))
-        checks.append(
-            Check(
-                "reference_exact",
-                0.0,
-                rms,
-                (rms, rms),
-                PASS if rms <= EXACT_TOLERANCE else FAIL,
-                config,
-                EXACT_TOLERANCE,
-                1.0,
-                0.0,
-                target=EXACT_TOLERANCE,
-                note=f"the exact reference's consecutive levels (steps h_ref, 2 h_ref, 4 h_ref, 8 h_ref) "
-                f"differ by RMS {rms:.3g} at T (largest pair): an exact flow agrees with itself to "
-                f"rounding at every step (tolerance {EXACT_TOLERANCE:g})",
-            )
+        return Check(
+            "reference_exact",
+            0.0,
+            rms,
+            (rms, rms),
+            PASS if rms <= EXACT_TOLERANCE else FAIL,
+            config,
+            EXACT_TOLERANCE,
+            1.0,
+            0.0,
+            target=EXACT_TOLERANCE,
+            note=f"the exact reference's consecutive levels (steps h_ref, 2 h_ref, 4 h_ref, 8 h_ref) "
+            f"differ by RMS {rms:.3g} at T (largest pair): an exact flow agrees with itself to "
+            f"rounding at every step (tolerance {EXACT_TOLERANCE:g})",
         )
-    else:
-        checks.append(
-            _order_check(
-                "reference_order",
-                reference,
-                REFERENCE_ORDER,
-                design.reference_order_target,
-                3,
-                config,
-                "consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
-                "whatever the map's)"
-                + (
-                    "; a calibration of the reference, not part of the verdict on the claim (same_limit's allowance "
-                    "is the reference's measured error, whatever its order)"
-                    if design.for_users
-                    else ""
-                ),
-                paths,
-                design,
-                confidence,
-                claim=not design.for_users,
-            )
-        )
+    return _order_check(
+        "reference_order",
+        reference,
+        REFERENCE_ORDER,
+        design.reference_order_target,
+        3,
+        config,
+        "consecutive Euler-Maruyama differences at h_ref, 2 h_ref, 4 h_ref (Euler-Maruyama's strong order, "
+        "whatever the map's)"
+        + (
+            "; a calibration of the reference, not part of the verdict on the claim (same_limit's allowance "
+            "is the reference's measured error, whatever its order)"
+            if design.for_users
+            else ""
+        ),
+        paths,
+        design,
+        confidence,
+        claim=not design.for_users,
+    )
+
+
+def _same_limit(
+    data: StrongData,
+    design: StrongDesign,
+    config: dict,
+    confidence: float,
+    ms: tuple,
+    reference: OrderFit | None,
+    reference_ms: float,
+    reference_ms_hi: float,
+    exact_reference: bool,
+) -> Check:
+    """same_limit: the mean-square error's plateau B, fitted at the claimed rate, lies within the reference's own
+    error (``ms``: strong_order's fit, pre-asymptotic flags, check and floor flags)."""
+    ms_fit, ms_pre, ms_check, ms_floor = ms
     finest_ms = float(ms_fit.error[-1] ** 2)
     first = asymptotic_start(ms_pre)
     point, ci, how = _plateau_at_rate(ms_fit, ms_check, first, design, confidence)
@@ -677,34 +744,7 @@ def analyse_strong(
     resolution = detectable_effect(ci, allowance, confidence, design.power, design.bias_span)
     verdict = limit_verdict(ci, allowance, finest_ms)
     if design.for_users and (ms_check.claim or not exact_reference) and verdict == FAIL and all_finite(*ci):
-        # a plateau carries a fail only on evidence from the asymptotic regime: the errors' finest local order lies
-        # below the claimed rate and is not turning back towards it (a true claim's pre-asymptotic levels steepen
-        # towards its rate, and the fit at the claimed rate would put that bend into B)
-        evidence = settled_away(ms_fit, ~ms_floor, design.order - design.order_allowance, confidence=confidence)
-        if evidence is not None:
-            how += f"; asymptotic evidence: {evidence}"
-        elif ms_floor.all():  # every level within 3 x the reference's RMS error: the allowance must be sound
-            if reference.order_ci[0] >= REFERENCE_ORDER - design.order_allowance:
-                how += (
-                    "; every level lies near the reference's floor and the reference is shown to converge at its rate "
-                    f"(order interval [{reference.order_ci[0]:.3g}, {reference.order_ci[1]:.3g}]), so its error is a "
-                    "sound allowance and the plateau beyond it stands"
-                )
-            else:
-                verdict = INCONCLUSIVE
-                how += (
-                    "; every level lies near the reference's floor and the reference is not shown to converge at its "
-                    f"rate (order interval [{reference.order_ci[0]:.3g}, {reference.order_ci[1]:.3g}]), so its error "
-                    "is no sound allowance and the plateau cannot carry a fail: a "
-                    f"reference_factor of {2 * design.reference_factor} (or deeper depths) would decide"
-                )
-        else:
-            verdict = INCONCLUSIVE
-            how += (
-                "; the errors are not shown to decay below the claimed rate at the finest levels without turning back "
-                f"towards it (pre-asymptotic), so the plateau cannot carry a fail; {DEEPER}: depths "
-                f"{deeper_depths(design.depths)}"
-            )
+        verdict, how = _plateau_fail_evidence(ms_fit, ms_floor, reference, design, confidence, how)
     note = (
         f"{how} (steps h); allowance = {'the exact reference' if exact_reference else 'reference'} mean-square "
         f"error {reference_ms:.3g} (upper {reference_ms_hi:.3g})"
@@ -737,7 +777,7 @@ def analyse_strong(
             resolution,
             allowance,
             confidence,
-            paths,
+            data.final_sq.shape[0],
             float(data.target_sq.mean()),
             target,
             design,
@@ -748,34 +788,50 @@ def analyse_strong(
             "; no drift target (design.target is None): target = the finest level's mean-square error plus the "
             "allowance"
         )
-    checks.append(
-        Check(
-            name="same_limit",
-            expected=0.0,
-            estimate=float(point),
-            ci=ci,
-            verdict=verdict,
-            config=config,
-            allowance=allowance,
-            note=note,
-            resolution=resolution,
-            relative_resolution=relative,
-            confidence=confidence,
-            target=target,
-            bias_span=design.bias_span,
-        )
+    return Check(
+        name="same_limit",
+        expected=0.0,
+        estimate=float(point),
+        ci=ci,
+        verdict=verdict,
+        config=config,
+        allowance=allowance,
+        note=note,
+        resolution=resolution,
+        relative_resolution=relative,
+        confidence=confidence,
+        target=target,
+        bias_span=design.bias_span,
     )
-    if reference is not None:
-        series.append(
-            _series(
-                "reference: consecutive EM differences",
-                reference,
-                np.zeros(ref_steps.size, bool),
-                np.zeros(ref_steps.size, bool),
+
+
+def _plateau_fail_evidence(
+    ms_fit, ms_floor: np.ndarray, reference: OrderFit | None, design: StrongDesign, confidence: float, how: str
+) -> tuple[str, str]:
+    """A plateau carries a fail only on evidence from the asymptotic regime: the errors' finest local order lies below
+    the claimed rate and is not turning back towards it (a true claim's pre-asymptotic levels steepen towards its rate,
+    and the fit at the claimed rate would put that bend into B). The verdict (fail, or inconclusive) and the note."""
+    evidence = settled_away(ms_fit, ~ms_floor, design.order - design.order_allowance, confidence=confidence)
+    if evidence is not None:
+        return FAIL, how + f"; asymptotic evidence: {evidence}"
+    if ms_floor.all():  # every level within 3 x the reference's RMS error: the allowance must be sound
+        if reference.order_ci[0] >= REFERENCE_ORDER - design.order_allowance:
+            return FAIL, how + (
+                "; every level lies near the reference's floor and the reference is shown to converge at its rate "
+                f"(order interval [{reference.order_ci[0]:.3g}, {reference.order_ci[1]:.3g}]), so its error is a "
+                "sound allowance and the plateau beyond it stands"
             )
+        return INCONCLUSIVE, how + (
+            "; every level lies near the reference's floor and the reference is not shown to converge at its "
+            f"rate (order interval [{reference.order_ci[0]:.3g}, {reference.order_ci[1]:.3g}]), so its error "
+            "is no sound allowance and the plateau cannot carry a fail: a "
+            f"reference_factor of {2 * design.reference_factor} (or deeper depths) would decide"
         )
-    panel = Panel(title=label, xlabel="step h", ylabel="RMS error", series=series, reference_order=design.order)
-    return checks, panel
+    return INCONCLUSIVE, how + (
+        "; the errors are not shown to decay below the claimed rate at the finest levels without turning back "
+        f"towards it (pre-asymptotic), so the plateau cannot carry a fail; {DEEPER}: depths "
+        f"{deeper_depths(design.depths)}"
+    )
 
 
 __all__ = [
