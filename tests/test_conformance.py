@@ -14,18 +14,28 @@ import pytest
 import sympy as sp
 
 from convergence._experiments import LocalDesign, local_checks, states_for
-from convergence._models import CONFORMANCE, MODELS, ClaimingModel, FedorovModel, LayerMap, LimitSDE, registered
+from convergence._models import (
+    CONFORMANCE,
+    MODEL_MODULES,
+    MODELS,
+    ClaimingModel,
+    FedorovModel,
+    LayerMap,
+    LimitSDE,
+    registered,
+)
 from convergence._paths import PathStreams
 from convergence._statistics import combine_verdicts
 from verify._analysis import kernel
 from verify._calculus import gram_symbol, vec_coordinates
 from verify._common import Verdict
+from verify._derivations import CHECKED
 from verify._models import MODELS as SYMBOLIC_MODELS
 
 from .helpers import random_tokens
 
 EXTRA_MODULES = [m for m in os.environ.get("DEPTH_LIMITS_MODEL_MODULES", "").split(",") if m]
-ALL_MODELS = {**MODELS, **registered(importlib.import_module(m) for m in EXTRA_MODULES)}
+ALL_MODELS = registered([*MODEL_MODULES, *(importlib.import_module(m) for m in EXTRA_MODULES)])  # a name twice: error
 NAMES = sorted(ALL_MODELS)
 H = 0.01
 _EXAMPLES = {name: ALL_MODELS[name]() for name in NAMES}
@@ -164,10 +174,10 @@ def test_limit_drift_equals_the_drift_verify_derives(name):
 
 @pytest.mark.parametrize("name", PATHWISE)
 def test_local_consistency_at_the_canonical_states(name):
-    """One layer step's conditional moments against the declared limit (``experiments.local``), at a fixed seed:
-    every check passes (family-wise false-failure rate 1% per model). At a generic (uniform) state: at a merged or
-    antipodal pair the hybrid model's drift and diffusion vanish (relative checks are undefined there), and near a
-    merged pair they are so small that the step's O(h^2) bias decides (inconclusive at this step)."""
+    """One layer step's conditional moments against the declared limit (``convergence._experiments.local``), at a
+    fixed seed: every check passes (family-wise false-failure rate 1% per model). At a generic (uniform) state: at a
+    merged or antipodal pair the hybrid model's drift and diffusion vanish (relative checks are undefined there), and
+    near a merged pair they are so small that the step's O(h^2) bias decides (inconclusive at this step)."""
     model = _EXAMPLES[name]
     states = states_for(model.tokens, model.dim, ("uniform",), 0, (9,))
     checks = local_checks(
@@ -181,6 +191,14 @@ def test_local_consistency_at_the_canonical_states(name):
     assert combine_verdicts([c.verdict for c in checks]) == Verdict.PASS, [
         (c.name, c.config, c.verdict) for c in checks if c.verdict != Verdict.PASS
     ]
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(MODELS) if MODELS[n]().claims.symbolic is not None])
+def test_the_suites_models_are_derived_from_verifys_cross_checked_layers(name):
+    """A suite model's symbolic layer is one of verify's, which every derivation covers and ``crosscheck`` tests
+    against an independent numpy layer (a model of another package may carry its own: docs/how-to.md)."""
+    symbolic = MODELS[name]().claims.symbolic
+    assert any(symbolic is SYMBOLIC_MODELS[checked] for checked in CHECKED), name
 
 
 # the models docs/models.md presents (the papers' models and the calibration models): public, with their limits

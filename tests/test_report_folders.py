@@ -37,6 +37,16 @@ def _steps(tmp_path: Path) -> list[str]:
     return seen
 
 
+@pytest.fixture(autouse=True)
+def _sigint_raises_keyboard_interrupt():
+    """A job started in the background by a non-interactive shell (``cmd &``, nohup) inherits SIGINT ignored, and
+    Python then leaves it ignored: these tests send SIGINT, to this process and to children, and need Python's own
+    handler, as under a terminal (children started meanwhile get the default disposition)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _old_folder(folder: Path) -> None:
     atomic_write_set({folder / name: data for name, data in OLD.items()})
 

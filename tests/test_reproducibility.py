@@ -117,7 +117,8 @@ def test_no_module_but_the_seeding_one_makes_a_random_stream():
 def test_the_seeding_is_numpys_seed_sequence_keyed_as_documented():
     """Exact: stream ``key`` is ``Generator(PCG64(SeedSequence(seed, spawn_key=key)))``; a seed block's two streams
     are the two children ``SeedSequence.spawn`` makes of stream ``(*key, block)`` (PCG64 and SFC64), so moving the
-    construction into one module changed no number of any report."""
+    construction into one module changed no path and no report (the one probe whose draws changed is derive_limit's
+    smoothness probe: numpy normals where torch's were)."""
     import numpy as np
 
     from convergence._runtime import block_streams, random_stream, seed_words
