@@ -202,75 +202,63 @@ def sampler_checks(
         )
     )
     # 2. weak order in the number of steps from coupled level differences (same paths, same resamples)
-    sizes = horizon / steps * np.array(levels[:-1], dtype=float)
-    diffs = np.array([estimates[i + 1].value - estimates[i].value for i in range(len(levels) - 1)])
-    reps = np.stack([estimates[i + 1].replicates - estimates[i].replicates for i in range(len(levels) - 1)], axis=1)
-    exact_diffs = np.diff(exact_discrete)
-    order, order_reps = _slope(sizes, np.abs(diffs)), [_slope(sizes, np.abs(r)) for r in reps]
-    finite_reps = np.asarray(order_reps)[np.isfinite(order_reps)]  # a replicate with a zero difference has no slope
-    lo, hi = bootstrap_interval(order, finite_reps, 1 - alpha)
-    exact_order = _slope(sizes, np.abs(exact_diffs))
-    # Order 1 is the claim where the discrete law is asymptotic at these steps; elsewhere (the capped score's stiff
-    # phase) the Monte Carlo must reproduce the discrete law's own slope, and order 1 is shown by exact algebra below.
-    asymptotic = abs(exact_order - 1.0) <= PRE_ASYMPTOTIC
-    expected = 1.0 if asymptotic else exact_order
-    # bias bound: the exact discrete law's own departure from order 1 at these steps, plus the estimator's
-    allowance = abs(exact_order - expected) + ESTIMATOR_ORDER_BIAS
-    reason = (
-        f"exact discrete law gives {exact_order:.4f}"
-        if asymptotic
-        else f"pre-asymptotic at these steps: compared with the exact discrete law's slope {exact_order:.4f}"
-    )
-    reason += (
-        f"; allowance = |exact slope - {expected:.4g}| + {ESTIMATOR_ORDER_BIAS:g} (the Monte Carlo slope's "
-        "bias beyond the exact law's)"
-    )
-    resolution = detectable_effect((float(lo), float(hi)), allowance, 1 - alpha)
-    if not np.all(np.abs(diffs) > 3 * np.std(reps, axis=0, ddof=1)):
-        verdict, reason = INCONCLUSIVE, reason + "; level differences within 3 standard errors of 0"
-    else:
-        verdict = effect_verdict((float(lo), float(hi)), expected, allowance, resolution, ORDER_TARGET)
-    checks.append(
-        Check(
-            "weak_order",
-            expected,
-            order,
-            (float(lo), float(hi)),
-            verdict,
-            config,
-            allowance,
-            **level,
-            resolution=resolution,
-            target=ORDER_TARGET,
-            note=f"slope of |FD(2h) - FD(h)| over h = T/{steps // 4}..T/{steps}; {reason}",
-        )
-    )
+    checks.append(_weak_order_check(estimates, exact_discrete, horizon / steps, levels, steps, alpha, level, config))
     checks.append(exact_discrete_convergence(sampler, variances, setting, config))
-    # 3. the limit, by Monte Carlo alone: Richardson 2 FD(h) - FD(2h) on the same paths and resamples, the O(h^2)
-    # remainder bounded by the Monte Carlo's own next extrapolation |R(h) - R(2h)| / 3, against the closed form
+    # 3. the limit, by Monte Carlo alone, against the closed form
+    checks.append(_closed_form_limit(estimates, closed, z, target, removed, config, level))
+    # 4. early stopping on the discrete sampler: FD(t*) - FD(T) on the same paths against its exact algebra
+    times = horizon * np.array(records) / steps
+    checks += _early_stop_checks(
+        sampler, setting, steps, records, times, curves, stop_times, z, target, removed, config, level
+    )
+    return checks, {"times": times, "curves": curves, "setting": setting}
+
+
+def _closed_form_limit(
+    estimates: list, closed: float, z: float, target: float, removed: float, config: dict, level: dict
+) -> Check:
+    """closed_form_limit: Richardson 2 FD(h) - FD(2h) of the bias-corrected estimates (same paths and resamples), the
+    O(h^2) remainder bounded by the Monte Carlo's own next extrapolation |R(h) - R(2h)| / 3, against the closed form
+    ``closed``."""
     values = np.array([e.value - e.bias for e in estimates])
     replicas = np.stack([e.replicates for e in estimates])
     richardson, richardson_reps = 2 * values[0] - values[1], 2 * replicas[0] - replicas[1]
     coarser = 2 * values[1] - values[2]
     remainder = abs(richardson - coarser) / 3
     half_limit = z * float(np.std(richardson_reps, ddof=1))
-    checks.append(
-        _effect_check(
-            "closed_form_limit",
-            closed,
-            richardson,
-            half_limit,
-            remainder,
-            target,
-            removed,
-            config,
-            level,
-            f"Monte Carlo Richardson 2 FD(h) - FD(2h) = {richardson:.6g} vs closed form {closed:.6g} "
-            f"(verify, exact); O(h^2) remainder allowance {remainder:.2g} from R(2h) = {coarser:.6g}",
-        )
+    return _effect_check(
+        "closed_form_limit",
+        closed,
+        richardson,
+        half_limit,
+        remainder,
+        target,
+        removed,
+        config,
+        level,
+        f"Monte Carlo Richardson 2 FD(h) - FD(2h) = {richardson:.6g} vs closed form {closed:.6g} "
+        f"(verify, exact); O(h^2) remainder allowance {remainder:.2g} from R(2h) = {coarser:.6g}",
     )
-    # 4. early stopping on the discrete sampler: FD(t*) - FD(T) on the same paths against its exact algebra
-    times = horizon * np.array(records) / steps
+
+
+def _early_stop_checks(
+    sampler: LatentSampler,
+    setting: LatentSetting,
+    steps: int,
+    records: list[int],
+    times: np.ndarray,
+    curves: dict,
+    stop_times: dict[int, float],
+    z: float,
+    target: float,
+    removed: float,
+    config: dict,
+    level: dict,
+) -> list[Check]:
+    """early_stop_discrete for each stopping time t* of ``stop_times`` ({d: t*}): FD(t*) - FD(T) of the recorded
+    curves (same paths and resamples) against the discrete law's exact gap; none where t* rounds to T."""
+    horizon, variances = setting.horizon, setting.variances
+    checks = []
     every_step = discrete_variances(sampler, steps, record_every=1)
     for d, t_star in stop_times.items():
         index = int(np.argmin(np.abs(times - t_star)))
@@ -299,7 +287,63 @@ def sampler_checks(
                 f"the continuous gap is {continuous:.3g} (the last Euler steps add {exact_gap - continuous:.3g})",
             )
         )
-    return checks, {"times": times, "curves": curves, "setting": setting}
+    return checks
+
+
+def _weak_order_check(
+    estimates: list,
+    exact_discrete: list[float],
+    h: float,
+    levels: tuple[int, ...],
+    steps: int,
+    alpha: float,
+    level: dict,
+    config: dict,
+) -> Check:
+    """weak_order: the slope of the coupled level differences |FD(2h) - FD(h)| over the step (levels ``levels`` of
+    the finest step ``h``, same paths and resamples), claimed 1 where the exact discrete law is asymptotic at these
+    steps, else that law's own slope (order 1 is then shown by exact algebra, ``exact_discrete_convergence``)."""
+    sizes = h * np.array(levels[:-1], dtype=float)
+    diffs = np.array([estimates[i + 1].value - estimates[i].value for i in range(len(levels) - 1)])
+    reps = np.stack([estimates[i + 1].replicates - estimates[i].replicates for i in range(len(levels) - 1)], axis=1)
+    exact_diffs = np.diff(exact_discrete)
+    order, order_reps = _slope(sizes, np.abs(diffs)), [_slope(sizes, np.abs(r)) for r in reps]
+    finite_reps = np.asarray(order_reps)[np.isfinite(order_reps)]  # a replicate with a zero difference has no slope
+    lo, hi = bootstrap_interval(order, finite_reps, 1 - alpha)
+    exact_order = _slope(sizes, np.abs(exact_diffs))
+    # Order 1 is the claim where the discrete law is asymptotic at these steps; elsewhere (the capped score's stiff
+    # phase) the Monte Carlo must reproduce the discrete law's own slope, and order 1 is shown by exact algebra below.
+    asymptotic = abs(exact_order - 1.0) <= PRE_ASYMPTOTIC
+    expected = 1.0 if asymptotic else exact_order
+    # bias bound: the exact discrete law's own departure from order 1 at these steps, plus the estimator's
+    allowance = abs(exact_order - expected) + ESTIMATOR_ORDER_BIAS
+    reason = (
+        f"exact discrete law gives {exact_order:.4f}"
+        if asymptotic
+        else f"pre-asymptotic at these steps: compared with the exact discrete law's slope {exact_order:.4f}"
+    )
+    reason += (
+        f"; allowance = |exact slope - {expected:.4g}| + {ESTIMATOR_ORDER_BIAS:g} (the Monte Carlo slope's "
+        "bias beyond the exact law's)"
+    )
+    resolution = detectable_effect((float(lo), float(hi)), allowance, 1 - alpha)
+    if not np.all(np.abs(diffs) > 3 * np.std(reps, axis=0, ddof=1)):
+        verdict, reason = INCONCLUSIVE, reason + "; level differences within 3 standard errors of 0"
+    else:
+        verdict = effect_verdict((float(lo), float(hi)), expected, allowance, resolution, ORDER_TARGET)
+    return Check(
+        "weak_order",
+        expected,
+        order,
+        (float(lo), float(hi)),
+        verdict,
+        config,
+        allowance,
+        **level,
+        resolution=resolution,
+        target=ORDER_TARGET,
+        note=f"slope of |FD(2h) - FD(h)| over h = T/{steps // 4}..T/{steps}; {reason}",
+    )
 
 
 def _effect_check(
