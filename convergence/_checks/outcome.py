@@ -64,7 +64,7 @@ class Outcome:
         shrink it too, so the plan is conservative there. Keys: the check's name and configuration."""
         effect = check_real("effect", effect, minimum=0.0, strict_minimum=True)
         return {
-            check_label(check): paths_for_effect(
+            _check_label(check): paths_for_effect(
                 check.ci, check.allowance, check.confidence, self.sample_size, effect, bias_span=check.bias_span
             )
             for check in self.checks
@@ -92,7 +92,7 @@ class Outcome:
                 )
             resolved = check.resolution is not None and all_finite(check.resolution)
             lines.append(
-                f"  {check_label(check)}: {numbers} -> {check.verdict.upper()}"
+                f"  {_check_label(check)}: {numbers} -> {check.verdict.upper()}"
                 + (f", resolution {check.resolution:.3g}" if resolved else "")
                 + f"  ({check.note})"
             )
@@ -129,7 +129,7 @@ def timed(check: Callable[..., Outcome]) -> Callable[..., Outcome]:
     return run
 
 
-def check_label(check: Check) -> str:
+def _check_label(check: Check) -> str:
     """A check's name with the configuration that tells it apart (state, observable), e.g.
     ``drift_scale [state=uniform]``."""
     where = ", ".join(f"{k}={v}" for k, v in check.config.items() if k not in ("map", "sde", "first", "second"))

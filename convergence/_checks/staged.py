@@ -27,7 +27,7 @@ from .._statistics import (
 USER_KEY = STREAM_KEYS["user checks"]  # the first entry of every user check's stream key
 
 
-def looks_for(
+def _looks_for(
     fixed: int | None,
     first: int,
     budget: int,
@@ -57,7 +57,7 @@ def _spent(check: Check, factor: float) -> Check:
     return replace(check, false_failure_rate=min(1.0, factor * check.false_failure_rate)) if check.claim else check
 
 
-def deeper_ladders(depths: tuple[int, ...], max_depth: int | None) -> list[tuple[int, ...]]:
+def _deeper_ladders(depths: tuple[int, ...], max_depth: int | None) -> list[tuple[int, ...]]:
     """The ladders a strong check deepens to: ``depths`` with the deepest doubled, again and again, up to
     ``max_depth`` (default 4 x the deepest)."""
     deepest = check_int("depths", depths[-1], minimum=1)
@@ -69,7 +69,7 @@ def deeper_ladders(depths: tuple[int, ...], max_depth: int | None) -> list[tuple
     return ladders
 
 
-def decide_deepening(
+def _decide_deepening(
     look: Callable[[int, float, float], list[Check]], looks: Looks, ladders: list[tuple[int, ...]], drawn: Drawn
 ) -> tuple[list[Check], int]:
     """Staged looks on the ladder asked for (``drawn.depths``), then, while some check says a deeper ladder would
@@ -98,7 +98,7 @@ def decide_deepening(
     return checks, stopped
 
 
-def deeper_stages(looks: Looks, ladders: list[tuple[int, ...]]) -> str:
+def _deeper_stages(looks: Looks, ladders: list[tuple[int, ...]]) -> str:
     """The deeper ladders' part of a deepening check's description of its looks."""
     total = looks.count + len(ladders)
     return (
@@ -114,20 +114,13 @@ def probe_streams(seed: int, key: tuple[int, ...]):
     return PathStreams(seed, 0, SEED_BLOCK, key)
 
 
-def compute_block(looks: Looks, block: int) -> int:
-    """The compute block of a staged run: its looks' unit (every look a whole number of blocks), or ``block`` for one
-    look of a fixed size."""
-    return looks.unit if looks.unit > 1 else block
-
-
 class Drawn:
     """A staged check's data so far: ``size`` paths on the ladder ``depths``, extended at each look by the next seeded
     blocks; ``restart`` moves it to a deeper ladder, whose paths are drawn anew (a finer grid, the same seed)."""
 
-    def __init__(
-        self, depths: tuple[int, ...] = (), extended: Callable = lambda data, more: concatenate_blocks([data, more])
-    ) -> None:
-        self.data, self.size, self._extended, self.depths = None, 0, extended, depths
+    def __init__(self, depths: tuple[int, ...] = (), extended: Callable | None = None) -> None:
+        self.data, self.size, self.depths = None, 0, depths
+        self._extended = extended or (lambda data, more: concatenate_blocks([data, more]))
 
     def restart(self, depths: tuple[int, ...]) -> None:
         self.data, self.size, self.depths = None, 0, depths
@@ -163,27 +156,28 @@ class Staging:
         minimum: int = 2,
         extended: Callable | None = None,
     ) -> Staging:
-        """``looks_for(fixed, first, budget, block, names, minimum)``; with ``depths``, a check that deepens from that
-        ladder up to ``max_depth`` (``deeper_ladders``); ``extended``: how drawn data grow (default: blocks
+        """``_looks_for(fixed, first, budget, block, names, minimum)``; with ``depths``, a check that deepens from that
+        ladder up to ``max_depth`` (``_deeper_ladders``); ``extended``: how drawn data grow (default: blocks
         concatenated)."""
-        ladders = None if depths is None else deeper_ladders(depths, max_depth)
-        looks = looks_for(fixed, first, budget, block, names, minimum)
-        drawn = Drawn(depths or ()) if extended is None else Drawn(depths or (), extended)
+        ladders = None if depths is None else _deeper_ladders(depths, max_depth)
+        looks = _looks_for(fixed, first, budget, block, names, minimum)
+        drawn = Drawn(depths or (), extended)
         return cls(looks, block, ladders, drawn)
 
     @property
     def compute_block(self) -> int:
-        """The paths one computation sees at once (``compute_block``)."""
-        return compute_block(self.looks, self.block)
+        """The paths one computation sees at once: the looks' unit (every look a whole number of blocks), or ``block``
+        for one look of a fixed size."""
+        return self.looks.unit if self.looks.unit > 1 else self.block
 
     def decide(self, look: Callable[[int, float, float], list[Check]]) -> tuple[list[Check], int]:
         """The checks of the look that decided and its paths: staged looks (``decide_in_stages``), then the deeper
-        ladders of a deepening check (``decide_deepening``)."""
+        ladders of a deepening check (``_decide_deepening``)."""
         if self.ladders is None:
             return decide_in_stages(look, self.looks)
-        return decide_deepening(look, self.looks, self.ladders, self.drawn)
+        return _decide_deepening(look, self.looks, self.ladders, self.drawn)
 
     def params(self, **own) -> dict:
         """A report's parameters: the check's ``own``, then its looks and the description of its stages."""
-        stages = self.looks.describe() + deeper_stages(self.looks, self.ladders or [])
+        stages = self.looks.describe() + _deeper_stages(self.looks, self.ladders or [])
         return {**own, "looks": list(self.looks.sizes), "stages": stages}
