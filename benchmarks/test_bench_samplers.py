@@ -10,13 +10,8 @@ import pytest
 
 from convergence._models import FedorovModel, ReducedFedorov
 from convergence._paths import EulerMaruyama, simulate
-from convergence._performance.benchmark import (
-    BenchConfig,
-    diffrax_euler,
-    draw_only,
-    per_path_loop,
-    torchsde_euler,
-)
+from convergence._performance.peers import diffrax_euler, torchsde_euler
+from convergence._performance.workload import BenchConfig, draw_only, per_path_loop
 
 CONFIG = BenchConfig()
 H = 1.0 / CONFIG.steps

@@ -124,83 +124,96 @@ def _progress_factory(enabled: bool):
     return factory
 
 
+def _add_run_options(sub: argparse.ArgumentParser) -> None:
+    """What a run computes and where its reports go: --profile, --seed, --out."""
+    sub.add_argument("--profile", choices=PROFILES, default=None, help="quick (default) or full")
+    sub.add_argument(
+        "--seed",
+        type=_integer("--seed", 0, 2**63 - 1),
+        default=0,
+        help="the one seed of every random number (default 0)",
+    )
+    sub.add_argument(
+        "--out",
+        type=_folder("--out"),
+        default=None,
+        help="report folder (default reports/quick/ for the quick profile, reports/local/ for the full one; "
+        "the committed reports/ only with --profile full spelled out or --replace-committed)",
+    )
+
+
+def _add_execution_options(sub: argparse.ArgumentParser) -> None:
+    """Where and how the blocks run (no number depends on these): --scheduler, --workers, --task-paths, --cache,
+    --cache-key."""
+    default_name, default_workers = default_scheduler()
+    sub.add_argument(
+        "--scheduler",
+        type=_scheduler,
+        default=default_name,
+        help=f"sync (in process), processes (local dask cluster) or tcp://host:port (default "
+        f"{default_name}: one worker per available core; results do not depend on it)",
+    )
+    sub.add_argument(
+        "--workers",
+        type=_integer("--workers", 1, 1024),
+        default=default_workers,
+        help=f"worker processes for --scheduler processes, 1 to 1024 (default {default_workers}, the available cores)",
+    )
+    sub.add_argument(
+        "--task-paths",
+        type=_integer("--task-paths", 1),
+        default=None,
+        help="paths per worker task, rounded up to whole blocks of each design (default: one block; "
+        "results do not depend on it)",
+    )
+    sub.add_argument("--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)")
+    sub.add_argument(
+        "--cache-key",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the secret that authenticates a cache several writers share (default: CACHE/.key, created at "
+        "first use, readable by its owner only)",
+    )
+
+
+def _add_safety_options(sub: argparse.ArgumentParser) -> None:
+    """What a run may replace or reuse, and how it reports: --replace-other-profile, --replace-committed, --resume,
+    --debug, --concurrent-studies."""
+    default_concurrency = 2 if available_cores() > 1 else 1
+    sub.add_argument(
+        "--replace-other-profile",
+        action="store_true",
+        help="let this run replace reports of the other profile in OUT (refused otherwise: reports/ "
+        "holds the committed full reports)",
+    )
+    sub.add_argument(
+        "--replace-committed",
+        action="store_true",
+        help="let this run write into the committed reports/ without --profile full spelled out",
+    )
+    sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
+    sub.add_argument(
+        "--debug", action="store_true", help="also show a fault's traceback (the exit status stays the same)"
+    )
+    sub.add_argument(
+        "--concurrent-studies",
+        type=_integer("--concurrent-studies", 1, 64),
+        default=default_concurrency,
+        help=f"studies run at a time on the same workers, 1 to 64 (default {default_concurrency}; "
+        "results do not depend on it)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m convergence", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="list the studies")
 
-    default_name, default_workers = default_scheduler()
-    default_concurrency = 2 if available_cores() > 1 else 1
-
     def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--profile", choices=PROFILES, default=None, help="quick (default) or full")
-        sub.add_argument(
-            "--seed",
-            type=_integer("--seed", 0, 2**63 - 1),
-            default=0,
-            help="the one seed of every random number (default 0)",
-        )
-        sub.add_argument(
-            "--out",
-            type=_folder("--out"),
-            default=None,
-            help="report folder (default reports/quick/ for the quick profile, reports/local/ for the full one; "
-            "the committed reports/ only with --profile full spelled out or --replace-committed)",
-        )
-        sub.add_argument(
-            "--scheduler",
-            type=_scheduler,
-            default=default_name,
-            help=f"sync (in process), processes (local dask cluster) or tcp://host:port (default "
-            f"{default_name}: one worker per available core; results do not depend on it)",
-        )
-        sub.add_argument(
-            "--workers",
-            type=_integer("--workers", 1, 1024),
-            default=default_workers,
-            help=f"worker processes for --scheduler processes, 1 to 1024 (default {default_workers}, the "
-            "available cores)",
-        )
-        sub.add_argument(
-            "--task-paths",
-            type=_integer("--task-paths", 1),
-            default=None,
-            help="paths per worker task, rounded up to whole blocks of each design (default: one block; "
-            "results do not depend on it)",
-        )
-        sub.add_argument(
-            "--cache", type=_folder("--cache"), default=None, help="block cache folder (default OUT/.cache)"
-        )
-        sub.add_argument(
-            "--cache-key",
-            type=Path,
-            default=None,
-            metavar="FILE",
-            help="the secret that authenticates a cache several writers share (default: CACHE/.key, created at "
-            "first use, readable by its owner only)",
-        )
-        sub.add_argument(
-            "--replace-other-profile",
-            action="store_true",
-            help="let this run replace reports of the other profile in OUT (refused otherwise: reports/ "
-            "holds the committed full reports)",
-        )
-        sub.add_argument(
-            "--replace-committed",
-            action="store_true",
-            help="let this run write into the committed reports/ without --profile full spelled out",
-        )
-        sub.add_argument("--resume", action="store_true", help="reuse the cached blocks of an interrupted run")
-        sub.add_argument(
-            "--debug", action="store_true", help="also show a fault's traceback (the exit status stays the same)"
-        )
-        sub.add_argument(
-            "--concurrent-studies",
-            type=_integer("--concurrent-studies", 1, 64),
-            default=default_concurrency,
-            help=f"studies run at a time on the same workers, 1 to 64 (default {default_concurrency}; "
-            "results do not depend on it)",
-        )
+        _add_run_options(sub)
+        _add_execution_options(sub)
+        _add_safety_options(sub)
 
     run = commands.add_parser("run", help="run some studies and write their reports")
     run.add_argument("studies", nargs="+", metavar="STUDY", help=f"one of: {', '.join(STUDIES)}")

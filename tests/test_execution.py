@@ -229,7 +229,8 @@ def test_the_diffrax_peer_integrates_model_f_limit_sde():
     pytest.importorskip("diffrax", reason="the diffrax peer needs the peers extra")
     import jax.numpy as jnp
 
-    from convergence._performance.benchmark import BenchConfig, diffrax_limit
+    from convergence._performance.peers import diffrax_limit
+    from convergence._performance.workload import BenchConfig
 
     config, sigma = BenchConfig(paths=4), 0.25
     drift, diffusion = diffrax_limit(config, sigma)
@@ -254,7 +255,8 @@ def test_the_torchsde_peer_integrates_model_f_limit_sde():
     # (dW = sigma v), and g_prod equals its full matrix g applied to v. Skipped (not passed) without the extra.
     torch = pytest.importorskip("torch", reason="the torchsde peer needs the torch extra")
     pytest.importorskip("torchsde", reason="the torchsde peer needs the peers extra")
-    from convergence._performance.benchmark import BenchConfig, torchsde_limit
+    from convergence._performance.peers import torchsde_limit
+    from convergence._performance.workload import BenchConfig
 
     config, sigma = BenchConfig(paths=8), 0.25
     peer = torchsde_limit(config, sigma)

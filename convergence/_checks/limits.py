@@ -42,9 +42,9 @@ def compare_limits(
     a derived limit's packed parameters): the covariances compare each with its own scale; G itself only when the
     noises have the same size.
 
-    ``states``: names of ``convergence._experiments.local.STATES`` (drawn from ``seed``; for a limit derived from a
-    layer map, moved to where the map lives as by ``check_local_consistency``, ``where_it_lives``) or a mapping
-    name -> array (tokens, d), e.g. states on a LayerNorm sphere for a block that lives there."""
+    ``states``: names of ``convergence._experiments.local_states.STATES`` (drawn from ``seed``; for a limit derived
+    from a layer map, moved to where the map lives as by ``check_local_consistency``, ``where_it_lives``) or a
+    mapping name -> array (tokens, d), e.g. states on a LayerNorm sphere for a block that lives there."""
     check_protocol("derived", derived, LimitSDE)
     check_protocol("claim", claim, LimitSDE)
     if (derived.tokens, derived.dim) != (claim.tokens, claim.dim):

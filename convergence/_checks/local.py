@@ -92,8 +92,8 @@ def where_it_lives(layer: LayerMap, x: np.ndarray, name: str) -> np.ndarray:
 def resolve_states(
     tokens: int, dim: int, states: tuple[str, ...] | dict[str, np.ndarray], seed: int, key: tuple[int, ...]
 ) -> dict[str, np.ndarray]:
-    """The states a check is judged at: ``states`` names ``convergence._experiments.local.STATES`` (each drawn from
-    ``seed`` and its own name) or maps names to arrays (tokens, dim), checked against that shape."""
+    """The states a check is judged at: ``states`` names ``convergence._experiments.local_states.STATES`` (each
+    drawn from ``seed`` and its own name) or maps names to arrays (tokens, dim), checked against that shape."""
     if isinstance(states, dict):
         chosen = {
             str(name): check_tokens(f"states[{name!r}]", x[None], tokens=tokens, dim=dim)[0]
@@ -148,8 +148,8 @@ def check_local_consistency(
     pathwise the layer's). Every noise law here is symmetric, so -dW has the law of dW. Where a state's drift is
     small beside its noise, its drift_scale target is in units of a typical component (docs/checks.md).
 
-    ``states``: names of ``convergence._experiments.local.STATES`` (drawn on the unit sphere; for a map that lives
-    elsewhere, moved there by one step without noise, ``where_it_lives``) or a mapping name -> array (tokens, d),
+    ``states``: names of ``convergence._experiments.local_states.STATES`` (drawn on the unit sphere; for a map that
+    lives elsewhere, moved there by one step without noise, ``where_it_lives``) or a mapping name -> array (tokens, d),
     taken as given; ``target``:
     the pooled checks' largest resolution (relative coefficient error) that still decides (a single state's is
     twice that, a max-z check's five times that). Looks at ``first``, 2 ``first``, ... samples per state and step,

@@ -1,11 +1,12 @@
 """Experiments, each for any model that provides what it needs: strong and weak convergence (``strong``,
-``strong_low_rank``, ``weak``, and model F's overlap statistics, ``weak_overlap``), local consistency (``local``),
-where two tokens end (``overlap_ends``) and the phase transition built on it (``phase``), plausible wrong claims
-(``mutants``), two-point exponents (``exponents``), the interaction energy (``energy``), collapse rates over depth
-(``collapse``) and model A's grid of them (``collapse_grid``), synchronisation by noise (``sync_by_noise``),
-propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits (``commute``), width (``width``,
-``width_depth``) and the latent diffusion sampler's nested runs and their checks (``latent_sampling``), and the
-certified checks of its stopping problem (``stopping_certificates``).
+``strong_checks``, ``strong_same_limit``, ``strong_low_rank``, ``weak``, and model F's overlap statistics,
+``weak_overlap``), local consistency (``local``: the checks, over ``local_draws``, ``local_statistics`` and
+``local_states``), where two tokens end (``overlap_ends``) and the phase transition built on it (``phase``),
+plausible wrong claims (``mutants``), two-point exponents (``exponents``), the interaction energy (``energy``),
+collapse rates over depth (``collapse``) and model A's grid of them (``collapse_grid``), synchronisation by noise
+(``sync_by_noise``), propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits (``commute``),
+width (``width``, ``width_depth``) and the latent diffusion sampler's nested runs and their checks
+(``latent_sampling``), and the certified checks of its stopping problem (``stopping_certificates``).
 """
 
 from __future__ import annotations
@@ -73,16 +74,9 @@ from .latent_sampling import (
     exact_discrete_convergence,
     sampler_checks,
 )
-from .local import (
-    CONTROLS,
-    SAMPLE_BLOCK,
-    STATES,
-    LocalDesign,
-    layer_samples,
-    local_checks,
-    local_checks_for_claims,
-    states_for,
-)
+from .local import local_checks, local_checks_for_claims
+from .local_draws import CONTROLS, SAMPLE_BLOCK, LocalDesign, layer_samples
+from .local_states import STATES, states_for
 from .mean_field import (
     MEAN_FIELD_CHECKS,
     MEAN_FIELD_SECTIONS,
@@ -147,7 +141,6 @@ from .strong import (
     REFERENCE_LEVELS,
     StrongData,
     StrongDesign,
-    analyse_strong,
     bootstrap_generator,
     coupled_strong_errors,
     coupled_strong_errors_for_claims,
@@ -155,6 +148,7 @@ from .strong import (
     strong_ladder,
     wants_deeper,
 )
+from .strong_checks import analyse_strong
 from .strong_low_rank import (
     FedorovAction,
     FedorovEulerAction,

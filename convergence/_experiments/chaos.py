@@ -208,9 +208,20 @@ def analyse_chaos(
 
     These compare systems built by the same code on the same noise: they test the *rate*. The limit itself is
     tested against the SPDE in ``convergence._experiments.mean_field``."""
-    sizes = np.asarray(design.tokens, dtype=np.float64)
-    steps = 1.0 / sizes
     counts = bootstrap_counts(rng, data.phi_sq.shape[0], design.replicates)
+    checks, series = _test_function_checks(data, design, config, counts, confidence)
+    checks += _sampler_baseline_checks(data, design, dim, config, confidence)
+    panels = [Panel(f"chaos: {_label(config)}", "1/N", "RMS |<phi,mu_a> - <phi,mu_b>|", series, design.order / 2)]
+    w2_check, w2_panel = _w2_rate_check(data, design, dim, config, counts, confidence)
+    sznitman_check, sznitman_panel = _sznitman_check(data, design, config, counts, confidence)
+    return checks + [w2_check, sznitman_check], panels + [w2_panel, sznitman_panel]
+
+
+def _test_function_checks(
+    data: ChaosData, design: ChaosDesign, config: dict, counts: np.ndarray, confidence: float
+) -> tuple[list[Check], list[Series]]:
+    """``chaos_rate`` per test function and ``chaos_limit`` (their sum's plateau), with the per-phi series."""
+    steps = 1.0 / np.asarray(design.tokens, dtype=np.float64)
     checks, series = [], []
     for j, name in enumerate(TEST_FUNCTIONS):
         fit = fit_order(steps, data.phi_sq[:, :, j], counts, confidence)
@@ -224,8 +235,7 @@ def analyse_chaos(
             )
         )
         series.append(Series.from_fit(f"phi = {name}, T", fit))
-    total = data.phi_sq.sum(axis=-1)
-    fit = fit_order(steps, total, counts, confidence)
+    fit = fit_order(steps, data.phi_sq.sum(axis=-1), counts, confidence)
     point, ci, how = limit_plateau(fit, design.order, confidence=confidence)
     smallest = float(fit.error[-1] ** 2)
     checks.append(
@@ -245,9 +255,17 @@ def analyse_chaos(
             target=smallest,
         )
     )
-    # Exact algebra at time 0: N |<phi, mu_a> - <phi, mu_b>|^2 / 2 has mean Var(phi) under the uniform law
-    # (a calibration of the initial sampler, not a chaos claim: named for what it tests).
+    return checks, series
+
+
+def _sampler_baseline_checks(
+    data: ChaosData, design: ChaosDesign, dim: int, config: dict, confidence: float
+) -> list[Check]:
+    """Exact algebra at time 0: N |<phi, mu_a> - <phi, mu_b>|^2 / 2 has mean Var(phi) under the uniform law
+    (a calibration of the initial sampler, not a chaos claim: named for what it tests)."""
+    sizes = np.asarray(design.tokens, dtype=np.float64)
     scaled = (data.phi_sq0 * sizes[None, :, None] / 2).mean(axis=1)
+    checks = []
     for j, name in enumerate(TEST_FUNCTIONS):
         mean, lower, upper = scale_family_interval(scaled[:, j], confidence)
         variance = float(baseline_variance(dim)[j])
@@ -267,17 +285,19 @@ def analyse_chaos(
                 "sampler)",
             )
         )
-    panels = [Panel(f"chaos: {_label(config)}", "1/N", "RMS |<phi,mu_a> - <phi,mu_b>|", series, design.order / 2)]
-    exact = sizes <= design.assignment_max
-    w2_steps = steps[exact]
-    w2_series = []
-    for label, values in (("W2 at T", data.w2_sq), ("W2 at 0 (sampling)", data.w2_sq0)):
-        w2_fit = fit_order(w2_steps, values, counts, confidence)
-        w2_series.append(Series.from_fit(label, w2_fit))
-        if label.endswith("T"):
-            at_t = w2_fit
-        else:
-            at_0 = w2_fit
+    return checks
+
+
+def _w2_rate_check(
+    data: ChaosData, design: ChaosDesign, dim: int, config: dict, counts: np.ndarray, confidence: float
+) -> tuple[Check, Panel]:
+    """``w2_rate``: the decay of W_2^2(mu_a, mu_b) at T (exact assignment) against the theorem's bound, one-sided."""
+    sizes = np.asarray(design.tokens, dtype=np.float64)
+    steps = 1.0 / sizes
+    w2_steps = steps[sizes <= design.assignment_max]
+    at_t = fit_order(w2_steps, data.w2_sq, counts, confidence)
+    at_0 = fit_order(w2_steps, data.w2_sq0, counts, confidence)
+    w2_series = [Series.from_fit("W2 at T", at_t), Series.from_fit("W2 at 0 (sampling)", at_0)]
     for label, values in (("sliced W2 at T", data.sliced_sq), ("sliced W2 at 0", data.sliced_sq0)):
         w2_series.append(Series.from_fit(label, fit_order(steps, values, counts)))
     bound = theorem_rate(dim)
@@ -287,52 +307,51 @@ def analyse_chaos(
     # one-sided: an interval above the floor holds the claim at this level however wide (no target needed)
     target = NO_TARGET if ci[0] > floor else design.order_target
     verdict = FAIL if ci[1] < floor else INCONCLUSIVE if resolution > target else PASS
-    checks.append(
-        Check(
-            "w2_rate",
-            bound,
-            2 * at_t.order,
-            ci,
-            verdict,
-            config,
-            design.order_allowance,
-            confidence,
-            resolution=resolution,
-            target=target,
-            note=(
-                f"W_2^2(mu_a, mu_b) ~ N^(-q) at T (exact assignment, N <= {design.assignment_max}); "
-                f"the theorem's bound r_d(N) decays like N^-{bound:g}: the claim holds unless the "
-                f"measured decay is slower"
-                + (f" (the interval lies above {floor:g}: no target needed)" if target == NO_TARGET else "")
-                + "; at time "
-                f"0 (sampling) q = {2 * at_0.order:.3g} [{2 * at_0.order_ci[0]:.3g}, "
-                f"{2 * at_0.order_ci[1]:.3g}]"
-            ),
-        )
+    check = Check(
+        "w2_rate",
+        bound,
+        2 * at_t.order,
+        ci,
+        verdict,
+        config,
+        design.order_allowance,
+        confidence,
+        resolution=resolution,
+        target=target,
+        note=(
+            f"W_2^2(mu_a, mu_b) ~ N^(-q) at T (exact assignment, N <= {design.assignment_max}); "
+            f"the theorem's bound r_d(N) decays like N^-{bound:g}: the claim holds unless the "
+            f"measured decay is slower"
+            + (f" (the interval lies above {floor:g}: no target needed)" if target == NO_TARGET else "")
+            + "; at time "
+            f"0 (sampling) q = {2 * at_0.order:.3g} [{2 * at_0.order_ci[0]:.3g}, "
+            f"{2 * at_0.order_ci[1]:.3g}]"
+        ),
     )
-    panels.append(Panel(f"W2: {_label(config)}", "1/N", "RMS W2", w2_series, bound / 2))
-    sz_steps = 1.0 / sizes - 1.0 / design.large
+    return check, Panel(f"W2: {_label(config)}", "1/N", "RMS W2", w2_series, bound / 2)
+
+
+def _sznitman_check(
+    data: ChaosData, design: ChaosDesign, config: dict, counts: np.ndarray, confidence: float
+) -> tuple[Check, Panel]:
+    """``sznitman_rate``: the token-mean distance to the large system driven by the same noise."""
+    sz_steps = 1.0 / np.asarray(design.tokens, dtype=np.float64) - 1.0 / design.large
     sz_fit = fit_order(sz_steps, data.sznitman, counts, confidence)
-    checks.append(
-        design.mean_square_order_check(
-            "sznitman_rate",
-            sz_fit,
-            config,
-            f"(1/N) sum_i |X_i^N - X_i^M|^2 ~ C (1/N - 1/M)^q, M = {design.large}, same noise and "
-            "shared initial tokens",
-            confidence,
-        )
+    check = design.mean_square_order_check(
+        "sznitman_rate",
+        sz_fit,
+        config,
+        f"(1/N) sum_i |X_i^N - X_i^M|^2 ~ C (1/N - 1/M)^q, M = {design.large}, same noise and shared initial tokens",
+        confidence,
     )
-    panels.append(
-        Panel(
-            f"Sznitman: {_label(config)}",
-            "1/N - 1/M",
-            "RMS distance to the large system",
-            [Series.from_fit("token-mean distance at T", sz_fit)],
-            design.order / 2,
-        )
+    panel = Panel(
+        f"Sznitman: {_label(config)}",
+        "1/N - 1/M",
+        "RMS distance to the large system",
+        [Series.from_fit("token-mean distance at T", sz_fit)],
+        design.order / 2,
     )
-    return checks, panels
+    return check, panel
 
 
 def _label(config: dict) -> str:

@@ -356,39 +356,7 @@ def run_collapse_grid(
     cluster, and judge every claim; ``start(total)`` returns the callback advanced after each of ``total`` runs."""
     grid = configs(design)
     repulsive = repulsion_configs(grid)
-    tasks = [(c, False) for c in grid] + [(c, True) for c in repulsive]
-    advance = start(len(tasks))
-
-    def run(task: tuple[Config, bool]) -> np.ndarray:
-        c, from_cluster = task
-        model = AgazziModel(
-            TOKENS, GaussianField(KernelSpec(c.act, c.dim, c.bias, c.bias), TOKENS, pivoted=True), BETA, c.v
-        )
-        paths = design.paths[c.dim]
-        if from_cluster:
-            paths = design.cluster_paths.get(c.dim, paths)
-            start = tight_cluster(CLUSTER_RADIUS)
-            records = record_collapse(
-                model,
-                CLUSTER_DEPTH,
-                CLUSTER_HORIZON,
-                paths,
-                BETA,
-                seed,
-                cluster_key(study_key, c),
-                design.block_paths,
-                initial=start,
-            )
-        else:
-            records = record_collapse(
-                model, DEPTH, HORIZON, paths, BETA, seed, stream_key(study_key, c), design.block_paths, EVERY
-            )
-        advance(1)
-        return records
-
-    results = concurrent_map(run, tasks)
-    records = {c: r for (c, from_cluster), r in zip(tasks, results) if not from_cluster}
-    cluster_records = {c: r for (c, from_cluster), r in zip(tasks, results) if from_cluster}
+    records, cluster_records = _grid_records(design, seed, study_key, grid, repulsive, start)
 
     def estimate(level: float, replicates: int) -> tuple[dict, dict]:
         rates = {
@@ -426,7 +394,58 @@ def run_collapse_grid(
         checks += claim_checks(grid, rates, cluster, WRONG_PREDICTIONS[mutant], confidence, design, mutant)
     checks += paper_wording_findings(grid)
     plots = {"": _figure(design, rates, "log"), "cosine": _figure(design, rates, "cosine")}
-    table = [
+    return GridOutcome(checks, plots, _grid_table(grid, rates, cluster), family)
+
+
+def _grid_records(
+    design: GridDesign,
+    seed: int,
+    study_key: int,
+    grid: list[Config],
+    repulsive: list[Config],
+    start: Callable[[int], Callable[[int], None]],
+) -> tuple[dict, dict]:
+    """The recorded collapse of every configuration from uniform tokens, and of the repulsive ones from one tight
+    cluster, the runs side by side."""
+    tasks = [(c, False) for c in grid] + [(c, True) for c in repulsive]
+    advance = start(len(tasks))
+
+    def run(task: tuple[Config, bool]) -> np.ndarray:
+        c, from_cluster = task
+        model = AgazziModel(
+            TOKENS, GaussianField(KernelSpec(c.act, c.dim, c.bias, c.bias), TOKENS, pivoted=True), BETA, c.v
+        )
+        paths = design.paths[c.dim]
+        if from_cluster:
+            paths = design.cluster_paths.get(c.dim, paths)
+            start = tight_cluster(CLUSTER_RADIUS)
+            records = record_collapse(
+                model,
+                CLUSTER_DEPTH,
+                CLUSTER_HORIZON,
+                paths,
+                BETA,
+                seed,
+                cluster_key(study_key, c),
+                design.block_paths,
+                initial=start,
+            )
+        else:
+            records = record_collapse(
+                model, DEPTH, HORIZON, paths, BETA, seed, stream_key(study_key, c), design.block_paths, EVERY
+            )
+        advance(1)
+        return records
+
+    results = concurrent_map(run, tasks)
+    records = {c: r for (c, from_cluster), r in zip(tasks, results) if not from_cluster}
+    cluster_records = {c: r for (c, from_cluster), r in zip(tasks, results) if from_cluster}
+    return records, cluster_records
+
+
+def _grid_table(grid: list[Config], rates: dict, cluster: dict) -> list[dict]:
+    """One row per configuration: its exponents, measured rate, window and final medians."""
+    return [
         {
             "act": c.act,
             "d": c.dim,
@@ -443,7 +462,6 @@ def run_collapse_grid(
         }
         for c in grid
     ]
-    return GridOutcome(checks, plots, table, family)
 
 
 def paper_wording_findings(grid: list[Config]) -> list[Check]:

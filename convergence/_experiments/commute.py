@@ -290,6 +290,14 @@ def analyse_commute(
     point = commute_estimates(energies.mean(axis=0), design)
     boot = commute_estimates(bootstrap_means_drawn(energies, rng, design.replicates), design)
     label = ", ".join(f"{k}={v}" for k, v in config.items())
+    checks = _rate_checks(point, boot, design, config, confidence)
+    checks.append(_iterated_limits_check(point, boot, design, config, confidence))
+    checks += _ratio_checks(point, boot, design, config, confidence)
+    return checks, _difference_panels(point, boot, design, label), _grid_heatmaps(point, design, label)
+
+
+def _rate_checks(point: dict, boot: dict, design: CommuteDesign, config: dict, confidence: float) -> list[Check]:
+    """``depth_rate`` and ``token_rate``: the slopes of the grid's consecutive differences along each axis."""
     checks = []
     for name, note in (
         ("depth_rate", "slope of |mean over N of u(N,L) - u(N,2L)| against h, finest 3 differences"),
@@ -312,29 +320,37 @@ def analyse_commute(
                 target=design.order_target,
             )
         )
+    return checks
+
+
+def _iterated_limits_check(point: dict, boot: dict, design: CommuteDesign, config: dict, confidence: float) -> Check:
+    """``iterated_limits``: lim_N lim_L against lim_L lim_N, both extrapolated from the grid."""
     ci = _interval(point["difference"], boot["difference"], confidence)
-    allowance = float(point["allowance"])
     spread = float(np.ptp(point["grid"]))
-    checks.append(
-        effect_check(
-            "iterated_limits",
-            0.0,
-            float(point["difference"]),
-            ci,
-            allowance,
-            design.resolution * spread,
-            config,
-            confidence=confidence,
-            scale=spread,
-            note=(
-                f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
-                f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
-                f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
-                f"to their coarsest point; inconclusive when the resolution exceeds {design.resolution:g} x the "
-                f"grid's spread {spread:.3g}"
-            ),
-        )
+    return effect_check(
+        "iterated_limits",
+        0.0,
+        float(point["difference"]),
+        ci,
+        float(point["allowance"]),
+        design.resolution * spread,
+        config,
+        confidence=confidence,
+        scale=spread,
+        note=(
+            f"lim_N lim_L = {float(point['u_depth_first']):.6g} (limit SDE by Euler-Maruyama, then "
+            f"N -> inf) against lim_L lim_N = {float(point['u_token_first']):.6g} (M = "
+            f"{design.large} tokens, then L -> inf); allowance = sensitivity of both extrapolations "
+            f"to their coarsest point; inconclusive when the resolution exceeds {design.resolution:g} x the "
+            f"grid's spread {spread:.3g}"
+        ),
     )
+
+
+def _ratio_checks(point: dict, boot: dict, design: CommuteDesign, config: dict, confidence: float) -> list[Check]:
+    """``ratio_even`` and ``ratio_odd``: the interaction coefficients of (log2(L/N))^2 and ^3 in the residuals."""
+    spread = float(np.ptp(point["grid"]))
+    checks = []
     for name, row in (("ratio_even", 0), ("ratio_odd", 1)):
         ci = _interval(point[name], boot[name], confidence)
         reach = float(np.ptp(point["ratio_regressors"][row]))  # residual change per unit coefficient
@@ -359,25 +375,21 @@ def analyse_commute(
                 ),
             )
         )
+    return checks
+
+
+def _grid_heatmaps(point: dict, design: CommuteDesign, label: str) -> list[Heatmap]:
+    """The grid u(N, L) about the mean of the two iterated limits, and the residuals of u = f(N) + g(L)."""
     limit = 0.5 * (float(point["u_depth_first"]) + float(point["u_token_first"]))
-    heatmaps = [
-        Heatmap(
-            f"u(N, L) - U, U = {limit:.5g} ({label})",
-            "N",
-            "L",
-            list(design.tokens),
-            list(design.depths),
-            (point["grid"] - limit).tolist(),
-        ),
-        Heatmap(
-            f"residuals of u = f(N) + g(L) ({label})",
-            "N",
-            "L",
-            list(design.tokens),
-            list(design.depths),
-            point["residual"].tolist(),
-        ),
+    tokens, depths = list(design.tokens), list(design.depths)
+    return [
+        Heatmap(f"u(N, L) - U, U = {limit:.5g} ({label})", "N", "L", tokens, depths, (point["grid"] - limit).tolist()),
+        Heatmap(f"residuals of u = f(N) + g(L) ({label})", "N", "L", tokens, depths, point["residual"].tolist()),
     ]
+
+
+def _difference_panels(point: dict, boot: dict, design: CommuteDesign, label: str) -> list[Panel]:
+    """The consecutive differences along depth (one series per N) and along tokens (one per L)."""
     panels = []
     for name, axis_values, rows, xlabel in (
         ("depth_diff", design.steps[:-1], design.tokens, "step h"),
@@ -410,4 +422,4 @@ def analyse_commute(
                 design.order,
             )
         )
-    return checks, panels, heatmaps
+    return panels

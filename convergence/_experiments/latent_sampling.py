@@ -147,14 +147,7 @@ def sampler_checks(
     ``stop_times`` ({d: t*}) on the same paths, each at ``z`` standard errors; the Monte Carlo checks' target is
     ``limit_target`` x the distance the run removes."""
     horizon = setting.horizon
-    records = sorted(
-        {
-            0,
-            *range(64, steps + 1, 64),
-            *(steps - 2**k for k in range(6)),
-            *(min(steps, round(t / horizon * steps)) for t in stop_times.values()),
-        }
-    )
+    records = _record_steps(steps, horizon, stop_times)
     design = LatentDesign(steps, factors, tuple(records), paths)
     finals, recorded = backward_samples(sampler, design, seed, key)
     counts = bootstrap_counts(  # float64: the products of every estimate below read them unconverted
@@ -162,12 +155,7 @@ def sampler_checks(
     )
     variances = setting.variances
     dims = len(variances)
-    score = (
-        "exact"
-        if setting.variances_hat is None
-        else ("plug-in" if setting.cap is None else f"capped C={setting.cap:g}")
-    )
-    config = {"spectrum": name, "score": score, "method": sampler.method, "d": dims}
+    config = {"spectrum": name, "score": _score_name(setting), "method": sampler.method, "d": dims}
     checks = []
     levels = (1, *factors)
     per_record = [frechet_estimates(r, variances, counts, tuple(range(1, dims + 1))) for r in recorded]
@@ -212,6 +200,25 @@ def sampler_checks(
         sampler, setting, steps, records, times, curves, stop_times, z, target, removed, config, level
     )
     return checks, {"times": times, "curves": curves, "setting": setting}
+
+
+def _record_steps(steps: int, horizon: float, stop_times: dict[int, float]) -> list[int]:
+    """The backward steps at which the samples are recorded: every 64th, the last few (steps - 2^k) and each stopping
+    time's."""
+    return sorted(
+        {
+            0,
+            *range(64, steps + 1, 64),
+            *(steps - 2**k for k in range(6)),
+            *(min(steps, round(t / horizon * steps)) for t in stop_times.values()),
+        }
+    )
+
+
+def _score_name(setting: LatentSetting) -> str:
+    if setting.variances_hat is None:
+        return "exact"
+    return "plug-in" if setting.cap is None else f"capped C={setting.cap:g}"
 
 
 def _closed_form_limit(

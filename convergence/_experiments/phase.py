@@ -5,6 +5,7 @@ the design (``PHASE_DESIGNS``) and its notes; ``phase_transition`` runs it."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,46 +94,10 @@ def phase_transition(
 
     def grid_run(run: tuple[int, int]) -> tuple[list[Check], dict]:
         index, j = run
-        (dim, b), rho0, predicted = grid[index], design.rho0s[j], float(predictions[index][j])
-        T = phase_horizon(dim, b, design)
-        model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
-        key, paths = (study_key, index, j), planned_paths(design, predicted, z)
-        rho, depth, followed = run_until_decided(model, rho0, T, design.step, paths, seed, key, design.block_paths)
-        antipodal, undecided, allowance = decided_ends(rho, dim, b)
-        config = {"d": dim, "beta": b, "rho0": rho0}
-        probability = probability_check(
-            antipodal,
-            paths,
-            predicted,
-            allowance,
-            confidence,
-            config,
-            f"T = {T:.2f}, L = {depth}, {undecided} undecided of {paths}{followed}",
-            design.probability_target,
-        )
-        # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
-        undecided_check = small_fraction_check(
-            "undecided",
-            undecided,
-            paths,
-            z,
-            design.fraction_target,
-            config,
-            f"runs with |rho| < {1 - DELTA} at the end (T = {T:.2f}, or later for runs followed further)",
-        )
+        key = (study_key, index, j)
+        result = _grid_cell(design, grid[index], design.rho0s[j], float(predictions[index][j]), seed, key, confidence)
         advance(1)
-        return [probability, undecided_check], {
-            "d": dim,
-            "beta": b,
-            "rho0": rho0,
-            "predicted": predicted,
-            "fraction": antipodal / paths,
-            "ci": list(probability.ci),
-            "undecided": undecided,
-            "horizon": T,
-            "depth": depth,
-            "paths": paths,
-        }
+        return result
 
     # the grid's 2 x (points x rho0s) blocks are submitted at once: short runs one after the other would each wait
     # behind the other study's queue of blocks
@@ -149,6 +114,58 @@ def phase_transition(
         "many-tokens": many_plots,
     }
     return PhaseOutcome(checks, plots, rows, many_rows, hybrid_rows, n_checks, z)
+
+
+def _grid_cell(
+    design: PhaseDesign,
+    cell: tuple[int, float],
+    rho0: float,
+    predicted: float,
+    seed: int,
+    key: tuple[int, ...],
+    confidence: float,
+) -> tuple[list[Check], dict]:
+    """One cell (d, beta) of the grid from overlap ``rho0``: the antipodal probability against ``predicted`` (the
+    scale function's) and the undecided fraction, run until decided; and the cell's row."""
+    dim, b = cell
+    T = phase_horizon(dim, b, design)
+    model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
+    paths = planned_paths(design, predicted, confidence_z(confidence))
+    rho, depth, followed = run_until_decided(model, rho0, T, design.step, paths, seed, key, design.block_paths)
+    antipodal, undecided, allowance = decided_ends(rho, dim, b)
+    config = {"d": dim, "beta": b, "rho0": rho0}
+    probability = probability_check(
+        antipodal,
+        paths,
+        predicted,
+        allowance,
+        confidence,
+        config,
+        f"T = {T:.2f}, L = {depth}, {undecided} undecided of {paths}{followed}",
+        design.probability_target,
+    )
+    # A design requirement (the horizon): fails when the undecided fraction is significantly above 2%.
+    undecided_check = small_fraction_check(
+        "undecided",
+        undecided,
+        paths,
+        confidence_z(confidence),
+        design.fraction_target,
+        config,
+        f"runs with |rho| < {1 - DELTA} at the end (T = {T:.2f}, or later for runs followed further)",
+    )
+    return [probability, undecided_check], {
+        "d": dim,
+        "beta": b,
+        "rho0": rho0,
+        "predicted": predicted,
+        "fraction": antipodal / paths,
+        "ci": list(probability.ci),
+        "undecided": undecided,
+        "horizon": T,
+        "depth": depth,
+        "paths": paths,
+    }
 
 
 def _probability_plots(design: PhaseDesign, rows: list[dict]) -> list[Plot]:
@@ -259,59 +276,67 @@ def many_tokens(
                     [(float(hi), "beta_c (n=2)")],
                 )
             )
-        config = {"n": n, "d": design.many_dim, "beta": betas[-1]}
-        top = by_mode["noise"][-1]
-        k = round((top["balanced antipodal"] + top["unbalanced antipodal"]) * design.many_paths)
-        a_lo, a_hi = wilson(k, design.many_paths, z)
-        seen = excess_resolution(design.many_paths, 0.0, z)
-        checks.append(
-            Check(
-                "antipodal_persists",
-                0.0,
-                k / design.many_paths,
-                (a_lo, a_hi),
-                PASS if k > 0 else FAIL,
-                config,
-                0.0,
-                confidence,
-                resolution=seen,
-                target=NO_TARGET,
-                note="fraction of runs ending in two antipodal clusters (paper: they persist for n > 2); "
-                "the check asks that it is positive: one run shows it, so no target needed; a "
-                f"fraction of {seen:.3g} shows in at least one run with probability 90% (below it "
-                "the check may fail a true claim)",
-            )
-        )
-        # Noise off: a run may still be merging metastable clusters at T ("other", like an undecided
-        # run); the claim fails if any run ends antipodal or significantly more than 2% are still merging.
-        off = by_mode["noise off"]
-        antipodal_off = max(f["balanced antipodal"] + f["unbalanced antipodal"] for f in off)
-        undecided_off = max(f["other"] for f in off)
-        merging_lo, _ = wilson(round(undecided_off * design.many_paths), design.many_paths, z)
-        collapsed = min(f["one cluster"] for f in off)
-        c_lo, c_hi = wilson(round(collapsed * design.many_paths), design.many_paths, z)
-        verdict = FAIL if antipodal_off > 0 or merging_lo > MAX_UNDECIDED else PASS
-        merging_seen = excess_resolution(design.many_paths, MAX_UNDECIDED, z)
-        checks.append(
-            Check(
-                "noise_off_collapse",
-                1.0,
-                collapsed,
-                (c_lo, c_hi),
-                verdict,
-                {"n": n, "d": design.many_dim},
-                MAX_UNDECIDED,
-                confidence,
-                resolution=merging_seen,
-                target=design.fraction_target,
-                note=f"deterministic flow (sigma = 0, M = I, T = {NOISE_OFF_HORIZON:g}): smallest one-cluster "
-                f"fraction over beta in {betas}; antipodal {antipodal_off:.3f} (any fails: a fraction "
-                f"{excess_resolution(design.many_paths, 0.0, z):.3g} shows with probability 90%), "
-                f"still merging {undecided_off:.3f} (fails when significantly above "
-                f"{MAX_UNDECIDED:.0%}; resolution: a merging fraction of {merging_seen:.3g})",
-            )
-        )
+        checks.append(_antipodal_persists(by_mode["noise"][-1], n, betas[-1], design, z, confidence))
+        checks.append(_noise_off_collapse(by_mode["noise off"], n, betas, design, z, confidence))
     return checks, plots, rows
+
+
+def _antipodal_persists(top: dict, n: int, beta: float, design: PhaseDesign, z: float, confidence: float) -> Check:
+    """``antipodal_persists``: at the largest beta some noisy runs of n tokens end antipodal (``top``: the class
+    fractions there)."""
+    config = {"n": n, "d": design.many_dim, "beta": beta}
+    k = round((top["balanced antipodal"] + top["unbalanced antipodal"]) * design.many_paths)
+    a_lo, a_hi = wilson(k, design.many_paths, z)
+    seen = excess_resolution(design.many_paths, 0.0, z)
+    return Check(
+        "antipodal_persists",
+        0.0,
+        k / design.many_paths,
+        (a_lo, a_hi),
+        PASS if k > 0 else FAIL,
+        config,
+        0.0,
+        confidence,
+        resolution=seen,
+        target=NO_TARGET,
+        note="fraction of runs ending in two antipodal clusters (paper: they persist for n > 2); "
+        "the check asks that it is positive: one run shows it, so no target needed; a "
+        f"fraction of {seen:.3g} shows in at least one run with probability 90% (below it "
+        "the check may fail a true claim)",
+    )
+
+
+def _noise_off_collapse(
+    off: list[dict], n: int, betas: list[float], design: PhaseDesign, z: float, confidence: float
+) -> Check:
+    """``noise_off_collapse``: no noise-free run of n tokens ends antipodal, and the fraction still merging at T is
+    not significantly above ``MAX_UNDECIDED`` (``off``: the class fractions per beta)."""
+    # Noise off: a run may still be merging metastable clusters at T ("other", like an undecided
+    # run); the claim fails if any run ends antipodal or significantly more than 2% are still merging.
+    antipodal_off = max(f["balanced antipodal"] + f["unbalanced antipodal"] for f in off)
+    undecided_off = max(f["other"] for f in off)
+    merging_lo, _ = wilson(round(undecided_off * design.many_paths), design.many_paths, z)
+    collapsed = min(f["one cluster"] for f in off)
+    c_lo, c_hi = wilson(round(collapsed * design.many_paths), design.many_paths, z)
+    verdict = FAIL if antipodal_off > 0 or merging_lo > MAX_UNDECIDED else PASS
+    merging_seen = excess_resolution(design.many_paths, MAX_UNDECIDED, z)
+    return Check(
+        "noise_off_collapse",
+        1.0,
+        collapsed,
+        (c_lo, c_hi),
+        verdict,
+        {"n": n, "d": design.many_dim},
+        MAX_UNDECIDED,
+        confidence,
+        resolution=merging_seen,
+        target=design.fraction_target,
+        note=f"deterministic flow (sigma = 0, M = I, T = {NOISE_OFF_HORIZON:g}): smallest one-cluster "
+        f"fraction over beta in {betas}; antipodal {antipodal_off:.3f} (any fails: a fraction "
+        f"{excess_resolution(design.many_paths, 0.0, z):.3g} shows with probability 90%), "
+        f"still merging {undecided_off:.3f} (fails when significantly above "
+        f"{MAX_UNDECIDED:.0%}; resolution: a merging fraction of {merging_seen:.3g})",
+    )
 
 
 def small_fraction_check(name: str, count: int, runs: int, z: float, target: float, config: dict, note: str) -> Check:
@@ -339,7 +364,6 @@ def hybrid_dichotomy(
     """Hybrid model on both sides of eps_c^2(beta): collapse a.s. below, antipodal a.s. above. The check
     ``hybrid_dichotomy`` fails when the runs ending at the wrong end are significantly more (Wilson interval at
     ``confidence``) than the undecided ones could explain."""
-    z = confidence_z(confidence)
     runs = []
     # the symbolic and mpmath work here, in the calling thread: mpmath's working precision is process-wide, and the
     # runs below go side by side in threads
@@ -354,53 +378,58 @@ def hybrid_dichotomy(
             T = min(design.max_horizon, HORIZON_FACTOR / attracting)
             runs.append((i, b, j, factor, crit, eps, T))
 
-    def run(item: tuple) -> tuple[Check, dict]:
-        i, b, j, factor, crit, eps, T = item
-        depth = round(T / design.hybrid_step)
-        model = HybridModel(dim=3, beta=b, eps=eps)
-        rho = overlap(
-            simulate(
-                model,
-                depth,
-                T,
-                design.hybrid_paths,
-                seed,
-                (study_key, 200 + i, j),
-                fixed_overlap(0.0),
-                block_paths=design.block_paths,
-            )
-        )
-        expected_end = "collapse" if factor < 1 else "antipodal"
-        wrong = int(np.sum(rho < -1 + DELTA)) if factor < 1 else int(np.sum(rho > 1 - DELTA))
-        undecided = int(np.sum(np.abs(rho) <= 1 - DELTA))
-        w_lo, w_hi = wilson(wrong, design.hybrid_paths, z)
-        allowance = undecided / design.hybrid_paths
-        verdict = FAIL if w_lo > allowance else PASS
-        config = {"beta": b, "eps2_over_eps2c": factor, "expected": expected_end}
-        check = Check(
-            "hybrid_dichotomy",
-            0.0,
-            wrong / design.hybrid_paths,
-            (w_lo, w_hi),
-            verdict,
-            config,
-            allowance,
-            confidence,
-            target=design.hybrid_target,
-            resolution=excess_resolution(design.hybrid_paths, min(allowance, 1.0), z),
-            note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
-            f"L = {depth}, {undecided} undecided of {design.hybrid_paths}",
-        )
-        row = {
-            "beta": b,
-            "eps2": factor * crit,
-            "eps2_c": crit,
-            "expected": expected_end,
-            "wrong_end": wrong,
-            "undecided": undecided,
-            "paths": design.hybrid_paths,
-        }
-        return check, row
-
+    run = functools.partial(_hybrid_run, design, seed, study_key, confidence)
     results = concurrent_map(run, runs)  # one block a run, the runs side by side
     return [check for check, _ in results], [row for _, row in results]
+
+
+def _hybrid_run(design: PhaseDesign, seed: int, study_key: int, confidence: float, item: tuple) -> tuple[Check, dict]:
+    """One hybrid run: beta and eps^2 = factor x eps_c^2 from rho_0 = 0 until T; the fraction ending at the wrong
+    end against the undecided one, and the run's row."""
+    i, b, j, factor, crit, eps, T = item
+    z = confidence_z(confidence)
+    depth = round(T / design.hybrid_step)
+    model = HybridModel(dim=3, beta=b, eps=eps)
+    rho = overlap(
+        simulate(
+            model,
+            depth,
+            T,
+            design.hybrid_paths,
+            seed,
+            (study_key, 200 + i, j),
+            fixed_overlap(0.0),
+            block_paths=design.block_paths,
+        )
+    )
+    expected_end = "collapse" if factor < 1 else "antipodal"
+    wrong = int(np.sum(rho < -1 + DELTA)) if factor < 1 else int(np.sum(rho > 1 - DELTA))
+    undecided = int(np.sum(np.abs(rho) <= 1 - DELTA))
+    w_lo, w_hi = wilson(wrong, design.hybrid_paths, z)
+    allowance = undecided / design.hybrid_paths
+    verdict = FAIL if w_lo > allowance else PASS
+    config = {"beta": b, "eps2_over_eps2c": factor, "expected": expected_end}
+    check = Check(
+        "hybrid_dichotomy",
+        0.0,
+        wrong / design.hybrid_paths,
+        (w_lo, w_hi),
+        verdict,
+        config,
+        allowance,
+        confidence,
+        target=design.hybrid_target,
+        resolution=excess_resolution(design.hybrid_paths, min(allowance, 1.0), z),
+        note=f"fraction ending at the other end; eps_c^2 = {crit:.4f}, T = {T:.1f}, "
+        f"L = {depth}, {undecided} undecided of {design.hybrid_paths}",
+    )
+    row = {
+        "beta": b,
+        "eps2": factor * crit,
+        "eps2_c": crit,
+        "expected": expected_end,
+        "wrong_end": wrong,
+        "undecided": undecided,
+        "paths": design.hybrid_paths,
+    }
+    return check, row

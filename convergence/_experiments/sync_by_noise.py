@@ -32,7 +32,14 @@ from .._statistics import (
     Check,
 )
 from .energy import ENERGY_TARGET, EnergyDesign, compare_with_bound, energy_bound_check, record_energy
-from .exponents import ExponentDesign, exponent_check, mean_square_exponent, median_exponent, record_log_distances
+from .exponents import (
+    ExponentDesign,
+    ExponentEstimate,
+    exponent_check,
+    mean_square_exponent,
+    median_exponent,
+    record_log_distances,
+)
 from .overlap_ends import MERGE_TARGET, antipodal_share_check, expectation_check, merge_probability_check
 from .strong import bootstrap_generator
 
@@ -176,43 +183,48 @@ def exponents_section(
             )
         )
         rows.append({**config, **constants, "paths": ed.paths})
-        t = ed.times.tolist()
-        plots.append(
-            Plot(
-                f"{act}, d = {dim}, sigma = {bias}",
-                "t",
-                "log-distance",
-                [
-                    Curve(
-                        "median log|X-Y| - log delta0",
-                        t,
-                        (med.curve - np.log(ed.delta0)).tolist(),
-                        (med.curve_ci[0] - np.log(ed.delta0)).tolist(),
-                        (med.curve_ci[1] - np.log(ed.delta0)).tolist(),
-                        style="points",
-                    ),
-                    Curve(
-                        f"lambda_1 t (lambda_1 = {constants['lambda_1']:.4g})",
-                        t,
-                        (constants["lambda_1"] * ed.times).tolist(),
-                    ),
-                    Curve(
-                        "log E|X-Y|^2 / delta0^2",
-                        t,
-                        ms.curve.tolist(),
-                        ms.curve_ci[0].tolist(),
-                        ms.curve_ci[1].tolist(),
-                        style="points",
-                    ),
-                    Curve(
-                        f"lambda_bar t (lambda_bar = {constants['lambda_bar']:.4g})",
-                        t,
-                        (constants["lambda_bar"] * ed.times).tolist(),
-                    ),
-                ],
-            )
-        )
+        plots.append(_exponent_plot(f"{act}, d = {dim}, sigma = {bias}", ed, med, ms, constants))
     return checks, plots, rows
+
+
+def _exponent_plot(
+    title: str, ed: ExponentDesign, med: ExponentEstimate, ms: ExponentEstimate, constants: dict
+) -> Plot:
+    """The median log-distance and the log mean square against t, each beside its exponent's line."""
+    t = ed.times.tolist()
+    return Plot(
+        title,
+        "t",
+        "log-distance",
+        [
+            Curve(
+                "median log|X-Y| - log delta0",
+                t,
+                (med.curve - np.log(ed.delta0)).tolist(),
+                (med.curve_ci[0] - np.log(ed.delta0)).tolist(),
+                (med.curve_ci[1] - np.log(ed.delta0)).tolist(),
+                style="points",
+            ),
+            Curve(
+                f"lambda_1 t (lambda_1 = {constants['lambda_1']:.4g})",
+                t,
+                (constants["lambda_1"] * ed.times).tolist(),
+            ),
+            Curve(
+                "log E|X-Y|^2 / delta0^2",
+                t,
+                ms.curve.tolist(),
+                ms.curve_ci[0].tolist(),
+                ms.curve_ci[1].tolist(),
+                style="points",
+            ),
+            Curve(
+                f"lambda_bar t (lambda_bar = {constants['lambda_bar']:.4g})",
+                t,
+                (constants["lambda_bar"] * ed.times).tolist(),
+            ),
+        ],
+    )
 
 
 def energy_section(
@@ -281,9 +293,31 @@ def energy_section(
 
 
 def quadratic_form_section(design: SyncDesign, seed: int, study_key: int, advance) -> tuple[list[Check], list[dict]]:
+    """The random quadratic form's derived exponents at the diagonal and the antipodal end, then its invariant and
+    merge probability from each starting overlap."""
     results = quadratic_form_results()
     model = QuadraticFormModel(2, QF_DIM)
-    checks, rows = [], []
+    checks = _quadratic_form_exponents(model, results, design, seed, study_key, advance)
+    rows = []
+    for index, rho0 in enumerate(QF_RHO0S):
+        invariant_check, merge_check = _quadratic_form_overlap(model, results, rho0, index, design, seed, study_key)
+        checks += [invariant_check, merge_check]
+        rows.append(
+            {
+                "rho0": rho0,
+                "invariant_target": invariant_check.expected,
+                "merge_probability": merge_check.expected,
+                "undecided": merge_check.allowance,
+            }
+        )
+    return checks, rows
+
+
+def _quadratic_form_exponents(
+    model: QuadraticFormModel, results, design: SyncDesign, seed: int, study_key: int, advance
+) -> list[Check]:
+    """qf_exponent_diagonal and qf_exponent_antipodal: the median slopes of log(1 -+ rho) against the derived ones."""
+    checks = []
     ed = design.qf_exponents
     for index, (antipodal, expected) in enumerate(
         ((False, results.exponent_diagonal), (True, results.exponent_antipodal))
@@ -304,63 +338,56 @@ def quadratic_form_section(design: SyncDesign, seed: int, study_key: int, advanc
                 confidence=CONFIDENCE_LEVEL,
             )
         )
+    return checks
+
+
+def _quadratic_form_overlap(
+    model: QuadraticFormModel, results, rho0: float, index: int, design: SyncDesign, seed: int, study_key: int
+) -> tuple[Check, Check]:
+    """qf_invariant (E S(rho_T) = S(rho0) for the derived invariant S) and qf_merge_probability from overlap rho0."""
     invariant = sp.lambdify(rho_symbol, results.invariant, "numpy")
     merge = sp.lambdify(rho_symbol, results.merge_probability, "numpy")
-    for index, rho0 in enumerate(QF_RHO0S):
-        finals = [
-            overlap(
-                simulate(model, depth, 1.0, design.qf_paths, seed, (study_key, 4, index), initial=fixed_overlap(rho0))
-            )
-            for depth in design.qf_depths
-        ]
-        coarse, fine = (invariant(np.clip(r, -1.0, 1.0)) for r in finals)
-        config = {"d": QF_DIM, "rho0": rho0}
-        expected = float(invariant(rho0))
-        checks.append(
-            expectation_check(
-                "qf_invariant",
-                fine,
-                coarse,
-                expected,
-                CHECK_ALPHA,
-                config,
-                f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} "
-                f"the derived invariant; allowance = |difference to L = {design.qf_depths[0]}| "
-                f"(O(h) bias); target {design.invariant_target:.0%} of |E S|",
-                design.invariant_target * abs(expected),
-            )
+    finals = [
+        overlap(simulate(model, depth, 1.0, design.qf_paths, seed, (study_key, 4, index), initial=fixed_overlap(rho0)))
+        for depth in design.qf_depths
+    ]
+    coarse, fine = (invariant(np.clip(r, -1.0, 1.0)) for r in finals)
+    config = {"d": QF_DIM, "rho0": rho0}
+    expected = float(invariant(rho0))
+    invariant_check = expectation_check(
+        "qf_invariant",
+        fine,
+        coarse,
+        expected,
+        CHECK_ALPHA,
+        config,
+        f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} "
+        f"the derived invariant; allowance = |difference to L = {design.qf_depths[0]}| "
+        f"(O(h) bias); target {design.invariant_target:.0%} of |E S|",
+        design.invariant_target * abs(expected),
+    )
+    final = overlap(
+        simulate(
+            model,
+            design.qf_merge_depth,
+            design.qf_merge_horizon,
+            design.qf_paths,
+            seed,
+            (study_key, 5, index),
+            initial=fixed_overlap(rho0),
         )
-        final = overlap(
-            simulate(
-                model,
-                design.qf_merge_depth,
-                design.qf_merge_horizon,
-                design.qf_paths,
-                seed,
-                (study_key, 5, index),
-                initial=fixed_overlap(rho0),
-            )
-        )
-        merge_check = merge_probability_check(
-            "qf_merge_probability",
-            final,
-            float(merge(rho0)),
-            QF_DELTA,
-            CHECK_ALPHA,
-            config,
-            f"at T = {design.qf_merge_horizon}",
-            design.merge_target,
-        )
-        checks.append(merge_check)
-        rows.append(
-            {
-                "rho0": rho0,
-                "invariant_target": float(invariant(rho0)),
-                "merge_probability": merge_check.expected,
-                "undecided": merge_check.allowance,
-            }
-        )
-    return checks, rows
+    )
+    merge_check = merge_probability_check(
+        "qf_merge_probability",
+        final,
+        float(merge(rho0)),
+        QF_DELTA,
+        CHECK_ALPHA,
+        config,
+        f"at T = {design.qf_merge_horizon}",
+        design.merge_target,
+    )
+    return invariant_check, merge_check
 
 
 def figure_section(design: SyncDesign, seed: int, study_key: int) -> tuple[list[Check], list[Plot], dict]:

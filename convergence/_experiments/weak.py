@@ -375,13 +375,7 @@ def order_check(
     confidence = z_confidence(z)
     resolution = detectable_effect((lo, hi), design.order_allowance, confidence, power)
     target = design.order_target
-    bad = first_nonfinite(
-        {
-            f"{kind} of {name}": getattr(f, field)
-            for name, f in fits.items()
-            for kind, field in (("coupled differences", "differences"), ("standard errors", "standard_errors"))
-        }
-    )
+    bad = _nonfinite_fits(fits)
     if bad:  # a NaN difference is not merely "not significant"
         verdict = FAIL
         note += f"; {bad}"
@@ -426,6 +420,17 @@ def order_check(
         note=note,
         resolution=resolution,
         target=target,
+    )
+
+
+def _nonfinite_fits(fits: dict[str, WeakOrderFit]) -> str | None:
+    """Where a coupled difference or its standard error is not finite, or None."""
+    return first_nonfinite(
+        {
+            f"{kind} of {name}": getattr(f, field)
+            for name, f in fits.items()
+            for kind, field in (("coupled differences", "differences"), ("standard errors", "standard_errors"))
+        }
     )
 
 

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 from verify._common import atomic_write, atomic_write_set
 
 from .._runtime.reference import in_reference_units
-from .._statistics import NO_TARGET_TEXT, confidence_label, json_safe
+from .._statistics import NO_TARGET_TEXT, Check, confidence_label, json_safe
 from .format import VERDICT_ORDER, number, resolution_text, verdict_tally
 from .headlines import Headline, headline_lines
 from .results import CellMap, Heatmap, Panel, Plot, StudyResult
@@ -53,33 +53,39 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
     ]
     for name in ([image] if image else []) + list(extra_images):
         lines += [f"![{name}]({name})", ""]
+    lines += _checks_table(result.checks)
+    for panel in result.panels:
+        lines += ["", f"## {panel.title}", "", *_panel_tables(panel)]
+    lines += ["## Parameters", "", "```json", json.dumps(result.params, indent=2, default=json_default), "```", ""]
+    if result.notes:
+        lines += ["## Notes", ""] + [f"- {note}" for note in result.notes] + [""]
+    versions = ", ".join(f"{k} {v}" for k, v in result.versions.items())
+    lines += [f"Versions: {versions}.", ""]
+    return "\n".join(lines)
+
+
+def _checks_table(checks: list[Check]) -> list[str]:
+    """The report's "Checks" section: what a finding and a resolution are (where any appear), then one row a check."""
+    lines = ["## Checks", ""]
+    if any(not c.claim for c in checks):
+        lines += [
+            "Checks marked (finding) test conjectures the sources do not make; they are reported "
+            "with their verdicts and do not enter the study's verdict.",
+            "",
+        ]
+    if any(c.resolution is not None for c in checks):
+        lines += [
+            "Resolution: the smallest departure from the expected value that the check rejects with probability "
+            "90% at this run's sample size, in the check's units (as a relative coefficient error in "
+            "parentheses where the check has one); target: the largest departure the check may miss, in the "
+            "same units. A statistical claim check passes only when its resolution is at most its target.",
+            "",
+        ]
     lines += [
-        "## Checks",
-        "",
-        *(
-            [
-                "Checks marked (finding) test conjectures the sources do not make; they are reported "
-                "with their verdicts and do not enter the study's verdict.",
-                "",
-            ]
-            if any(not c.claim for c in result.checks)
-            else []
-        ),
-        *(
-            [
-                "Resolution: the smallest departure from the expected value that the check rejects with probability "
-                "90% at this run's sample size, in the check's units (as a relative coefficient error in "
-                "parentheses where the check has one); target: the largest departure the check may miss, in the "
-                "same units. A statistical claim check passes only when its resolution is at most its target.",
-                "",
-            ]
-            if any(c.resolution is not None for c in result.checks)
-            else []
-        ),
         "| check | configuration | expected | estimate | interval | allowance | resolution / target | verdict | note |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for check in result.checks:
+    for check in checks:
         config = ", ".join(f"{k}={v}" for k, v in check.config.items())
         lo, hi = check.ci
         kind = "" if check.claim else " (finding)"
@@ -88,26 +94,25 @@ def to_markdown(result: StudyResult, image: str | None = None, extra_images: lis
             f"[{number(lo)}, {number(hi)}] ({confidence_label(check.confidence)}) | {number(check.allowance, 3)} | "
             f"{resolution_text(check)} | **{check.verdict}** | {check.note} |"
         )
-    for panel in result.panels:
-        lines += ["", f"## {panel.title}", ""]
-        for series in panel.series:
-            lines += [
-                f"{series.label}: fitted order {number(series.order)}",
-                "",
-                "| step h | error | interval | flags |",
-                "|---|---|---|---|",
-            ]
-            for h, value, lo, hi, flags in zip(series.steps, series.values, series.ci_lo, series.ci_hi, series.flags):
-                lines.append(
-                    f"| {number(h)} | {number(value)} | [{number(lo)}, {number(hi)}] | {', '.join(flags) or '-'} |"
-                )
-            lines.append("")
-    lines += ["## Parameters", "", "```json", json.dumps(result.params, indent=2, default=json_default), "```", ""]
-    if result.notes:
-        lines += ["## Notes", ""] + [f"- {note}" for note in result.notes] + [""]
-    versions = ", ".join(f"{k} {v}" for k, v in result.versions.items())
-    lines += [f"Versions: {versions}.", ""]
-    return "\n".join(lines)
+    return lines
+
+
+def _panel_tables(panel: Panel) -> list[str]:
+    """One table a series: its fitted order, then each level's error, interval and flags."""
+    lines = []
+    for series in panel.series:
+        lines += [
+            f"{series.label}: fitted order {number(series.order)}",
+            "",
+            "| step h | error | interval | flags |",
+            "|---|---|---|---|",
+        ]
+        for h, value, lo, hi, flags in zip(series.steps, series.values, series.ci_lo, series.ci_hi, series.flags):
+            lines.append(
+                f"| {number(h)} | {number(value)} | [{number(lo)}, {number(hi)}] | {', '.join(flags) or '-'} |"
+            )
+        lines.append("")
+    return lines
 
 
 def _draw_panel(ax, panel: Panel) -> None:
@@ -405,27 +410,12 @@ def index_markdown(
         if report_problem(data) is not None:
             continue
         studies.append(data)
-        claims = [c["verdict"] for c in data["checks"] if c.get("claim", True)]
-        findings = [c["verdict"] for c in data["checks"] if not c.get("claim", True)]
-        alphabetical = sorted(VERDICT_ORDER)
-        summary = verdict_tally(claims, alphabetical)
-        if findings:
-            summary += "; findings: " + verdict_tally(findings, alphabetical)
-        rate = data.get("family_wise_false_failure_rate")
-        rate_text = "not stated (older report)" if rate is None else f"{rate:.3g}"
-        cpu = data.get("cpu_s")
-        cpu_text = "-" if cpu is None else f"{cpu:.1f}"
-        ref_units = None if cpu is None else in_reference_units(cpu, data.get("ref_s"))
-        ref_text = "-" if ref_units is None else f"{ref_units:.1f}"
+        row, ref_units = _index_row(data)
+        rows.append(row)
         wall_total += data.get("elapsed_s", 0.0)
-        cpu_total += cpu or 0.0
+        cpu_total += data.get("cpu_s") or 0.0
         if ref_units is not None:
             ref_total, ref_count = ref_total + ref_units, ref_count + 1
-        rows.append(
-            f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
-            f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {ref_text} | {rate_text} | "
-            f"{summary} |"
-        )
     lines = [
         "# Verification reports",
         "",
@@ -449,18 +439,47 @@ def index_markdown(
         "",
         *headline_lines(studies, headlines or {}),
         *_target_lines(studies),
+        *_symbolic_lines(out, pending),
     ]
-    if "symbolic.json" in pending or (out / "symbolic.json").exists():
-        try:
-            data = json.loads(_read(out, "symbolic.json", pending))
-            lines += [
-                f"Symbolic derivations (`python -m verify`): [**{data['status']}**](symbolic.md), "
-                f"{len(data['derivations'])} derivations, {data['elapsed_s']:.0f} s.",
-                "",
-            ]
-        except (OSError, json.JSONDecodeError, KeyError):
-            lines += ["Symbolic derivations: `symbolic.json` is unreadable.", ""]
     return "\n".join(lines)
+
+
+def _index_row(data: dict) -> tuple[str, float | None]:
+    """A study's row of the index (verdict, profile, seed, times, family-wise rate, tallies), and its CPU in ref
+    units (None when its report does not state it)."""
+    claims = [c["verdict"] for c in data["checks"] if c.get("claim", True)]
+    findings = [c["verdict"] for c in data["checks"] if not c.get("claim", True)]
+    alphabetical = sorted(VERDICT_ORDER)
+    summary = verdict_tally(claims, alphabetical)
+    if findings:
+        summary += "; findings: " + verdict_tally(findings, alphabetical)
+    rate = data.get("family_wise_false_failure_rate")
+    rate_text = "not stated (older report)" if rate is None else f"{rate:.3g}"
+    cpu = data.get("cpu_s")
+    cpu_text = "-" if cpu is None else f"{cpu:.1f}"
+    ref_units = None if cpu is None else in_reference_units(cpu, data.get("ref_s"))
+    ref_text = "-" if ref_units is None else f"{ref_units:.1f}"
+    row = (
+        f"| [{data['study']}]({data['study']}.md) | **{data['verdict']}** | {data.get('profile', '?')} | "
+        f"{data.get('seed', '?')} | {data.get('elapsed_s', 0):.1f} | {cpu_text} | {ref_text} | {rate_text} | "
+        f"{summary} |"
+    )
+    return row, ref_units
+
+
+def _symbolic_lines(out: Path, pending: Mapping[str, bytes]) -> list[str]:
+    """The symbolic derivations' status line, where ``symbolic.json`` is (or is about to be) in ``out``."""
+    if "symbolic.json" not in pending and not (out / "symbolic.json").exists():
+        return []
+    try:
+        data = json.loads(_read(out, "symbolic.json", pending))
+        return [
+            f"Symbolic derivations (`python -m verify`): [**{data['status']}**](symbolic.md), "
+            f"{len(data['derivations'])} derivations, {data['elapsed_s']:.0f} s.",
+            "",
+        ]
+    except (OSError, json.JSONDecodeError, KeyError):
+        return ["Symbolic derivations: `symbolic.json` is unreadable.", ""]
 
 
 def write_index(out: Path, headlines: Mapping[str, Sequence[Headline]] | None = None) -> Path:

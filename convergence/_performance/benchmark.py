@@ -33,17 +33,14 @@ Euler rows draw the matrix's action on the attention vectors from its exact join
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 
 import numpy as np
 
 from verify._analysis import KernelSpec
-from verify._common import check_int
 
 from .._experiments import (
     StrongDesign,
@@ -51,291 +48,33 @@ from .._experiments import (
     coupled_strong_errors_low_rank,
 )
 from .._models import AgazziModel, FedorovModel, FrozenFeatureField, ReducedFedorov
-from .._paths import BrownianBlock, EulerMaruyama, PathStreams, chunk_length, simulate
+from .._paths import EulerMaruyama, simulate
 from .._runtime import SEED_BLOCK, measure_reference, random_stream, scheduler
 from .cost import cost_curves
+from .peers import diffrax_euler, torchsde_euler
 from .user_checks import user_check_costs
+from .workload import BenchConfig, best_time, draw_only, per_path_draws, per_path_loop, rate
 
 LARGE_DIMS = (64, 128)
 STRONG_DEPTHS, STRONG_REFERENCE_FACTOR = (8, 16, 32, 64, 128), 16  # strong-fedorov's quick ladder
 
 
-@dataclass(frozen=True)
-class BenchConfig:
-    """The workload: paths, steps (h = 1/steps), tokens n and dimension d of model F; model A's N; repeats."""
-
-    paths: int = 4096
-    steps: int = 64
-    tokens: int = 2
-    dim: int = 16
-    loop_paths: int = 64
-    model_a_tokens: int = 1024
-    model_a_paths: int = 4
-    model_a_steps: int = 4
-    parallel_block: int = 1024  # two blocks per worker: the peers' 4096 paths split over 2 processes
-    repeats: int = 3
-    strong_paths: int = 256  # at d = 16; scaled by (16/d)^2 at larger d
-    cost_repeats: int = 2  # 0: no cost curves
-    user_checks: int = 1  # 0: no timing of a user's checks at their defaults (``user_checks``)
-
-    def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            check_int(name, value, minimum=0 if name in ("cost_repeats", "user_checks") else 1)
-
-
-def best_time(run: Callable[[], object], repeats: int) -> float:
-    """Smallest wall time of ``repeats`` calls after one warm-up call (seconds)."""
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def draw_only(model, paths: int, steps: int, h: float, seed: int = 0) -> None:
-    """Draw exactly the increments ``simulate`` draws for ``model``, in the same chunks, and nothing else."""
-    streams = PathStreams(seed, 0, paths)
-    block = BrownianBlock(model.noise, streams, h)
-    chunk = min(steps, chunk_length(paths, int(np.prod(model.noise.shape)), 1))
-    done = 0
-    while done < steps:
-        block.next(min(chunk, steps - done))
-        done += chunk
-
-
-def per_path_loop(model: FedorovModel, x0: np.ndarray, steps: int, h: float, seed: int = 0) -> np.ndarray:
-    """Model F's layer map written as a plain loop over paths and layers (the baseline of vectorisation)."""
-    rng = random_stream(seed)
-    out = np.empty_like(x0)
-    scale = model.sigma * np.sqrt(h)
-    for p in range(x0.shape[0]):
-        x = x0[p].copy()
-        for _ in range(steps):
-            v = scale * rng.standard_normal((model.dim, model.dim))
-            scores = model.beta * (x @ x.T)
-            weights = np.exp(scores - scores.max(axis=1, keepdims=True))
-            a = (weights / weights.sum(axis=1, keepdims=True)) @ x
-            y = x + a @ v.T
-            x = y / np.linalg.norm(y, axis=1, keepdims=True)
-        out[p] = x
-    return out
-
-
-def per_path_draws(dim: int, paths: int, steps: int, seed: int = 0) -> None:
-    """Only the draws of ``per_path_loop`` (one d x d matrix per path and layer)."""
-    rng = random_stream(seed)
-    for _ in range(paths * steps):
-        rng.standard_normal((dim, dim))
-
-
-def _rate(path_steps: int, seconds: float) -> dict:
-    return {"seconds": seconds, "path_steps_per_s": path_steps / seconds}
-
-
-def diffrax_limit(config: BenchConfig, sigma: float):
-    """Model F's limit SDE (beta = 1, Q^T K = I) as diffrax's ``(drift, diffusion)`` for one path y (n, d): the
-    diffusion is a lineax operator taking the d x d increment dW to P_{y_i} sigma dW a_i, token by token."""
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_platform_name", "cpu")
-    import jax.numpy as jnp
-    import lineax
-
-    d = config.dim
-
-    def attention(y):
-        scores = y @ y.T
-        return jax.nn.softmax(scores, axis=1) @ y
-
-    def drift(t, y, args):
-        a = attention(y)
-        return -0.5 * (d - 1) * sigma**2 * jnp.sum(a * a, axis=1, keepdims=True) * y
-
-    def diffusion(t, y, args):
-        a = attention(y)
-
-        def apply(w):
-            z = a @ (sigma * w).T
-            return z - jnp.sum(z * y, axis=1, keepdims=True) * y
-
-        return lineax.FunctionLinearOperator(apply, jax.ShapeDtypeStruct((d, d), jnp.float64))
-
-    return drift, diffusion
-
-
-def diffrax_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | None:
-    """A jitted, vmapped diffrax Euler solve of model F's limit SDE, or None when diffrax is not installed."""
-    if importlib.util.find_spec("diffrax") is None:
-        return None
-    drift, diffusion = diffrax_limit(config, sigma)
-    import diffrax
-    import jax
-    import jax.numpy as jnp
-
-    d, n, h = config.dim, config.tokens, 1.0 / config.steps
-
-    def solve(y0, key):
-        path = diffrax.UnsafeBrownianPath(shape=(d, d), key=key)
-        terms = diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, path))
-        sol = diffrax.diffeqsolve(
-            terms,
-            diffrax.Euler(),
-            0.0,
-            1.0,
-            h,
-            y0,
-            saveat=diffrax.SaveAt(t1=True),
-            max_steps=config.steps + 1,
-            adjoint=diffrax.ForwardMode(),
-        )
-        return sol.ys[0]
-
-    batched = jax.jit(jax.vmap(lambda y0, key: solve(y0, key)))
-    y0 = random_stream(0).standard_normal((config.paths, n, d))
-    y0 = jnp.asarray(y0 / np.linalg.norm(y0, axis=-1, keepdims=True))
-    keys = jax.random.split(jax.random.PRNGKey(0), config.paths)
-    return lambda: batched(y0, keys).block_until_ready()
-
-
-def torchsde_limit(config: BenchConfig, sigma: float):
-    """Model F's limit SDE (beta = 1, Q^T K = I) as a torchsde module: drift ``f``, Euler's ``g_prod`` and ``g``."""
-    import torch
-
-    d, n = config.dim, config.tokens
-
-    class FedorovLimit(torch.nn.Module):
-        noise_type, sde_type = "general", "ito"
-
-        def _split(self, y):
-            x = y.view(-1, n, d)
-            a = torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x
-            return x, a
-
-        def f(self, t, y):
-            x, a = self._split(y)
-            return (-0.5 * (d - 1) * sigma**2 * (a * a).sum(-1, keepdim=True) * x).reshape(y.shape)
-
-        def g_prod(self, t, y, v):
-            x, a = self._split(y)
-            z = a @ (sigma * v.view(-1, d, d)).transpose(1, 2)
-            return (z - (z * x).sum(-1, keepdim=True) * x).reshape(y.shape)
-
-        def g(self, t, y):  # full (n d) x (d d) matrix sigma P_{x_i} (x) a_i^T: torchsde checks its shape
-            x, a = self._split(y)
-            proj = torch.eye(d, dtype=y.dtype) - x[..., :, None] * x[..., None, :]
-            return (sigma * proj[..., :, :, None] * a[..., None, None, :]).reshape(y.shape[0], n * d, d * d)
-
-    return FedorovLimit()
-
-
-def torchsde_euler(config: BenchConfig, sigma: float) -> Callable[[], object] | None:
-    """torchsde's Euler solve of the same SDE with a hand-written ``g_prod``, or None when not installed."""
-    if importlib.util.find_spec("torchsde") is None or importlib.util.find_spec("torch") is None:
-        return None
-    import torch
-    import torchsde
-
-    d, n, h = config.dim, config.tokens, 1.0 / config.steps
-    sde = torchsde_limit(config, sigma)
-    y0 = torch.nn.functional.normalize(torch.from_numpy(random_stream(0).standard_normal((config.paths, n, d))), dim=-1)
-    y0 = y0.reshape(config.paths, n * d)
-    ts = torch.tensor([0.0, 1.0], dtype=torch.float64)
-
-    def solve():  # a fresh Brownian path per run: a reused BrownianInterval would serve cached increments
-        bm = torchsde.BrownianInterval(t0=0.0, t1=1.0, size=(config.paths, d * d), dtype=torch.float64)
-        return torchsde.sdeint(sde, y0, ts, bm=bm, method="euler", dt=h)
-
-    return solve
-
-
 def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str], None] = lambda name: None) -> dict:
     """Every measurement of the module docstring, in one run; returns rates and the derived ratios."""
-    h, path_steps = 1.0 / config.steps, config.paths * config.steps
     progress("reference kernel")
     ref = measure_reference()  # first, alone: every cost below is also given in its units
-    model = FedorovModel(config.tokens, config.dim, 1.0)
-    sigma = float(model.sigma)
     rates: dict[str, dict | None] = {}
 
-    def measure(name: str, run: Callable[[], object], work: int) -> None:
+    def measure(name: str, run: Callable[[], object] | None, work: int) -> None:
+        """Time ``run`` as the row ``name`` (None: a peer that is not installed)."""
         progress(name)
-        rates[name] = _rate(work, best_time(run, config.repeats))
+        rates[name] = None if run is None else rate(work, best_time(run, config.repeats))
 
-    def forward(layer_map, paths=config.paths, depth=config.steps, block=None):
-        return lambda: simulate(layer_map, depth, 1.0, paths, seed=0, block_paths=block or paths)
-
-    measure("draw_only", lambda: draw_only(model, config.paths, config.steps, h), path_steps)
-    measure("layer_full", forward(model), path_steps)
-    measure("layer_reduced", forward(ReducedFedorov(model)), path_steps)
-    euler = EulerMaruyama(model.limit_sde())
-    measure("euler_sde", forward(euler), path_steps)
-    x0 = random_stream(1).standard_normal((config.loop_paths, config.tokens, config.dim))
-    x0 /= np.linalg.norm(x0, axis=-1, keepdims=True)
-    loop_work = config.loop_paths * config.steps
-    measure("per_path_loop", lambda: per_path_loop(model, x0, config.steps, h), loop_work)
-    measure("per_path_draws", lambda: per_path_draws(config.dim, config.loop_paths, config.steps), loop_work)
-    field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, random_stream(2))
-    model_a = AgazziModel(config.model_a_tokens, field, 1.0, 1.0)
-    measure(
-        "model_a",
-        forward(model_a, config.model_a_paths, config.model_a_steps),
-        config.model_a_paths * config.model_a_steps,
-    )
-    euler_reduced = EulerMaruyama(ReducedFedorov(model).limit_sde())
-    measure("euler_sde_reduced", forward(euler_reduced), path_steps)
-    block = config.parallel_block
-    measure("euler_sde_1p_sync", forward(euler, block=block), path_steps)
-    for workers in (1, 2):
-        with scheduler("processes", workers=workers):
-            measure(f"euler_sde_{workers}p", forward(euler, block=block), path_steps)
-            if workers == 2:
-                measure("euler_sde_reduced_2p", forward(euler_reduced, block=block), path_steps)
-    for name, build in (("diffrax", diffrax_euler), ("torchsde", torchsde_euler)):
-        run = build(config, sigma)
-        if run is None:
-            rates[name] = None
-        else:
-            measure(name, run, path_steps)
-    for dim in LARGE_DIMS:  # the same rows at larger d, with paths scaled to keep the work comparable
-        # at least four seed blocks, so that two processes have two each: every row of this d at the same paths
-        large = replace(config, dim=dim, paths=max(4 * SEED_BLOCK, config.paths * config.dim**2 // dim**2))
-        large_model = FedorovModel(config.tokens, dim, 1.0)
-        work = large.paths * large.steps
-        euler_large = EulerMaruyama(large_model.limit_sde())
-        euler_reduced_large = EulerMaruyama(ReducedFedorov(large_model).limit_sde())
-        measure(f"euler_sde_d{dim}", forward(euler_large, large.paths), work)
-        measure(f"euler_sde_reduced_d{dim}", forward(euler_reduced_large, large.paths), work)
-        for peer, build in (("diffrax", diffrax_euler), ("torchsde", torchsde_euler)):
-            run = build(large, float(large_model.sigma))
-            if run is None:
-                rates[f"{peer}_d{dim}"] = None
-            else:
-                measure(f"{peer}_d{dim}", run, work)
-        with scheduler("processes", workers=2):
-            measure(
-                f"euler_sde_reduced_2p_d{dim}", forward(euler_reduced_large, large.paths, block=large.paths // 2), work
-            )
+    _model_f_rows(config, measure)
+    for dim in LARGE_DIMS:
+        _large_dimension_rows(config, dim, measure)
     for dim in (config.dim, *LARGE_DIMS):
-        strong_model = FedorovModel(config.tokens, dim, 1.0)
-        design = StrongDesign(
-            depths=STRONG_DEPTHS,
-            horizon=1.0,
-            reference_factor=STRONG_REFERENCE_FACTOR,
-            paths=max(2, config.strong_paths * config.dim**2 // dim**2),
-        )
-        measure(
-            f"strong_workload_d{dim}",
-            lambda m=strong_model, g=design: coupled_strong_errors(m, m.limit_sde(), g, 0, (0,)),
-            design.paths * design.fine_steps,
-        )
-        measure(
-            f"strong_workload_low_rank_d{dim}",
-            lambda m=strong_model, g=design: coupled_strong_errors_low_rank(m, g, 0, (0,)),
-            design.paths * design.fine_steps,
-        )
+        _strong_rows(config, dim, measure)
     curves = cost_curves(best_time, config.cost_repeats, progress) if config.cost_repeats else {}
     users = user_check_costs(ref, progress=progress) if config.user_checks else []
     ratios = derived_ratios(rates)
@@ -349,6 +88,89 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
         "notes": notes(rates, ratios, config),
         "cost_curves": curves,
     }
+
+
+Measure = Callable[[str, Callable[[], object] | None, int], None]  # run_benchmarks's measure(name, run, work)
+
+
+def _forward(layer_map, paths: int, depth: int, block: int | None = None) -> Callable[[], object]:
+    """A timed run: ``simulate`` of ``layer_map`` over ``depth`` steps to T = 1 in blocks of ``block`` paths."""
+    return lambda: simulate(layer_map, depth, 1.0, paths, seed=0, block_paths=block or paths)
+
+
+def _model_f_rows(config: BenchConfig, measure: Measure) -> None:
+    """Model F at the configuration's d: the draws alone, the layer maps, the Euler-Maruyama limit, the per-path loops,
+    model A, the in-process and process-pool runs and the peers."""
+    h, path_steps = 1.0 / config.steps, config.paths * config.steps
+    model = FedorovModel(config.tokens, config.dim, 1.0)
+    measure("draw_only", lambda: draw_only(model, config.paths, config.steps, h), path_steps)
+    measure("layer_full", _forward(model, config.paths, config.steps), path_steps)
+    measure("layer_reduced", _forward(ReducedFedorov(model), config.paths, config.steps), path_steps)
+    euler = EulerMaruyama(model.limit_sde())
+    measure("euler_sde", _forward(euler, config.paths, config.steps), path_steps)
+    x0 = random_stream(1).standard_normal((config.loop_paths, config.tokens, config.dim))
+    x0 /= np.linalg.norm(x0, axis=-1, keepdims=True)
+    loop_work = config.loop_paths * config.steps
+    measure("per_path_loop", lambda: per_path_loop(model, x0, config.steps, h), loop_work)
+    measure("per_path_draws", lambda: per_path_draws(config.dim, config.loop_paths, config.steps), loop_work)
+    field = FrozenFeatureField.draw(KernelSpec("relu", config.dim), 64, random_stream(2))
+    model_a = AgazziModel(config.model_a_tokens, field, 1.0, 1.0)
+    measure(
+        "model_a",
+        _forward(model_a, config.model_a_paths, config.model_a_steps),
+        config.model_a_paths * config.model_a_steps,
+    )
+    euler_reduced = EulerMaruyama(ReducedFedorov(model).limit_sde())
+    measure("euler_sde_reduced", _forward(euler_reduced, config.paths, config.steps), path_steps)
+    block = config.parallel_block
+    measure("euler_sde_1p_sync", _forward(euler, config.paths, config.steps, block), path_steps)
+    for workers in (1, 2):
+        with scheduler("processes", workers=workers):
+            measure(f"euler_sde_{workers}p", _forward(euler, config.paths, config.steps, block), path_steps)
+            if workers == 2:
+                measure("euler_sde_reduced_2p", _forward(euler_reduced, config.paths, config.steps, block), path_steps)
+    for name, build in (("diffrax", diffrax_euler), ("torchsde", torchsde_euler)):
+        measure(name, build(config, float(model.sigma)), path_steps)
+
+
+def _large_dimension_rows(config: BenchConfig, dim: int, measure: Measure) -> None:
+    """The Euler-Maruyama rows and the peers at a larger d, with paths scaled to keep the work comparable."""
+    # at least four seed blocks, so that two processes have two each: every row of this d at the same paths
+    large = replace(config, dim=dim, paths=max(4 * SEED_BLOCK, config.paths * config.dim**2 // dim**2))
+    large_model = FedorovModel(config.tokens, dim, 1.0)
+    work = large.paths * large.steps
+    euler_large = EulerMaruyama(large_model.limit_sde())
+    euler_reduced_large = EulerMaruyama(ReducedFedorov(large_model).limit_sde())
+    measure(f"euler_sde_d{dim}", _forward(euler_large, large.paths, config.steps), work)
+    measure(f"euler_sde_reduced_d{dim}", _forward(euler_reduced_large, large.paths, config.steps), work)
+    for peer, build in (("diffrax", diffrax_euler), ("torchsde", torchsde_euler)):
+        measure(f"{peer}_d{dim}", build(large, float(large_model.sigma)), work)
+    with scheduler("processes", workers=2):
+        measure(
+            f"euler_sde_reduced_2p_d{dim}",
+            _forward(euler_reduced_large, large.paths, config.steps, large.paths // 2),
+            work,
+        )
+
+
+def _strong_rows(config: BenchConfig, dim: int, measure: Measure) -> None:
+    """The strong experiment's coupled errors at d, by the full and the low-rank runner."""
+    strong_model = FedorovModel(config.tokens, dim, 1.0)
+    design = StrongDesign(
+        depths=STRONG_DEPTHS,
+        horizon=1.0,
+        reference_factor=STRONG_REFERENCE_FACTOR,
+        paths=max(2, config.strong_paths * config.dim**2 // dim**2),
+    )
+    work = design.paths * design.fine_steps
+    measure(
+        f"strong_workload_d{dim}",
+        lambda: coupled_strong_errors(strong_model, strong_model.limit_sde(), design, 0, (0,)),
+        work,
+    )
+    measure(
+        f"strong_workload_low_rank_d{dim}", lambda: coupled_strong_errors_low_rank(strong_model, design, 0, (0,)), work
+    )
 
 
 def notes(rates: dict, ratios: dict, config: BenchConfig) -> list[str]:

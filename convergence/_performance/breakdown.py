@@ -44,7 +44,7 @@ _RULES = (  # (category, substrings of "file:function"), first match wins
             "convergence/_models/",
             "convergence/_paths/integrators.py",
             "convergence/_paths/coupling.py",
-            "convergence/_experiments/local.py",
+            "convergence/_experiments/local",
             "convergence/_experiments/width",
             "convergence/_experiments/strong_low_rank.py",
             "linalg",

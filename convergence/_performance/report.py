@@ -18,7 +18,7 @@ from .user_checks import user_checks_markdown
 
 def performance_markdown(result: dict) -> str:
     """``performance.md``: rates side by side, the ratios and whether each meets its target."""
-    config, rates, ratios = result["config"], result["rates"], result["ratios"]
+    config = result["config"]
     ref = result.get("ref_s")  # None: a result from before the reference kernel
     lines = [
         "# Performance",
@@ -37,9 +37,22 @@ def performance_markdown(result: dict) -> str:
             else "No reference kernel in this result (it predates the reference kernel): no ref units."
         ),
         "",
-        "| measurement | seconds | ref units | path-steps per second |",
-        "|---|---|---|---|",
+        *_rates_table(result["rates"], ref),
+        "",
+        *_ratios_table(result["ratios"]),
     ]
+    if result.get("cost_curves"):
+        lines += ["", *_cost_curves_section(result["cost_curves"], ref)]
+    if result.get("user_checks"):
+        lines += ["", *user_checks_markdown(result["user_checks"])]
+    if result.get("breakdown"):
+        lines += ["", *_breakdown_section(result["breakdown"])]
+    lines += ["", *result.get("notes", []), ""]
+    return "\n".join(lines)
+
+
+def _rates_table(rates: dict, ref: float | None) -> list[str]:
+    lines = ["| measurement | seconds | ref units | path-steps per second |", "|---|---|---|---|"]
     for name, entry in rates.items():
         if entry is None:
             lines.append(f"| `{name}` | not installed | - | - |")
@@ -47,7 +60,11 @@ def performance_markdown(result: dict) -> str:
             seconds = entry["seconds"]
             units = f"{seconds / ref:.3g}" if ref else "-"
             lines.append(f"| `{name}` | {seconds:.3f} | {units} | {entry['path_steps_per_s']:.4g} |")
-    lines += ["", "| ratio | measured | target | met |", "|---|---|---|---|"]
+    return lines
+
+
+def _ratios_table(ratios: dict) -> list[str]:
+    lines = ["| ratio | measured | target | met |", "|---|---|---|---|"]
     for name, value in ratios.items():
         comparison, bound = TARGETS.get(name, ("", None))
         target = "-" if bound is None else f"{comparison} {bound:g}"
@@ -60,43 +77,42 @@ def performance_markdown(result: dict) -> str:
             else ("yes" if (value <= bound if comparison == "<=" else value >= bound) else "**no**")
         )
         lines.append(f"| {name} | {value:.3g} | {target} | {met} |")
-    curves = result.get("cost_curves")
-    if curves:
-        lines += [
-            "",
-            "## Cost curves",
-            "",
-            "Time against each size that grows, the others fixed; exponent: log-log slope "
-            "over the upper three sizes (time ~ size^p). ![cost curves](performance-cost.png)",
-            "",
-            "| size | workload | sizes | seconds | ref units | fitted exponent | expected |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for entry in curves.values():
-            seconds = ", ".join(f"{t:.3g}" for t in entry["seconds"])
-            units = ", ".join(f"{t / ref:.3g}" for t in entry["seconds"]) if ref else "-"
-            lines.append(
-                f"| {entry['label']} | {entry['workload']} | {', '.join(map(str, entry['sizes']))} | "
-                f"{seconds} | {units} | {entry['exponent']:.2f} | {entry['expected']:g} |"
-            )
-    if result.get("user_checks"):
-        lines += ["", *user_checks_markdown(result["user_checks"])]
-    studies = result.get("breakdown")
-    if studies:
-        lines += [
-            "",
-            "## Where each study's time goes (quick profile, in process, stack sampled)",
-            "",
-            breakdown.__doc__.strip().split("\n\n")[1].replace("\n", " "),
-            "",
-            f"| study | wall s | {' | '.join(CATEGORIES)} |",
-            "|---|---|" + "---|" * len(CATEGORIES),
-        ]
-        for name, entry in studies.items():
-            shares = " | ".join(f"{entry['shares'][c]:.0%}" for c in CATEGORIES)
-            lines.append(f"| {name} | {entry['total_s']:.0f} | {shares} |")
-    lines += ["", *result.get("notes", []), ""]
-    return "\n".join(lines)
+    return lines
+
+
+def _cost_curves_section(curves: dict, ref: float | None) -> list[str]:
+    lines = [
+        "## Cost curves",
+        "",
+        "Time against each size that grows, the others fixed; exponent: log-log slope "
+        "over the upper three sizes (time ~ size^p). ![cost curves](performance-cost.png)",
+        "",
+        "| size | workload | sizes | seconds | ref units | fitted exponent | expected |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for entry in curves.values():
+        seconds = ", ".join(f"{t:.3g}" for t in entry["seconds"])
+        units = ", ".join(f"{t / ref:.3g}" for t in entry["seconds"]) if ref else "-"
+        lines.append(
+            f"| {entry['label']} | {entry['workload']} | {', '.join(map(str, entry['sizes']))} | "
+            f"{seconds} | {units} | {entry['exponent']:.2f} | {entry['expected']:g} |"
+        )
+    return lines
+
+
+def _breakdown_section(studies: dict) -> list[str]:
+    lines = [
+        "## Where each study's time goes (quick profile, in process, stack sampled)",
+        "",
+        breakdown.__doc__.strip().split("\n\n")[1].replace("\n", " "),
+        "",
+        f"| study | wall s | {' | '.join(CATEGORIES)} |",
+        "|---|---|" + "---|" * len(CATEGORIES),
+    ]
+    for name, entry in studies.items():
+        shares = " | ".join(f"{entry['shares'][c]:.0%}" for c in CATEGORIES)
+        lines.append(f"| {name} | {entry['total_s']:.0f} | {shares} |")
+    return lines
 
 
 def write_performance(result: dict, out: Path) -> dict[str, Path]:

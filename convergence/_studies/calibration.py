@@ -353,23 +353,45 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                 (f"{case.label}: {label}", _row("rejects", outcomes, FAIL, {"case": case.label, "claim": label}))
             )
         if case.resolution_rows:
-            for multiple in RESOLUTION_MULTIPLES:
-                outcomes = []
-                for check_seed, true_run in zip(seeds[: case.mutant_seeds], true_runs):
-                    stated = stated_drift_resolution(true_run)
-                    effect = multiple * (stated if stated is not None and np.isfinite(stated) else np.nan)
-                    outcomes.append(
-                        case.run(case.layer, DriftScaled(case.claim, 1.0 + effect), check_seed, **case.options)
-                        if np.isfinite(effect)
-                        else Outcome("no stated resolution", [])
-                    )
-                    advance(1)
-                label = f"drift error {multiple:g} x the stated resolution"
-                config = {"case": case.label, "claim": label}
-                rows.append((f"{case.label}: {label}", _row("rejects_at_resolution", outcomes, FAIL, config)))
+            rows += _resolution_rows(case, seeds, true_runs, advance)
     checks = [check for _, check in rows]
     plot = rate_plot("share of seeds decided as wanted (pass for true claims, fail for near misses)", "case", checks)
-    params = {
+    return StudyResult(
+        study=NAME,
+        profile=profile,
+        seed=seed,
+        params=_params(chosen, rows),
+        checks=checks,
+        plots={"": [plot]},
+        notes=list(NOTES),
+    )
+
+
+def _resolution_rows(
+    case: Case, seeds: list[int], true_runs: list[Outcome], advance: Callable[[int], None]
+) -> list[tuple[str, Check]]:
+    """Rows at multiples of the stated resolution: the claim with its drift x (1 + m R_s) on seed s's own samples,
+    R_s the relative drift resolution that seed's true-claim run stated."""
+    rows = []
+    for multiple in RESOLUTION_MULTIPLES:
+        outcomes = []
+        for check_seed, true_run in zip(seeds[: case.mutant_seeds], true_runs):
+            stated = stated_drift_resolution(true_run)
+            effect = multiple * (stated if stated is not None and np.isfinite(stated) else np.nan)
+            outcomes.append(
+                case.run(case.layer, DriftScaled(case.claim, 1.0 + effect), check_seed, **case.options)
+                if np.isfinite(effect)
+                else Outcome("no stated resolution", [])
+            )
+            advance(1)
+        label = f"drift error {multiple:g} x the stated resolution"
+        config = {"case": case.label, "claim": label}
+        rows.append((f"{case.label}: {label}", _row("rejects_at_resolution", outcomes, FAIL, config)))
+    return rows
+
+
+def _params(chosen: list[Case], rows: list[tuple[str, Check]]) -> dict:
+    return {
         "seeds": {c.label: [c.seeds, c.mutant_seeds] for c in chosen},
         "cases": {
             c.label: {
@@ -381,24 +403,23 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         },
         "rows": [label for label, _ in rows],
     }
-    notes = [
-        "Each case runs a public check (convergence._checks) with its staged looks, as a user would, at seeds drawn "
-        "from the study's seed; the check's own family-wise false-failure rate is 1% and its chance of passing an "
-        "effect of its target at most 10%, whichever look stops.",
-        "The study's checks measure decision rates against targets; each states its chance of missing the target "
-        "by chance (its false-failure rate), and the study's family-wise rate is their sum.",
-        "Rows at a multiple of the stated resolution run the claim with its drift x (1 + m R_s) on seed s's own "
-        "samples, R_s the relative drift resolution that seed's true-claim run stated at the look it stopped: the "
-        "check promises to reject R_s with probability >= 90% (at that look's power, 1 - 0.1/K).",
-        "Not yet here: the Hugging Face blocks' strong and weak checks (about 10 CPU minutes per run at 256 paths, "
-        "hours at their default budgets), and the weak check "
-        "over the textbook library (its target is in standard deviations of f, which the additive problem's 0.005 "
-        "noise makes beyond its Euler bias); the catalogue's other mutants (sigma^2, beta, (d-2)/2, the Stratonovich "
-        "drift, a missing projection) over seeds.",
-    ]
-    return StudyResult(
-        study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]}, notes=notes
-    )
+
+
+NOTES = [
+    "Each case runs a public check (convergence._checks) with its staged looks, as a user would, at seeds drawn "
+    "from the study's seed; the check's own family-wise false-failure rate is 1% and its chance of passing an "
+    "effect of its target at most 10%, whichever look stops.",
+    "The study's checks measure decision rates against targets; each states its chance of missing the target "
+    "by chance (its false-failure rate), and the study's family-wise rate is their sum.",
+    "Rows at a multiple of the stated resolution run the claim with its drift x (1 + m R_s) on seed s's own "
+    "samples, R_s the relative drift resolution that seed's true-claim run stated at the look it stopped: the "
+    "check promises to reject R_s with probability >= 90% (at that look's power, 1 - 0.1/K).",
+    "Not yet here: the Hugging Face blocks' strong and weak checks (about 10 CPU minutes per run at 256 paths, "
+    "hours at their default budgets), and the weak check "
+    "over the textbook library (its target is in standard deviations of f, which the additive problem's 0.005 "
+    "noise makes beyond its Euler bias); the catalogue's other mutants (sigma^2, beta, (d-2)/2, the Stratonovich "
+    "drift, a missing projection) over seeds.",
+]
 
 
 STUDY = Study(

@@ -20,6 +20,7 @@ from .._experiments import (
     MEAN_FIELD_CHECKS,
     MEAN_FIELD_SECTIONS,
     ChaosDesign,
+    MeanFieldSection,
     analyse_chaos,
     bootstrap_generator,
     coupled_chaos,
@@ -73,6 +74,18 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     # the mean-field checks take their share of the study's 1%
     section = MEAN_FIELD_SECTIONS[profile]
     checks += mean_field_section(section, seed, STUDY_KEY, FAMILY_ALPHA * MEAN_FIELD_CHECKS / family)
+    return StudyResult(
+        study=NAME,
+        profile=profile,
+        seed=seed,
+        params=_params(design, section),
+        checks=checks,
+        panels=panels,
+        notes=_notes(family),
+    )
+
+
+def _params(design: ChaosDesign, section: MeanFieldSection) -> dict:
     params = {
         "models": {
             "A": f"attention (Q^T K = beta I, V = I) + {ACTIVATION} MLP block of width {WIDTH}, fresh "
@@ -107,7 +120,11 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         },
         "target": zonal_design.target,
     }
-    notes = [
+    return params
+
+
+def _notes(family: int) -> list[str]:
+    return [
         "Family-wise: every interval is at the Bonferroni level of the study's "
         f"{family} checks (false-failure rate {FAMILY_ALPHA:g} in all).",
         "chaos_rate, chaos_limit, w2_rate and sznitman_rate compare systems built by the same code on the same noise: "
@@ -122,7 +139,6 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "W_2 between an empirical measure and its law decays at the sampling rate, not the chaos rate: the chaos "
         "rate is read from smooth test functions and from the Sznitman coupling, where both systems share the noise.",
     ]
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, panels=panels, notes=notes)
 
 
 STUDY = Study(

@@ -104,7 +104,20 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     )
     checks += width_checks
     heatmaps.append(width_map)
-    params = {
+    return StudyResult(
+        study=NAME,
+        profile=profile,
+        seed=seed,
+        params=_params(designs, width_design),
+        checks=checks,
+        panels=panels,
+        plots={"surface": heatmaps},
+        notes=_notes(confidence),
+    )
+
+
+def _params(designs: dict[str, CommuteDesign], width_design: WidthDepthDesign) -> dict:
+    return {
         "models": {
             "F": "softmax attention (Q^T K = I), Gaussian value matrices, sigma^2 = 1/d",
             "A": f"attention (Q^T K = beta I, V = I) + {ACTIVATION} MLP field of width {WIDTH} with frozen "
@@ -133,7 +146,10 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         },
         "bootstrap_replicates": width_design.replicates,
     }
-    notes = [
+
+
+def _notes(confidence: float) -> list[str]:
+    return [
         "Model A is what the theorem covers. For model F the paper claims nothing as N grows: its checks, marked "
         "(finding), test the natural conjecture (weak order 1 in h and in 1/N, commuting limits), report what holds "
         "and do not enter the verdict.",
@@ -152,16 +168,6 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "rate at most 1%; normal intervals from the bootstrap standard error where the tails are too thin for "
         "percentiles). Each check states its resolution, the effect it detects with 90% power.",
     ]
-    return StudyResult(
-        study=NAME,
-        profile=profile,
-        seed=seed,
-        params=params,
-        checks=checks,
-        panels=panels,
-        plots={"surface": heatmaps},
-        notes=notes,
-    )
 
 
 STUDY = Study(

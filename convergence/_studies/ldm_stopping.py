@@ -73,63 +73,34 @@ PROFILES = {
 }
 
 
+# the sampler runs: each spectrum with the exact and the plug-in score, by the SDE and the ODE; then the capped run
+# (capped ODE: no closed form, the capped path is not a marginal family)
+RUNS = (
+    *((name, score, method) for name in PAPER_SPECTRA for score in ("exact", "plug-in") for method in ("sde", "ode")),
+    ("geometric", "capped", "sde"),
+)
+
+
 def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyResult:
     profile = PROFILES[profile_name]
-    runs = [
-        (name, score, method) for name in PAPER_SPECTRA for score in ("exact", "plug-in") for method in ("sde", "ode")
-    ]
-    runs.append(("geometric", "capped", "sde"))  # capped ODE: no closed form (the capped path is not a marginal family)
-    advance = progress(len(runs), NAME)
-    checks: list[Check] = []
-    plots: list[Plot] = []
+    advance = progress(len(RUNS), NAME)
     hats = {
         name: tuple(plugin_variances(np.array(v), DATA_SAMPLES, data_rng(seed, DATA_KEY, i)))
         for i, (name, v) in enumerate(PAPER_SPECTRA.items())
     }
-    switch_check, switch_times = switching_checks("geometric", PAPER_SPECTRA["geometric"], PAPER_HORIZON)
-    checks += switch_check + switching_checks("low-rank", PAPER_SPECTRA["low-rank"], PAPER_HORIZON)[0]
     stops_by_spectrum = {
         name: plugin_stops(LatentSetting(variances, PAPER_HORIZON, hats[name]))
         for name, variances in PAPER_SPECTRA.items()
     }
-    for name, variances in PAPER_SPECTRA.items():
-        checks += monotone_checks(name, variances, None, PAPER_HORIZON) + monotone_checks(
-            name, variances, hats[name], PAPER_HORIZON, stops_by_spectrum[name]
-        )
-    simulated: dict[tuple[str, str], dict] = {}
-    run_stops = []
-    for name, score, method in runs:
-        stops = {}
-        if score == "plug-in" and method == "sde":
-            setting = LatentSetting(PAPER_SPECTRA[name], PAPER_HORIZON, hats[name])
-            for d, (t_star, value) in stops_by_spectrum[name].items():
-                if 0 < t_star < PAPER_HORIZON and distance(DOUBLE, setting, PAPER_HORIZON, d) - value > 1e-6:
-                    stops[d] = float(t_star)
-        run_stops.append(stops)
+    checks, switch_times = _certified_checks(hats, stops_by_spectrum)
+    run_stops = [_interior_stops(name, score, method, hats, stops_by_spectrum) for name, score, method in RUNS]
     # the Monte Carlo checks: discrete_law, weak_order, closed_form_limit per run and early_stop_discrete per stop
-    monte_carlo_checks = 3 * len(runs) + sum(len(stops) for stops in run_stops)
+    monte_carlo_checks = 3 * len(RUNS) + sum(len(stops) for stops in run_stops)
     z = z_value(monte_carlo_checks)
-    for index, (name, score, method) in enumerate(runs):
-        variances = PAPER_SPECTRA[name]
-        hat = variances if score == "exact" else hats[name]
-        cap = SAMPLER_CAP if score == "capped" else None
-        sampler = LatentSampler(hat, PAPER_HORIZON, cap=cap, method=method)
-        setting = LatentSetting(variances, PAPER_HORIZON, None if score == "exact" else hat, cap)
-        stops = run_stops[index]
-        run_checks, data = sampler_checks(
-            name,
-            sampler,
-            setting,
-            profile.steps,
-            profile.factors,
-            profile.paths,
-            profile.replicates,
-            seed,
-            (STUDY_KEY, index),
-            z,
-            stops,
-            profile.limit_target,
-        )
+    plots: list[Plot] = []
+    simulated: dict[tuple[str, str], dict] = {}
+    for index, ((name, score, method), stops) in enumerate(zip(RUNS, run_stops)):
+        run_checks, data = _sampler_run(profile, seed, index, name, score, method, hats, z, stops)
         checks += run_checks
         if method == "sde":
             plots.append(
@@ -160,7 +131,77 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
     cap_check, cap_plot = capped_growth(CAP_RATIO, CAP_DIM, CAPS, PAPER_HORIZON)
     checks.append(cap_check)
     plots.append(cap_plot)
-    params = {
+    return StudyResult(
+        study=NAME,
+        profile=profile_name,
+        seed=seed,
+        params=_params(profile, hats),
+        checks=checks,
+        plots={"": plots},
+        notes=_notes(profile, z, monte_carlo_checks),
+    )
+
+
+def _certified_checks(hats: dict, stops_by_spectrum: dict) -> tuple[list[Check], list[float]]:
+    """The ball-arithmetic checks: switching times per spectrum, then the exact and plug-in monotone distances;
+    also the geometric spectrum's switching times (for its distance plot)."""
+    switch_check, switch_times = switching_checks("geometric", PAPER_SPECTRA["geometric"], PAPER_HORIZON)
+    checks = switch_check + switching_checks("low-rank", PAPER_SPECTRA["low-rank"], PAPER_HORIZON)[0]
+    for name, variances in PAPER_SPECTRA.items():
+        checks += monotone_checks(name, variances, None, PAPER_HORIZON) + monotone_checks(
+            name, variances, hats[name], PAPER_HORIZON, stops_by_spectrum[name]
+        )
+    return checks, switch_times
+
+
+def _interior_stops(name: str, score: str, method: str, hats: dict, stops_by_spectrum: dict) -> dict[int, float]:
+    """The plug-in SDE run's interior optimal stopping times t* per latent dimension d: those whose distance at t*
+    is below the full run's by more than 1e-6 (the early_stop_discrete checks); none for the other runs."""
+    if (score, method) != ("plug-in", "sde"):
+        return {}
+    setting = LatentSetting(PAPER_SPECTRA[name], PAPER_HORIZON, hats[name])
+    return {
+        d: float(t_star)
+        for d, (t_star, value) in stops_by_spectrum[name].items()
+        if 0 < t_star < PAPER_HORIZON and distance(DOUBLE, setting, PAPER_HORIZON, d) - value > 1e-6
+    }
+
+
+def _sampler_run(
+    profile: Profile,
+    seed: int,
+    index: int,
+    name: str,
+    score: str,
+    method: str,
+    hats: dict,
+    z: float,
+    stops: dict[int, float],
+) -> tuple[list[Check], dict]:
+    """One run's Monte Carlo checks (``sampler_checks``) on its own stream ``(STUDY_KEY, index)``."""
+    variances = PAPER_SPECTRA[name]
+    hat = variances if score == "exact" else hats[name]
+    cap = SAMPLER_CAP if score == "capped" else None
+    sampler = LatentSampler(hat, PAPER_HORIZON, cap=cap, method=method)
+    setting = LatentSetting(variances, PAPER_HORIZON, None if score == "exact" else hat, cap)
+    return sampler_checks(
+        name,
+        sampler,
+        setting,
+        profile.steps,
+        profile.factors,
+        profile.paths,
+        profile.replicates,
+        seed,
+        (STUDY_KEY, index),
+        z,
+        stops,
+        profile.limit_target,
+    )
+
+
+def _params(profile: Profile, hats: dict) -> dict:
+    return {
         "spectra": {k: list(v) for k, v in PAPER_SPECTRA.items()},
         "T": PAPER_HORIZON,
         "steps": profile.steps,
@@ -172,7 +213,10 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         "start": "the score model's Gaussian at time T",
         "plugin_draws": profile.plugin_draws,
     }
-    notes = [
+
+
+def _notes(profile: Profile, z: float, monte_carlo_checks: int) -> list[str]:
+    return [
         "Distances are squared Wasserstein-2 (Frechet) distances between the decoded law and the data law; Monte Carlo "
         "values are Gaussian Frechet distances of sample mean and covariance with a bootstrap over paths "
         f"({profile.replicates} resamples; intervals are z bootstrap standard errors).",
@@ -191,9 +235,6 @@ def execute(profile_name: str, seed: int, progress: ProgressFactory) -> StudyRes
         "(|R(h) - R(2h)| / 3); no exact discrete law enters it (discrete_law is the separate check of the sampler's "
         "law).",
     ]
-    return StudyResult(
-        study=NAME, profile=profile_name, seed=seed, params=params, checks=checks, plots={"": plots}, notes=notes
-    )
 
 
 COLOURS = (

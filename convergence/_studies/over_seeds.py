@@ -85,25 +85,7 @@ def rate_check(
     allowed = 0
     if wanted == PASS:
         expected = 1.0
-        if per_run_rate is None:
-            chance = 1.0 - (1.0 - FAMILY_ALPHA) ** runs
-            target = (
-                f"no seed fails, undecided ones allowed (a false failure at one of {runs} seeds: at most {chance:.3f})"
-                if undecided_allowed
-                else f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
-                "seed at the budget has no such bound, and also misses the target)"
-            )
-        else:
-            allowed = next(k for k in range(runs + 1) if 1.0 - _below(runs, k + 1, per_run_rate) <= per_run_rate)
-            chance = 1.0 - _below(runs, allowed + 1, per_run_rate)
-            target = (
-                f"at most {allowed} of {runs} seeds fail, undecided ones allowed (more than {allowed} false failures "
-                f"at a per-run rate {per_run_rate:g}: probability {chance:.2g})"
-                if undecided_allowed
-                else f"at least {runs - allowed} of {runs} seeds pass (more than {allowed} false failures at a per-run "
-                f"rate {per_run_rate:g}: probability {chance:.2g}; an undecided seed has no such bound, and counts "
-                "against the target too)"
-            )
+        allowed, chance, target = _pass_target(runs, per_run_rate, undecided_allowed)
         verdict = PASS if runs - hits <= allowed else FAIL
     else:
         if len(misses) != runs:
@@ -141,6 +123,30 @@ def rate_check(
         resolution=resolution,
         target=RATE_TARGET,
     )
+
+
+def _pass_target(runs: int, per_run_rate: float | None, undecided_allowed: bool) -> tuple[int, float, str]:
+    """A true claim's row: the seeds that may fail, the chance of more failing falsely, and the target's text."""
+    if per_run_rate is None:
+        chance = 1.0 - (1.0 - FAMILY_ALPHA) ** runs
+        target = (
+            f"no seed fails, undecided ones allowed (a false failure at one of {runs} seeds: at most {chance:.3f})"
+            if undecided_allowed
+            else f"every seed passes (a false failure at one of {runs} seeds: at most {chance:.3f}; an undecided "
+            "seed at the budget has no such bound, and also misses the target)"
+        )
+        return 0, chance, target
+    allowed = next(k for k in range(runs + 1) if 1.0 - _below(runs, k + 1, per_run_rate) <= per_run_rate)
+    chance = 1.0 - _below(runs, allowed + 1, per_run_rate)
+    target = (
+        f"at most {allowed} of {runs} seeds fail, undecided ones allowed (more than {allowed} false failures "
+        f"at a per-run rate {per_run_rate:g}: probability {chance:.2g})"
+        if undecided_allowed
+        else f"at least {runs - allowed} of {runs} seeds pass (more than {allowed} false failures at a per-run "
+        f"rate {per_run_rate:g}: probability {chance:.2g}; an undecided seed has no such bound, and counts "
+        "against the target too)"
+    )
+    return allowed, chance, target
 
 
 def _below(runs: int, k: int, p: float) -> float:

@@ -31,6 +31,7 @@ resolution.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -170,12 +171,43 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     # estimated chances of a miss
     true_alpha = FAMILY_ALPHA / (len(models) + 4)  # local models; strong, mean-field, weak, phase (latent: exact)
     advance = progress(len(models) + 1, NAME)
+    checks, calibration = local_rows(models, settings, seed, true_alpha, advance)
+    checks += strong_rows(settings, seed, 1 - true_alpha / 4)
+    checks += mean_field_rows(settings.mean_field, seed, settings.target, true_alpha)
+    checks += weak_rows(settings.weak, seed, settings.target, true_alpha, settings.strong_eps)
+    checks += phase_rows(settings.phase, settings.phase_paths, seed, settings.target, true_alpha)
+    checks += latent_rows(settings.target)
+    advance(1)
+    params = {
+        "local_eps": list(settings.local_eps),
+        "strong_eps": list(settings.strong_eps),
+        "target_effect": settings.target,
+        "models": list(models),
+        "strong_model": "F n=2 d=16",
+        "states": list(STATES),
+        "samples": settings.local.samples,
+        "paths": settings.strong.paths,
+    }
+    return StudyResult(
+        study=NAME,
+        profile=profile,
+        seed=seed,
+        params=params,
+        checks=checks,
+        plots={"": [_calibration_plot(calibration)]},
+        notes=_notes(settings),
+    )
+
+
+def local_rows(
+    models: dict, settings: PowerProfile, seed: int, true_alpha: float, advance: Callable[[int], None]
+) -> tuple[list[Check], list[tuple[float, Check]]]:
+    """The local check of every model against its true claim and the catalogue's mutants (one draw of the layer's
+    samples per state for all of them); also model F's pooled drift_scale against each injected drift error."""
     checks: list[Check] = []
     calibration: list[tuple[float, Check]] = []
     for index, (label, model) in enumerate(models.items()):
         states = states_for(model.tokens, model.dim, STATES, seed, (STUDY_KEY, index))
-        key = (STUDY_KEY, index, 0)
-
         true = model.limit_sde()
         mutants, seen = [], set()
         for eps in settings.local_eps:
@@ -184,9 +216,14 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
                     continue  # structural mutants do not depend on eps
                 seen.add(mutant.name)
                 mutants.append(mutant)
-        # one draw of the layer map's samples per state for the true claim and every mutant
         true_checks, *mutant_checks = local_checks_for_claims(
-            model, [true, *(m.sde for m in mutants)], states, settings.local, seed, key, family_alpha=true_alpha
+            model,
+            [true, *(m.sde for m in mutants)],
+            states,
+            settings.local,
+            seed,
+            (STUDY_KEY, index, 0),
+            family_alpha=true_alpha,
         )
         checks.append(true_claim_row("local", label, true_checks))
         for mutant, inner in zip(mutants, mutant_checks):
@@ -194,13 +231,30 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
             if index == 0 and mutant.name == "drift x (1 + eps)":
                 calibration.append((mutant.effect, pooled_check(inner, "drift_scale")))
         advance(1)
-    checks += strong_rows(settings, seed, 1 - true_alpha / 4)
-    checks += mean_field_rows(settings.mean_field, seed, settings.target, true_alpha)
-    checks += weak_rows(settings.weak, seed, settings.target, true_alpha, settings.strong_eps)
-    checks += phase_rows(settings.phase, settings.phase_paths, seed, settings.target, true_alpha)
-    checks += latent_rows(settings.target)
-    advance(1)
-    notes = [
+    return checks, calibration
+
+
+def _calibration_plot(calibration: list[tuple[float, Check]]) -> Plot:
+    return Plot(
+        "local check calibration (model F, n = 2, d = 16)",
+        "injected drift error eps",
+        "measured pooled relative drift error",
+        [
+            Curve(
+                "measured (interval at the family level)",
+                [e for e, _ in calibration],
+                [c.estimate for _, c in calibration],
+                [c.ci[0] for _, c in calibration],
+                [c.ci[1] for _, c in calibration],
+                style="points",
+            ),
+            Curve("expected: eps", sorted(e for e, _ in calibration), sorted(e for e, _ in calibration)),
+        ],
+    )
+
+
+def _notes(settings: PowerProfile) -> list[str]:
+    return [
         f"Target: every structural mutant and every mutant with |eps| >= {settings.target:g} fails the check that "
         "should catch it, and every true claim passes. Rows with smaller eps are findings (the smallest errors "
         "the checks can see), outside the verdict.",
@@ -218,35 +272,6 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "too): in one run beside the chaos study they are recorded once, and their CPU is charged to the study that "
         "records them first.",
     ]
-    plot = Plot(
-        "local check calibration (model F, n = 2, d = 16)",
-        "injected drift error eps",
-        "measured pooled relative drift error",
-        [
-            Curve(
-                "measured (interval at the family level)",
-                [e for e, _ in calibration],
-                [c.estimate for _, c in calibration],
-                [c.ci[0] for _, c in calibration],
-                [c.ci[1] for _, c in calibration],
-                style="points",
-            ),
-            Curve("expected: eps", sorted(e for e, _ in calibration), sorted(e for e, _ in calibration)),
-        ],
-    )
-    params = {
-        "local_eps": list(settings.local_eps),
-        "strong_eps": list(settings.strong_eps),
-        "target_effect": settings.target,
-        "models": list(models),
-        "strong_model": "F n=2 d=16",
-        "states": list(STATES),
-        "samples": settings.local.samples,
-        "paths": settings.strong.paths,
-    }
-    return StudyResult(
-        study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]}, notes=notes
-    )
 
 
 MEAN_FIELD_EFFECTS = {

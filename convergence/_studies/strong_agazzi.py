@@ -116,7 +116,19 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         config_checks, panel = analyse_width(sq, width_design, label, bootstrap_generator(seed, key), confidence)
         checks += config_checks
         panels.append(panel)
-    params = {
+    return StudyResult(
+        study=NAME,
+        profile=profile,
+        seed=seed,
+        params=_params(depth_design, width_design),
+        checks=checks,
+        panels=panels,
+        notes=_notes(family),
+    )
+
+
+def _params(depth_design: StrongDesign, width_design: WidthDesign) -> dict:
+    return {
         "tokens": TOKENS,
         "beta": BETA,
         "interaction": "Q^T K = beta I, V = v I (attractive v = 1, none v = 0, repulsive v = -1)",
@@ -134,7 +146,10 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         "bootstrap_replicates": depth_design.replicates,
         "initial_tokens": "i.i.d. uniform on the sphere",
     }
-    notes = [
+
+
+def _notes(family: int) -> list[str]:
+    return [
         "Depth: frozen-feature fields are one draw of (U, b) per configuration; the rate is conditional on it. The "
         "infinite-width configuration samples the Gaussian field jointly at the tokens (Cholesky factor of K).",
         "Width: fresh features at every layer (the paper's block), coupled to the infinite-width network through the "
@@ -146,7 +161,6 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
         f"x (1 + {DRIFT_TARGET:g}) leaves on the same paths (a drift-free claim has none: its plateau is judged by "
         "its interval).",
     ]
-    return StudyResult(study=NAME, profile=profile, seed=seed, params=params, checks=checks, panels=panels, notes=notes)
 
 
 STUDY = Study(

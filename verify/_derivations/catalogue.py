@@ -485,14 +485,7 @@ def energy_rate(
     rows = []
     for act, dim, sig in configs:
         enclosure = lambda_bar_prime(act, dim, sig, sig, beta_value)
-        k = kernel(KernelSpec(act, dim, sig, sig))
-        grid = np.linspace(-1.0, 1.0 - 1e-6, 200001)
-        gv = k(grid) * (dim - 2 + grid**2 - beta_value * grid * (1 - grid**2)) + k.k1 * (
-            beta_value * (1 - grid**2) - (dim - 1) * grid
-        )
-        fv = beta_value * np.exp(beta_value * grid) * gv / (np.exp(beta_value) - np.exp(beta_value * grid))
-        fv = np.append(fv, -activation_constants(act, dim, sig, sig)["lambda_bar"])
-        grid_value = float(-np.min(fv))  # a lower bound of lambda_bar' up to float rounding
+        grid_value = _lambda_bar_prime_on_grid(act, dim, sig, beta_value)
         width = float(enclosure.upper - enclosure.lower)
         ok = (
             width < 1e-6 and grid_value <= float(enclosure.upper) + 1e-9 and grid_value >= float(enclosure.lower) - 1e-4
@@ -517,6 +510,19 @@ def energy_rate(
     return der
 
 
+def _lambda_bar_prime_on_grid(act: str, dim: int, sig: float, beta_value: float) -> float:
+    """-min F over a grid of u in [-1, 1) and F(1) = -lambda_bar: a lower bound of lambda_bar' up to float rounding
+    (the certified enclosure's cross-check)."""
+    k = kernel(KernelSpec(act, dim, sig, sig))
+    grid = np.linspace(-1.0, 1.0 - 1e-6, 200001)
+    gv = k(grid) * (dim - 2 + grid**2 - beta_value * grid * (1 - grid**2)) + k.k1 * (
+        beta_value * (1 - grid**2) - (dim - 1) * grid
+    )
+    fv = beta_value * np.exp(beta_value * grid) * gv / (np.exp(beta_value) - np.exp(beta_value * grid))
+    fv = np.append(fv, -activation_constants(act, dim, sig, sig)["lambda_bar"])
+    return float(-np.min(fv))
+
+
 def latent_diffusion() -> Derivation:
     """Section 4: variance ODEs, closed forms, capped minimiser, Frechet formula, monotonicity, switching times."""
     der = Derivation(
@@ -524,6 +530,13 @@ def latent_diffusion() -> Derivation:
         "Gaussian latent diffusion: decoded variance, W2 distance, its sign in t, "
         "switching times and the capped score (docs/models.md section 4)",
     )
+    _latent_variances(der)
+    _latent_distance(der)
+    return der
+
+
+def _latent_variances(der: Derivation) -> None:
+    """The forward and backward variances (SDE, probability-flow ODE, capped) and the capped score's minimiser."""
     forward = ld.forward_variance()
     der.results["forward variance"] = forward
     der.check(
@@ -553,6 +566,11 @@ def latent_diffusion() -> Derivation:
         "the loss is convex in m and minimised at 1/tau2 (so the capped minimiser is min(C, 1/tau2))",
         convex and sp.simplify(minimiser - 1 / (1 + sp.exp(-2 * ld.u) * (ld.q - 1))) == 0,
     )
+
+
+def _latent_distance(der: Derivation) -> None:
+    """The Frechet distance, its derivative in t for the exact score, and the plug-in criterion from the convexity of
+    f_d."""
     a, b = sp.symbols("a1:4", positive=True), sp.symbols("b1:4", positive=True)
     der.check(
         "Frechet distance of diagonal Gaussians is sum (sqrt(a_j) - sqrt(b_j))^2",
@@ -589,7 +607,6 @@ def latent_diffusion() -> Derivation:
         "the plug-in path meets s^2 at its turning time",
         sp.simplify((1 + sp.exp(-2 * turn) * (ld.q - 1)) - ld.s**2) == 0,
     )
-    return der
 
 
 ALL = (

@@ -1,7 +1,7 @@
 """The models of docs/models.md as normalised layer steps and their limit SDEs (``layer_steps``), a user's map expanded
-(``user_maps``), model A's activations (``activations``) and the latent diffusion model's variance ODEs and
-closed forms (``latent_variances``), and the textbook SDEs with known solutions, each flow proved by Ito's formula
-(``textbook``).
+(``user_maps``, by the order-h jets of ``jets``, evaluated in mpmath by ``evaluation``), model A's activations
+(``activations``) and the latent diffusion model's variance ODEs and closed forms (``latent_variances``), and the
+textbook SDEs with known solutions, each flow proved by Ito's formula (``textbook``).
 """
 
 from __future__ import annotations

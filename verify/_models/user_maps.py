@@ -20,12 +20,12 @@ diffusion has the derived covariance (the diffusion is determined up to a rotati
 change the law). c1 is linear and c2 quadratic in z, so only these two moments enter: the result holds for any
 entry law with mean 0 and variance 1.
 
-Speed: the attention weights, norms and every other subexpression of the step that involves neither s nor z
-are frozen into symbols first (``_Frozen``), and each node of what remains carries its jet through sums, products
-and functions (``_Expansion``), so no derivative of a large expression is ever formed. A derivation is cached per
-(step, tokens, dim, noise), so ``check_limit`` reuses ``one_step_limit``'s work, and numbers come from a memoised
-walk of the expression DAG in mpmath (``_Evaluation``). The cache keys on the step function itself: a step that
-reads global state changed since it was first expanded needs ``_derived.cache_clear()``.
+Speed: the attention weights, norms and every other subexpression of the step that involves neither s nor z are
+frozen into symbols first (``jets.Frozen``), and each node of what remains carries its jet through sums, products
+and functions (``jets.Expansion``), so no derivative of a large expression is ever formed. A derivation is cached
+per (step, tokens, dim, noise), so ``check_limit`` reuses ``one_step_limit``'s work, and numbers come from a
+memoised walk of the expression DAG in mpmath (``evaluation.Evaluation``). The cache keys on the step function
+itself: a step that reads global state changed since it was first expanded needs ``_derived.cache_clear()``.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from tqdm.auto import tqdm
 
 from .._calculus import token_symbols
 from .._common import holding_precision, working_digits
+from .evaluation import Evaluation, given_point, random_sphere_point
+from .jets import Expansion, Frozen, s, unevaluated_product, unevaluated_sum
 
-s = sp.Symbol("s", positive=True)
 h = s**2
 PROGRESS_DELAY = 2.0  # seconds before a derivation shows a progress bar
 FLOAT_TOLERANCE = 1e-10  # when a claim or a map holds inexact floats, double precision bounds the agreement
@@ -127,50 +128,6 @@ def noise_spec(noise) -> NoiseSpec:
     return NoiseSpec(tuple(specs), structure, inexact)
 
 
-class _Dependence:
-    """Whether an expression involves any of the ``active`` symbols, memoised per node: an expression tree with
-    shared subexpressions (an attention average inside two normalisations) is a small DAG but a huge tree, and
-    sympy's ``free_symbols`` walks the tree each time it is asked."""
-
-    def __init__(self, active: set[sp.Symbol]):
-        self.active = active
-        self._seen: dict[sp.Expr, bool] = {}
-
-    def __call__(self, expr: sp.Expr) -> bool:
-        known = self._seen.get(expr)
-        if known is None:
-            known = expr in self.active if expr.is_Atom else any(self(arg) for arg in expr.args)
-            self._seen[expr] = known
-        return known
-
-
-class _Frozen:
-    """Replaces every maximal subexpression free of the ``active`` symbols by a symbol ``frozen_k`` (memoised, so a
-    subexpression shared by several tokens becomes one symbol); ``definitions`` maps each symbol back."""
-
-    def __init__(self, active: set[sp.Symbol], known: dict[sp.Symbol, sp.Expr] | None = None):
-        self.depends = _Dependence(active)
-        self.definitions: dict[sp.Symbol, sp.Expr] = dict(known or {})  # ``known``: symbols already frozen
-        self._seen: dict[sp.Expr, sp.Expr] = {v: k for k, v in self.definitions.items()}
-
-    def __call__(self, expr: sp.Expr) -> sp.Expr:
-        if expr in self._seen:
-            return self._seen[expr]
-        if expr.is_Atom:
-            out = expr
-        elif not self.depends(expr):
-            out = sp.Symbol(f"frozen_{len(self.definitions)}", real=True)
-            self.definitions[out] = expr
-        else:
-            out = expr.func(*[self(arg) for arg in expr.args])
-        self._seen[expr] = out
-        return out
-
-    def back(self, expr: sp.Expr | sp.Matrix):
-        """The expression in the original symbols."""
-        return expr.xreplace(self.definitions)
-
-
 @dataclass(frozen=True)
 class StepLimit:
     """The derived limit of one step: per-token drift vectors, the noise loadings (column k is the order-s
@@ -196,23 +153,23 @@ class StepLimit:
         noises together). Written in the frozen symbols like the coefficients (``evaluate`` gives numbers)."""
         flat = [symbol for token in self.tokens for symbol in token]
         gradient = [f.diff(x) for x in flat]
-        first = _add([_mul(self.drift[r], g) for r, g in enumerate(gradient) if g != 0])
+        first = unevaluated_sum([unevaluated_product(self.drift[r], g) for r, g in enumerate(gradient) if g != 0])
         # 1/2 sum_k (J_k . grad)^2 f: the second-order part through each noise column
         second = []
         for k in range(self.loadings.cols):
             column = [self.loadings[r, k] for r in range(len(flat))]
             second += [
-                _mul(sp.S.Half, column[r], column[q], gradient[r].diff(flat[q]))
+                unevaluated_product(sp.S.Half, column[r], column[q], gradient[r].diff(flat[q]))
                 for r in range(len(flat))
                 if column[r] is not sp.S.Zero and gradient[r] != 0
                 for q in range(len(flat))
                 if column[q] is not sp.S.Zero
             ]
-        return _add([first, *second])
+        return unevaluated_sum([first, *second])
 
     def evaluate(self, expr: sp.Expr, tokens) -> float:
         """``expr`` (in the token and frozen symbols) at the state ``tokens`` shaped (n, d), at mpmath's precision."""
-        return _Evaluation(_given_point(self.tokens, tokens), self.definitions)(expr)
+        return Evaluation(given_point(self.tokens, tokens), self.definitions)(expr)
 
     def expand(self) -> StepLimit:
         """The same limit with the frozen symbols substituted and every sum and product evaluated (large
@@ -237,127 +194,11 @@ def _stack(vectors: Sequence, what: str, tokens: int, dim: int) -> sp.Matrix:
     return sp.Matrix.vstack(*out)
 
 
-def _add(terms) -> sp.Expr:
-    """A sum built without sympy's canonicalisation (which asks assumptions of every large term); exact zeros
-    dropped. The jets' coefficients are only ever evaluated, never simplified, so their form does not matter."""
-    kept = [t for t in terms if t is not sp.S.Zero]
-    return sp.S.Zero if not kept else kept[0] if len(kept) == 1 else sp.Add(*kept, evaluate=False)
-
-
-def _mul(*factors) -> sp.Expr:
-    """A product built without canonicalisation; exact zeros and ones short-circuit."""
-    if any(f is sp.S.Zero for f in factors):
-        return sp.S.Zero
-    kept = [f for f in factors if f is not sp.S.One]
-    return sp.S.One if not kept else kept[0] if len(kept) == 1 else sp.Mul(*kept, evaluate=False)
-
-
-@dataclass(frozen=True)
-class _Jet:
-    """An expression's expansion at s = 0, with the noise entries as first-order symbols eps_k
-    (E eps_k = 0, E eps_k eps_l = [k = l] h): ``value + mean s + sum_k linear[k] eps_k + drift h``, the order-h
-    part already averaged over the noise (terms s eps_k average to 0)."""
-
-    value: sp.Expr
-    mean: sp.Expr = sp.S.Zero
-    linear: tuple[tuple[int, sp.Expr], ...] = ()
-    drift: sp.Expr = sp.S.Zero
-
-    def second_moment(self) -> sp.Expr:
-        """The order-h mean of the squared first-order part: mean^2 + sum_k linear[k]^2."""
-        return _add([_mul(self.mean, self.mean), *[_mul(c, c) for _, c in self.linear]])
-
-    def through(self, f0: sp.Expr, f1: sp.Expr, f2: sp.Expr) -> _Jet:
-        """f(self) for a scalar function with f(value), f'(value), f''(value) (Ito's chain rule)."""
-        return _Jet(
-            f0,
-            _mul(f1, self.mean),
-            tuple((k, _mul(f1, c)) for k, c in self.linear),
-            _add([_mul(f1, self.drift), _mul(sp.S.Half, f2, self.second_moment())]),
-        )
-
-
-def _jet_sum(jets: list[_Jet]) -> _Jet:
-    linear: dict[int, list[sp.Expr]] = {}
-    for jet in jets:
-        for k, c in jet.linear:
-            linear.setdefault(k, []).append(c)
-    return _Jet(
-        _add([j.value for j in jets]),
-        _add([j.mean for j in jets]),
-        tuple((k, _add(cs)) for k, cs in sorted(linear.items())),
-        _add([j.drift for j in jets]),
-    )
-
-
-def _jet_product(a: _Jet, b: _Jet) -> _Jet:
-    linear: dict[int, list[sp.Expr]] = {k: [_mul(a.value, c)] for k, c in b.linear}
-    for k, c in a.linear:
-        linear.setdefault(k, []).append(_mul(c, b.value))
-    b_linear = dict(b.linear)
-    cross = _add([_mul(a.mean, b.mean), *[_mul(c, b_linear[k]) for k, c in a.linear if k in b_linear]])
-    return _Jet(
-        _mul(a.value, b.value),
-        _add([_mul(a.value, b.mean), _mul(a.mean, b.value)]),
-        tuple((k, _add(cs)) for k, cs in sorted(linear.items())),
-        _add([_mul(a.value, b.drift), _mul(a.drift, b.value), cross]),
-    )
-
-
-class _Expansion:
-    """Jets of the nodes of one expression tree (memoised: shared subexpressions are expanded once)."""
-
-    _t = sp.Dummy("t", real=True)
-
-    def __init__(self, noise: list[sp.Symbol]):
-        self.index = {z: k for k, z in enumerate(noise)}
-        self.active = {s, *noise}
-        self.depends = _Dependence(self.active)
-        self._seen: dict[sp.Expr, _Jet] = {}
-
-    def __call__(self, expr: sp.Expr) -> _Jet:
-        if expr not in self._seen:
-            self._seen[expr] = self._jet(expr)
-        return self._seen[expr]
-
-    def _jet(self, expr: sp.Expr) -> _Jet:
-        if not self.depends(expr):
-            return _Jet(expr)
-        if expr == s:
-            return _Jet(sp.S.Zero, sp.S.One)
-        if expr in self.index:
-            return _Jet(sp.S.Zero, linear=((self.index[expr], sp.S.One),))
-        if expr.is_Add:
-            return _jet_sum([self(arg) for arg in expr.args])
-        if expr.is_Mul:
-            jets = [self(arg) for arg in expr.args]
-            out = jets[0]
-            for jet in jets[1:]:
-                out = _jet_product(out, jet)
-            return out
-        if expr.is_Pow and not self.depends(expr.exp):
-            base, p = self(expr.base), expr.exp
-            u = base.value
-            power = (lambda q: sp.Pow(u, q, evaluate=False)) if u is not sp.S.Zero else (lambda q: sp.S.Zero**q)
-            return base.through(power(p), _mul(p, power(p - 1)), _mul(p * (p - 1), power(p - 2)))
-        if expr.is_Pow:
-            return self(sp.exp(expr.exp * sp.log(expr.base)))
-        if isinstance(expr, sp.Function) and len(expr.args) == 1:
-            inner = self(expr.args[0])
-            f = expr.func(self._t)
-            at = {self._t: inner.value}
-            return inner.through(f.xreplace(at), f.diff(self._t).xreplace(at), f.diff(self._t, 2).xreplace(at))
-        raise NotImplementedError(
-            f"one_step_limit cannot expand {type(expr).__name__} ({expr}) where it depends on "
-            "h or the noise: write the step with +, *, powers and functions of one argument"
-        )
-
-
 @holding_precision()  # nsimplify of a float scale, and floats substituted into cosh & co., set mpmath's precision
 def one_step_limit(step: Callable, tokens: int, dim: int, noise, progress: bool = True) -> StepLimit:
     """Expand ``step(xs, dw, h)`` to order h and take the noise's moments (module docstring); cached.
 
-    Each node of the step's expression carries its jet (``_Jet``: value, order-s mean, first-order loadings on
+    Each node of the step's expression carries its jet (``Jet``: value, order-s mean, first-order loadings on
     the noise entries and the averaged order-h part), combined by the sum, product and Ito chain rules, so no
     derivative of a large expression is ever formed. A progress bar appears when the derivation takes longer
     than ``PROGRESS_DELAY`` seconds (``progress=False`` hides it).
@@ -369,9 +210,9 @@ def one_step_limit(step: Callable, tokens: int, dim: int, noise, progress: bool 
 def _derived(step: Callable, tokens: int, dim: int, spec: NoiseSpec, progress: bool) -> StepLimit:
     xs = token_symbols(tokens, dim)
     noise = spec.symbols()
-    frozen = _Frozen({s, *noise})
+    frozen = Frozen({s, *noise})
     flat = _stack(step(xs, spec.value(sp.S.One), h), "step(xs, dw, h)", tokens, dim).applyfunc(frozen)
-    expansion = _Expansion(noise)
+    expansion = Expansion(noise)
     jets = []
     for entry in tqdm(
         flat,
@@ -391,119 +232,28 @@ def _derived(step: Callable, tokens: int, dim: int, spec: NoiseSpec, progress: b
         sp.Matrix([j.drift for j in jets]),
         loadings,
         sp.Matrix([j.mean for j in jets]),
-        sp.Matrix([_add([j.value, _mul(sp.S.NegativeOne, x[r])]) for r, j in enumerate(jets)]),
+        sp.Matrix(
+            [unevaluated_sum([j.value, unevaluated_product(sp.S.NegativeOne, x[r])]) for r, j in enumerate(jets)]
+        ),
         frozen.definitions,
     )
 
 
-def claimed_loadings(diffusion: Callable, xs: list[sp.Matrix], noise, frozen: _Frozen | None = None) -> sp.Matrix:
+def claimed_loadings(diffusion: Callable, xs: list[sp.Matrix], noise, frozen: Frozen | None = None) -> sp.Matrix:
     """The loadings of a claimed diffusion ``diffusion(xs, dW) -> n vectors`` (linear in dW, the increment per
     unit time with the noise's scale): column k is its derivative in z_k (the first-order part of its jet).
     With ``frozen``, written in its symbols (the subexpressions free of the noise frozen); otherwise in the token
     symbols."""
     spec = noise_spec(noise)
     z = spec.symbols()
-    freeze = _Frozen(set(z)) if frozen is None else frozen
+    freeze = Frozen(set(z)) if frozen is None else frozen
     flat = _stack(diffusion(xs, spec.value(sp.S.One)), "diffusion(xs, dw)", len(xs), xs[0].rows).applyfunc(freeze)
-    expansion = _Expansion(z)
+    expansion = Expansion(z)
     loadings = sp.zeros(flat.rows, len(z))
     for r, entry in enumerate(flat):
         for k, c in expansion(entry).linear:
             loadings[r, k] = c
     return freeze.back(loadings) if frozen is None else loadings
-
-
-def _random_sphere_point(xs: list[sp.Matrix], generator: random.Random) -> dict:
-    """Values for the token symbols: uniform directions (normalised uniform cube points), as mpmath numbers."""
-    values = {}
-    for token in xs:
-        v = [2 * mpmath.mpf(generator.random()) - 1 for _ in range(token.rows)]
-        norm = mpmath.sqrt(sum(c * c for c in v))
-        values.update({symbol: c / norm for symbol, c in zip(token, v)})
-    return values
-
-
-_MPMATH_FUNCTIONS = {
-    "exp": mpmath.exp,
-    "log": mpmath.log,
-    "erf": mpmath.erf,
-    "erfc": mpmath.erfc,
-    "sin": mpmath.sin,
-    "cos": mpmath.cos,
-    "tan": mpmath.tan,
-    "tanh": mpmath.tanh,
-    "sinh": mpmath.sinh,
-    "cosh": mpmath.cosh,
-    "atan": mpmath.atan,
-    "asin": mpmath.asin,
-    "acos": mpmath.acos,
-    "Abs": abs,
-    "sign": mpmath.sign,
-}
-
-
-class _Evaluation:
-    """Numeric values of expressions at one point, in mpmath at the working precision, memoised per node: a step's
-    expression is a small DAG of shared subexpressions but a huge tree, which ``lambdify`` and ``evalf`` walk
-    whole. Frozen symbols are evaluated from their ``definitions`` when first met."""
-
-    def __init__(self, point: dict, definitions: dict[sp.Symbol, sp.Expr]):
-        self._values: dict = dict(point)
-        self._definitions = definitions
-
-    def matrix(self, m: sp.Matrix) -> mpmath.matrix:
-        out = mpmath.matrix(m.rows, m.cols)
-        for r in range(m.rows):
-            for c in range(m.cols):
-                out[r, c] = self(m[r, c])
-        return out
-
-    def __call__(self, e: sp.Expr):
-        known = self._values.get(e)
-        if known is None:
-            known = self._evaluate(e)
-            self._values[e] = known
-        return known
-
-    def _evaluate(self, e: sp.Expr):
-        if e.is_Symbol:
-            if e not in self._definitions:
-                raise ValueError(f"check_limit: no value for the symbol {e}")
-            return self(self._definitions[e])
-        if e.is_Integer:
-            return mpmath.mpf(int(e))
-        if e.is_Rational:
-            return mpmath.mpf(e.p) / e.q
-        if e.is_Float:
-            return mpmath.mpf(e)
-        if e.is_NumberSymbol:
-            return mpmath.mpf(e.evalf(mpmath.mp.dps + 5))
-        if e.is_Add:
-            return mpmath.fsum(self(a) for a in e.args)
-        if e.is_Mul:
-            return mpmath.fprod(self(a) for a in e.args)
-        if e.is_Pow:
-            base, exponent = self(e.base), e.exp
-            if exponent.is_Integer:
-                return base ** int(exponent)
-            if exponent == sp.S.Half:
-                return mpmath.sqrt(base)
-            return base ** self(exponent)
-        function = _MPMATH_FUNCTIONS.get(type(e).__name__)
-        if function is None:
-            return mpmath.mpf(e.evalf(mpmath.mp.dps + 5, subs={s: self(s) for s in e.free_symbols}))
-        return function(*[self(a) for a in e.args])
-
-
-def _given_point(xs: list[sp.Matrix], state) -> dict:
-    """Values for the token symbols from a state shaped (n, d) (floats, read exactly)."""
-    rows = [list(row) for row in state]
-    if len(rows) != len(xs) or any(len(row) != token.rows for row, token in zip(rows, xs)):
-        raise ValueError(
-            f"points must be states shaped ({len(xs)}, {xs[0].rows}), got one shaped "
-            f"({len(rows)}, {len(rows[0]) if rows else 0})"
-        )
-    return {symbol: mpmath.mpf(float(value)) for token, row in zip(xs, rows) for symbol, value in zip(token, row)}
 
 
 @dataclass(frozen=True)
@@ -574,17 +324,17 @@ def check_limit(
     """
     derived = one_step_limit(step, tokens, dim, noise)
     xs = derived.tokens
-    frozen = _Frozen(set(noise_spec(noise).symbols()), derived.definitions)  # the claim shares the derivation's
+    frozen = Frozen(set(noise_spec(noise).symbols()), derived.definitions)  # the claim shares the derivation's
     claimed_drift = _stack(drift(xs), "drift(xs)", tokens, dim).applyfunc(frozen)
     claimed_j = claimed_loadings(diffusion, xs, noise, frozen)
     residuals = dict.fromkeys(("drift", "covariance", "first_order_mean", "zeroth_order"), mpmath.mpf(0))
     worst: dict[str, tuple] = {}
     generator = random.Random(seed)
-    given = None if isinstance(points, int) else [_given_point(xs, state) for state in points]
+    given = None if isinstance(points, int) else [given_point(xs, state) for state in points]
     with working_digits(dps):
         for index in range(points if given is None else len(given)):
-            point = _random_sphere_point(xs, generator) if given is None else given[index]
-            value = _Evaluation(point, frozen.definitions)
+            point = random_sphere_point(xs, generator) if given is None else given[index]
+            value = Evaluation(point, frozen.definitions)
             drift_a, j_a, mean_a, zeroth_a, drift_b, j_b = (
                 value.matrix(m)
                 for m in (
