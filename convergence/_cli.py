@@ -26,7 +26,6 @@ CPU time, and no number depends on K.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -39,10 +38,11 @@ from typing import NoReturn
 
 from verify._common import Verdict, atomic_write_set, check_int, exclusive_folder, recover_folder
 
-from ._output import INDEX_FILE, RUN_FILE, index_markdown, report_problem, run_json, study_files
-from ._performance.benchmark import BenchConfig, run_benchmarks
+from ._output import INDEX_FILE, RUN_FILE, earlier_report, index_markdown, previous_wall, run_json, study_files
+from ._performance.benchmark import run_benchmarks
 from ._performance.breakdown import study_breakdowns
 from ._performance.report import write_performance
+from ._performance.workload import BenchConfig
 from ._runtime import (
     Exit,
     Fault,
@@ -57,7 +57,7 @@ from ._runtime import (
     scheduler,
     terminate_as_interrupt,
 )
-from ._studies import HEADLINES, PROFILES, STUDIES
+from ._studies import HEADLINES, PROFILES, STUDIES, progress_bars
 
 
 def _folder(option: str):
@@ -104,24 +104,6 @@ def _scheduler(text: str) -> str:
         return check_scheduler(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _progress_factory(enabled: bool):
-    def factory(total: int, description: str):
-        if not enabled:
-            return lambda units: None
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc=description, unit="step", leave=False, file=sys.stderr)
-
-        def advance(units: int) -> None:
-            bar.update(units)
-            if bar.n >= total:
-                bar.close()
-
-        return advance
-
-    return factory
 
 
 def _add_run_options(sub: argparse.ArgumentParser) -> None:
@@ -317,7 +299,7 @@ def _locked_run(parser: argparse.ArgumentParser, args: argparse.Namespace, names
             raise Fault(Exit.BAD_INPUT, f"--out {str(args.out)!r}: {error}") from None
         for sentence in done:
             print(f"note: {sentence}", file=sys.stderr)
-        earlier = {name: _earlier_report(args.out, name) for name in names}
+        earlier = {name: earlier_report(args.out, name) for name in names}
         other = [name for name, data in earlier.items() if data and data.get("profile") != args.profile]
         if other and not args.replace_other_profile:
             parser.error(
@@ -325,7 +307,7 @@ def _locked_run(parser: argparse.ArgumentParser, args: argparse.Namespace, names
                 f"{', '.join(other)}, which this run would replace: write elsewhere (the default --out for "
                 f"{args.profile} is {DEFAULT_OUT[args.profile]}/), or pass --replace-other-profile"
             )
-        return _run_studies(args, names, _progress_factory(sys.stderr.isatty()), cache_dir, earlier)
+        return _run_studies(args, names, progress_bars(sys.stderr.isatty()), cache_dir, earlier)
 
 
 def _run_studies(
@@ -346,7 +328,7 @@ def _run_studies(
 
     cores = available_cores()
     # longest first (by the last report of this profile in OUT), so the last study does not run alone
-    order = sorted(names, key=lambda name: -_previous_wall(earlier[name], args.profile, cores))
+    order = sorted(names, key=lambda name: -previous_wall(earlier[name], args.profile, cores))
     # ref before the workers start: measured beside their start-up (imports) it came out 25% slow once
     reference_seconds()
     with scheduler(args.scheduler, args.workers, args.task_paths):
@@ -411,35 +393,3 @@ def _committed(out: Path) -> bool:
     checkout)."""
     here = Path(out).resolve()
     return here in {COMMITTED.resolve(), (Path(__file__).resolve().parent.parent / COMMITTED).resolve()}
-
-
-def _earlier_report(out: Path, name: str) -> dict | None:
-    """The study's earlier report in ``out`` (None when there is none); a ``Fault`` (exit 2) when the file there is
-    not a report this tool wrote, rather than a guess from it."""
-    path = Path(out) / f"{name}.json"
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        raise Fault(Exit.BAD_INPUT, f"{path} cannot be read ({error.strerror}): move it or pass --out") from None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    problem = report_problem(data, name)
-    if problem:
-        raise Fault(Exit.BAD_INPUT, f"{path} is not a report written by this tool ({problem}): move it or pass --out")
-    return data
-
-
-def _previous_wall(data: dict | None, profile: str, cores: int) -> float:
-    """The shortest wall time the study's last report ``data`` of ``profile`` allows on ``cores``: its serial CPU
-    seconds plus the rest spread over the cores (a report without its serial CPU: its wall time; no report: 0)."""
-    if data is None or data.get("profile") != profile:
-        return 0.0
-    if "serial_cpu_s" not in data:
-        return float(data.get("elapsed_s", 0.0))
-    cpu = float(data.get("cpu_s", 0.0))
-    serial = min(cpu, float(data["serial_cpu_s"]))
-    return serial + (cpu - serial) / cores

@@ -96,7 +96,11 @@ def test_convergence_imports_only_downward(path):
     assert not upward, f"{module} (layer {own}) imports higher layers: {upward}"
 
 
-STUDY_HELPERS = {"convergence._studies.base", "convergence._studies.over_seeds"}
+STUDY_HELPERS = {
+    "convergence._studies.base",
+    "convergence._studies.over_seeds",
+    "convergence._studies.calibration_cases",
+}
 
 
 @pytest.mark.parametrize("path", sources("convergence/_studies"), ids=lambda p: str(p.relative_to(ROOT)))

@@ -69,7 +69,7 @@ def test_a_never_fails_row_counts_false_failures_alone():
 
 def test_the_full_calibration_runs_every_brownian_registry_model_at_both_ladders():
     from convergence._models import MODELS
-    from convergence._studies.calibration import registry_cases
+    from convergence._studies.calibration_cases import registry_cases
 
     chosen = registry_cases("full")
     brownian = [name for name, make in MODELS.items() if make().noise.brownian]

@@ -15,11 +15,12 @@ from convergence._experiments import (
     CollapseRate,
     Comparison,
     collapse_rate,
+    grid_claims,
+    grid_configs,
     ordering_check,
     rate_check,
     sign_decision,
 )
-from convergence._experiments import collapse_grid as grid
 from convergence._models import attention_half_step
 
 LEVEL = 0.99
@@ -85,13 +86,13 @@ def test_relu_without_bias_sits_at_minus_one_over_two_d(dim):
 def test_each_wrong_exponent_reverses_or_breaks_a_prediction_the_true_one_makes():
     """The claims' wrong predictions are not the true ones in disguise: the Ito term's sign flipped predicts that
     biases slow collapse and sigmoid is the slowest; k'(1) without its 1/d makes ReLU's lambda_1 positive at d = 64."""
-    flip = grid.WRONG_PREDICTIONS["the Ito term's sign flipped"]
-    without = grid.WRONG_PREDICTIONS["k'(1) without its 1/d"]
-    biased, plain = grid.Config("relu", 64, 0.1, 0.0), grid.Config("relu", 64, 0.0, 0.0)
-    assert grid.lambda_true(biased) < grid.lambda_true(plain) and flip(biased) > flip(plain)
-    sig, relu = grid.Config("sigmoid", 64, 0.0, 0.0), grid.Config("relu", 64, 0.0, 0.0)
-    assert grid.lambda_true(sig) < grid.lambda_true(relu) and flip(sig) > flip(relu)
-    assert grid.lambda_true(relu) < 0 < without(relu)
+    flip = grid_configs.WRONG_PREDICTIONS["the Ito term's sign flipped"]
+    without = grid_configs.WRONG_PREDICTIONS["k'(1) without its 1/d"]
+    biased, plain = grid_configs.Config("relu", 64, 0.1, 0.0), grid_configs.Config("relu", 64, 0.0, 0.0)
+    assert grid_configs.lambda_true(biased) < grid_configs.lambda_true(plain) and flip(biased) > flip(plain)
+    sig, relu = grid_configs.Config("sigmoid", 64, 0.0, 0.0), grid_configs.Config("relu", 64, 0.0, 0.0)
+    assert grid_configs.lambda_true(sig) < grid_configs.lambda_true(relu) and flip(sig) > flip(relu)
+    assert grid_configs.lambda_true(relu) < 0 < without(relu)
 
 
 def test_a_run_tight_for_fewer_than_min_window_records_is_not_clustered():
@@ -106,12 +107,12 @@ def test_a_run_tight_for_fewer_than_min_window_records_is_not_clustered():
         assert rate.rate == pytest.approx(-2.0)
 
 
-def _repulsion_verdict(name: str, cluster_rates: dict, predict=grid.predicted_rate, se: float = 0.02) -> str:
+def _repulsion_verdict(name: str, cluster_rates: dict, predict=grid_configs.predicted_rate, se: float = 0.02) -> str:
     """ReLU and sigmoid at d = 64 without bias, v = -1, with the given rates from one tight cluster (standard error
     ``se``, 64 paths)."""
-    configs = [grid.Config(act, 64, 0.0, -1.0) for act in ("relu", "sigmoid")]
+    configs = [grid_configs.Config(act, 64, 0.0, -1.0) for act in ("relu", "sigmoid")]
     cluster = {c: _rate(cluster_rates[c.act], se) for c in configs}
-    return grid.repulsion_check(name, configs, cluster, predict, LEVEL, {}, "", 1.0).verdict
+    return grid_claims.repulsion_check(name, configs, cluster, predict, LEVEL, {}, "", 1.0).verdict
 
 
 def test_repulsion_is_judged_by_the_rate_from_a_tight_cluster_on_the_side_the_prediction_puts_it():
@@ -125,7 +126,7 @@ def test_repulsion_is_judged_by_the_rate_from_a_tight_cluster_on_the_side_the_pr
     assert _repulsion_verdict("repulsion_overpowered", agree) == "pass"
     assert _repulsion_verdict("repulsion_prevails", agree) == "pass"
     assert _repulsion_verdict("repulsion_prevails", {**agree, "relu": -1.0}) == "fail"
-    ignored = grid.WRONG_PREDICTIONS["the attention's sign ignored"]
+    ignored = grid_configs.WRONG_PREDICTIONS["the attention's sign ignored"]
     assert _repulsion_verdict("repulsion_overpowered", agree, ignored) == "fail"
     assert _repulsion_verdict("repulsion_prevails", {**agree, "relu": 0.01}) == "inconclusive"
     assert _repulsion_verdict("repulsion_prevails", {**agree, "relu": float("nan")}) == "fail"
@@ -144,7 +145,7 @@ def _claims_reject_their_wrong_predictions(report: dict) -> None:
     """Every claim of the grid is shown to fail on a plausible wrong prediction: for each claim, some
     ``wrong_prediction`` row judging it fails."""
     rows = [c for c in report["checks"] if c["name"] == "wrong_prediction"]
-    for claim in (*grid.ORDERING_CLAIMS, "collapse_rate"):
+    for claim in (*grid_claims.ORDERING_CLAIMS, "collapse_rate"):
         verdicts = {c["verdict"] for c in rows if c["config"]["check"] == claim}
         assert "fail" in verdicts, (claim, verdicts)
 
@@ -161,7 +162,9 @@ def test_the_committed_grid_report_passes_and_rejects_every_wrong_prediction():
             allowances.setdefault(key, set()).add(c["allowance"])
     assert allowances and all(len(values) == 1 for values in allowances.values())
     claims = {c["name"] for c in report["checks"] if c["claim"]}
-    assert claims >= {*grid.ORDERING_CLAIMS, "collapse_rate", "finite_records"} - {grid.LARGER_D_WITHOUT_BIAS}
+    assert claims >= {*grid_claims.ORDERING_CLAIMS, "collapse_rate", "finite_records"} - {
+        grid_claims.LARGER_D_WITHOUT_BIAS
+    }
 
 
 @pytest.mark.slow  # the quick profile: about a minute on 2 cores

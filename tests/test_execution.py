@@ -1,4 +1,4 @@
-"""Schedulers, block sizes and the resumable block cache (``convergence._runtime.execution``)."""
+"""Schedulers, block sizes and the resumable block cache (``convergence._runtime.execution``, ``block_cache``)."""
 
 import json
 import math

@@ -380,9 +380,11 @@ def test_the_mean_field_checks_cannot_pass_a_five_percent_near_miss_at_too_few_p
 def test_the_weak_limit_rejects_a_wrong_overlap_sde():
     """weak-fedorov's weak_limit on the same simulated overlaps: the derived overlap SDE passes; its diffusion
     coefficient 5% off and d - 1 for d - 2 in its drift fail."""
-    from convergence._studies.power import PROFILES, weak_rows
+    from convergence._experiments import weak_rows
+    from convergence._studies.power import PROFILES, STUDY_KEY
 
-    rows = {c.config.get("mutant", "true"): c for c in weak_rows(PROFILES["quick"].weak, 0, 0.05, 0.01, (0.05,))}
+    checks = weak_rows(PROFILES["quick"].weak, 0, (STUDY_KEY, 60), 0.05, 0.01, (0.05,))
+    rows = {c.config.get("mutant", "true"): c for c in checks}
     assert rows["true"].verdict == PASS
     for label in (
         "overlap diffusion x (1 + eps), eps = +0.05",

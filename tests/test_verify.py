@@ -16,9 +16,8 @@ from verify.__main__ import main as verify_main
 from verify._analysis import p_antipodal_gauss, rho
 from verify._calculus import d, sigma
 from verify._common import working_bits, working_digits
-from verify._derivations import catalogue as derivations
-from verify._derivations import crosscheck
-from verify._models import beta
+from verify._derivations import catalogue, crosscheck, derivation, model_a, model_f
+from verify._models import beta, fedorov_system
 
 
 def test_overlap_sde_interface_symbols():
@@ -38,7 +37,7 @@ def test_overlap_sde_interface_symbols():
 def test_one_token_limit_is_spherical_brownian_motion():
     # Exact algebra: with n = 1 the derived drift is -(d-1)/2 sigma^2 x, so E<x_t, e> decays at
     # rate (d-1) sigma^2 / 2, the first zonal eigenvalue of (sigma^2/2) Laplacian on S^{d-1}.
-    system = derivations.fedorov_system(1, unit=True)
+    system = fedorov_system(1, unit=True)
     coefficient = system.drift[0].c[0]
     assert sp.simplify(coefficient + (d - 1) * sigma**2 / 2) == 0
 
@@ -46,15 +45,15 @@ def test_one_token_limit_is_spherical_brownian_motion():
 def test_generator_agrees_with_coordinates_in_dimension_2():
     """Every checked model at d = 2 and model F with three tokens at d = 3; ``python -m verify`` (slow) adds d = 3, 4.
     The two sides agree exactly (0 at 30 digits), at any point: the point is the same rational on both."""
-    der = derivations.generator_in_coordinates(dims=(2,))
+    der = model_f.generator_in_coordinates(dims=(2,))
     assert der.status == "verified", der.checks
-    assert len(der.checks) == len(derivations.CHECKED) + 1 and all(
+    assert len(der.checks) == len(crosscheck.CHECKED) + 1 and all(
         "= 0 " in c["detail"] or c["detail"].endswith("= 0") for c in der.checks
     )
 
 
 def test_layer_consistency_invariance_and_stratonovich():
-    der = derivations.layer_consistency()
+    der = model_f.layer_consistency()
     assert der.status == "verified", [c for c in der.checks if c["status"] != "verified"]
     names = " ".join(c["name"] for c in der.checks)
     assert "sphere invariant" in names and "Stratonovich" in names and "third absolute moment" in names
@@ -105,16 +104,16 @@ def test_p_antipodal_properties():
 
 
 def test_hybrid_dichotomy_and_interface():
-    der = derivations.hybrid_dichotomy()
+    der = model_f.hybrid_dichotomy()
     assert der.status == "verified"
     assert verify.critical_eps2(0.0) == 2
     assert abs(verify.critical_eps2(1.0) - 2 * mpmath.e**-1) < mpmath.mpf(10) ** -25
 
 
 def test_quadratic_form_and_model_a_derivations():
-    assert derivations.quadratic_form().status == "verified"
-    agazzi = derivations.agazzi_exponents()
-    assert agazzi.status == "verified", agazzi.checks
+    assert catalogue.quadratic_form().status == "verified"
+    exponents = model_a.agazzi_exponents()
+    assert exponents.status == "verified", exponents.checks
 
 
 def test_one_step_crosscheck_rejects_a_wrong_generator(monkeypatch):
@@ -129,13 +128,13 @@ def test_python_m_verify_runs_its_derivations_and_writes_the_reports(tmp_path, c
     """The command's mechanism on two cheap derivations (the whole catalogue is the slow test below)."""
     import verify.__main__ as command
 
-    monkeypatch.setattr(command, "ALL", (derivations.hybrid_dichotomy, derivations.agazzi_exponents))
+    monkeypatch.setattr(command, "ALL", (model_f.hybrid_dichotomy, model_a.agazzi_exponents))
     assert verify_main(["--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "symbolic.json").read_text())
     assert [der["name"] for der in data["derivations"]] == ["hybrid", "agazzi_two_point"]
     assert "**Status: verified**" in (tmp_path / "symbolic.md").read_text()
     assert "2/2 derivations verified" in capsys.readouterr().out
-    failing = derivations.Derivation("failing", "a check that fails")
+    failing = derivation.Derivation("failing", "a check that fails")
     failing.check("false", False)
     monkeypatch.setattr(command, "ALL", (lambda: failing,))
     assert verify_main(["--out", str(tmp_path / "failed")]) == 1
@@ -164,7 +163,7 @@ def test_numerical_limit_sde_drift_equals_the_symbolic_one(model_name, rng):
     x = random_tokens(rng, 1, 2, dim)
     if model_name == "fedorov":
         sde = FedorovModel(tokens=2, dim=dim, beta=b, sigma=s, mean_value=mean * np.eye(dim)).limit_sde()
-        system = derivations.fedorov_system(2, unit=True, mean=m)
+        system = fedorov_system(2, unit=True, mean=m)
     else:
         sde = HybridModel(dim=dim, beta=b, eps=e).limit_sde()
         system = hybrid_system(2)

@@ -1,12 +1,15 @@
 """Experiments, each for any model that provides what it needs: strong and weak convergence (``strong``,
-``strong_checks``, ``strong_same_limit``, ``strong_low_rank``, ``weak``, and model F's overlap statistics,
-``weak_overlap``), local consistency (``local``: the checks, over ``local_draws``, ``local_statistics`` and
-``local_states``), where two tokens end (``overlap_ends``) and the phase transition built on it (``phase``),
-plausible wrong claims (``mutants``), two-point exponents (``exponents``), the interaction energy (``energy``),
-collapse rates over depth (``collapse``) and model A's grid of them (``collapse_grid``), synchronisation by noise
-(``sync_by_noise``), propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits (``commute``),
-width (``width``, ``width_depth``) and the latent diffusion sampler's nested runs and their checks
-(``latent_sampling``), and the certified checks of its stopping problem (``stopping_certificates``).
+``strong_checks``, ``strong_same_limit``, ``strong_low_rank``, ``weak`` with its order fit ``weak_order_fit``, and
+model F's overlap statistics, ``weak_overlap``), local consistency (``local``: the checks, over ``local_draws``,
+``local_statistics`` and ``local_states``), where two tokens end (``overlap_ends``) and the phase transition built
+on it (``phase``, with its design ``phase_design`` and its n-token runs ``phase_many_tokens``), plausible wrong
+claims (``mutants``) and the rows of the power study beyond the local check (``mutant_rows``), two-point exponents
+(``exponents``), the interaction energy (``energy``), collapse rates over depth (``collapse``) and model A's grid of
+them (``collapse_grid``: its configurations, ``grid_configs``, and claims, ``grid_claims``), synchronisation by
+noise (``sync_by_noise``, its design ``sync_design``), propagation of chaos (``chaos``), the SPDE (``mean_field``),
+commuting limits (``commute``, its estimates and checks ``commute_checks``), width (``width``, ``width_depth``) and
+the latent diffusion sampler's nested runs (``latent_runs``) and their checks (``latent_sampling``), and the
+certified checks of its stopping problem (``stopping_certificates``).
 """
 
 from __future__ import annotations
@@ -33,23 +36,9 @@ from .collapse import (
     record_collapse,
     sign_decision,
 )
-from .collapse_grid import (
-    ACTIVATIONS,
-    ATTENTION,
-    BETA,
-    BIASES,
-    CLAIM_MUTANT,
-    CLUSTER_DEPTH,
-    CLUSTER_HORIZON,
-    CLUSTER_RADIUS,
-    DEPTH,
-    HORIZON,
-    TOKENS,
-    GridDesign,
-    GridOutcome,
-    run_collapse_grid,
-)
-from .commute import CommuteDesign, analyse_commute, commute_estimates, coupled_energies
+from .collapse_grid import GridOutcome, run_collapse_grid
+from .commute import CommuteDesign, coupled_energies
+from .commute_checks import analyse_commute, commute_estimates
 from .energy import (
     ENERGY_TARGET,
     EnergyDesign,
@@ -65,15 +54,22 @@ from .exponents import (
     median_exponent,
     record_log_distances,
 )
-from .latent_sampling import (
-    LIMIT_TARGET,
-    PAPER_HORIZON,
-    PAPER_SPECTRA,
-    LatentDesign,
-    backward_samples,
-    exact_discrete_convergence,
-    sampler_checks,
+from .grid_claims import CLAIM_MUTANT
+from .grid_configs import (
+    ACTIVATIONS,
+    ATTENTION,
+    BETA,
+    BIASES,
+    CLUSTER_DEPTH,
+    CLUSTER_HORIZON,
+    CLUSTER_RADIUS,
+    DEPTH,
+    HORIZON,
+    TOKENS,
+    GridDesign,
 )
+from .latent_runs import PAPER_HORIZON, PAPER_SPECTRA, LatentDesign, backward_samples
+from .latent_sampling import LIMIT_TARGET, exact_discrete_convergence, sampler_checks
 from .local import local_checks, local_checks_for_claims
 from .local_draws import CONTROLS, SAMPLE_BLOCK, LocalDesign, layer_samples
 from .local_states import STATES, states_for
@@ -93,6 +89,7 @@ from .mean_field import (
     zonal_limit,
     zonal_rates,
 )
+from .mutant_rows import latent_rows, mean_field_rows, phase_rows, weak_rows
 from .mutants import (
     DiffusionScaled,
     DriftScaled,
@@ -107,24 +104,19 @@ from .overlap_ends import (
     DELTA,
     FOLLOW_ALLOWANCE,
     FOLLOW_CHUNKS,
-    HORIZON_FACTOR,
     MAX_UNDECIDED,
     MERGE_TARGET,
-    PHASE_DESIGNS,
-    PLAN_DIVISORS,
     SWITCH_THRESHOLD,
-    PhaseDesign,
     antipodal_share_check,
     decided_ends,
     expectation_check,
     merge_probability_check,
     pending_runs,
-    phase_horizon,
-    planned_paths,
     probability_check,
     run_until_decided,
 )
 from .phase import PhaseOutcome, beta_grid, family_size, phase_transition, standard_error_units
+from .phase_design import HORIZON_FACTOR, PHASE_DESIGNS, PLAN_DIVISORS, PhaseDesign, phase_horizon, planned_paths
 from .stopping_certificates import (
     capped_growth,
     criterion_search,
@@ -156,7 +148,8 @@ from .strong_low_rank import (
     frame,
     run_low_rank_coupled,
 )
-from .sync_by_noise import (
+from .sync_by_noise import SyncOutcome, synchronisation_by_noise
+from .sync_design import (
     ALIGNED,
     ANTIPODAL_SHARE,
     ENERGY_CONFIGS,
@@ -168,8 +161,6 @@ from .sync_by_noise import (
     SYNC_BETA,
     SYNC_CHECKS,
     SyncDesign,
-    SyncOutcome,
-    synchronisation_by_noise,
 )
 from .weak import (
     OVERLAP_OBSERVABLES,
@@ -180,9 +171,8 @@ from .weak import (
     coupled_layer_and_claims,
     coupled_observables,
     limit_check,
-    order_check,
-    weak_order,
 )
+from .weak_order_fit import order_check, weak_order
 from .weak_overlap import WeakOverlapOutcome, reference_values, weak_overlap
 from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_width_errors
 from .width_depth import (
@@ -193,6 +183,10 @@ from .width_depth import (
 )
 
 __all__ = [
+    "latent_rows",
+    "mean_field_rows",
+    "phase_rows",
+    "weak_rows",
     "ALIGNED",
     "ANTIPODAL_SHARE",
     "ENERGY_CONFIGS",

@@ -41,24 +41,18 @@ how samples are split into blocks nor on where the blocks run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import stats
 
 from .._models import LayerMap, LimitSDE
 from .._runtime import random_stream
 from .._statistics import (
     FAIL,
     FAMILY_ALPHA,
-    INCONCLUSIVE,
-    PASS,
     Check,
-    effect_check,
     first_nonfinite,
-    samples_to_decide,
     z_value,
 )
 from .local_draws import LayerSamples, LocalDesign, layer_samples
@@ -68,8 +62,10 @@ from .local_statistics import (
     LocalSamples,
     claimed_covariance,
     claimed_noise,
+    interval_check,
     local_samples,
     machine_epsilons,
+    max_z_check,
     probe_directions,
     rounding_allowance,
 )
@@ -90,101 +86,6 @@ def _remainder(differences: np.ndarray, rounding: np.ndarray | None, design: Loc
         return np.abs(mean) / 3
     se = differences.std(axis=0, ddof=1) / np.sqrt(differences.shape[0])
     return REMAINDER_SAFETY * (np.abs(mean) + z * se) / 3 + rounding_allowance(rounding)
-
-
-def _interval_check(
-    name: str,
-    per_sample: np.ndarray,
-    bias: float,
-    z: float,
-    target: float,
-    config: dict,
-    note: str,
-    confidence: float,
-    power: float,
-    bias_span: float = 1.0,
-) -> Check:
-    """Mean of ``per_sample`` (expected 0) with a z interval, the bias allowance and the resolution rule
-    (resolution at ``power``; ``bias_span`` 2: whatever the bias within the allowance, ``detectable_effect``)."""
-    mean = float(per_sample.mean())
-    se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
-    ci = (mean - z * se, mean + z * se)
-    check = effect_check(
-        name,
-        0.0,
-        mean,
-        ci,
-        bias,
-        target,
-        config,
-        confidence=confidence,
-        power=power,
-        scale=1.0,
-        note=note,
-        bias_span=bias_span,
-    )
-    if check.verdict == INCONCLUSIVE:
-        return replace(
-            check,
-            note=note
-            + (
-                f"; resolution {check.resolution:.3g} > target {target:g}: about "
-                f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power, bias_span)} samples "
-                "would decide"
-                if target > bias_span * bias
-                else "; the O(h^2) bias exceeds the target: use a smaller step"
-            ),
-        )
-    return check
-
-
-def _max_z_check(
-    name: str,
-    per_sample: np.ndarray,
-    bias: np.ndarray,
-    z: float,
-    config: dict,
-    note: str,
-    confidence: float,
-    scale: float,
-    target: float,
-    power: float,
-    bias_span: float = 1.0,
-) -> Check:
-    """``fail`` when any column's mean is more than z_k standard errors beyond its bias allowance, z_k the
-    Bonferroni quantile over the k columns within this check's level (the maximum over k components).
-
-    Resolution: the largest over the columns of bias_k + (z_k + z_power) se_k, the error in any one column that is
-    rejected with probability ``power``, relative to ``scale``; inconclusive when it exceeds ``target``."""
-    z = z_value(per_sample.shape[1], 1.0 - confidence)
-    mean = per_sample.mean(axis=0)
-    se = per_sample.std(axis=0, ddof=1) / np.sqrt(per_sample.shape[0])
-    excess = np.where(
-        se > 0, (np.abs(mean) - bias) / np.where(se > 0, se, 1.0), np.where(np.abs(mean) > bias, np.inf, 0)
-    )
-    worst = int(np.argmax(excess))
-    score = float(np.max(excess))
-    resolution = (
-        float(np.max(bias_span * bias + (z + float(stats.norm.ppf(power))) * se)) / scale if scale > 0 else math.inf
-    )
-    verdict = FAIL if not np.all(np.isfinite(mean)) or score > z else (INCONCLUSIVE if resolution > target else PASS)
-    return Check(
-        name,
-        0.0,
-        score,
-        (score, score),
-        verdict,
-        config,
-        z,
-        confidence,
-        1 - confidence,
-        f"{note}; largest excess over the bias allowance, in standard errors: {score:.3g} "
-        f"(component {worst}), fails above z = {z:.3g}; resolution: an error of {resolution:.3g} x "
-        f"{scale:.3g} in any one component",
-        resolution=resolution,
-        relative_resolution=resolution,
-        target=target,
-    )
 
 
 def local_checks(
@@ -297,7 +198,7 @@ class _ClaimChecks:
         if drift_scale is not None:
             self.checks.append(drift_scale)
         self.checks.append(
-            _max_z_check(
+            max_z_check(
                 "drift",
                 r2 - claimed,
                 bias,
@@ -355,7 +256,7 @@ class _ClaimChecks:
                 f"target {design.state_target:g} of a typical component, {target:.3g} of the drift (the "
                 "pooled drift_scale carries the relative target)"
             )
-        check = _interval_check(
+        check = interval_check(
             "drift_scale",
             gamma,
             float(bias @ np.abs(direction) / norm2),
@@ -389,7 +290,7 @@ class _ClaimChecks:
             weights = 1.0 / variance if np.all(variance > 0) else np.ones(len(parts))
             weights /= weights.sum()
             bias = float(weights @ [b for b in self.pooled_bias[name] if b is not None])
-            pooled = _interval_check(
+            pooled = interval_check(
                 name,
                 weights @ stacked,
                 bias,
@@ -426,7 +327,7 @@ def _diffusion_scale_check(
     c_norm2 = float(np.sum(data.claimed_cov**2))
     s1, s2 = data.scale_richardson
     per_sample = s2[:, 0] / c_norm2
-    check = _interval_check(
+    check = interval_check(
         "diffusion_scale",
         per_sample,
         float(np.squeeze(_remainder(s1 - s2, data.scale_rounding, design, z))) / c_norm2,
@@ -446,7 +347,7 @@ def _diffusion_probe_check(data: LocalSamples, design: LocalDesign, z: float, cf
     direction (a radial probe has claimed variance 0 on the sphere)."""
     scale = float(np.trace(data.claimed_cov)) / data.claimed_cov.shape[0]
     p1, p2 = data.probe_richardson
-    return _max_z_check(
+    return max_z_check(
         "diffusion",
         p2 / scale,
         _remainder(p1 - p2, data.probe_rounding, design, z) / scale,

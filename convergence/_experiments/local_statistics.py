@@ -1,14 +1,19 @@
 """The per-sample statistics of a layer's one-step draws against a claim: the drift (Delta - G) / h and the
-covariance terms, with their floating-point floors (docstring of ``convergence._experiments.local``)."""
+covariance terms, with their floating-point floors (docstring of ``convergence._experiments.local``); and the two
+kinds of check the local checks make of them: an interval on a per-sample mean (``interval_check``) and the largest
+excess over its components (``max_z_check``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
+from scipy import stats
 
 from .._models import LayerMap, LimitSDE
+from .._statistics import FAIL, INCONCLUSIVE, PASS, Check, effect_check, samples_to_decide, z_value
 from .local_draws import LayerSamples, LocalDesign
 
 PROBES = 4  # random probe directions of the covariance, besides each token's radial direction
@@ -192,3 +197,98 @@ def probe_directions(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         radial[i, i * d : (i + 1) * d] = x[i]
     random = rng.standard_normal((PROBES, n * d))
     return np.vstack([radial, random / np.linalg.norm(random, axis=1, keepdims=True)])
+
+
+def interval_check(
+    name: str,
+    per_sample: np.ndarray,
+    bias: float,
+    z: float,
+    target: float,
+    config: dict,
+    note: str,
+    confidence: float,
+    power: float,
+    bias_span: float = 1.0,
+) -> Check:
+    """Mean of ``per_sample`` (expected 0) with a z interval, the bias allowance and the resolution rule
+    (resolution at ``power``; ``bias_span`` 2: whatever the bias within the allowance, ``detectable_effect``)."""
+    mean = float(per_sample.mean())
+    se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
+    ci = (mean - z * se, mean + z * se)
+    check = effect_check(
+        name,
+        0.0,
+        mean,
+        ci,
+        bias,
+        target,
+        config,
+        confidence=confidence,
+        power=power,
+        scale=1.0,
+        note=note,
+        bias_span=bias_span,
+    )
+    if check.verdict == INCONCLUSIVE:
+        return replace(
+            check,
+            note=note
+            + (
+                f"; resolution {check.resolution:.3g} > target {target:g}: about "
+                f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power, bias_span)} samples "
+                "would decide"
+                if target > bias_span * bias
+                else "; the O(h^2) bias exceeds the target: use a smaller step"
+            ),
+        )
+    return check
+
+
+def max_z_check(
+    name: str,
+    per_sample: np.ndarray,
+    bias: np.ndarray,
+    z: float,
+    config: dict,
+    note: str,
+    confidence: float,
+    scale: float,
+    target: float,
+    power: float,
+    bias_span: float = 1.0,
+) -> Check:
+    """``fail`` when any column's mean is more than z_k standard errors beyond its bias allowance, z_k the
+    Bonferroni quantile over the k columns within this check's level (the maximum over k components).
+
+    Resolution: the largest over the columns of bias_k + (z_k + z_power) se_k, the error in any one column that is
+    rejected with probability ``power``, relative to ``scale``; inconclusive when it exceeds ``target``."""
+    z = z_value(per_sample.shape[1], 1.0 - confidence)
+    mean = per_sample.mean(axis=0)
+    se = per_sample.std(axis=0, ddof=1) / np.sqrt(per_sample.shape[0])
+    excess = np.where(
+        se > 0, (np.abs(mean) - bias) / np.where(se > 0, se, 1.0), np.where(np.abs(mean) > bias, np.inf, 0)
+    )
+    worst = int(np.argmax(excess))
+    score = float(np.max(excess))
+    resolution = (
+        float(np.max(bias_span * bias + (z + float(stats.norm.ppf(power))) * se)) / scale if scale > 0 else math.inf
+    )
+    verdict = FAIL if not np.all(np.isfinite(mean)) or score > z else (INCONCLUSIVE if resolution > target else PASS)
+    return Check(
+        name,
+        0.0,
+        score,
+        (score, score),
+        verdict,
+        config,
+        z,
+        confidence,
+        1 - confidence,
+        f"{note}; largest excess over the bias allowance, in standard errors: {score:.3g} "
+        f"(component {worst}), fails above z = {z:.3g}; resolution: an error of {resolution:.3g} x "
+        f"{scale:.3g} in any one component",
+        resolution=resolution,
+        relative_resolution=resolution,
+        target=target,
+    )

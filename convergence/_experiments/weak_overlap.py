@@ -24,14 +24,8 @@ from .._paths import fixed_overlap, overlap, simulate
 from .._references import expectation, lambdify_overlap
 from .._statistics import Check
 from .strong import bootstrap_generator
-from .weak import (
-    OVERLAP_OBSERVABLES,
-    WeakDesign,
-    coupled_observables,
-    limit_check,
-    order_check,
-    weak_order,
-)
+from .weak import OVERLAP_OBSERVABLES, WeakDesign, coupled_observables, limit_check
+from .weak_order_fit import order_check, weak_order
 
 
 @dataclass(frozen=True)

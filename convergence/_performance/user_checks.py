@@ -18,7 +18,7 @@ from .._checks import check_local_consistency, check_strong_order, check_weak_li
 from .._experiments import DRIFT_TARGET, DriftScaled
 from .._models import FedorovModel
 from .._statistics import FAIL, PASS
-from .._studies.calibration import overlap_squared
+from .._studies.calibration_cases import overlap_squared
 
 DRIFT_ERRORS = {"local": 0.05, "strong": DRIFT_TARGET, "weak": 0.05}  # each check's mutant: drift x (1 + error)
 BUDGETS = {"local": 0.5, "strong": 3.0, "weak": 5.0}  # ref units per run, true claim or mutant

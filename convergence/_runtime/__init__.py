@@ -1,6 +1,6 @@
-"""Where work runs: blocks of paths, the unit of seeding and of work (``blocks``), the schedulers (in process or
-dask) with the resumable block cache (``execution``), the explicit identity of a configuration that keys it
-(``identity``), the results two studies of one run share (``sharing``), the reference kernel that costs are
+"""Where work runs: blocks of paths, the unit of seeding and of work (``blocks``), the schedulers (in process or dask)
+(``execution``) with the resumable block cache (``block_cache``), the explicit identity of a configuration that keys
+it (``identity``), the results two studies of one run share (``sharing``), the reference kernel that costs are
 measured in (``reference``), and why a run stopped, as its exit code and one sentence (``faults``). The lowest
 layer: it imports nothing else from ``convergence``.
 """
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from verify._common import random_stream, seed_words
 
+from .block_cache import BlockCache, cache_secret
 from .blocks import SEED_BLOCK, STREAM_KEYS, block_streams, compute_blocks
 from .execution import (
-    BlockCache,
     as_finished,
     available_cores,
     block_count,
-    cache_secret,
     caching,
     check_scheduler,
     concatenate_blocks,

@@ -3,12 +3,12 @@ calls the experiments (``base``: what a study is; ``over_seeds``: what the studi
 imports another: designs that several studies run live in ``convergence._experiments``. Studies: ``strong_fedorov``,
 ``weak_fedorov``, ``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``grid_agazzi``, ``chaos``, ``commute``,
 ``ldm_stopping``, ``power``; and, run by name only (not part of ``report``), ``calibration`` (the public checks'
-decision rates over seeds) and ``quick_profiles`` (every study's quick profile over seeds) and ``mutant_seeds`` (the
-power study's near misses over seeds)."""
+decision rates over seeds, on the cases of ``calibration_cases``) and ``quick_profiles`` (every study's quick
+profile over seeds) and ``mutant_seeds`` (the power study's near misses over seeds)."""
 
 from __future__ import annotations
 
-from .base import PROFILES, Study
+from .base import PROFILES, Study, progress_bars
 from .calibration import STUDY as CALIBRATION
 from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
@@ -43,6 +43,7 @@ STUDIES: dict[str, Study] = {
 HEADLINES = {name: study.headlines for name, study in STUDIES.items()}
 
 __all__ = [
+    "progress_bars",
     "HEADLINES",
     "PROFILES",
     "STUDIES",

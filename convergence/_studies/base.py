@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from tqdm import tqdm
 
 from verify._common import check_choice, check_int, package_versions
 
@@ -19,6 +22,24 @@ ProgressFactory = Callable[[int, str], Callable[[int], None]]
 
 def no_progress(total: int, description: str) -> Callable[[int], None]:
     return lambda units: None
+
+
+def progress_bars(enabled: bool) -> ProgressFactory:
+    """One progress bar per study on standard error (tqdm), closed when its work is done; none unless ``enabled``."""
+    if not enabled:
+        return no_progress
+
+    def factory(total: int, description: str) -> Callable[[int], None]:
+        bar = tqdm(total=total, desc=description, unit="step", leave=False, file=sys.stderr)
+
+        def advance(units: int) -> None:
+            bar.update(units)
+            if bar.n >= total:
+                bar.close()
+
+        return advance
+
+    return factory
 
 
 @dataclass(frozen=True)

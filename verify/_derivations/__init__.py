@@ -1,6 +1,7 @@
-"""Every derivation with its checks (``catalogue``), the Monte Carlo cross-check of each generator against a
-discrete layer written here from docs/models.md, with the models every derivation covers (``crosscheck``) and
-``reports/symbolic.{md,json}`` (``symbolic_report``).
+"""Every derivation with its checks (``catalogue``: model F's in ``model_f``, model A's in ``model_a``, the latent
+diffusion model's in ``stopping``, each a ``derivation`` record), the Monte Carlo cross-check of each generator
+against a discrete layer written here from docs/models.md, with the models every derivation covers (``crosscheck``)
+and ``reports/symbolic.{md,json}`` (``symbolic_report``).
 """
 
 from __future__ import annotations

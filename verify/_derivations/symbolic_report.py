@@ -8,7 +8,7 @@ from pathlib import Path
 import sympy as sp
 
 from .._common import atomic_write_set, package_versions
-from .catalogue import Derivation
+from .derivation import Derivation
 
 
 def _plain(value):
