@@ -107,6 +107,18 @@ def test_as_finished_yields_every_item_once_and_raises_a_calls_error():
         list(as_finished(failing, [1], threads=0))
 
 
+def test_the_cache_fingerprint_covers_the_source_of_both_packages():
+    """A cache never outlives a code change: the fingerprint hashes every source file, this module's own and
+    verify's included (it once hashed none, after the runtime moved a level down)."""
+    from convergence._runtime import block_cache
+
+    sources = block_cache.fingerprinted_sources()
+    root = Path(block_cache.__file__).resolve().parents[2]
+    assert Path(block_cache.__file__).resolve() in sources
+    assert (root / "verify" / "__init__.py") in sources and (root / "convergence" / "__init__.py") in sources
+    assert len(sources) == len(list(root.glob("convergence/**/*.py"))) + len(list(root.glob("verify/**/*.py")))
+
+
 def test_cache_reuses_intact_entries_and_recomputes_corrupted_or_foreign_ones(tmp_path):
     calls = []
 

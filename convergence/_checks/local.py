@@ -8,24 +8,12 @@ import numpy as np
 
 from verify._common import check_choice, check_real, check_tokens
 
-from .._experiments import (
-    CONTROLS,
-    SAMPLE_BLOCK,
-    STATES,
-    LocalDesign,
-    local_checks,
-    states_for,
-)
-from .._models import (
-    LayerMap,
-)
+from .._experiments import CONTROLS, SAMPLE_BLOCK, STATES, LocalDesign, local_checks, states_for
+from .._models import LayerMap
 from .._models.autodiff_limit import RESTING_TOLERANCE, zero_noise_step
 from .._output import Curve, Plot
 from .._runtime import random_stream
-from .._statistics import (
-    Check,
-    all_finite,
-)
+from .._statistics import Check, all_finite
 from .arguments import check_title, claim_config, name_of
 from .claims import PROBE_STEP, ClaimedSDE, UserLayerMap
 from .outcome import Outcome, timed

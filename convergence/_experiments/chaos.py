@@ -31,15 +31,7 @@ from verify._common import check_int, check_ladder, check_real
 
 from .._models import LayerMap
 from .._output import Panel, Series
-from .._paths import (
-    BrownianBlock,
-    Level,
-    PathStreams,
-    RateTolerance,
-    common_noise,
-    run_coupled,
-    run_seeded,
-)
+from .._paths import BrownianBlock, Level, PathStreams, RateTolerance, common_noise, run_coupled, run_seeded
 from .._runtime import STREAM_KEYS, concatenate_blocks, random_stream
 from .._statistics import (
     CONFIDENCE,

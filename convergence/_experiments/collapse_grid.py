@@ -1,7 +1,7 @@
 """Model A's experimental grid (Agazzi et al., arXiv:2604.26898) run and judged: every configuration's run from
 uniform tokens and the repulsive ones' from one tight cluster (``record_collapse``), their collapse rates, the claim
 checks of ``grid_claims`` on the configurations of ``grid_configs``, the table and the figures of the grid-agazzi
-study. The study holds the profiles (``GridDesign``); ``run_collapse_grid`` runs one."""
+study. The study holds the profiles (``grid_configs.GridDesign``); ``run_collapse_grid`` runs one."""
 
 from __future__ import annotations
 
@@ -15,22 +15,9 @@ from verify._analysis import KernelSpec
 from .._models import AgazziModel, GaussianField
 from .._output import Curve, Plot
 from .._runtime import concurrent_map
-from .._statistics import (
-    FAIL,
-    PASS,
-    Check,
-    family_confidence,
-    first_nonfinite,
-)
-from .collapse import (
-    collapse_rate,
-    record_collapse,
-    tight_cluster,
-)
-from .grid_claims import (
-    claim_checks,
-    paper_wording_findings,
-)
+from .._statistics import FAIL, PASS, Check, family_confidence, first_nonfinite
+from .collapse import collapse_rate, record_collapse, tight_cluster
+from .grid_claims import claim_checks, paper_wording_findings
 from .grid_configs import (
     ACTIVATIONS,
     ATTENTION,
@@ -138,7 +125,6 @@ def _grid_records(
         paths = design.paths[c.dim]
         if from_cluster:
             paths = design.cluster_paths.get(c.dim, paths)
-            start = tight_cluster(CLUSTER_RADIUS)
             records = record_collapse(
                 model,
                 CLUSTER_DEPTH,
@@ -148,7 +134,7 @@ def _grid_records(
                 seed,
                 cluster_key(study_key, c),
                 design.block_paths,
-                initial=start,
+                initial=tight_cluster(CLUSTER_RADIUS),
             )
         else:
             records = record_collapse(

@@ -9,14 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._statistics import (
-    FAIL,
-    INCONCLUSIVE,
-    PASS,
-    Check,
-    confidence_label,
-    detectable_effect,
-)
+from .._statistics import FAIL, INCONCLUSIVE, PASS, Check, confidence_label, detectable_effect
 from .collapse import (
     CONTINUUM,
     MIN_EFFECT,

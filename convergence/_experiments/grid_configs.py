@@ -11,10 +11,7 @@ import numpy as np
 
 from verify._analysis import KernelSpec, activation_constants
 
-from .collapse import (
-    RATE_TARGET,
-    layer_rate,
-)
+from .collapse import RATE_TARGET, layer_rate
 
 ACTIVATIONS = ("relu", "silu", "sigmoid", "tanh")
 

@@ -14,7 +14,7 @@ drift to a fraction of a percent. D(h) compares laws, not paths: a claim equal i
 The O(h) bias is removed by Richardson extrapolation over the steps h, h/2, h/4, all driven by the same
 standard entries E (dW_h = scale sqrt(h) E): R_1 = 2 m(h/2) - m(h) and R_2 = 2 m(h/4) - m(h/2) estimate b(x)
 to O(h^2); R_2 is the estimate and |R_1 - R_2| / 3 (its O(h^2) remainder's size) the bias allowance (the public
-checks: 1.5 times that, plus the floating-point floor of the statistic, ``rounding_bounds``).
+checks: 1.5 times that, plus the floating-point floor of the statistic, ``local_statistics.rounding_bounds``).
 
 Checks at each state (``config["state"]``):
   drift_scale      gamma = <b - R_2, m> / |m|^2 with m = mean R_2 (the layer's measured drift): the claim's
@@ -48,13 +48,7 @@ import numpy as np
 
 from .._models import LayerMap, LimitSDE
 from .._runtime import random_stream
-from .._statistics import (
-    FAIL,
-    FAMILY_ALPHA,
-    Check,
-    first_nonfinite,
-    z_value,
-)
+from .._statistics import FAIL, FAMILY_ALPHA, Check, first_nonfinite, z_value
 from .local_draws import LayerSamples, LocalDesign, layer_samples
 from .local_states import name_key
 from .local_statistics import (
@@ -232,7 +226,8 @@ class _ClaimChecks:
         confidence: float,
     ) -> tuple[np.ndarray | None, Check | None, float]:
         """drift_scale at one state: the per-sample relative error gamma and its check (None for a drift-free claim
-        of a drift-free map), and a typical component (for the max-z drift check)."""
+        of a drift-free map), and a typical component (for the max-z drift check).
+        Sets ``relaxed`` when a user's state gets a target in units of a typical component."""
         measured = r2.mean(axis=0)
         # the relative error is measured along the layer's drift where it is resolved, else along the claimed one
         # (few samples: an interval with its resolution, never a silent pass); a drift-free claim of a drift-free

@@ -1,12 +1,13 @@
-"""The layer's one-step draws at a state, shared by every claim compared with them.
+"""The layer's one-step draws at a state, shared by every claim compared with them, and the local check's design
+(``LocalDesign``: steps, samples, targets, control variate, ``CONTROLS``; ``SAMPLE_BLOCK`` samples a block).
 
 At a state x (n tokens in R^d) and the steps h, h/2, h/4, one draw E of the noise's standard entries gives the
 increments Delta_h = layer(x, s sqrt(h) E, h) - x at every step (the same E for all three: Richardson then cancels
 the O(h) bias without adding noise). With the layer's own control (``LocalDesign.control == "layer"``) also the
 increments at -E (antithetic) and the layer's first- and second-order noise response at each step (central
-differences in E, or autodiff for a torch block). A sample is a path of one step of the runner
-(``paths.run_seeded``, stream key per state), so no number depends on how samples are split into blocks or where
-they run.
+differences in E, ``noise_derivatives``, where the draws have identity covariance, ``identity_covariance``; or
+autodiff for a torch block). A sample is a path of one step of the runner (``paths.run_seeded``, stream key per
+state), so no number depends on how samples are split into blocks or where they run.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ class LocalDesign:
     # at -dW, whose half-sum keeps the even part of the increment, so no claim enters the drift's estimate)
     control: str = "claim"
     # the public checks' rules (docs/checks.md, "A user's block"; False keeps the committed studies' numbers): every
-    # allowance holds the floating-point floor (``rounding_bounds``) and the Richardson remainder x
-    # ``REMAINDER_SAFETY``; where a state's drift is small beside its noise, its drift_scale target is in units of a
-    # typical component (target x typical / |b|: the pooled check carries the relative target)
+    # allowance holds the floating-point floor (``local_statistics.rounding_bounds``) and the Richardson remainder x
+    # ``local.REMAINDER_SAFETY``; where a state's drift is small beside its noise, its drift_scale target is in units
+    # of a typical component (target x typical / |b|: the pooled check carries the relative target)
     for_users: bool = False
 
     def __post_init__(self) -> None:

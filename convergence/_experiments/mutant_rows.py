@@ -1,7 +1,7 @@
-"""The power study's rows beyond the local check: the mean-field, weak, phase and latent checks run on the true claim
-and on its plausible wrong versions (a coefficient a few percent off, (d-2)/(d-1) for a ratio, a wrong Ito factor,
-beta or the diffusion scaled), each judged on the same simulated paths; a row passes when the true claim passes
-(``true_claim_row``) or the wrong one fails (``rejection_row``)."""
+"""The power study's rows beyond the local and strong ones: the mean-field, weak, phase and latent checks run on the
+true claim and on its plausible wrong versions (a coefficient a few percent off, (d-2)/(d-1) for a ratio, a wrong
+Ito factor, beta or the diffusion scaled), each judged on the same simulated paths; a row passes when the true claim
+passes (``true_claim_row``) or the wrong one fails (``rejection_row``)."""
 
 from __future__ import annotations
 
@@ -17,18 +17,10 @@ from verify._common import holding_precision
 from verify._models import beta as beta_symbol
 from verify._rigorous import LatentSetting, distance
 
-from .._models import (
-    FedorovModel,
-    LatentSampler,
-    TwoTokenOverlapChain,
-)
+from .._models import FedorovModel, LatentSampler, TwoTokenOverlapChain
 from .._paths import fixed_overlap, overlap
 from .._references import expectation, lambdify_overlap
-from .._runtime import STREAM_KEYS
-from .._statistics import (
-    Check,
-    z_value,
-)
+from .._statistics import Check, z_value
 from .latent_runs import PAPER_HORIZON, PAPER_SPECTRA
 from .latent_sampling import exact_discrete_convergence
 from .mean_field import MeanFieldSection, mean_field_section
@@ -49,17 +41,19 @@ MEAN_FIELD_EFFECTS = {
 }
 
 
-def mean_field_rows(section: MeanFieldSection, seed: int, target: float, family_alpha: float) -> list[Check]:
+def mean_field_rows(
+    section: MeanFieldSection, seed: int, study_key: int, target: float, family_alpha: float
+) -> list[Check]:
     """The chaos study's mean-field checks (zonal limit, weak form of the SPDE) on wrong mean-field drifts and
-    rates, judged on the same recorded data as the true claim (``experiments.mean_field_section`` on the chaos
-    study's streams).
+    rates, judged on the same recorded data as the true claim (``experiments.mean_field_section`` on the streams of
+    ``study_key``: the chaos study's, so that one run records them once).
 
     A mutant's effect on such a check is the difference of its statistic and the true claim's on the same paths
     (a drift term or a decay computed from the same recording). When that effect is below the check's resolution
     (the effect it rejects with probability ``DETECTION_POWER``) the profile cannot see the mutant, whatever its
     eps: the row is a finding that says so (a beta 20% off moves the weak form by only ~6% of its drift term)."""
     rows, truth = [], {}
-    for check in mean_field_section(section, seed, STREAM_KEYS["chaos"], family_alpha, near_misses=True):
+    for check in mean_field_section(section, seed, study_key, family_alpha, near_misses=True):
         label = check.config.get("claim", check.config.get("drift", "true"))
         model = f"{check.config['model']} ({check.name})"
         if label == "true" and check.claim:

@@ -10,11 +10,9 @@ could still switch ends: ``decided_ends`` bounds that by the scale function of t
 antipodal fraction with the prediction plus that allowance; it is inconclusive when its resolution (the smallest
 probability error it rejects with 90% power) exceeds its target (``PROBABILITY_TARGET`` unless the design says
 otherwise). ``merge_probability_check`` counts undecided runs half, with half their fraction as its allowance;
-``expectation_check`` allows the O(h) bias measured against a coarser depth; ``antipodal_share_check`` is a Student t
-interval over the paths' shares. Each is inconclusive when its resolution exceeds its target.
-
-``PhaseDesign`` is the design of the phase experiment (the phase-transition study's profiles, ``PHASE_DESIGNS``, which
-the power study's near misses reuse); ``phase_horizon`` its horizon from the boundary exponents."""
+``expectation_check`` allows the O(h) bias measured against a coarser depth; ``antipodal_share_check`` is a Student
+t interval over the paths' shares. Each is inconclusive when its resolution exceeds its target. The phase
+experiment's design, which runs these, is ``phase_design``."""
 
 from __future__ import annotations
 
@@ -28,17 +26,7 @@ from verify._analysis import p_antipodal_double
 
 from .._models import TwoTokenOverlapChain
 from .._paths import fixed_overlap, overlap, path_states, simulate
-from .._statistics import (
-    DETECTION_POWER,
-    FAIL,
-    INCONCLUSIVE,
-    PASS,
-    Check,
-    confidence_z,
-    effect_check,
-    wilson,
-    z_value,
-)
+from .._statistics import DETECTION_POWER, FAIL, INCONCLUSIVE, PASS, Check, confidence_z, effect_check, wilson, z_value
 
 DELTA = 0.01
 SWITCH_GRID = 10.0 ** -np.arange(2, 17)  # distances to an end at which switching probabilities are tabulated

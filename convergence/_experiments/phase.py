@@ -22,16 +22,7 @@ from .._models import FedorovModel, HybridModel, TwoTokenOverlapChain
 from .._output import CellMap, Curve, Plot
 from .._paths import fixed_overlap, overlap, simulate
 from .._runtime import concurrent_map
-from .._statistics import (
-    FAIL,
-    PASS,
-    Check,
-    confidence_z,
-    excess_resolution,
-    family_confidence,
-    wilson,
-    z_confidence,
-)
+from .._statistics import FAIL, PASS, Check, confidence_z, excess_resolution, family_confidence, wilson, z_confidence
 from .overlap_ends import DELTA, MAX_UNDECIDED, decided_ends, probability_check, run_until_decided
 from .phase_design import HORIZON_FACTOR, PhaseDesign, phase_horizon, planned_paths
 from .phase_many_tokens import many_tokens
@@ -120,7 +111,8 @@ def _grid_cell(
     dim, b = cell
     T = phase_horizon(dim, b, design)
     model = TwoTokenOverlapChain(FedorovModel(tokens=2, dim=dim, beta=b, sigma=1.0))
-    paths = planned_paths(design, predicted, confidence_z(confidence))
+    z = confidence_z(confidence)
+    paths = planned_paths(design, predicted, z)
     rho, depth, followed = run_until_decided(model, rho0, T, design.step, paths, seed, key, design.block_paths)
     antipodal, undecided, allowance = decided_ends(rho, dim, b)
     config = {"d": dim, "beta": b, "rho0": rho0}
@@ -139,7 +131,7 @@ def _grid_cell(
         "undecided",
         undecided,
         paths,
-        confidence_z(confidence),
+        z,
         design.fraction_target,
         config,
         f"runs with |rho| < {1 - DELTA} at the end (T = {T:.2f}, or later for runs followed further)",
@@ -264,9 +256,15 @@ def hybrid_dichotomy(
     return [check for check, _ in results], [row for _, row in results]
 
 
-def _hybrid_run(design: PhaseDesign, seed: int, study_key: int, confidence: float, item: tuple) -> tuple[Check, dict]:
-    """One hybrid run: beta and eps^2 = factor x eps_c^2 from rho_0 = 0 until T; the fraction ending at the wrong
-    end against the undecided one, and the run's row."""
+def _hybrid_run(
+    design: PhaseDesign,
+    seed: int,
+    study_key: int,
+    confidence: float,
+    item: tuple[int, float, int, float, float, float, float],
+) -> tuple[Check, dict]:
+    """One hybrid run, ``item`` = (i, beta, j, factor, eps_c^2, eps, T) with eps^2 = factor x eps_c^2, from rho_0 = 0
+    until T; the fraction ending at the wrong end against the undecided one, and the run's row."""
     i, b, j, factor, crit, eps, T = item
     z = confidence_z(confidence)
     depth = round(T / design.hybrid_step)

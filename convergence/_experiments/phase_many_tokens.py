@@ -13,15 +13,7 @@ from .._models import FedorovModel
 from .._output import Curve, Plot
 from .._paths import CLASSES, class_fractions, simulate
 from .._runtime import concurrent_map
-from .._statistics import (
-    FAIL,
-    NO_TARGET,
-    PASS,
-    Check,
-    confidence_z,
-    excess_resolution,
-    wilson,
-)
+from .._statistics import FAIL, NO_TARGET, PASS, Check, confidence_z, excess_resolution, wilson
 from .overlap_ends import DELTA, MAX_UNDECIDED
 from .phase_design import PhaseDesign
 

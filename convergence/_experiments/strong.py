@@ -49,20 +49,11 @@ from .._paths import (
     uniform_sphere,
 )
 from .._runtime import STREAM_KEYS, concatenate_blocks, random_stream
-from .._statistics import (
-    CONFIDENCE,
-    DEEPER,
-    DETECTION_POWER,
-    FAIL,
-    INCONCLUSIVE,
-    Check,
-)
+from .._statistics import DEEPER, DETECTION_POWER, FAIL, INCONCLUSIVE, Check
 from .mutants import DriftScaled
 
 REFERENCE_LEVELS = (1, 2, 4, 8)
-FLOOR_MARGIN = 3.0  # noise_floor_flags' margin: a level within 3 x the reference's RMS error is at its floor
 REFERENCE_ORDER = 0.5  # Euler-Maruyama's strong order: the reference's claim, separate from the map's ``order``
-EXACT_TOLERANCE = 1e-10  # an exact reference's consecutive levels may differ by this RMS at T (rounding; O(1) states)
 BOOTSTRAP_STREAM = STREAM_KEYS["derived"]
 # same_limit's default target: a 20% relative drift error. At reference_factor 16 the Euler reference's own mean-square
 # error (the allowance) hides smaller drift errors (model F, n = 2, d = 16: a 5% error leaves a plateau of 1.9e-4 below
@@ -286,15 +277,3 @@ def deeper_depths(depths: Sequence[int], more: int = 2) -> tuple[int, ...]:
     """``depths`` and ``more`` doublings of the deepest: the ladder a check that could not show an asymptotic regime
     names as the one that would decide."""
     return (*depths, *(depths[-1] * 2**k for k in range(1, more + 1)))
-
-
-__all__ = [
-    "CONFIDENCE",
-    "DRIFT_TARGET",
-    "StrongData",
-    "StrongDesign",
-    "deeper_depths",
-    "wants_deeper",
-    "coupled_strong_errors",
-    "coupled_strong_errors_for_claims",
-]

@@ -32,16 +32,11 @@ from .._statistics import (
     samples_to_decide,
     settled_away,
 )
-from .strong import (
-    EXACT_TOLERANCE,
-    FLOOR_MARGIN,
-    REFERENCE_LEVELS,
-    REFERENCE_ORDER,
-    StrongData,
-    StrongDesign,
-    deeper_depths,
-)
+from .strong import REFERENCE_LEVELS, REFERENCE_ORDER, StrongData, StrongDesign, deeper_depths
 from .strong_same_limit import same_limit_check
+
+FLOOR_MARGIN = 3.0  # noise_floor_flags' margin: a level within 3 x the reference's RMS error is at its floor
+EXACT_TOLERANCE = 1e-10  # an exact reference's consecutive levels may differ by this RMS at T (rounding; O(1) states)
 
 
 def _series(label: str, fit, flags_pre: np.ndarray, flags_floor: np.ndarray) -> Series:

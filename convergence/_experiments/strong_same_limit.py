@@ -26,12 +26,7 @@ from .._statistics import (
     samples_to_decide,
     settled_away,
 )
-from .strong import (
-    REFERENCE_ORDER,
-    StrongData,
-    StrongDesign,
-    deeper_depths,
-)
+from .strong import REFERENCE_ORDER, StrongData, StrongDesign, deeper_depths
 
 
 def _plateau_at_rate(
@@ -273,12 +268,12 @@ def _exact_reference_fail(
     fit's own bias here: a plateau that moves by half its size when the coarsest fitted level is dropped is a
     pre-asymptotic ladder (terms beyond A h^q put into B), not a second limit: inconclusive."""
     moved = plateau_fit_bias(ms_fit, 2 * design.order, first)
-    if ci[0] > 2 * moved:
-        return FAIL, note
-    return INCONCLUSIVE, note + (
-        f"; not identifiable on this ladder: B moves by {moved:.3g} when the coarsest fitted level is dropped "
-        f"(at least half its lower bound {ci[0]:.3g}): {DEEPER}"
-    )
+    if ci[0] <= 2 * moved:
+        return INCONCLUSIVE, note + (
+            f"; not identifiable on this ladder: B moves by {moved:.3g} when the coarsest fitted level is dropped "
+            f"(at least half its lower bound {ci[0]:.3g}): {DEEPER}"
+        )
+    return FAIL, note
 
 
 def _plateau_fail_evidence(

@@ -1,7 +1,7 @@
-"""Synchronisation by noise in model A, a calibration model, and the paper's figure (the sync-agazzi study's
-docstring states each section): two-point exponents against lambda_1 and lambda_bar, the energy bound, the random
-quadratic form's exponents, invariant and merge probability, and the figure's final cosines. The study holds the
-profiles (``sync_design.SyncDesign``); ``synchronisation_by_noise`` runs one."""
+"""Synchronisation by noise in model A, a calibration model, and the paper's figure (the sync-agazzi study's docstring
+states each section): two-point exponents against lambda_1 and lambda_bar, the energy bound, the random quadratic
+form's exponents, invariant and merge probability (``sync_quadratic_form``), and the figure's final cosines. The
+study holds the profiles (``sync_design.SyncDesign``); ``synchronisation_by_noise`` runs one."""
 
 from __future__ import annotations
 
@@ -9,26 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
-from verify._analysis import KernelSpec, activation_constants, quadratic_form_results
-from verify._analysis import rho as rho_symbol
-from verify._calculus import d as d_symbol
+from verify._analysis import KernelSpec, activation_constants
 from verify._rigorous import attention_energy_rate, lambda_bar_prime
 
-from .._models import (
-    ATTENTION,
-    AgazziModel,
-    FreshFeatureField,
-    GaussianField,
-    QuadraticFormModel,
-)
+from .._models import ATTENTION, AgazziModel, FreshFeatureField, GaussianField
 from .._output import Curve, Plot
-from .._paths import fixed_overlap, overlap, simulate
+from .._paths import simulate
 from .._runtime import block_count
-from .._statistics import (
-    Check,
-)
+from .._statistics import Check
 from .energy import compare_with_bound, energy_bound_check, record_energy
 from .exponents import (
     ExponentDesign,
@@ -38,7 +27,7 @@ from .exponents import (
     median_exponent,
     record_log_distances,
 )
-from .overlap_ends import antipodal_share_check, expectation_check, merge_probability_check
+from .overlap_ends import antipodal_share_check
 from .strong import bootstrap_generator
 from .sync_design import (
     ALIGNED,
@@ -50,18 +39,16 @@ from .sync_design import (
     FIGURE_DIM,
     FIGURE_HORIZON,
     FIGURE_TOKENS,
-    QF_DELTA,
-    QF_DIM,
-    QF_RHO0S,
     SYNC_BETA,
     SyncDesign,
 )
+from .sync_quadratic_form import quadratic_form_section
 
 
 @dataclass(frozen=True)
 class SyncOutcome:
-    """Every check of the four sections (one family of ``SYNC_CHECKS``), their figures by file suffix, and the rows the
-    report's parameters show."""
+    """Every check of the four sections (one family of ``sync_design.SYNC_CHECKS``), their figures by file suffix, and
+    the rows the report's parameters show."""
 
     checks: list[Check]
     plots: dict[str, list[Plot]]
@@ -251,104 +238,6 @@ def energy_section(
             )
         )
     return checks, plots, rows
-
-
-def quadratic_form_section(design: SyncDesign, seed: int, study_key: int, advance) -> tuple[list[Check], list[dict]]:
-    """The random quadratic form's derived exponents at the diagonal and the antipodal end, then its invariant and
-    merge probability from each starting overlap."""
-    results = quadratic_form_results()
-    model = QuadraticFormModel(2, QF_DIM)
-    checks = _quadratic_form_exponents(model, results, design, seed, study_key, advance)
-    rows = []
-    for index, rho0 in enumerate(QF_RHO0S):
-        invariant_check, merge_check = _quadratic_form_overlap(model, results, rho0, index, design, seed, study_key)
-        checks += [invariant_check, merge_check]
-        rows.append(
-            {
-                "rho0": rho0,
-                "invariant_target": invariant_check.expected,
-                "merge_probability": merge_check.expected,
-                "undecided": merge_check.allowance,
-            }
-        )
-    return checks, rows
-
-
-def _quadratic_form_exponents(
-    model: QuadraticFormModel, results, design: SyncDesign, seed: int, study_key: int, advance
-) -> list[Check]:
-    """qf_exponent_diagonal and qf_exponent_antipodal: the median slopes of log(1 -+ rho) against the derived ones."""
-    checks = []
-    ed = design.qf_exponents
-    for index, (antipodal, expected) in enumerate(
-        ((False, results.exponent_diagonal), (True, results.exponent_antipodal))
-    ):
-        key = (study_key, 3, index)
-        logs = record_log_distances(model, ed, seed, key, antipodal=antipodal, progress=advance)
-        # log(1 -+ rho) = 2 log|x -+ y| - log 2: its slope is twice that of the log-distance.
-        est = median_exponent(2 * logs, ed, bootstrap_generator(seed, key), CONFIDENCE_LEVEL)
-        name = "qf_exponent_antipodal" if antipodal else "qf_exponent_diagonal"
-        checks.append(
-            exponent_check(
-                name,
-                float(sp.sympify(expected).subs(d_symbol, QF_DIM)),
-                est,
-                ed,
-                {"d": QF_DIM},
-                note=f"slope of the median of log(1 {'+' if antipodal else '-'} rho)",
-                confidence=CONFIDENCE_LEVEL,
-            )
-        )
-    return checks
-
-
-def _quadratic_form_overlap(
-    model: QuadraticFormModel, results, rho0: float, index: int, design: SyncDesign, seed: int, study_key: int
-) -> tuple[Check, Check]:
-    """qf_invariant (E S(rho_T) = S(rho0) for the derived invariant S) and qf_merge_probability from overlap rho0."""
-    invariant = sp.lambdify(rho_symbol, results.invariant, "numpy")
-    merge = sp.lambdify(rho_symbol, results.merge_probability, "numpy")
-    finals = [
-        overlap(simulate(model, depth, 1.0, design.qf_paths, seed, (study_key, 4, index), initial=fixed_overlap(rho0)))
-        for depth in design.qf_depths
-    ]
-    coarse, fine = (invariant(np.clip(r, -1.0, 1.0)) for r in finals)
-    config = {"d": QF_DIM, "rho0": rho0}
-    expected = float(invariant(rho0))
-    invariant_check = expectation_check(
-        "qf_invariant",
-        fine,
-        coarse,
-        expected,
-        CHECK_ALPHA,
-        config,
-        f"E S(rho_T) at T = 1, L = {design.qf_depths[1]}, with S = {results.invariant} "
-        f"the derived invariant; allowance = |difference to L = {design.qf_depths[0]}| "
-        f"(O(h) bias); target {design.invariant_target:.0%} of |E S|",
-        design.invariant_target * abs(expected),
-    )
-    final = overlap(
-        simulate(
-            model,
-            design.qf_merge_depth,
-            design.qf_merge_horizon,
-            design.qf_paths,
-            seed,
-            (study_key, 5, index),
-            initial=fixed_overlap(rho0),
-        )
-    )
-    merge_check = merge_probability_check(
-        "qf_merge_probability",
-        final,
-        float(merge(rho0)),
-        QF_DELTA,
-        CHECK_ALPHA,
-        config,
-        f"at T = {design.qf_merge_horizon}",
-        design.merge_target,
-    )
-    return invariant_check, merge_check
 
 
 def figure_section(design: SyncDesign, seed: int, study_key: int) -> tuple[list[Check], list[Plot], dict]:

@@ -8,13 +8,9 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from .._paths import RecordGrid
-from .._statistics import (
-    FAMILY_ALPHA,
-)
+from .._statistics import FAMILY_ALPHA
 from .energy import ENERGY_TARGET, EnergyDesign
-from .exponents import (
-    ExponentDesign,
-)
+from .exponents import ExponentDesign
 from .overlap_ends import MERGE_TARGET
 
 SYNC_BETA = 1.0

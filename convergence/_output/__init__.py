@@ -27,8 +27,6 @@ from .report import (
 from .results import CellMap, Curve, Heatmap, Panel, Plot, Series, StudyResult
 
 __all__ = [
-    "earlier_report",
-    "previous_wall",
     "INDEX_FILE",
     "RUN_FILE",
     "CellMap",
@@ -39,10 +37,12 @@ __all__ = [
     "Plot",
     "Series",
     "StudyResult",
+    "earlier_report",
     "headline",
     "index_markdown",
     "json_default",
     "plot_figure",
+    "previous_wall",
     "report_problem",
     "run_json",
     "study_files",

@@ -1,8 +1,9 @@
-"""Reports a reader can open without running anything: JSON, Markdown and a log-log plot per study,
-and ``index.md`` listing every study's verdict.
+"""Reports a reader can open without running anything: JSON, Markdown and the figures (``figures``) per study, and
+``index.md`` listing every study's verdict; and a study's earlier report read back (``earlier_report``, with the
+shortest wall time it allows, ``previous_wall``, by which a run orders its studies).
 
-Files are written atomically (to a temporary name, then renamed), so an interrupted run never leaves
-a half-written report behind.
+Files are written atomically (to a temporary name, then renamed), so an interrupted run never leaves a half-written
+report behind.
 """
 
 from __future__ import annotations

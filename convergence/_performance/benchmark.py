@@ -42,21 +42,22 @@ import numpy as np
 
 from verify._analysis import KernelSpec
 
-from .._experiments import (
-    StrongDesign,
-    coupled_strong_errors,
-    coupled_strong_errors_low_rank,
-)
-from .._models import AgazziModel, FedorovModel, FrozenFeatureField, ReducedFedorov
+from .._experiments import StrongDesign, coupled_strong_errors, coupled_strong_errors_low_rank
+from .._models import AgazziModel, FedorovModel, FrozenFeatureField, LayerMap, ReducedFedorov
 from .._paths import EulerMaruyama, simulate
 from .._runtime import SEED_BLOCK, measure_reference, random_stream, scheduler
 from .cost import cost_curves
 from .peers import diffrax_euler, torchsde_euler
 from .user_checks import user_check_costs
-from .workload import BenchConfig, best_time, draw_only, per_path_draws, per_path_loop, rate
+from .workload import BenchConfig, best_time, draw_only, per_path_draws, per_path_loop
 
 LARGE_DIMS = (64, 128)
 STRONG_DEPTHS, STRONG_REFERENCE_FACTOR = (8, 16, 32, 64, 128), 16  # strong-fedorov's quick ladder
+
+
+def _rate(path_steps: int, seconds: float) -> dict:
+    """A bench row: its seconds and its path-steps per second."""
+    return {"seconds": seconds, "path_steps_per_s": path_steps / seconds}
 
 
 def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str], None] = lambda name: None) -> dict:
@@ -67,8 +68,11 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
 
     def measure(name: str, run: Callable[[], object] | None, work: int) -> None:
         """Time ``run`` as the row ``name`` (None: a peer that is not installed)."""
+        if run is None:
+            rates[name] = None
+            return
         progress(name)
-        rates[name] = None if run is None else rate(work, best_time(run, config.repeats))
+        rates[name] = _rate(work, best_time(run, config.repeats))
 
     _model_f_rows(config, measure)
     for dim in LARGE_DIMS:
@@ -93,7 +97,7 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
 Measure = Callable[[str, Callable[[], object] | None, int], None]  # run_benchmarks's measure(name, run, work)
 
 
-def _forward(layer_map, paths: int, depth: int, block: int | None = None) -> Callable[[], object]:
+def _forward(layer_map: LayerMap, paths: int, depth: int, block: int | None = None) -> Callable[[], object]:
     """A timed run: ``simulate`` of ``layer_map`` over ``depth`` steps to T = 1 in blocks of ``block`` paths."""
     return lambda: simulate(layer_map, depth, 1.0, paths, seed=0, block_paths=block or paths)
 

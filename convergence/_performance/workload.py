@@ -85,7 +85,3 @@ def per_path_draws(dim: int, paths: int, steps: int, seed: int = 0) -> None:
     rng = random_stream(seed)
     for _ in range(paths * steps):
         rng.standard_normal((dim, dim))
-
-
-def rate(path_steps: int, seconds: float) -> dict:
-    return {"seconds": seconds, "path_steps_per_s": path_steps / seconds}

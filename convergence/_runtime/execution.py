@@ -36,10 +36,7 @@ import numpy as np
 
 from verify._common import check_int
 
-from .block_cache import (
-    BlockCache,
-    cache_secret,
-)
+from .block_cache import BlockCache, cache_secret
 from .blocks import compute_blocks, tasks
 
 SCHEDULERS = ("sync", "processes")  # or a scheduler address tcp://host:port

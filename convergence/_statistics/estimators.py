@@ -221,11 +221,6 @@ def json_safe(value):
     return value
 
 
-def rms(sq_errors: np.ndarray) -> np.ndarray:
-    """Root mean square over paths (axis 0) of squared errors shaped (paths, levels)."""
-    return np.sqrt(np.mean(sq_errors, axis=0))
-
-
 def paths_to_resolve(width: float, target_width: float, paths: int) -> int:
     """Paths that would shrink an interval of ``width`` (measured on ``paths``) to ``target_width``: width ~
     paths^-1/2."""

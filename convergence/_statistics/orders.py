@@ -12,10 +12,7 @@ import numpy as np
 
 from verify._common import check_int, check_real
 
-from .bootstrap import (
-    bootstrap_interval,
-    bootstrap_means,
-)
+from .bootstrap import bootstrap_interval, bootstrap_means
 from .estimators import CONFIDENCE, FAIL, INCONCLUSIVE, PASS, all_finite, confidence_z, effect_verdict
 
 

@@ -1,10 +1,11 @@
 """The registry of studies: each module defines one study, its configurations and its quick and full profiles, and
-calls the experiments (``base``: what a study is; ``over_seeds``: what the studies over seeds share). A study never
-imports another: designs that several studies run live in ``convergence._experiments``. Studies: ``strong_fedorov``,
-``weak_fedorov``, ``phase_transition``, ``strong_agazzi``, ``sync_agazzi``, ``grid_agazzi``, ``chaos``, ``commute``,
-``ldm_stopping``, ``power``; and, run by name only (not part of ``report``), ``calibration`` (the public checks'
-decision rates over seeds, on the cases of ``calibration_cases``) and ``quick_profiles`` (every study's quick
-profile over seeds) and ``mutant_seeds`` (the power study's near misses over seeds)."""
+calls the experiments (``base``: what a study is and its progress bars; ``over_seeds``: what the studies over seeds
+share). A study never imports another: designs that several studies run live in ``convergence._experiments``.
+Studies: ``strong_fedorov``, ``weak_fedorov``, ``phase_transition``, ``strong_agazzi``, ``sync_agazzi``,
+``grid_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``; and, run by name only (not part of
+``report``), ``calibration`` (the public checks' decision rates over seeds, on the cases of ``calibration_cases``)
+and ``quick_profiles`` (every study's quick profile over seeds) and ``mutant_seeds`` (the power study's near misses
+over seeds)."""
 
 from __future__ import annotations
 
@@ -43,9 +44,9 @@ STUDIES: dict[str, Study] = {
 HEADLINES = {name: study.headlines for name, study in STUDIES.items()}
 
 __all__ = [
-    "progress_bars",
     "HEADLINES",
     "PROFILES",
     "STUDIES",
     "Study",
+    "progress_bars",
 ]

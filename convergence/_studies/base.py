@@ -1,4 +1,5 @@
-"""What a study is: a name, a one-line claim, a run function per profile, and its headline checks."""
+"""What a study is: a name, a one-line claim, a run function per profile, and its headline checks; and how it
+reports progress (``ProgressFactory``: none, ``no_progress``, or bars on standard error, ``progress_bars``)."""
 
 from __future__ import annotations
 

@@ -46,23 +46,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._checks import (
-    Outcome,
-)
+from .._checks import Outcome
 from .._experiments import DriftScaled, miss_probability
 from .._output import StudyResult
 from .._runtime import STREAM_KEYS
-from .._statistics import (
-    FAIL,
-    FAMILY_ALPHA,
-    PASS,
-    Check,
-)
+from .._statistics import FAIL, FAMILY_ALPHA, PASS, Check
 from .base import ProgressFactory, Study
-from .calibration_cases import (
-    Case,
-    cases,
-)
+from .calibration_cases import Case, cases
 from .over_seeds import rate_check, rate_plot, study_seeds
 
 NAME = "calibration"

@@ -11,22 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import (
-    Outcome,
-    check_local_consistency,
-    check_strong_order,
-    check_weak_limit,
-    limit_sde,
-)
+from .._checks import Outcome, check_local_consistency, check_strong_order, check_weak_limit, limit_sde
 from .._experiments import DiffusionScaled, DriftScaled
-from .._models import (
-    MODELS,
-    FedorovModel,
-    TextbookProblem,
-    derive_limit,
-    hugging_face_layers,
-    textbook_problems,
-)
+from .._models import MODELS, FedorovModel, TextbookProblem, derive_limit, hugging_face_layers, textbook_problems
 from .._paths import fixed_state
 
 SEEDS = 10
@@ -58,7 +45,7 @@ def variance_mutant(factor: float) -> Mutant:
 class Case:
     """One public check on one layer map, for the true claim at ``seeds`` seeds and each near miss at ``mutant_seeds``
     (the first of the same seeds); ``resolution_rows``: also the claim with its drift x (1 + m R_s) for each multiple m
-    of ``RESOLUTION_MULTIPLES``, R_s the relative drift resolution the true claim's run states at seed s.
+    of ``calibration.RESOLUTION_MULTIPLES``, R_s the relative drift resolution the true claim's run states at seed s.
     ``must_decide`` False: the true claim's row counts false failures alone (``never_fails_true_claim``: depths that
     may be too shallow to decide it must still never fail it); ``pass_share``: a finding beside it, the share of
     seeds that pass against "at least 9 of 10"."""

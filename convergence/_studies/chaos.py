@@ -26,11 +26,7 @@ from .._experiments import (
     coupled_chaos,
     mean_field_section,
 )
-from .._models import (
-    AgazziModel,
-    FedorovModel,
-    FreshFeatureField,
-)
+from .._models import AgazziModel, FedorovModel, FreshFeatureField
 from .._output import StudyResult, headline
 from .._runtime import STREAM_KEYS, block_count
 from .._statistics import FAMILY_ALPHA, family_confidence

@@ -17,16 +17,7 @@ import numpy as np
 
 from .._output import Curve, Plot
 from .._runtime import seed_words
-from .._statistics import (
-    FAIL,
-    FAMILY_ALPHA,
-    INCONCLUSIVE,
-    PASS,
-    Check,
-    confidence_z,
-    detection_rate,
-    wilson,
-)
+from .._statistics import FAIL, FAMILY_ALPHA, INCONCLUSIVE, PASS, Check, confidence_z, detection_rate, wilson
 
 REJECT_SHARE = 0.9  # a mutant at or beyond the target is rejected at this share of seeds
 CONFIDENCE = 0.99
@@ -82,7 +73,6 @@ def rate_check(
     counts = {v.value: list(verdicts).count(v) for v in (PASS, FAIL, INCONCLUSIVE)}
     hits = list(verdicts).count(wanted) + (counts[INCONCLUSIVE.value] if undecided_allowed else 0)
     lo, hi = wilson(hits, runs, confidence_z(CONFIDENCE))
-    allowed = 0
     if wanted == PASS:
         expected = 1.0
         allowed, chance, target = _pass_target(runs, per_run_rate, undecided_allowed)

@@ -62,18 +62,10 @@ from .._experiments import (
     true_claim_row,
     weak_rows,
 )
-from .._models import (
-    AgazziModel,
-    FedorovModel,
-    FrozenFeatureField,
-    GaussianField,
-)
+from .._models import AgazziModel, FedorovModel, FrozenFeatureField, GaussianField
 from .._output import Curve, Plot, StudyResult
 from .._runtime import STREAM_KEYS, random_stream
-from .._statistics import (
-    FAMILY_ALPHA,
-    Check,
-)
+from .._statistics import FAMILY_ALPHA, Check
 from .base import ProgressFactory, Study
 
 NAME = "power"
@@ -153,7 +145,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     advance = progress(len(models) + 1, NAME)
     checks, calibration = local_rows(models, settings, seed, true_alpha, advance)
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
-    checks += mean_field_rows(settings.mean_field, seed, settings.target, true_alpha)
+    # the chaos study's recordings: in one run beside it they are recorded once
+    checks += mean_field_rows(settings.mean_field, seed, STREAM_KEYS["chaos"], settings.target, true_alpha)
     checks += weak_rows(settings.weak, seed, (STUDY_KEY, 60), settings.target, true_alpha, settings.strong_eps)
     checks += phase_rows(settings.phase, settings.phase_paths, seed, (STUDY_KEY, 70), settings.target, true_alpha)
     checks += latent_rows(settings.target)

@@ -12,12 +12,7 @@ from .boundary import (
     fedorov_ends,
     hybrid_ends,
 )
-from .hitting import (
-    p_antipodal,
-    p_antipodal_double,
-    p_antipodal_gauss,
-    scale_decomposition,
-)
+from .hitting import p_antipodal, p_antipodal_double, p_antipodal_gauss, scale_decomposition
 from .kernels import (
     GAUSS_HERMITE_NODES,
     Kernel,
@@ -34,13 +29,14 @@ from .kernels import (
     kernel_derivative_quadrature,
 )
 from .overlap import change_variable, overlap_sde, pair_overlap_sde, rho
-from .quadratic_form_overlap import quadratic_form_results
+from .quadratic_form_overlap import QuadraticFormResults, quadratic_form_results
 from .two_point import agazzi_two_point, k1, k1p
 
 __all__ = [
     "GAUSS_HERMITE_NODES",
     "Kernel",
     "KernelSpec",
+    "QuadraticFormResults",
     "activation_constants",
     "activation_table",
     "agazzi_two_point",

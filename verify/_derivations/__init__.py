@@ -6,8 +6,9 @@ and ``reports/symbolic.{md,json}`` (``symbolic_report``).
 
 from __future__ import annotations
 
-from .catalogue import ALL, latent_diffusion
+from .catalogue import ALL
 from .crosscheck import CHECKED, checked_system
+from .stopping import latent_diffusion
 from .symbolic_report import write
 
 __all__ = [

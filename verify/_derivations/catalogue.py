@@ -11,22 +11,11 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .._analysis import (
-    quadratic_form_results,
-    rho,
-)
+from .._analysis import quadratic_form_results, rho
 from .._common import Verdict
-from .crosscheck import (
-    CHECKED,
-    TEST_FUNCTIONS,
-    one_step_check,
-)
+from .crosscheck import CHECKED, TEST_FUNCTIONS, one_step_check
 from .derivation import Derivation
-from .model_a import (
-    activation_kernels,
-    agazzi_exponents,
-    energy_rate,
-)
+from .model_a import activation_kernels, agazzi_exponents, energy_rate
 from .model_f import (
     antipodal_probability,
     boundary_analysis,

@@ -22,13 +22,9 @@ from .._analysis import (
     kernel,
     kernel_derivative_quadrature,
 )
-from .._calculus import (
-    d,
-)
+from .._calculus import d
 from .._common import working_digits
-from .._models import (
-    beta,
-)
+from .._models import beta
 from .._rigorous import lambda_bar_prime
 from .derivation import Derivation
 

@@ -33,20 +33,21 @@ from .._calculus import (
     stratonovich_to_ito,
 )
 from .._common import random_stream, working_digits
-from .._models import (
-    MODELS,
-    beta,
-    eps,
-    fedorov_system,
-    m,
-    quadratic_form_system,
-)
+from .._models import MODELS, beta, eps, fedorov_system, m, quadratic_form_system, v_sign
 from .._rigorous import certify_critical_beta
-from .crosscheck import (
-    CHECKED,
-    checked_system,
-)
-from .derivation import KERNEL, POINT_VALUES, Derivation
+from .crosscheck import CHECKED, checked_system
+from .derivation import Derivation
+
+POINT_VALUES = {
+    beta: sp.Rational(7, 10),
+    sigma: sp.Rational(6, 5),
+    eps: sp.Rational(3, 4),
+    v_sign: 1,
+    m: sp.Rational(1, 2),
+}
+
+
+KERNEL = (sp.Rational(1, 3), sp.Rational(1, 2), sp.Rational(1, 4))
 
 
 def generator_in_coordinates(dims=(2, 3, 4), seed: int = 0) -> Derivation:

@@ -76,7 +76,7 @@ def _latent_distance(der: Derivation) -> None:
     der.results["plug-in term f_j(x), x = a^2 of the remaining time"] = term
     der.check(
         "the plug-in run from the model's law has decoded variance q (1 - x) + x, x = 1 - e^{-2u}",
-        sp.simplify(ld._gaussian_model_variance(ld.q, ld.u).subs(sp.exp(-2 * ld.u), 1 - x) - (ld.q * (1 - x) + x)) == 0,
+        sp.simplify(ld.gaussian_model_variance(ld.q, ld.u).subs(sp.exp(-2 * ld.u), 1 - x) - (ld.q * (1 - x) + x)) == 0,
     )
     second = sp.simplify(sp.diff(term, x, 2))
     der.results["f_j''(x)"] = second

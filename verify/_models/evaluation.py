@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import mpmath
 import sympy as sp
@@ -92,7 +93,7 @@ class Evaluation:
         return function(*[self(a) for a in e.args])
 
 
-def given_point(xs: list[sp.Matrix], state) -> dict:
+def given_point(xs: list[sp.Matrix], state: Sequence[Sequence[float]]) -> dict:
     """Values for the token symbols from a state shaped (n, d) (floats, read exactly)."""
     rows = [list(row) for row in state]
     if len(rows) != len(xs) or any(len(row) != token.rows for row, token in zip(rows, xs)):

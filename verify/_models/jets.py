@@ -9,6 +9,7 @@ no derivative of a large expression is ever formed. Sums and products are built 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import sympy as sp
@@ -60,14 +61,14 @@ class Frozen:
         return expr.xreplace(self.definitions)
 
 
-def unevaluated_sum(terms) -> sp.Expr:
+def unevaluated_sum(terms: Iterable[sp.Expr]) -> sp.Expr:
     """A sum built without sympy's canonicalisation (which asks assumptions of every large term); exact zeros
     dropped. The jets' coefficients are only ever evaluated, never simplified, so their form does not matter."""
     kept = [t for t in terms if t is not sp.S.Zero]
     return sp.S.Zero if not kept else kept[0] if len(kept) == 1 else sp.Add(*kept, evaluate=False)
 
 
-def unevaluated_product(*factors) -> sp.Expr:
+def unevaluated_product(*factors: sp.Expr) -> sp.Expr:
     """A product built without canonicalisation; exact zeros and ones short-circuit."""
     if any(f is sp.S.Zero for f in factors):
         return sp.S.Zero
@@ -105,6 +106,7 @@ class Jet:
 
 
 def jet_sum(jets: list[Jet]) -> Jet:
+    """The jet of a sum: each part (value, mean, loadings, drift) summed, loadings matched by noise entry."""
     linear: dict[int, list[sp.Expr]] = {}
     for jet in jets:
         for k, c in jet.linear:
@@ -118,6 +120,8 @@ def jet_sum(jets: list[Jet]) -> Jet:
 
 
 def jet_product(a: Jet, b: Jet) -> Jet:
+    """The jet of a product by Leibniz and Ito: the order-h part gains the cross term of the two first-order parts,
+    a.mean b.mean + sum_k a.linear[k] b.linear[k] (E eps_k eps_l = [k = l] h)."""
     linear: dict[int, list[sp.Expr]] = {k: [unevaluated_product(a.value, c)] for k, c in b.linear}
     for k, c in a.linear:
         linear.setdefault(k, []).append(unevaluated_product(c, b.value))

@@ -43,7 +43,7 @@ m, C = sp.symbols("m C", positive=True)
 x0, eps = sp.symbols("x_0 epsilon", real=True)
 
 
-def _gaussian_model_variance(variance: sp.Expr, time: sp.Expr) -> sp.Expr:
+def gaussian_model_variance(variance: sp.Expr, time: sp.Expr) -> sp.Expr:
     """``tau2(u) = 1 + e^{-2u}(variance - 1)``: the forward marginal variance from ``variance`` at u = 0."""
     return 1 + sp.exp(-2 * time) * (variance - 1)
 
@@ -84,7 +84,7 @@ def backward_variance(flow: bool = False, capped: bool = False) -> sp.Expr:
     if capped:
         rest = 1 / (2 * C - 1)
         return rest + (v0 - rest) * sp.exp(-2 * (2 * C - 1) * t)
-    tau_now, tau_start = _gaussian_model_variance(q, T - t), _gaussian_model_variance(q, T)
+    tau_now, tau_start = gaussian_model_variance(q, T - t), gaussian_model_variance(q, T)
     if flow:
         return v0 * tau_now / tau_start
     return tau_now + (v0 - tau_start) * (tau_now / tau_start) ** 2 * sp.exp(-2 * t)
@@ -93,7 +93,7 @@ def backward_variance(flow: bool = False, capped: bool = False) -> sp.Expr:
 def solves_variance_ode(flow: bool = False, capped: bool = False) -> bool:
     """True when ``backward_variance`` satisfies its ODE and ``v(0) = v0`` identically (sympy simplify)."""
     v = sp.Symbol("v")
-    coefficient = C if capped else 1 / _gaussian_model_variance(q, T - t)
+    coefficient = C if capped else 1 / gaussian_model_variance(q, T - t)
     solution = backward_variance(flow, capped)
     residual = solution.diff(t) - variance_rate(coefficient, flow).subs(v, solution)
     return sp.simplify(residual) == 0 and sp.simplify(solution.subs(t, 0) - v0) == 0
@@ -140,13 +140,13 @@ def coordinate_term(v: sp.Expr) -> sp.Expr:
 
 def exact_term_derivative() -> sp.Expr:
     """``d/dt (sqrt(v) - s)^2`` for the exact score from the forward law (``v = tau2(T - t)`` with q = s^2)."""
-    return sp.diff(coordinate_term(_gaussian_model_variance(s**2, T - t)), t)
+    return sp.diff(coordinate_term(gaussian_model_variance(s**2, T - t)), t)
 
 
 def exact_derivative_closed_form() -> sp.Expr:
     """The non-positive form of ``exact_term_derivative`` stated in the module docstring."""
     e = sp.exp(-2 * (T - t))
-    root = sp.sqrt(_gaussian_model_variance(s**2, T - t))
+    root = sp.sqrt(gaussian_model_variance(s**2, T - t))
     return -2 * (1 - s**2) ** 2 * (1 - e) * e / (root * (root + s))
 
 
