@@ -45,6 +45,7 @@ from .._paths import (
     Level,
     PathStreams,
     RateTolerance,
+    SignedBlock,
     Subsystems,
     common_noise,
     run_coupled,
@@ -160,18 +161,3 @@ def coupled_energies(
             progress=progress,
         )
     )
-
-
-class SignedBlock:
-    """A Brownian block whose increments are multiplied by ``sign`` (antithetic sampling)."""
-
-    def __init__(self, block: BrownianBlock, sign: float):
-        self.block, self.sign = block, sign
-        self.noise, self.h = block.noise, block.h
-
-    @property
-    def paths(self) -> int:
-        return self.block.paths
-
-    def next(self, steps: int) -> np.ndarray:
-        return self.sign * self.block.next(steps)

@@ -10,6 +10,7 @@ from .brownian import (
     CoarseIncrements,
     InitialState,
     PathStreams,
+    SignedBlock,
     block_sums,
     uniform_sphere,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "InitialState",
     "Level",
     "PathStreams",
+    "SignedBlock",
     "RateTolerance",
     "RecordGrid",
     "Subsystems",

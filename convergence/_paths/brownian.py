@@ -161,3 +161,20 @@ class BrownianBlock:
 
     def next(self, steps: int) -> np.ndarray:
         return self.streams.increments(self.noise, steps, self.h)
+
+
+class SignedBlock:
+    """A Brownian block whose increments are multiplied by ``sign``: with -1 on the same streams
+    (``PathStreams.fresh``), the antithetic path of a symmetric noise law (every entry law of the suite's noises is
+    symmetric)."""
+
+    def __init__(self, block: BrownianBlock, sign: float):
+        self.block, self.sign = block, sign
+        self.noise, self.h = block.noise, block.h
+
+    @property
+    def paths(self) -> int:
+        return self.block.paths
+
+    def next(self, steps: int) -> np.ndarray:
+        return self.sign * self.block.next(steps)

@@ -24,7 +24,8 @@ Workload (the issue's reference): model F with n = 2 tokens in d = 16, 4096 path
 * cost curves (``convergence._performance.cost``): time against tokens, dimension, depth, paths and width, with fitted
   exponents;
 * a user's own checks (``convergence._performance.user_checks``): local, strong and weak on model F, n = 2, d = 16,
-  true claim and drift x 1.05, at their defaults: the verdict and the CPU in ref units against a budget.
+  true claim and drift x 1.05, at their defaults: the verdict and the CPU in ref units against a budget;
+* variance reduction (``convergence._performance.variance``): each lever's variance factor and cost factor, measured.
 
 Like-for-like against the peers means the same SDE with the full d x d Brownian matrix *in law*: the reduced
 Euler rows draw the matrix's action on the attention vectors from its exact joint law
@@ -49,6 +50,7 @@ from .._runtime import SEED_BLOCK, measure_reference, random_stream, scheduler
 from .cost import cost_curves
 from .peers import diffrax_euler, torchsde_euler
 from .user_checks import user_check_costs
+from .variance import variance_reduction
 from .workload import BenchConfig, best_time, draw_only, per_path_draws, per_path_loop
 
 LARGE_DIMS = (64, 128)
@@ -81,9 +83,13 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
         _strong_rows(config, dim, measure)
     curves = cost_curves(best_time, config.cost_repeats, progress) if config.cost_repeats else {}
     users = user_check_costs(ref, progress=progress) if config.user_checks else []
+    if config.variance:
+        progress("variance reduction")
+    levers = variance_reduction() if config.variance else []
     ratios = derived_ratios(rates)
     return {
         "user_checks": users,
+        "variance_reduction": levers,
         "config": asdict(config),
         "ref_s": ref,
         "rates": rates,

@@ -14,6 +14,7 @@ from .benchmark import TARGETS
 from .breakdown import CATEGORIES
 from .cost import cost_plots
 from .user_checks import user_checks_markdown
+from .variance import variance_markdown
 
 
 def performance_markdown(result: dict) -> str:
@@ -45,6 +46,8 @@ def performance_markdown(result: dict) -> str:
         lines += ["", *_cost_curves_section(result["cost_curves"], ref)]
     if result.get("user_checks"):
         lines += ["", *user_checks_markdown(result["user_checks"])]
+    if result.get("variance_reduction"):
+        lines += ["", *variance_markdown(result["variance_reduction"])]
     if result.get("breakdown"):
         lines += ["", *_breakdown_section(result["breakdown"])]
     lines += ["", *result.get("notes", []), ""]

@@ -34,10 +34,11 @@ class BenchConfig:
     strong_paths: int = 256  # at d = 16; scaled by (16/d)^2 at larger d
     cost_repeats: int = 2  # 0: no cost curves
     user_checks: int = 1  # 0: no timing of a user's checks at their defaults (``user_checks``)
+    variance: int = 1  # 0: no variance-reduction measurements (``variance``)
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            check_int(name, value, minimum=0 if name in ("cost_repeats", "user_checks") else 1)
+            check_int(name, value, minimum=0 if name in ("cost_repeats", "user_checks", "variance") else 1)
 
 
 def best_time(run: Callable[[], object], repeats: int) -> float:
