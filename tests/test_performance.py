@@ -15,7 +15,7 @@ from convergence._performance.breakdown import categorise, sampled_breakdown
 from convergence._performance.cost import CostAxis, cost_curves
 from convergence._performance.report import performance_markdown, write_performance
 from convergence._performance.user_checks import BUDGETS, user_checks_markdown
-from convergence._performance.variance import variance_factor
+from convergence._performance.variance import multilevel_diagnostics, variance_factor
 
 
 def test_cost_curve_exponent_is_the_log_log_slope_of_the_upper_sizes():
@@ -179,6 +179,21 @@ def test_antithetic_pairs_keep_the_mean_of_a_nonlinear_map():
     assert abs(a.mean() - b.mean()) < 4 * se
 
 
+def test_multilevel_diagnostics_read_the_rates_of_the_level_corrections():
+    """Exact algebra: level corrections Y_l = 2^-l + 2^(-l/2) u_l with u_l of mean 0 and variance exactly 1 give
+    alpha = beta = 1; the predicted saving is V[P_L] C_L / (sum_l sqrt(V_l C_l))^2 with C = (4, 12, 24)."""
+    rng = np.random.default_rng(1)
+    u = rng.standard_normal((4096, 3))
+    u = (u - u.mean(axis=0)) / u.std(axis=0, ddof=1)
+    corrections = np.stack([2.0**-level + 2.0 ** (-level / 2) * u[:, level] for level in range(3)], axis=1)
+    values = np.cumsum(corrections, axis=1)
+    row = multilevel_diagnostics(values, (4, 8, 16))
+    assert row["alpha"] == pytest.approx(1.0, abs=1e-12) and row["beta"] == pytest.approx(1.0, abs=1e-12)
+    variances, costs = np.array([1.0, 0.5, 0.25]), np.array([4.0, 12.0, 24.0])
+    expected = values[:, -1].var(ddof=1) * 16 / np.sum(np.sqrt(variances * costs)) ** 2
+    assert row["saving"] == pytest.approx(expected, rel=1e-12)
+
+
 def test_the_performance_report_shows_each_levers_factors():
     row = {
         "check": "weak",
@@ -192,15 +207,27 @@ def test_the_performance_report_shows_each_levers_factors():
         "efficiency": 1.34 / 0.99,
         "paths": 8192,
     }
+    multilevel = {
+        "check": "weak",
+        "study": "weak-fedorov",
+        "configuration": "model F, d = 4, f = rho",
+        "depths": [4, 8, 16],
+        "alpha": 1.0,
+        "beta": 2.0,
+        "gamma": 1.0,
+        "kurtosis": 3.0,
+        "saving": 4.5,
+    }
     result = {
         "config": {"repeats": 1},
         "rates": {},
         "ratios": {},
         "machine": {"cpus": 2, "processor": "x", "python": "3", "numpy": "2"},
         "notes": [],
-        "variance_reduction": [row],
+        "variance_reduction": {"levers": [row], "multilevel": [multilevel]},
     }
     text = performance_markdown(result)
+    assert "| weak | weak-fedorov | model F, d = 4, f = rho | 1.00 | 2.00 | 1 | 3.0 | 4.50 |" in text
     assert "## Variance reduction (measured)" in text
     assert "| weak | weak-fedorov | antithetic pairs | model F, d = 4, f = rho | finest mean (weak_limit) | " in text
     assert "1.34 [1.28, 1.40] | 0.99 | 1.35 |" in text

@@ -85,7 +85,7 @@ def run_benchmarks(config: BenchConfig = BenchConfig(), progress: Callable[[str]
     users = user_check_costs(ref, progress=progress) if config.user_checks else []
     if config.variance:
         progress("variance reduction")
-    levers = variance_reduction() if config.variance else []
+    levers = variance_reduction() if config.variance else {}
     ratios = derived_ratios(rates)
     return {
         "user_checks": users,

@@ -17,6 +17,9 @@ Levers measured (``variance_reduction``):
   same noise as control (``LocalDesign.control = "claim"``) against the layer's antithetic increments and its own
   first- and second-order noise response (``"layer"``), at equal samples; for drift_scale and diffusion_scale, from
   the squared half-widths of their intervals (each a fixed multiple of the standard error).
+
+Beside them, Giles' multilevel diagnostics of the weak ladders (``multilevel_diagnostics``): whether a coupled
+multilevel estimator would pay, predicted from the measured variances of the level corrections.
 """
 
 from __future__ import annotations
@@ -75,10 +78,31 @@ def timed(run: Callable[[], object]) -> tuple[object, float]:
     return result, time.process_time() - start
 
 
-def weak_antithetic_rows(pairs: int, seed: int = 0) -> list[dict]:
-    """Antithetic pairs for weak-fedorov's estimators, per dimension and observable (module docstring)."""
+def multilevel_diagnostics(values: np.ndarray, depths: tuple[int, ...]) -> dict:
+    """Giles' diagnostics of a depth ladder on coupled paths (``values`` (paths, levels), depths doubling): the level
+    corrections Y_0 = P_0 and Y_l = P_l - P_{l-1}; alpha and beta, the decay rates in log2 of |E Y_l| and Var Y_l over
+    the corrections l >= 1 (least squares); gamma = 1, the cost of a level in layer steps (L_l + L_{l-1}); the
+    kurtosis of the finest correction (large values make its variance estimate unreliable); and the saving a multilevel
+    estimator would make at the finest level's accuracy, V[P_L] C_L / (sum_l sqrt(V_l C_l))^2, from these measured
+    variances and this cost model (a prediction: no multilevel estimator is run)."""
+    corrections = np.column_stack([values[:, 0], np.diff(values, axis=1)])
+    variances = corrections.var(axis=0, ddof=1)
+    means = np.abs(corrections.mean(axis=0))
+    costs = np.array([depths[0], *(depths[k] + depths[k - 1] for k in range(1, len(depths)))], dtype=np.float64)
+    levels = np.arange(1, len(depths))
+    beta = -float(np.polyfit(levels, np.log2(variances[1:]), 1)[0])
+    alpha = -float(np.polyfit(levels, np.log2(np.maximum(means[1:], np.finfo(float).tiny)), 1)[0])
+    finest = corrections[:, -1] - corrections[:, -1].mean()
+    kurtosis = float(np.mean(finest**4) / np.mean(finest**2) ** 2)
+    saving = float(values[:, -1].var(ddof=1) * depths[-1] / np.sum(np.sqrt(variances * costs)) ** 2)
+    return {"alpha": alpha, "beta": beta, "gamma": 1.0, "kurtosis": kurtosis, "saving": saving}
+
+
+def weak_antithetic_rows(pairs: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """Antithetic pairs for weak-fedorov's estimators, per dimension and observable (module docstring); and the
+    multilevel diagnostics of the same plain paths (``multilevel_diagnostics``)."""
     observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
-    rows = []
+    rows, multilevel = [], []
     for index, dim in enumerate(WEAK_DIMS):
         model = FedorovModel(tokens=2, dim=dim, beta=betas_across_critical(dim)[1])
         plain_design = WeakDesign(**WEAK_DESIGN, paths=2 * pairs, block_paths=min(2 * pairs, 2048))
@@ -90,6 +114,15 @@ def weak_antithetic_rows(pairs: int, seed: int = 0) -> list[dict]:
         )
         for name in observables:
             a, b = plain[name], paired[name]
+            multilevel.append(
+                {
+                    "check": "weak",
+                    "study": "weak-fedorov",
+                    "configuration": f"model F, d = {dim}, f = {name}",
+                    "depths": list(WEAK_DESIGN["depths"]),
+                    **multilevel_diagnostics(a, WEAK_DESIGN["depths"]),
+                }
+            )
             for quantity, without, with_lever in (
                 ("finest mean (weak_limit)", a[:, -1], b[:, -1]),
                 ("finest difference (weak_order)", a[:, -2] - a[:, -1], b[:, -2] - b[:, -1]),
@@ -106,7 +139,7 @@ def weak_antithetic_rows(pairs: int, seed: int = 0) -> list[dict]:
                         "paths": 2 * pairs,
                     }
                 )
-    return rows
+    return rows, multilevel
 
 
 LOCAL_MODELS = {
@@ -153,14 +186,22 @@ def local_control_rows(samples: int, seed: int = 0) -> list[dict]:
     return rows
 
 
-def variance_reduction(pairs: int = 4096, samples: int = LOCAL_SAMPLES, seed: int = 0) -> list[dict]:
-    """Every lever's rows (module docstring), each with its efficiency (variance factor / cost factor)."""
-    rows = weak_antithetic_rows(pairs, seed) + local_control_rows(samples, seed)
-    return [{**row, "efficiency": row["factor"] / row["cost_factor"]} for row in rows]
+def variance_reduction(pairs: int = 4096, samples: int = LOCAL_SAMPLES, seed: int = 0) -> dict[str, list[dict]]:
+    """Every lever's rows (module docstring), each with its efficiency (variance factor / cost factor), and the
+    multilevel diagnostics of the weak ladders."""
+    weak, multilevel = weak_antithetic_rows(pairs, seed)
+    rows = weak + local_control_rows(samples, seed)
+    return {
+        "levers": [{**row, "efficiency": row["factor"] / row["cost_factor"]} for row in rows],
+        "multilevel": multilevel,
+    }
 
 
-def variance_markdown(rows: list[dict]) -> list[str]:
-    """The variance-reduction table of ``performance.md``."""
+def variance_markdown(measured: dict[str, list[dict]] | list[dict]) -> list[str]:
+    """The variance-reduction tables of ``performance.md``: the levers, then the multilevel diagnostics (a plain list:
+    the levers alone, as the first reports wrote them)."""
+    measured = {"levers": measured} if isinstance(measured, list) else measured
+    rows = measured["levers"]
     lines = [
         "## Variance reduction (measured)",
         "",
@@ -175,4 +216,22 @@ def variance_markdown(rows: list[dict]) -> list[str]:
             f"| {row['check']} | {row['study']} | {row['lever']} | {row['configuration']} | {row['quantity']} | "
             f"{row['factor']:.2f} [{lo:.2f}, {hi:.2f}] | {row['cost_factor']:.2f} | {row['efficiency']:.2f} |"
         )
+    if measured.get("multilevel"):
+        depths = ", ".join(map(str, measured["multilevel"][0]["depths"]))
+        lines += [
+            "",
+            f"Multilevel diagnostics (Giles) of the same plain paths, levels L = {depths}: alpha and beta, the decay "
+            "rates in log2 of the mean and the variance of the level corrections P_l - P_(l-1); gamma, the growth of "
+            "a level's cost in layer steps; the kurtosis of the finest correction; and the saving a multilevel "
+            "estimator would make at the finest level's accuracy, predicted from these measured variances "
+            "(V[P_L] C_L / (sum_l sqrt(V_l C_l))^2; no multilevel estimator is run yet).",
+            "",
+            "| check | study | configuration | alpha | beta | gamma | kurtosis (finest) | predicted saving |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in measured["multilevel"]:
+            numbers = f"{row['alpha']:.2f} | {row['beta']:.2f} | {row['gamma']:g} | {row['kurtosis']:.1f}"
+            lines.append(
+                f"| {row['check']} | {row['study']} | {row['configuration']} | {numbers} | {row['saving']:.2f} |"
+            )
     return lines
