@@ -15,7 +15,7 @@ from convergence._performance.breakdown import categorise, sampled_breakdown
 from convergence._performance.cost import CostAxis, cost_curves
 from convergence._performance.report import performance_markdown, write_performance
 from convergence._performance.user_checks import BUDGETS, user_checks_markdown
-from convergence._performance.variance import multilevel_diagnostics, variance_factor
+from convergence._performance.variance import commute_multilevel_rows, multilevel_diagnostics, variance_factor
 
 
 def test_cost_curve_exponent_is_the_log_log_slope_of_the_upper_sizes():
@@ -231,3 +231,11 @@ def test_the_performance_report_shows_each_levers_factors():
     assert "## Variance reduction (measured)" in text
     assert "| weak | weak-fedorov | antithetic pairs | model F, d = 4, f = rho | finest mean (weak_limit) | " in text
     assert "1.34 [1.28, 1.40] | 0.99 | 1.35 |" in text
+
+
+def test_commute_ladders_are_diagnosed_per_model_and_token_count():
+    rows = commute_multilevel_rows(pairs=8)
+    assert [row["configuration"].split(",")[0:2] for row in rows] == [
+        [model, f" N = {n}"] for model in ("model F", "model A") for n in (8, 16, 32)
+    ]
+    assert all(np.isfinite([row[k] for k in ("alpha", "beta", "kurtosis", "saving")]).all() for row in rows)

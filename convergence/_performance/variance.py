@@ -18,8 +18,8 @@ Levers measured (``variance_reduction``):
   first- and second-order noise response (``"layer"``), at equal samples; for drift_scale and diffusion_scale, from
   the squared half-widths of their intervals (each a fixed multiple of the standard error).
 
-Beside them, Giles' multilevel diagnostics of the weak ladders (``multilevel_diagnostics``): whether a coupled
-multilevel estimator would pay, predicted from the measured variances of the level corrections.
+Beside them, Giles' multilevel diagnostics of the weak ladders and of commute's (``multilevel_diagnostics``): whether
+a coupled multilevel estimator would pay, predicted from the measured variances of the level corrections.
 """
 
 from __future__ import annotations
@@ -34,15 +34,18 @@ from verify._analysis import KernelSpec
 
 from .._experiments import (
     OVERLAP_OBSERVABLES,
+    CommuteDesign,
     LocalDesign,
     WeakDesign,
     betas_across_critical,
+    coupled_energies,
     coupled_observables,
     local_checks,
     states_for,
 )
-from .._models import AgazziModel, FedorovModel, GaussianField
+from .._models import AgazziModel, FedorovModel, FrozenFeatureField, GaussianField
 from .._paths import fixed_overlap, overlap
+from .._runtime import random_stream
 
 WEAK_DIMS = (3, 4, 8)
 WEAK_DESIGN = dict(depths=(4, 8, 16, 32, 64), horizon=2.0)
@@ -186,10 +189,50 @@ def local_control_rows(samples: int, seed: int = 0) -> list[dict]:
     return rows
 
 
-def variance_reduction(pairs: int = 4096, samples: int = LOCAL_SAMPLES, seed: int = 0) -> dict[str, list[dict]]:
+COMMUTE_DESIGN = dict(depths=(4, 8, 16, 32, 64), tokens=(8, 16, 32), large=64, reference_factor=2, beta=1.0)
+
+
+def _commute_model_a(seed: int) -> Callable[[int], AgazziModel]:
+    """Commute's model A at d = 5: attention and a ReLU MLP of width 32 with frozen features drawn from ``seed``."""
+    field = FrozenFeatureField.draw(KernelSpec("relu", 5), 32, random_stream(seed, (96,)))
+    return lambda tokens: AgazziModel(tokens, field, 1.0, 1.0)
+
+
+# commute's two models at d = 5, each with its horizon: N tokens -> the layer map
+COMMUTE_MODELS = {
+    "model F": (2.0, lambda seed: lambda tokens: FedorovModel(tokens, 5, 1.0)),
+    "model A": (1.0, _commute_model_a),
+}
+
+
+def commute_multilevel_rows(pairs: int, seed: int = 0) -> list[dict]:
+    """Giles' diagnostics of commute's depth ladders, per model and token count N (each sample an antithetic pair,
+    as the study's): ``multilevel_diagnostics`` of u(N, L) over L."""
+    rows = []
+    for index, (label, (horizon, build)) in enumerate(COMMUTE_MODELS.items()):
+        design = CommuteDesign(**COMMUTE_DESIGN, horizon=horizon, paths=pairs, block_paths=min(pairs, 128))
+        energies = coupled_energies(build(seed), design, seed, (95, index))
+        levels = len(design.depths)
+        for position, tokens in enumerate(design.tokens):
+            rows.append(
+                {
+                    "check": "commute",
+                    "study": "commute",
+                    "configuration": f"{label}, N = {tokens}, energy at T = {horizon:g}",
+                    "depths": list(design.depths),
+                    **multilevel_diagnostics(energies[:, position * levels : (position + 1) * levels], design.depths),
+                }
+            )
+    return rows
+
+
+def variance_reduction(
+    pairs: int = 4096, samples: int = LOCAL_SAMPLES, commute_pairs: int = 256, seed: int = 0
+) -> dict[str, list[dict]]:
     """Every lever's rows (module docstring), each with its efficiency (variance factor / cost factor), and the
-    multilevel diagnostics of the weak ladders."""
+    multilevel diagnostics of the weak and commute ladders."""
     weak, multilevel = weak_antithetic_rows(pairs, seed)
+    multilevel += commute_multilevel_rows(commute_pairs, seed)
     rows = weak + local_control_rows(samples, seed)
     return {
         "levers": [{**row, "efficiency": row["factor"] / row["cost_factor"]} for row in rows],
@@ -220,7 +263,8 @@ def variance_markdown(measured: dict[str, list[dict]] | list[dict]) -> list[str]
         depths = ", ".join(map(str, measured["multilevel"][0]["depths"]))
         lines += [
             "",
-            f"Multilevel diagnostics (Giles) of the same plain paths, levels L = {depths}: alpha and beta, the decay "
+            f"Multilevel diagnostics (Giles) of the weak rows' plain paths and of commute's energies (pairs), levels "
+            f"L = {depths}: alpha and beta, the decay "
             "rates in log2 of the mean and the variance of the level corrections P_l - P_(l-1); gamma, the growth of "
             "a level's cost in layer steps; the kurtosis of the finest correction; and the saving a multilevel "
             "estimator would make at the finest level's accuracy, predicted from these measured variances "
