@@ -13,10 +13,10 @@ Levers measured (``variance_reduction``):
   True)``), against twice as many independent paths; for the finest depth's mean (weak_limit's estimate) and the
   finest coupled difference (weak_order's).
 * local, the layer's own control: power's model F (n = 2, d = 16) and its model A (ReLU Gaussian field, n = 4, d = 5,
-  attractive), each at the uniform state; the claim's diffusion on the
-  same noise as control (``LocalDesign.control = "claim"``) against the layer's antithetic increments and its own
-  first- and second-order noise response (``"layer"``), at equal samples; for drift_scale and diffusion_scale, from
-  the squared half-widths of their intervals (each a fixed multiple of the standard error).
+  attractive), each at the uniform state; the claim's diffusion on the same noise as control (``LocalDesign.control =
+  "claim"``) against the layer's antithetic increments and its own first- and second-order noise response
+  (``"layer"``), at equal samples; for drift_scale and diffusion_scale, from the squared half-widths of their
+  intervals (each a fixed multiple of the standard error).
 
 Beside them, Giles' multilevel diagnostics of the weak ladders and of commute's (``multilevel_diagnostics``): whether
 a coupled multilevel estimator would pay, predicted from the measured variances of the level corrections.
@@ -46,17 +46,17 @@ from .._experiments import (
 from .._models import AgazziModel, FedorovModel, FrozenFeatureField, GaussianField
 from .._paths import fixed_overlap, overlap
 from .._runtime import random_stream
+from .._statistics import confidence_z
 
 WEAK_DIMS = (3, 4, 8)
 WEAK_DESIGN = dict(depths=(4, 8, 16, 32, 64), horizon=2.0)
 WEAK_RHO0 = -0.5
 LOCAL_SAMPLES = 16384
-Z_95 = 1.959963984540054
 
 
 def log_interval(ratio: float, relative_variance: float) -> tuple[float, float]:
     """A 95% interval for a positive ratio whose logarithm has variance ``relative_variance``."""
-    half = Z_95 * math.sqrt(relative_variance)
+    half = confidence_z(0.95) * math.sqrt(relative_variance)
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 
@@ -65,16 +65,17 @@ def variance_factor(without: np.ndarray, with_lever: np.ndarray, work: float = 1
     ``work`` paths without it (2 for an antithetic pair), so this is the variance ratio at equal work."""
     a, b = np.asarray(without, dtype=np.float64), np.asarray(with_lever, dtype=np.float64)
     ratio = float(a.var(ddof=1) / (work * b.var(ddof=1)))
-
-    def kurtosis(x: np.ndarray) -> float:
-        centred = x - x.mean()
-        return float(np.mean(centred**4) / np.mean(centred**2) ** 2)
-
     lo, hi = log_interval(ratio, (kurtosis(a) - 1) / a.size + (kurtosis(b) - 1) / b.size)
     return {"factor": ratio, "interval": [lo, hi]}
 
 
-def timed(run: Callable[[], object]) -> tuple[object, float]:
+def kurtosis(x: np.ndarray) -> float:
+    """E (x - mean)^4 / (E (x - mean)^2)^2 of a sample (3 for a normal law)."""
+    centred = x - x.mean()
+    return float(np.mean(centred**4) / np.mean(centred**2) ** 2)
+
+
+def cpu_timed(run: Callable[[], object]) -> tuple[object, float]:
     """``run()`` and its CPU seconds (this process, its threads included)."""
     start = time.process_time()
     result = run()
@@ -95,10 +96,8 @@ def multilevel_diagnostics(values: np.ndarray, depths: tuple[int, ...]) -> dict:
     levels = np.arange(1, len(depths))
     beta = -float(np.polyfit(levels, np.log2(variances[1:]), 1)[0])
     alpha = -float(np.polyfit(levels, np.log2(np.maximum(means[1:], np.finfo(float).tiny)), 1)[0])
-    finest = corrections[:, -1] - corrections[:, -1].mean()
-    kurtosis = float(np.mean(finest**4) / np.mean(finest**2) ** 2)
     saving = float(values[:, -1].var(ddof=1) * depths[-1] / np.sum(np.sqrt(variances * costs)) ** 2)
-    return {"alpha": alpha, "beta": beta, "gamma": 1.0, "kurtosis": kurtosis, "saving": saving}
+    return {"alpha": alpha, "beta": beta, "gamma": 1.0, "kurtosis": kurtosis(corrections[:, -1]), "saving": saving}
 
 
 def weak_antithetic_rows(pairs: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -111,8 +110,10 @@ def weak_antithetic_rows(pairs: int, seed: int = 0) -> tuple[list[dict], list[di
         plain_design = WeakDesign(**WEAK_DESIGN, paths=2 * pairs, block_paths=min(2 * pairs, 2048))
         pair_design = WeakDesign(**WEAK_DESIGN, paths=pairs, block_paths=min(pairs, 1024))
         start = fixed_overlap(WEAK_RHO0)
-        plain, plain_s = timed(lambda: coupled_observables(model, plain_design, observables, seed, (91, index), start))
-        paired, paired_s = timed(
+        plain, plain_s = cpu_timed(
+            lambda: coupled_observables(model, plain_design, observables, seed, (91, index), start)
+        )
+        paired, paired_s = cpu_timed(
             lambda: coupled_observables(model, pair_design, observables, seed, (92, index), start, antithetic=True)
         )
         for name in observables:
@@ -163,7 +164,7 @@ def local_control_rows(samples: int, seed: int = 0) -> list[dict]:
         outcomes = {}
         for control in ("claim", "layer"):
             design = LocalDesign(samples=samples, control=control)
-            outcomes[control] = timed(
+            outcomes[control] = cpu_timed(
                 lambda d=design: local_checks(model, model.limit_sde(), states, d, seed, (94, index))
             )
         for name in ("drift_scale", "diffusion_scale"):
