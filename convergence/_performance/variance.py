@@ -30,8 +30,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from verify._analysis import KernelSpec
-
 from .._experiments import (
     OVERLAP_OBSERVABLES,
     CommuteDesign,
@@ -43,10 +41,12 @@ from .._experiments import (
     local_checks,
     states_for,
 )
-from .._models import AgazziModel, FedorovModel, FrozenFeatureField, GaussianField
+from .._models import FedorovModel
 from .._paths import fixed_overlap, overlap
-from .._runtime import random_stream
 from .._statistics import confidence_z
+from .._studies.commute import DESIGNS as COMMUTE_DESIGNS
+from .._studies.commute import models as commute_models
+from .._studies.power import local_models
 
 WEAK_DIMS = (3, 4, 8)
 WEAK_DESIGN = dict(depths=(4, 8, 16, 32, 64), horizon=2.0)
@@ -146,20 +146,16 @@ def weak_antithetic_rows(pairs: int, seed: int = 0) -> tuple[list[dict], list[di
     return rows, multilevel
 
 
-LOCAL_MODELS = {
-    "model F, n = 2, d = 16": lambda: FedorovModel(2, 16),
-    "model A, ReLU Gaussian field, n = 4, d = 5, attractive": lambda: AgazziModel(
-        4, GaussianField(KernelSpec("relu", 5, 0.0, 0.0), 4), 1.0, 1.0
-    ),
-}
+LOCAL_MODELS = ("F n=2 d=16", "A relu Gaussian field d=5 attractive")  # two of power's (``local_models``)
 
 
 def local_control_rows(samples: int, seed: int = 0) -> list[dict]:
-    """The layer's own control against the claim's for the local check, on two of power's models (module
-    docstring)."""
+    """The layer's own control against the claim's for the local check, on two of power's models (``LOCAL_MODELS``,
+    module docstring)."""
     rows = []
-    for index, (label, build) in enumerate(LOCAL_MODELS.items()):
-        model = build()
+    models = local_models(seed, (2,))
+    for index, label in enumerate(LOCAL_MODELS):
+        model = models[label]
         states = states_for(model.tokens, model.dim, ("uniform",), seed, (93, index))
         outcomes = {}
         for control in ("claim", "layer"):
@@ -193,33 +189,22 @@ def local_control_rows(samples: int, seed: int = 0) -> list[dict]:
 COMMUTE_DESIGN = dict(depths=(4, 8, 16, 32, 64), tokens=(8, 16, 32), large=64, reference_factor=2, beta=1.0)
 
 
-def _commute_model_a(seed: int) -> Callable[[int], AgazziModel]:
-    """Commute's model A at d = 5: attention and a ReLU MLP of width 32 with frozen features drawn from ``seed``."""
-    field = FrozenFeatureField.draw(KernelSpec("relu", 5), 32, random_stream(seed, (96,)))
-    return lambda tokens: AgazziModel(tokens, field, 1.0, 1.0)
-
-
-# commute's two models at d = 5, each with its horizon: N tokens -> the layer map
-COMMUTE_MODELS = {
-    "model F": (2.0, lambda seed: lambda tokens: FedorovModel(tokens, 5, 1.0)),
-    "model A": (1.0, _commute_model_a),
-}
-
-
 def commute_multilevel_rows(pairs: int, seed: int = 0) -> list[dict]:
-    """Giles' diagnostics of commute's depth ladders, per model and token count N (each sample an antithetic pair,
-    as the study's): ``multilevel_diagnostics`` of u(N, L) over L."""
+    """Giles' diagnostics of commute's depth ladders for its own models (``models``, at its horizons), per model and
+    token count N on a shorter token ladder (each sample an antithetic pair, as the study's): ``multilevel_diagnostics``
+    of u(N, L) over L."""
     rows = []
-    for index, (label, (horizon, build)) in enumerate(COMMUTE_MODELS.items()):
+    for index, (label, model_for) in enumerate(commute_models(seed).items()):
+        horizon = COMMUTE_DESIGNS["quick"][label].horizon  # the study's own: T = 2 for model F, 1 for model A
         design = CommuteDesign(**COMMUTE_DESIGN, horizon=horizon, paths=pairs, block_paths=min(pairs, 128))
-        energies = coupled_energies(build(seed), design, seed, (95, index))
+        energies = coupled_energies(model_for, design, seed, (95, index))
         levels = len(design.depths)
         for position, tokens in enumerate(design.tokens):
             rows.append(
                 {
                     "check": "commute",
                     "study": "commute",
-                    "configuration": f"{label}, N = {tokens}, energy at T = {horizon:g}",
+                    "configuration": f"model {label}, N = {tokens}, energy at T = {horizon:g}",
                     "depths": list(design.depths),
                     **multilevel_diagnostics(energies[:, position * levels : (position + 1) * levels], design.depths),
                 }

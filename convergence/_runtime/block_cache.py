@@ -36,11 +36,12 @@ SECRET_BYTES = 32
 MIN_SECRET_BYTES = 16
 
 
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds both packages
+
+
 def fingerprinted_sources() -> list[Path]:
-    """Every source file of ``convergence`` and ``verify`` (the folder that holds both packages, two levels above
-    this module's own subpackage)."""
-    root = Path(__file__).resolve().parents[2]
-    return [path for package in ("convergence", "verify") for path in sorted((root / package).rglob("*.py"))]
+    """Every source file of ``convergence`` and ``verify`` (below ``SOURCE_ROOT``)."""
+    return [path for package in ("convergence", "verify") for path in sorted((SOURCE_ROOT / package).rglob("*.py"))]
 
 
 @cache
@@ -48,9 +49,8 @@ def package_fingerprint() -> str:
     """SHA-256 of the package version and of every source file of ``convergence`` and ``verify``
     (``fingerprinted_sources``), each with its path relative to the folder that holds them."""
     digest = hashlib.sha256(json.dumps(package_versions(), sort_keys=True).encode())
-    root = Path(__file__).resolve().parents[2]
     for path in fingerprinted_sources():
-        digest.update(str(path.relative_to(root)).encode())
+        digest.update(str(path.relative_to(SOURCE_ROOT)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
