@@ -55,16 +55,30 @@ def test_local_check_passes_the_true_model_f_claim(model_f):
 
 
 def test_local_check_never_passes_what_its_samples_cannot_see(model_f):
-    """At 256 samples the layer's drift is not resolved: the relative drift error is measured along the claimed
-    drift, with its resolution, so the true claim is inconclusive (saying how many samples would decide) and a 5%
-    drift error is not passed (it passed when the unresolved state's drift_scale check was dropped)."""
-    true = cv.check_local_consistency(model_f, model_f.limit_sde(), samples=256)
+    """At 256 samples with the claim's control variate the layer's drift is not resolved (the increment's even part
+    keeps its second-order noise): the relative drift error is measured along the claimed drift, with its
+    resolution, so the true claim is inconclusive (saying how many samples would decide) and a 5% drift error is not
+    passed (it passed when the unresolved state's drift_scale check was dropped)."""
+    true = cv.check_local_consistency(model_f, model_f.limit_sde(), samples=256, control="claim")
     assert true.verdict == INCONCLUSIVE, true.table()
     scales = [c for c in true.checks if c.name == "drift_scale"]
     assert len(scales) == 5 and all("along the claimed drift" in c.note for c in scales[:4])
     assert "samples would decide" in scales[-1].note
-    wrong = cv.check_local_consistency(model_f, DriftScaled(model_f.limit_sde(), 1.05), samples=256)
+    wrong = cv.check_local_consistency(model_f, DriftScaled(model_f.limit_sde(), 1.05), samples=256, control="claim")
     assert wrong.verdict != PASS, wrong.table()
+
+
+def test_the_layers_second_order_control_resolves_a_one_percent_drift_error_at_256_samples(model_f):
+    """With the layer's own control, model F's second-order noise response is removed along each draw
+    (``local_draws.draw_quadratic``: its Hessian, n d m^2 = 2^21, is not affordable), so 256 samples decide: the true
+    claim passes and drift errors of 1% either way fail, where the claim's control is inconclusive on both."""
+    for factor, wanted in ((1.0, PASS), (1.01, FAIL), (0.99, FAIL)):
+        claim = DriftScaled(model_f.limit_sde(), factor) if factor != 1.0 else model_f.limit_sde()
+        outcome = cv.check_local_consistency(model_f, claim, samples=256)
+        assert outcome.verdict == wanted, (factor, outcome.table())
+        pooled = next(c for c in outcome.checks if c.config["state"] == "pooled" and c.name == "drift_scale")
+        assert pooled.resolution < 0.005, (factor, pooled.resolution)
+        assert cv.check_local_consistency(model_f, claim, samples=256, control="claim").verdict == INCONCLUSIVE
 
 
 def test_named_states_are_seeded_by_name_and_pooling_never_costs_resolution(model_f):

@@ -393,3 +393,39 @@ def test_levels_at_the_references_floor_never_fail_a_true_limit():
     outcome = cv.check_strong_order(model, model.limit_sde(), depths=(4, 8, 16), paths=1024)
     (same,) = [c for c in outcome.checks if c.name == "same_limit"]
     assert same.verdict == "inconclusive" and "a reference_factor of about" in same.note, outcome.table()
+
+
+def test_the_second_difference_along_each_draw_is_the_hessians_quadratic_form():
+    """Two routes to the layer's centred second-order noise response (model F, n = 2, d = 3: m = 9 noise entries, so
+    the Hessian is affordable): ``draw_quadratic`` (two calls per draw along the draw itself, centred by the diagonal's
+    trace) against ``difference_quadratic`` ((E^T H E - tr H) / (2 h), H from 2 m^2 + 1 calls). They differ only by
+    the fourth-order terms, O(t^2) = 1e-4 of the response; and the traces agree to rounding (the same diagonal
+    differences). A map with no curvature (an Euler step of additive noise) gives a response of 0."""
+    from convergence._experiments.local_draws import (
+        curvature_trace,
+        difference_quadratic,
+        draw_quadratic,
+        noise_derivatives,
+    )
+
+    model = cv.FedorovModel(2, 3, beta=1.0)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    steps = (1 / 64, 1 / 128)
+    drawn = rng.standard_normal((512, *model.noise.shape))
+    xs = np.broadcast_to(x, (512, *x.shape)).copy()
+    hessians = [noise_derivatives(model, x, h, second=True)[1] for h in steps]
+    curvatures = [curvature_trace(model, x, h) for h in steps]
+    by_hessian = difference_quadratic(hessians, steps, drawn)
+    along = draw_quadratic(model, xs, drawn, steps, curvatures)
+    scale = np.sqrt(np.mean(by_hessian**2))
+    assert scale > 0.1  # model F's step is curved in its noise: the control has something to remove
+    np.testing.assert_allclose(along, by_hessian, rtol=0, atol=2e-3 * scale)
+    for hessian, (_, trace) in zip(hessians, curvatures):
+        np.testing.assert_allclose(trace, np.trace(hessian, axis1=1, axis2=2), rtol=1e-9, atol=1e-9)
+    additive = cv.limit_sde(lambda x: -x, lambda x, dw: dw[:, None, :], 1, 3, cv.CommonNoise((3,)), name="additive")
+    euler, start = cv.EulerMaruyama(additive), np.ones((1, 3))
+    flat_traces = [curvature_trace(euler, start, h) for h in steps]
+    flat = draw_quadratic(euler, np.ones((64, 1, 3)), rng.standard_normal((64, 3)), steps, flat_traces)
+    np.testing.assert_allclose(flat, 0.0, atol=1e-6)

@@ -5,15 +5,16 @@ At a state x (n tokens in R^d) and the steps h, h/2, h/4, one draw E of the nois
 increments Delta_h = layer(x, s sqrt(h) E, h) - x at every step (the same E for all three: Richardson then cancels
 the O(h) bias without adding noise). With the layer's own control (``LocalDesign.control == "layer"``) also the
 increments at -E (antithetic) and the layer's first- and second-order noise response at each step (central
-differences in E, ``noise_derivatives``, where the draws have identity covariance, ``identity_covariance``; or
-autodiff for a torch block). A sample is a path of one step of the runner (``paths.run_seeded``, stream key per
+differences in E, ``noise_derivatives``, where the draws have identity covariance, ``identity_covariance``, and the
+Hessian is affordable; else the second difference along each draw, ``draw_quadratic``; or autodiff for a torch
+block). A sample is a path of one step of the runner (``paths.run_seeded``, stream key per
 state), so no number depends on how samples are split into blocks or where they run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -99,6 +100,9 @@ class LayerSamples:
     # each step's (J_h, H_h or None) at this state (``noise_derivatives``), kept for the next look's samples
     derivatives: tuple[tuple[np.ndarray, np.ndarray | None], ...] = ()
     steps: tuple[float, ...] = ()  # the steps the derivatives are at
+    # each step's (F(x, 0, h), sum of the diagonal second differences) (``curvature_trace``) when ``quadratic`` is by
+    # second differences along each draw (``draw_quadratic``), kept for the next look's samples
+    curvatures: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
 
     @cached_property
     def linear_cov(self) -> np.ndarray | None:
@@ -122,6 +126,7 @@ class LayerSamples:
             ),
             self.derivatives,
             self.steps,
+            self.curvatures,
         )
 
 
@@ -182,6 +187,48 @@ def difference_quadratic(hessians: list[np.ndarray], steps: Sequence[float], dra
     )
 
 
+def curvature_trace(layer_map: LayerMap, x: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """F(x, 0, h) and tr H (n d,): the sum over the m standard directions e_j of the central second differences
+    (F(x, t s sqrt(h) e_j, h) + F(x, -t s sqrt(h) e_j, h) - 2 F(x, 0, h)) / t^2, t = ``DIFFERENCE_STEP`` (2 m + 1
+    calls), the mean of ``draw_quadratic``'s second difference under draws of identity covariance."""
+    noise = layer_map.noise
+    m = int(np.prod(noise.shape, dtype=int))
+    eye = np.eye(m)
+    directions = np.concatenate([np.zeros((1, m)), eye, -eye])
+    xs = np.broadcast_to(x, (directions.shape[0], *x.shape)).copy()
+    dw = (noise.scale * np.sqrt(h) * DIFFERENCE_STEP) * directions.reshape(-1, *noise.shape)
+    f = np.asarray(layer_map.layer(xs, dw, h), dtype=np.float64).reshape(directions.shape[0], -1)
+    centre = f[0]
+    return centre, (f[1:].sum(axis=0) - 2 * m * centre) / DIFFERENCE_STEP**2
+
+
+def draw_quadratic(
+    layer_map: LayerMap,
+    xs: np.ndarray,
+    drawn: np.ndarray,
+    steps: Sequence[float],
+    curvatures: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> np.ndarray:
+    """The layer's centred second-order noise response per draw and step along the draw itself, (draws, steps, n d):
+    (F(x, t s sqrt(h) E, h) + F(x, -t s sqrt(h) E, h) - 2 F(x, 0, h)) / t^2 = E^T H E + O(t^2), less tr H from the
+    diagonal (``curvature_trace``), over 2 h (t = ``DIFFERENCE_STEP``; two calls per draw and step, where the Hessian's
+    n d m^2 entries are not affordable).
+
+    Its mean is O(t^2 h) in the drift statistic (the fourth-order terms of the draw and of the diagonal differ), of
+    the form of the step's own O(h) bias at t^2 of its size, which the Richardson extrapolation cancels with it."""
+    scale = layer_map.noise.scale * DIFFERENCE_STEP
+    per_step = []
+    for h, (centre, trace) in zip(steps, curvatures):
+        plus, minus = (
+            np.asarray(layer_map.layer(xs, (sign * scale * np.sqrt(h)) * drawn, h), dtype=np.float64).reshape(
+                xs.shape[0], -1
+            )
+            for sign in (1.0, -1.0)
+        )
+        per_step.append(((plus + minus - 2 * centre) / DIFFERENCE_STEP**2 - trace) / (2 * h))
+    return np.stack(per_step, axis=1)
+
+
 def layer_samples(
     layer_map: LayerMap,
     x: np.ndarray,
@@ -194,31 +241,31 @@ def layer_samples(
     blocks of samples (a sample is a path of one step), on the workers when blocks run there. With ``previous``
     (the first samples of the same state and stream), only the samples after them are drawn. With the layer's own
     control (``design.control == "layer"``), also its centred second-order noise response: a torch block's by autodiff
-    (``noise_quadratic``), another map's by differences (``difference_quadratic``) where the noise's standard draws
-    have identity covariance and the quadratic forms are affordable (``QUADRATIC_WORK``)."""
+    (``noise_quadratic``), another map's by differences where the noise's standard draws have identity covariance:
+    from its Hessian where that is affordable (``difference_quadratic``, ``QUADRATIC_WORK``), else along each draw
+    (``draw_quadratic``)."""
     noise = layer_map.noise
     start = 0 if previous is None else previous.deltas.shape[0]
 
-    signs = (1.0, -1.0) if design.control == "layer" else (1.0,)
-    torch_quadratic = design.control == "layer" and isinstance(layer_map, TorchBlockLayer)
+    own = design.control == "layer"
+    signs = (1.0, -1.0) if own else (1.0,)
     size = int(np.prod(noise.shape, dtype=int))
-    differences = design.control == "layer" and identity_covariance(noise) and x.size * size <= QUADRATIC_WORK
-    second = differences and not torch_quadratic and x.size * size**2 <= QUADRATIC_WORK
+    differences = own and identity_covariance(noise) and x.size * size <= QUADRATIC_WORK
+    second = differences and not isinstance(layer_map, TorchBlockLayer) and x.size * size**2 <= QUADRATIC_WORK
+    quadratic_kind = _quadratic_kind(layer_map, own, second)
+    along_draws = quadratic_kind == "draws"
     if previous is not None:  # the same state and steps: the derivatives of the first look
-        derivatives = previous.derivatives
+        derivatives, curvatures = previous.derivatives, previous.curvatures
     else:
         derivatives = tuple(noise_derivatives(layer_map, x, h, second) for h in design.steps) if differences else ()
+        curvatures = tuple(curvature_trace(layer_map, x, h) for h in design.steps) if along_draws else ()
     jacobians = [jacobian for jacobian, _ in derivatives] or None
     hessians = [hessian for _, hessian in derivatives] if second else None
 
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, ...]:
         drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
         xs = np.broadcast_to(x, (streams.paths, *x.shape)).copy()
-        quadratic = ()
-        if torch_quadratic:
-            quadratic = (noise_quadratic(layer_map, x, drawn.reshape(streams.paths, -1))[:, None, :],)
-        elif hessians is not None:
-            quadratic = (difference_quadratic(hessians, design.steps, drawn),)
+        quadratic = _quadratic_response(quadratic_kind, layer_map, xs, drawn, design.steps, hessians, curvatures)
         flat = drawn.reshape(streams.paths, -1)
         linear = () if jacobians is None else (np.stack([flat @ jacobian.T for jacobian in jacobians], axis=1),)
         return (
@@ -242,16 +289,48 @@ def layer_samples(
     blocks = run_seeded(
         compute,
         name="layer_samples",
-        configuration=(layer_map, x, design.steps, signs, torch_quadratic, hessians is not None, differences),
+        configuration=(layer_map, x, design.steps, signs, quadratic_kind, differences),
         seed=seed,
         key=key,
         paths=design.samples,
         block_paths=design.block_paths,
         start=start,
     )
-    with_quadratic = torch_quadratic or hessians is not None
-    drawn = _gathered(blocks, len(signs) == 2, with_quadratic, jacobians is not None, derivatives, design.steps)
+    drawn = _gathered(
+        blocks, len(signs) == 2, quadratic_kind is not None, jacobians is not None, derivatives, design.steps
+    )
+    drawn = replace(drawn, curvatures=curvatures)
     return drawn if previous is None else previous.extended(drawn)
+
+
+def _quadratic_response(
+    kind: str | None,
+    layer_map: LayerMap,
+    xs: np.ndarray,
+    drawn: np.ndarray,
+    steps: Sequence[float],
+    hessians: list[np.ndarray] | None,
+    curvatures: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, ...]:
+    """The layer's centred second-order noise response of the draws at the states ``xs``, by ``kind``
+    (``_quadratic_kind``): (the response,), or () without one."""
+    if kind == "torch":
+        return (noise_quadratic(layer_map, xs[0], drawn.reshape(drawn.shape[0], -1))[:, None, :],)
+    if kind == "hessian":
+        return (difference_quadratic(hessians, steps, drawn),)
+    return (draw_quadratic(layer_map, xs, drawn, steps, curvatures),) if kind == "draws" else ()
+
+
+def _quadratic_kind(layer_map: LayerMap, own: bool, hessian: bool) -> str | None:
+    """How the layer's own control (``own``) removes its second-order noise response: "torch" (autodiff),
+    "hessian" (``difference_quadratic``), "draws" (``draw_quadratic``: draws of identity covariance), else None."""
+    if not own:
+        return None
+    if isinstance(layer_map, TorchBlockLayer):
+        return "torch"
+    if hessian:
+        return "hessian"
+    return "draws" if identity_covariance(layer_map.noise) else None
 
 
 def _gathered(

@@ -14,7 +14,7 @@ from scipy import stats
 
 from .._models import LayerMap, LimitSDE
 from .._statistics import FAIL, INCONCLUSIVE, PASS, Check, effect_check, samples_to_decide, z_value
-from .local_draws import LayerSamples, LocalDesign
+from .local_draws import DIFFERENCE_STEP, LayerSamples, LocalDesign
 
 PROBES = 4  # random probe directions of the covariance, besides each token's radial direction
 
@@ -114,6 +114,16 @@ def rounding_bounds(
     return drift, scale, probe
 
 
+def curvature_rounding(x: np.ndarray, steps: np.ndarray, epsilons: tuple[float, float], noise_size: int) -> np.ndarray:
+    """A bound on the rounding that ``local_draws.draw_quadratic``'s control adds to the drift statistic, per step:
+    its second differences divide by t^2 (t = ``DIFFERENCE_STEP``) the roundings of 4 values of magnitude |x_k| per draw
+    and of 4 m + 2 in the diagonal's trace (m noise entries), and the control is divided by 2 h:
+    ``ROUNDING_OPERATIONS`` eps (4 m + 6) |x_k| / (2 h t^2), (steps, n d)."""
+    eps = epsilons[0] + epsilons[1]
+    per_value = ROUNDING_OPERATIONS * eps * (4 * noise_size + 6) * np.abs(x.reshape(1, -1)) / DIFFERENCE_STEP**2
+    return per_value / (2 * steps[:, None])
+
+
 def rounding_allowance(per_step: np.ndarray | None) -> np.ndarray | float:
     """The rounding bound of the Richardson estimate R_2 = 2 m(h/4) - m(h/2) from per-step bounds (axis 0): 2 r(h/4)
     + r(h/2) (0 when none were computed)."""
@@ -161,6 +171,9 @@ def local_samples(
         if x is None
         else rounding_bounds(x, moved, control, total, claimed_cov, probes, steps, epsilons)
     )
+    if x is not None and layer.curvatures:  # the draw-wise second differences' own rounding
+        noise_size = int(np.prod(layer.entries[0].shape[1:], dtype=int))
+        rounding = (rounding[0] + curvature_rounding(x, steps, epsilons, noise_size), *rounding[1:])
     # the drift: the increment less the claimed noise, or the even part of the layer's own increment (antithetic)
     drift = moved - g if layer.antithetic is None else (layer.deltas + layer.antithetic) / 2
     drift = drift / h

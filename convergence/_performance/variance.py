@@ -12,11 +12,14 @@ Levers measured (``variance_reduction``):
   study's three observables) on ``pairs`` noise paths, each with its reverse (``coupled_observables(antithetic=
   True)``), against twice as many independent paths; for the finest depth's mean (weak_limit's estimate) and the
   finest coupled difference (weak_order's).
-* local, the layer's own control: power's model F (n = 2, d = 16) and its model A (ReLU Gaussian field, n = 4, d = 5,
-  attractive), each at the uniform state; the claim's diffusion on the same noise as control (``LocalDesign.control =
-  "claim"``) against the layer's antithetic increments and its own first- and second-order noise response
-  (``"layer"``), at equal samples; for drift_scale and diffusion_scale, from the squared half-widths of their
-  intervals (each a fixed multiple of the standard error).
+* local, the layer's own control: power's model F (n = 2, d = 16) and its two model A maps (frozen tanh features,
+  n = 4, d = 8, repulsive; ReLU Gaussian field, n = 4, d = 5, attractive), each at the uniform state; the claim's
+  diffusion on the same noise as control (``LocalDesign.control = "claim"``) against the layer's antithetic
+  increments and its own first- and second-order noise response (``"layer"``: from its Hessian where that is
+  affordable, the ReLU field's; along each draw otherwise), at equal samples; for drift_scale and diffusion_scale, from
+  the squared half-widths of their intervals (each a fixed multiple of the standard error).
+
+Taken: where a lever is in use (``TAKEN``).
 
 Beside them, Giles' multilevel diagnostics of the weak ladders and of commute's (``multilevel_diagnostics``): whether
 a coupled multilevel estimator would pay, predicted from the measured variances of the level corrections.
@@ -146,7 +149,12 @@ def weak_antithetic_rows(pairs: int, seed: int = 0) -> tuple[list[dict], list[di
     return rows, multilevel
 
 
-LOCAL_MODELS = ("F n=2 d=16", "A relu Gaussian field d=5 attractive")  # two of power's (``local_models``)
+LOCAL_MODELS = ("F n=2 d=16", "A tanh frozen m=32 d=8 repulsive", "A relu Gaussian field d=5 attractive")  # power's
+# where each lever is in use, and why not where it is not
+TAKEN = {
+    "antithetic pairs": "no: weak_order, the ladders' binding check, gains nothing",
+    "the layer's own control variate": "yes: the public local check (default) and power's local rows",
+}
 
 
 def local_control_rows(samples: int, seed: int = 0) -> list[dict]:
@@ -221,7 +229,9 @@ def variance_reduction(
     multilevel += commute_multilevel_rows(commute_pairs, seed)
     rows = weak + local_control_rows(samples, seed)
     return {
-        "levers": [{**row, "efficiency": row["factor"] / row["cost_factor"]} for row in rows],
+        "levers": [
+            {**row, "efficiency": row["factor"] / row["cost_factor"], "taken": TAKEN[row["lever"]]} for row in rows
+        ],
         "multilevel": multilevel,
     }
 
@@ -236,14 +246,16 @@ def variance_markdown(measured: dict[str, list[dict]] | list[dict]) -> list[str]
         "",
         __doc__.strip().split("\n\n")[1].replace("\n", " "),
         "",
-        "| check | study | lever | configuration | quantity | variance factor [95%] | cost factor | efficiency |",
-        "|---|---|---|---|---|---|---|---|",
+        "| check | study | lever | configuration | quantity | variance factor [95%] | cost factor | efficiency "
+        "| taken |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lo, hi = row["interval"]
         lines.append(
             f"| {row['check']} | {row['study']} | {row['lever']} | {row['configuration']} | {row['quantity']} | "
-            f"{row['factor']:.2f} [{lo:.2f}, {hi:.2f}] | {row['cost_factor']:.2f} | {row['efficiency']:.2f} |"
+            f"{row['factor']:.2f} [{lo:.2f}, {hi:.2f}] | {row['cost_factor']:.2f} | {row['efficiency']:.2f} | "
+            f"{row.get('taken', '-')} |"
         )
     if measured.get("multilevel"):
         depths = ", ".join(map(str, measured["multilevel"][0]["depths"]))
