@@ -134,8 +134,12 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
 
     assert SEEDS == {"quick": 6, "full": 10}
     one_undecided = study_seeds(7, 1, 10, STUDY_KEY)[3]
-    rows = quick_profile_rows([study("a", None), study("b", one_undecided)], 7, 10, lambda total, name: lambda n: None)
+    rows, costs = quick_profile_rows(
+        [study("a", None), study("b", one_undecided)], 7, 10, lambda total, name: lambda n: None
+    )
     assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
+    assert [len(costs[name]) for name in ("a", "b")] == [10, 10] and all(c >= 0 for c in costs["a"] + costs["b"])
+    assert "CPU per seed, ref units: " in rows[0].note
     assert "1 inconclusive" in rows[1].note and "TARGET MISSED" in rows[1].note
     assert f"not passed: seed {one_undecided}: x {{}} inconclusive" in rows[1].note  # which seed, which check
     # how close each profile came to undecided, for sizing it: the largest resolution / target over the seeds
@@ -163,8 +167,9 @@ def test_a_study_that_raises_at_a_seed_fails_its_row_and_the_sweep_goes_on():
         return StudyResult(study="a", profile=profile, seed=seed, params={}, checks=[check])
 
     crashing, fine = Study("a", "stub", execute), Study("b", "stub", execute)
-    rows = quick_profile_rows([crashing, fine], 3, 10, lambda total, name: lambda n: None)
+    rows, costs = quick_profile_rows([crashing, fine], 3, 10, lambda total, name: lambda n: None)
     assert [r.verdict for r in rows] == [FAIL, PASS]
+    assert [len(costs["a"]), len(costs["b"])] == [9, 10]  # a seed that raised has no cost
     assert "9 pass, 1 fail" in rows[0].note
     assert f"seed {crashing_seed}: raised ValueError: Could not find root" in rows[0].note
 

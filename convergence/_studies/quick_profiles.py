@@ -8,7 +8,8 @@ passes at every one (``over_seeds.rate_check``: a false failure at one of 10 see
 target too, and that chance is not bounded; resolution: a per-seed rate of unwanted verdicts of 0.21 is caught with
 probability 90% at 10 seeds, 0.32 at 6). Each row's note also gives the largest resolution / target of the study's
 claim checks over the seeds, and per seed: how far each quick profile sits from undecided, the measure its sizing
-needs.
+needs; and the CPU each seed's run took (``cpu_meter``: this thread and the workers' blocks), in units of the
+reference kernel. The quick report's cost is the sum over studies of each one's median seed (``params``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 
+import numpy as np
+
 from .._output import StudyResult
-from .._runtime import STREAM_KEYS
+from .._runtime import STREAM_KEYS, cpu_meter, reference_seconds
 from .._statistics import FAIL, PASS, Check
 from .base import ProgressFactory, Study
 from .over_seeds import rate_check, rate_plot, study_seeds
@@ -28,15 +31,22 @@ STUDY_KEY = STREAM_KEYS[NAME]
 SEEDS = {"quick": 6, "full": 10}
 
 
-def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress: ProgressFactory) -> list[Check]:
+def quick_profile_rows(
+    studies: Sequence[Study], seed: int, count: int, progress: ProgressFactory
+) -> tuple[list[Check], dict[str, list[float]]]:
     """``quick_profile_passes`` per study: its quick profile at ``count`` seeds must pass at every one. A seed at
-    which the study raises counts as a failure, named with its error in the row's note (the sweep goes on)."""
-    rows = []
+    which the study raises counts as a failure, named with its error in the row's note (the sweep goes on). Also
+    each study's CPU per seed that ran to its end, in ref units."""
+    rows, costs = [], {}
+    ref = reference_seconds()
     for index, study in enumerate(studies):
         verdicts, missed, closest = [], [], []
+        costs[study.name] = []
         for study_seed in study_seeds(seed, index, count, STUDY_KEY):
             try:
-                result = study.execute("quick", study_seed, progress)
+                with cpu_meter() as cpu:
+                    result = study.execute("quick", study_seed, progress)
+                    costs[study.name].append(cpu.total() / ref)
             except Exception as error:  # a crash is this seed's failure, not the sweep's end
                 verdicts.append(FAIL)
                 missed.append(f"seed {study_seed}: raised {type(error).__name__}: {error}")
@@ -56,10 +66,12 @@ def quick_profile_rows(studies: Sequence[Study], seed: int, count: int, progress
                 f"largest resolution / target over seeds {ratio:.2f} ({check.name} {check.config} at seed {at_seed}), "
                 f"per seed {', '.join(f'{r:.2f}' for r, _, _ in closest)}"
             )
+        if costs[study.name]:
+            notes.append(f"CPU per seed, ref units: {', '.join(f'{c:.2f}' for c in costs[study.name])}")
         if missed:
             notes.append(f"not passed: {'; '.join(missed)}")
         rows.append(replace(row, note="; ".join(notes)))
-    return rows
+    return rows, costs
 
 
 def largest_resolution_ratio(checks: Sequence[Check]) -> tuple[float, Check | None]:
@@ -70,12 +82,21 @@ def largest_resolution_ratio(checks: Sequence[Check]) -> tuple[float, Check | No
 
 
 def execute(profile: str, seed: int, progress: ProgressFactory, studies: Sequence[Study] = ()) -> StudyResult:
-    checks = quick_profile_rows(studies, seed, SEEDS[profile], progress)
+    checks, costs = quick_profile_rows(studies, seed, SEEDS[profile], progress)
     plot = rate_plot("share of seeds at which the study's quick profile passes", "study", checks, target=False)
-    params = {"seeds_per_study": SEEDS[profile], "studies": [study.name for study in studies]}
+    medians = {name: round(float(np.median(seconds)), 3) for name, seconds in costs.items() if seconds}
+    params = {
+        "seeds_per_study": SEEDS[profile],
+        "studies": [study.name for study in studies],
+        "median_cpu_ref": medians,
+        "quick_report_cpu_ref": round(sum(medians.values()), 2),
+    }
     notes = [
         "Each study runs its quick profile exactly as `python -m convergence run NAME --seed S` would, at seeds "
-        "drawn from this study's seed; a row fails when any seed fails or is inconclusive."
+        "drawn from this study's seed; a row fails when any seed fails or is inconclusive.",
+        f"The quick report's CPU, the sum over studies of each one's median seed: {sum(medians.values()):.1f} ref "
+        "units (each study's median in params.median_cpu_ref; a seed's CPU is its own thread's and its blocks' on the "
+        "workers, so it does not depend on the studies run beside it, up to the machine's shared caches).",
     ]
     return StudyResult(
         study=NAME, profile=profile, seed=seed, params=params, checks=checks, plots={"": [plot]}, notes=notes
