@@ -138,7 +138,7 @@ def test_every_studys_quick_profile_runs_at_ten_seeds_and_must_pass_at_each():
         [study("a", None), study("b", one_undecided)], 7, 10, lambda total, name: lambda n: None
     )
     assert [(r.config["study"], r.verdict) for r in rows] == [("a", PASS), ("b", FAIL)]
-    assert [len(costs[name]) for name in ("a", "b")] == [10, 10] and all(c >= 0 for c in costs["a"] + costs["b"])
+    assert [len(costs[name]) for name in ("a", "b")] == [10, 10]
     assert "CPU per seed, ref units: " in rows[0].note
     assert "1 inconclusive" in rows[1].note and "TARGET MISSED" in rows[1].note
     assert f"not passed: seed {one_undecided}: x {{}} inconclusive" in rows[1].note  # which seed, which check

@@ -187,9 +187,73 @@ def results_markdown() -> str:
     return "\n".join([*rows, RESULTS_END])
 
 
+COST_START, COST_END = "<!-- cost: python -m tests.test_docs -->", "<!-- /cost -->"
+
+
+def cost_sentence() -> str:
+    """The README's cost of the first command, from the committed reports: the quick report's CPU (the sum over studies
+    of each one's median seed, ``reports/quick-profiles.json``) and the full profiles' (the report command's studies,
+    ``reports/<study>.json``), in ref units (one core's CPU seconds to draw 10^9 standard normals)."""
+    from convergence._studies import STUDIES
+
+    reports = ROOT / "reports"
+    quick = json.loads((reports / "quick-profiles.json").read_text())["params"].get("quick_report_cpu_ref")
+    full = [json.loads((reports / f"{name}.json").read_text()) for name, study in STUDIES.items() if study.in_report]
+    full_ref = sum(r["cpu_s"] / r["ref_s"] for r in full)
+    assert all(r["profile"] == "full" for r in full), "the README's full cost needs every study's full report"
+    quick_text = "is unmeasured" if quick is None else f"costs {quick:.0f} ref at the median seed"
+    ref = "(1 ref: 10^9 normals, one core)"
+    return f"{COST_START}The quick report {quick_text}, the full {full_ref:.0f} ref {ref}.{COST_END}"
+
+
+BENCH_START, BENCH_END = "<!-- bench: python -m tests.test_docs -->", "<!-- /bench -->"
+
+
+def bench_markdown() -> str:
+    """docs/cli.md's summary of the committed ``reports/performance.json``: the samplers' speeds and ratios, the peers,
+    the strong ladder's low-rank coupling, the cost-curve exponents and the user checks' costs."""
+    bench = json.loads((ROOT / "reports" / "performance.json").read_text())
+    rates, ratios, curves = bench["rates"], bench["ratios"], bench["cost_curves"]
+    exponents = ", ".join(f"{c['label']} {c['exponent']:.2f} ({c['expected']:g})" for c in curves.values())
+    users = ", ".join(f"{r['check']} {r['claim']} {r['ref']:.2g}" for r in bench.get("user_checks", []))
+    lines = [
+        f"- the full-matrix layer map: {rates['layer_full']['path_steps_per_s']:,.0f} path-steps/s, "
+        f"{ratios['layer_full_time_over_draw_time']:.2f} times the time of drawing its normals alone; the reduced "
+        f"sampler {ratios['reduced_over_full']:.2g} times faster; the vectorised sampler "
+        f"{ratios['layer_full_over_per_path_loop']:.2g} times faster than a plain per-path loop;",
+        f"- two dask worker processes {ratios['euler_2_processes_over_1']:.2f} times faster than one;",
+        f"- against diffrax and torchsde on the same SDE: the reduced Euler in two processes "
+        f"{ratios['euler_reduced_2_processes_over_diffrax']:.2g} and "
+        f"{ratios['euler_reduced_2_processes_over_torchsde']:.2g} "
+        f"times faster at d = 16 ({ratios['euler_reduced_2_processes_over_diffrax_d64']:.2g} and "
+        f"{ratios['euler_reduced_2_processes_over_diffrax_d128']:.2g} times diffrax at d = 64 and 128); with the full "
+        f"d x d matrix {ratios['euler_2_processes_over_diffrax']:.2g} and "
+        f"{ratios['euler_2_processes_over_torchsde']:.2g} "
+        "times;",
+        f"- the strong ladder's exact low-rank coupling against the full-matrix one: "
+        f"{ratios['strong_low_rank_over_full_d16']:.2g}, {ratios['strong_low_rank_over_full_d64']:.2g} and "
+        f"{ratios['strong_low_rank_over_full_d128']:.2g} times faster at d = 16, 64 and 128;",
+        f"- cost-curve exponents, time ~ size^p (expected): {exponents};",
+        f"- a user's own checks at their defaults (model F, n = 2, d = 16), ref units per run: {users}.",
+    ]
+    return "\n".join([BENCH_START, *lines, BENCH_END])
+
+
+def _docs_with_bench(page: str) -> str:
+    start, end = page.index(BENCH_START), page.index(BENCH_END) + len(BENCH_END)
+    return page[:start] + bench_markdown() + page[end:]
+
+
+def test_the_cli_pages_bench_numbers_are_the_committed_report():
+    page = (ROOT / "docs" / "cli.md").read_text()
+    assert page == _docs_with_bench(page), "docs/cli.md's bench numbers are stale: run python -m tests.test_docs"
+
+
 def _readme_with_results(readme: str) -> str:
     start, end = readme.index(RESULTS_START), readme.index(RESULTS_END) + len(RESULTS_END)
-    return readme[:start] + results_markdown() + readme[end:]
+    readme = readme[:start] + results_markdown() + readme[end:]
+    start, end = readme.index(COST_START), readme.index(COST_END) + len(COST_END)
+    return readme[:start] + cost_sentence() + readme[end:]
 
 
 def test_the_readme_results_are_the_committed_reports():
@@ -252,4 +316,6 @@ if __name__ == "__main__":  # rewrite the README's results table and reports/ind
 
     readme_path = ROOT / "README.md"
     readme_path.write_text(_readme_with_results(readme_path.read_text()))
+    cli_path = ROOT / "docs" / "cli.md"
+    cli_path.write_text(_docs_with_bench(cli_path.read_text()))
     write_index(ROOT / "reports", HEADLINES)

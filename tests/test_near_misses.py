@@ -77,7 +77,7 @@ def test_the_layers_second_order_control_resolves_a_one_percent_drift_error_at_2
         outcome = cv.check_local_consistency(model_f, claim, samples=256)
         assert outcome.verdict == wanted, (factor, outcome.table())
         pooled = next(c for c in outcome.checks if c.config["state"] == "pooled" and c.name == "drift_scale")
-        assert pooled.resolution < 0.005, (factor, pooled.resolution)
+        assert pooled.resolution < 1e-3, (factor, pooled.resolution)  # measured 1e-4: the control removes the curvature
         assert cv.check_local_consistency(model_f, claim, samples=256, control="claim").verdict == INCONCLUSIVE
 
 

@@ -13,6 +13,8 @@ Seeds are fixed; each test's false-failure rate is the check's family-wise 1% (p
 rate at most 10% each at their stated resolutions (here far beyond them: drift errors 20 to 100 resolutions).
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -429,3 +431,34 @@ def test_the_second_difference_along_each_draw_is_the_hessians_quadratic_form():
     flat_traces = [curvature_trace(euler, start, h) for h in steps]
     flat = draw_quadratic(euler, np.ones((64, 1, 3)), rng.standard_normal((64, 3)), steps, flat_traces)
     np.testing.assert_allclose(flat, 0.0, atol=1e-6)
+
+
+def test_the_draw_wise_control_is_the_same_over_staged_looks_and_bounds_its_rounding():
+    """Model F (n = 2, d = 16: the draw-wise control): a second look extends the first look's samples with the state's
+    curvatures kept, giving exactly the control a one-look run of all the samples gives; the control's rounding
+    bound enters the drift's rounding allowance; and a map that returns float32 gets no draw-wise control (its
+    second differences would round at eps32 / t^2)."""
+    from convergence._experiments.local_draws import LocalDesign, _quadratic_kind, layer_samples
+    from convergence._experiments.local_statistics import curvature_rounding, local_samples
+
+    model = cv.FedorovModel(2, 16, beta=1.0)
+    x = np.eye(16)[:2]
+    design = LocalDesign(samples=256, control="layer", block_paths=128)
+    first = layer_samples(model, x, design, 0, (7,))
+    staged = layer_samples(model, x, LocalDesign(samples=512, control="layer", block_paths=128), 0, (7,), first)
+    whole = layer_samples(model, x, LocalDesign(samples=512, control="layer", block_paths=128), 0, (7,))
+    assert staged.curvatures and len(staged.curvatures) == 3
+    np.testing.assert_allclose(staged.quadratic, whole.quadratic, rtol=1e-12, atol=1e-12)
+    unit = np.zeros((512, 32))
+    with_bound = local_samples(whole, unit, design, np.eye(32)[:3], x=x)
+    floor = curvature_rounding(x, np.asarray(design.steps), (float(np.finfo(np.float64).eps), 0.0), 256)
+    without = local_samples(replace(whole, curvatures=()), unit, design, np.eye(32)[:3], x=x)
+    np.testing.assert_allclose(with_bound.drift_rounding - without.drift_rounding, floor, rtol=1e-12)
+    assert np.all(floor > 0)
+
+    class Float32(cv.FedorovModel):
+        def layer(self, x, dw, h):
+            return super().layer(x, dw, h).astype(np.float32)
+
+    assert _quadratic_kind(model, x, 1 / 64, True, False) == "draws"
+    assert _quadratic_kind(Float32(2, 16, beta=1.0), x, 1 / 64, True, False) is None

@@ -131,7 +131,10 @@ def check_local_consistency(
     ``control``: the drift's variance reduction. "layer" (default): the layer's own first-order noise response is
     removed by evaluating each step at dW and at -dW (antithetic: the half-sum is the increment's even part, the
     drift's estimate, with no claim in it), so a claim equal in law to the layer's limit but driven differently
-    decides at the cost of one that is pathwise equal; the claim's noise enters only the covariance comparison.
+    decides at the cost of one that is pathwise equal; the claim's noise enters only the covariance comparison. Its
+    second-order response is removed too (``local_draws``: by autodiff for a torch block; for another map by central
+    differences, from its Hessian where that is affordable, else along each draw at two more calls per sample and
+    step), so the drift statistic keeps only O(h) fluctuations.
     "claim": the claimed diffusion on the same noise subtracted (one step per sample; noisy unless the claim is
     pathwise the layer's). Every noise law here is symmetric, so -dW has the law of dW. Where a state's drift is
     small beside its noise, its drift_scale target is in units of a typical component (docs/checks.md).

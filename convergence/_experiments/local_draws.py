@@ -14,7 +14,7 @@ state), so no number depends on how samples are split into blocks or where they 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -91,8 +91,8 @@ class LayerSamples:
     deltas: np.ndarray  # (samples, 3, n d)
     antithetic: np.ndarray | None = None  # the increments at -dW (``LocalDesign.control == "layer"``)
     # the layer's centred second-order noise response q(E) - E[q] per draw: a torch block's by autodiff at h = 0
-    # (``noise_quadratic``), (samples, 1, n d); another map's by differences at each step (``difference_quadratic``),
-    # (samples, 3, n d)
+    # (``noise_quadratic``), (samples, 1, n d); another map's by differences at each step, from its Hessian
+    # (``difference_quadratic``) or along the draw (``draw_quadratic``), (samples, 3, n d)
     quadratic: np.ndarray | None = None
     # the layer's own first-order noise response J_h E per draw and step, (samples, 3, n d): the covariance
     # statistics' control
@@ -133,6 +133,7 @@ class LayerSamples:
 # the per-draw quadratic forms cost n d m^2 per sample (m noise entries), the linear ones n d m: each is done only while
 # that stays near a step's cost
 QUADRATIC_WORK = 1 << 14
+AXIS_CHUNK = 256  # noise directions per call of ``curvature_trace``
 DIFFERENCE_STEP = 1e-2  # the central differences' step, in units of a standard draw
 
 
@@ -155,10 +156,7 @@ def noise_derivatives(
     j, k = np.triu_indices(m, 1) if second else (np.zeros(0, int), np.zeros(0, int))
     eye = np.eye(m)
     pairs = [a * eye[j] + b * eye[k] for a in (1, -1) for b in (1, -1)] if second else []
-    directions = np.concatenate([np.zeros((1, m)), eye, -eye, *pairs])
-    xs = np.broadcast_to(x, (directions.shape[0], *x.shape)).copy()
-    dw = (noise.scale * np.sqrt(h) * DIFFERENCE_STEP) * directions.reshape(-1, *noise.shape)
-    f = np.asarray(layer_map.layer(xs, dw, h), dtype=np.float64).reshape(directions.shape[0], -1)
+    f = at_directions(layer_map, x, h, np.concatenate([np.zeros((1, m)), eye, -eye, *pairs]))
     centre, plus, minus = f[0], f[1 : m + 1], f[m + 1 : 2 * m + 1]
     jacobian = ((plus - minus) / (2 * DIFFERENCE_STEP)).T
     if not second:
@@ -191,15 +189,22 @@ def curvature_trace(layer_map: LayerMap, x: np.ndarray, h: float) -> tuple[np.nd
     """F(x, 0, h) and tr H (n d,): the sum over the m standard directions e_j of the central second differences
     (F(x, t s sqrt(h) e_j, h) + F(x, -t s sqrt(h) e_j, h) - 2 F(x, 0, h)) / t^2, t = ``DIFFERENCE_STEP`` (2 m + 1
     calls), the mean of ``draw_quadratic``'s second difference under draws of identity covariance."""
+    m = int(np.prod(layer_map.noise.shape, dtype=int))
+    centre = at_directions(layer_map, x, h, np.zeros((1, m)))[0]
+    total = np.zeros_like(centre)
+    for start in range(0, m, AXIS_CHUNK):  # a few hundred directions a call: memory stays O(chunk m), not O(m^2)
+        eye = np.eye(m)[start : start + AXIS_CHUNK]
+        total += at_directions(layer_map, x, h, np.concatenate([eye, -eye])).sum(axis=0)
+    return centre, (total - 2 * m * centre) / DIFFERENCE_STEP**2
+
+
+def at_directions(layer_map: LayerMap, x: np.ndarray, h: float, directions: np.ndarray) -> np.ndarray:
+    """F(x, t s sqrt(h) u, h) for each row u of ``directions`` (rows, m) in units of a standard draw, t =
+    ``DIFFERENCE_STEP``: (rows, n d), in float64."""
     noise = layer_map.noise
-    m = int(np.prod(noise.shape, dtype=int))
-    eye = np.eye(m)
-    directions = np.concatenate([np.zeros((1, m)), eye, -eye])
     xs = np.broadcast_to(x, (directions.shape[0], *x.shape)).copy()
     dw = (noise.scale * np.sqrt(h) * DIFFERENCE_STEP) * directions.reshape(-1, *noise.shape)
-    f = np.asarray(layer_map.layer(xs, dw, h), dtype=np.float64).reshape(directions.shape[0], -1)
-    centre = f[0]
-    return centre, (f[1:].sum(axis=0) - 2 * m * centre) / DIFFERENCE_STEP**2
+    return np.asarray(layer_map.layer(xs, dw, h), dtype=np.float64).reshape(directions.shape[0], -1)
 
 
 def draw_quadratic(
@@ -252,7 +257,7 @@ def layer_samples(
     size = int(np.prod(noise.shape, dtype=int))
     differences = own and identity_covariance(noise) and x.size * size <= QUADRATIC_WORK
     second = differences and not isinstance(layer_map, TorchBlockLayer) and x.size * size**2 <= QUADRATIC_WORK
-    quadratic_kind = _quadratic_kind(layer_map, own, second)
+    quadratic_kind = _quadratic_kind(layer_map, x, design.step, own, second)
     along_draws = quadratic_kind == "draws"
     if previous is not None:  # the same state and steps: the derivatives of the first look
         derivatives, curvatures = previous.derivatives, previous.curvatures
@@ -296,10 +301,8 @@ def layer_samples(
         block_paths=design.block_paths,
         start=start,
     )
-    drawn = _gathered(
-        blocks, len(signs) == 2, quadratic_kind is not None, jacobians is not None, derivatives, design.steps
-    )
-    drawn = replace(drawn, curvatures=curvatures)
+    with_quadratic, with_linear = quadratic_kind is not None, jacobians is not None
+    drawn = _gathered(blocks, len(signs) == 2, with_quadratic, with_linear, derivatives, design.steps, curvatures)
     return drawn if previous is None else previous.extended(drawn)
 
 
@@ -321,16 +324,20 @@ def _quadratic_response(
     return (draw_quadratic(layer_map, xs, drawn, steps, curvatures),) if kind == "draws" else ()
 
 
-def _quadratic_kind(layer_map: LayerMap, own: bool, hessian: bool) -> str | None:
+def _quadratic_kind(layer_map: LayerMap, x: np.ndarray, h: float, own: bool, hessian: bool) -> str | None:
     """How the layer's own control (``own``) removes its second-order noise response: "torch" (autodiff),
-    "hessian" (``difference_quadratic``), "draws" (``draw_quadratic``: draws of identity covariance), else None."""
+    "hessian" (``difference_quadratic``), "draws" (``draw_quadratic``: draws of identity covariance and a map that
+    returns float64, whose second differences' rounding ``curvature_rounding`` bounds), else None."""
     if not own:
         return None
     if isinstance(layer_map, TorchBlockLayer):
         return "torch"
     if hessian:
         return "hessian"
-    return "draws" if identity_covariance(layer_map.noise) else None
+    if not identity_covariance(layer_map.noise):
+        return None
+    probe = layer_map.layer(x[None].copy(), np.zeros((1, *layer_map.noise.shape)), h)
+    return "draws" if np.asarray(probe).dtype == np.float64 else None
 
 
 def _gathered(
@@ -340,9 +347,10 @@ def _gathered(
     linear: bool,
     derivatives: tuple,
     steps: Sequence[float],
+    curvatures: tuple,
 ) -> LayerSamples:
     """The blocks' tuples (draws, increments, [antithetic increments], [quadratic response], [linear response]) as
-    one ``LayerSamples``."""
+    one ``LayerSamples``, with the state's derivatives and curvatures."""
     at = 3 + quadratic  # where the linear responses sit in a block's tuple
     return LayerSamples(
         [block[0] for block in blocks],
@@ -352,4 +360,5 @@ def _gathered(
         np.concatenate([block[at] for block in blocks]) if linear else None,
         derivatives,
         tuple(steps),
+        curvatures,
     )

@@ -116,11 +116,13 @@ def rounding_bounds(
 
 def curvature_rounding(x: np.ndarray, steps: np.ndarray, epsilons: tuple[float, float], noise_size: int) -> np.ndarray:
     """A bound on the rounding that ``local_draws.draw_quadratic``'s control adds to the drift statistic, per step:
-    its second differences divide by t^2 (t = ``DIFFERENCE_STEP``) the roundings of 4 values of magnitude |x_k| per draw
-    and of 4 m + 2 in the diagonal's trace (m noise entries), and the control is divided by 2 h:
-    ``ROUNDING_OPERATIONS`` eps (4 m + 6) |x_k| / (2 h t^2), (steps, n d)."""
+    its second differences divide by t^2 (t = ``DIFFERENCE_STEP``) the roundings of 4 values per draw and of 4 m + 2 in
+    the diagonal's trace (m noise entries), each of a component of a token of norm |x_i| (a component's rounding
+    scales with its token, not with itself), and the control is divided by 2 h: ``ROUNDING_OPERATIONS`` eps (4 m + 6)
+    |x_i| / (2 h t^2), (steps, n d)."""
     eps = epsilons[0] + epsilons[1]
-    per_value = ROUNDING_OPERATIONS * eps * (4 * noise_size + 6) * np.abs(x.reshape(1, -1)) / DIFFERENCE_STEP**2
+    norms = np.repeat(np.linalg.norm(x, axis=-1), x.shape[-1])[None, :]
+    per_value = ROUNDING_OPERATIONS * eps * (4 * noise_size + 6) * norms / DIFFERENCE_STEP**2
     return per_value / (2 * steps[:, None])
 
 

@@ -158,8 +158,8 @@ TAKEN = {
 
 
 def local_control_rows(samples: int, seed: int = 0) -> list[dict]:
-    """The layer's own control against the claim's for the local check, on two of power's models (``LOCAL_MODELS``,
-    module docstring)."""
+    """The layer's own control against the claim's for the local check, on power's models ``LOCAL_MODELS`` (module
+    docstring)."""
     rows = []
     models = local_models(seed, (2,))
     for index, label in enumerate(LOCAL_MODELS):

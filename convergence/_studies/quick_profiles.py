@@ -9,7 +9,9 @@ target too, and that chance is not bounded; resolution: a per-seed rate of unwan
 probability 90% at 10 seeds, 0.32 at 6). Each row's note also gives the largest resolution / target of the study's
 claim checks over the seeds, and per seed: how far each quick profile sits from undecided, the measure its sizing
 needs; and the CPU each seed's run took (``cpu_meter``: this thread and the workers' blocks), in units of the
-reference kernel. The quick report's cost is the sum over studies of each one's median seed (``params``).
+reference kernel. The quick report's cost is the sum over studies of each one's median seed (``params``): an upper
+bound, since here every study computes what a report run shares between two (power's mean-field rows record the chaos
+study's data, once in a report run).
 """
 
 from __future__ import annotations
