@@ -28,7 +28,7 @@ from convergence._models import (
     two_token_factor,
 )
 from convergence._paths import classify, fixed_overlap, overlap
-from convergence._references import expectation, lambdify_overlap
+from convergence._references import expectation, lambdify_overlap, value_gradients
 from convergence._statistics import wilson, z_value
 from verify._analysis import change_variable, p_antipodal_double, quadratic_form_results
 from verify._calculus import d, sigma
@@ -52,6 +52,21 @@ def test_kolmogorov_one_token_exact_zonal_moments(dim):
     second = expectation(b, a, lambda x: x**2, horizon, rho0, points=32)
     assert_allclose(first.value, np.exp(-(dim - 1) * horizon / 2) * rho0, atol=1e-11)
     assert_allclose(second.value, 1 / dim + np.exp(-dim * horizon) * (rho0**2 - 1 / dim), atol=1e-11)
+
+
+@pytest.mark.parametrize("dim", [3, 8])
+def test_value_gradients_are_the_zonal_moments_derivatives(dim):
+    """u_rho(t, rho) for one token (sigma = 1): d/d rho of exp(-(d-1)(T-t)/2) rho and of 1/d + exp(-d (T-t))
+    (rho^2 - 1/d), at every step time t_k = k T / steps, in time order (exact algebra beside the martingale control
+    that uses them)."""
+    b, a = lambdify_overlap(*verify.overlap_sde("one_token"), {d: dim, sigma: 1.0})
+    horizon, steps = 0.8, 8
+    times = horizon * np.arange(steps) / steps
+    nodes, first = value_gradients(b, a, lambda x: x, horizon, steps, points=32)
+    _, second = value_gradients(b, a, lambda x: x**2, horizon, steps, points=32)
+    assert first.shape == second.shape == (steps, nodes.size)
+    assert_allclose(first, np.exp(-(dim - 1) * (horizon - times) / 2)[:, None] * np.ones_like(nodes), atol=1e-10)
+    assert_allclose(second, np.exp(-dim * (horizon - times))[:, None] * 2 * nodes[None, :], atol=1e-9)
 
 
 def test_kolmogorov_quadratic_form_invariant_and_merge_probability():

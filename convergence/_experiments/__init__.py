@@ -168,7 +168,7 @@ from .weak import (
     limit_check,
 )
 from .weak_order_fit import order_check, weak_order
-from .weak_overlap import WeakOverlapOutcome, reference_values, weak_overlap
+from .weak_overlap import WeakOverlapOutcome, overlap_coefficients, reference_values, weak_overlap
 from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_width_errors
 from .width_depth import WidthDepthDesign, WidthGroups, analyse_width_depth, width_depth_energies
 
@@ -308,6 +308,7 @@ __all__ = [
     "noise_martingale",
     "order_check",
     "ordering_check",
+    "overlap_coefficients",
     "pending_runs",
     "phase_horizon",
     "phase_rows",

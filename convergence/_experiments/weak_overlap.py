@@ -38,15 +38,20 @@ class WeakOverlapOutcome:
     references: dict
 
 
+def overlap_coefficients(dim: int, beta: float, sigma: float) -> tuple[Callable, Callable]:
+    """numpy drift b(rho) and squared diffusion a(rho) of model F's derived overlap SDE (two tokens)."""
+    drift, diffusion = verify.overlap_sde("fedorov", 2)
+    with holding_precision():  # nsimplify sets mpmath's precision
+        exact_beta = sp.nsimplify(beta)
+    return lambdify_overlap(drift, diffusion, {d_symbol: dim, beta_symbol: exact_beta, sigma_symbol: sigma})
+
+
 def reference_values(
     dim: int, beta: float, sigma: float, horizon: float, rho0: float
 ) -> dict[str, tuple[float, float]]:
     """E[f(rho_T) | rho_0] for each overlap observable f, from the backward Kolmogorov equation of the derived
     overlap SDE (value, error estimate)."""
-    drift, diffusion = verify.overlap_sde("fedorov", 2)
-    with holding_precision():  # nsimplify sets mpmath's precision
-        exact_beta = sp.nsimplify(beta)
-    b, a = lambdify_overlap(drift, diffusion, {d_symbol: dim, beta_symbol: exact_beta, sigma_symbol: sigma})
+    b, a = overlap_coefficients(dim, beta, sigma)
     out = {}
     for name, f in OVERLAP_OBSERVABLES.items():
         sol = expectation(b, a, f, horizon, rho0)

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
-from .kolmogorov import expectation, lambdify_overlap
+from .kolmogorov import barycentric, expectation, lambdify_overlap, value_gradients
 
 __all__ = [
+    "barycentric",
     "expectation",
     "lambdify_overlap",
+    "value_gradients",
 ]

@@ -90,6 +90,21 @@ def expectation(
     return KolmogorovSolution(value=values[1], error=np.abs(values[1] - values[0]), points=2 * points)
 
 
+def value_gradients(
+    drift: Function, diffusion_squared: Function, observable: Function, horizon: float, steps: int, points: int = 96
+) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes x and u_rho(t_k, x) = d/d rho E[f(rho_T) | rho_{t_k} = rho] at the nodes for t_k = k T / ``steps``,
+    k = 0 .. steps - 1: (steps, points + 1), from u(t_k) = expm((T - t_k) A) f (``generator_matrix``) and the
+    Chebyshev differentiation matrix (the gradient a martingale control variate needs)."""
+    x, a = generator_matrix(drift, diffusion_squared, points)
+    one_step = expm((horizon / steps) * a)
+    values = [observable(x)]  # u(T), u(T - h), ..., u(0)
+    for _ in range(steps):
+        values.append(one_step @ values[-1])
+    _, dmat = chebyshev(points)
+    return x, np.stack([dmat @ v for v in values[:0:-1]])  # u(0), u(h), ..., u(T - h)
+
+
 def lambdify_overlap(drift: sp.Expr, diffusion_squared: sp.Expr, values: dict) -> tuple[Function, Function]:
     """numpy callables of a derived overlap SDE (``verify.overlap_sde``) with parameters substituted."""
     rho = sp.Symbol("rho", real=True)
