@@ -403,12 +403,10 @@ def test_the_second_difference_along_each_draw_is_the_hessians_quadratic_form():
     trace) against ``difference_quadratic`` ((E^T H E - tr H) / (2 h), H from 2 m^2 + 1 calls). They differ only by
     the fourth-order terms, O(t^2) = 1e-4 of the response; and the traces agree to rounding (the same diagonal
     differences). A map with no curvature (an Euler step of additive noise) gives a response of 0."""
-    from convergence._experiments.local_draws import (
-        curvature_trace,
-        difference_quadratic,
-        draw_quadratic,
-        noise_derivatives,
-    )
+    from convergence._experiments import local_draws
+
+    curvature_trace, draw_quadratic = local_draws.curvature_trace, local_draws.draw_quadratic
+    difference_quadratic, noise_derivatives = local_draws.difference_quadratic, local_draws.noise_derivatives
 
     model = cv.FedorovModel(2, 3, beta=1.0)
     rng = np.random.default_rng(3)
@@ -438,8 +436,10 @@ def test_the_draw_wise_control_is_the_same_over_staged_looks_and_bounds_its_roun
     curvatures kept, giving exactly the control a one-look run of all the samples gives; the control's rounding
     bound enters the drift's rounding allowance; and a map that returns float32 gets no draw-wise control (its
     second differences would round at eps32 / t^2)."""
-    from convergence._experiments.local_draws import LocalDesign, _quadratic_kind, layer_samples
-    from convergence._experiments.local_statistics import curvature_rounding, local_samples
+    from convergence._experiments import LocalDesign, local_draws, local_statistics
+
+    layer_samples, quadratic_kind = local_draws.layer_samples, local_draws._quadratic_kind
+    curvature_rounding, local_samples = local_statistics.curvature_rounding, local_statistics.local_samples
 
     model = cv.FedorovModel(2, 16, beta=1.0)
     x = np.eye(16)[:2]
@@ -460,5 +460,5 @@ def test_the_draw_wise_control_is_the_same_over_staged_looks_and_bounds_its_roun
         def layer(self, x, dw, h):
             return super().layer(x, dw, h).astype(np.float32)
 
-    assert _quadratic_kind(model, x, 1 / 64, True, False) == "draws"
-    assert _quadratic_kind(Float32(2, 16, beta=1.0), x, 1 / 64, True, False) is None
+    assert quadratic_kind(model, x, 1 / 64, True, False) == "draws"
+    assert quadratic_kind(Float32(2, 16, beta=1.0), x, 1 / 64, True, False) is None
