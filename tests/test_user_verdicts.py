@@ -414,11 +414,10 @@ def test_the_second_difference_along_each_draw_is_the_hessians_quadratic_form():
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     steps = (1 / 64, 1 / 128)
     drawn = rng.standard_normal((512, *model.noise.shape))
-    xs = np.broadcast_to(x, (512, *x.shape)).copy()
     hessians = [noise_derivatives(model, x, h, second=True)[1] for h in steps]
     curvatures = [curvature_trace(model, x, h) for h in steps]
     by_hessian = difference_quadratic(hessians, steps, drawn)
-    along = draw_quadratic(model, xs, drawn, steps, curvatures)
+    along = draw_quadratic(model, x, drawn, steps, curvatures)
     scale = np.sqrt(np.mean(by_hessian**2))
     assert scale > 0.1  # model F's step is curved in its noise: the control has something to remove
     np.testing.assert_allclose(along, by_hessian, rtol=0, atol=2e-3 * scale)
@@ -427,7 +426,7 @@ def test_the_second_difference_along_each_draw_is_the_hessians_quadratic_form():
     additive = cv.limit_sde(lambda x: -x, lambda x, dw: dw[:, None, :], 1, 3, cv.CommonNoise((3,)), name="additive")
     euler, start = cv.EulerMaruyama(additive), np.ones((1, 3))
     flat_traces = [curvature_trace(euler, start, h) for h in steps]
-    flat = draw_quadratic(euler, np.ones((64, 1, 3)), rng.standard_normal((64, 3)), steps, flat_traces)
+    flat = draw_quadratic(euler, start, rng.standard_normal((64, 3)), steps, flat_traces)
     np.testing.assert_allclose(flat, 0.0, atol=1e-6)
 
 

@@ -209,7 +209,7 @@ def at_directions(layer_map: LayerMap, x: np.ndarray, h: float, directions: np.n
 
 def draw_quadratic(
     layer_map: LayerMap,
-    xs: np.ndarray,
+    x: np.ndarray,
     drawn: np.ndarray,
     steps: Sequence[float],
     curvatures: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -221,15 +221,10 @@ def draw_quadratic(
 
     Its mean is O(t^2 h) in the drift statistic (the fourth-order terms of the draw and of the diagonal differ), of
     the form of the step's own O(h) bias at t^2 of its size, which the Richardson extrapolation cancels with it."""
-    scale = layer_map.noise.scale * DIFFERENCE_STEP
+    flat = drawn.reshape(drawn.shape[0], -1)
     per_step = []
     for h, (centre, trace) in zip(steps, curvatures):
-        plus, minus = (
-            np.asarray(layer_map.layer(xs, (sign * scale * np.sqrt(h)) * drawn, h), dtype=np.float64).reshape(
-                xs.shape[0], -1
-            )
-            for sign in (1.0, -1.0)
-        )
+        plus, minus = (at_directions(layer_map, x, h, sign * flat) for sign in (1.0, -1.0))
         per_step.append(((plus + minus - 2 * centre) / DIFFERENCE_STEP**2 - trace) / (2 * h))
     return np.stack(per_step, axis=1)
 
@@ -270,7 +265,7 @@ def layer_samples(
     def compute(streams: PathStreams, advance) -> tuple[np.ndarray, ...]:
         drawn = np.ascontiguousarray(streams.standard_draws(noise, 1)[:, 0])
         xs = np.broadcast_to(x, (streams.paths, *x.shape)).copy()
-        quadratic = _quadratic_response(quadratic_kind, layer_map, xs, drawn, design.steps, hessians, curvatures)
+        quadratic = _quadratic_response(quadratic_kind, layer_map, x, drawn, design.steps, hessians, curvatures)
         flat = drawn.reshape(streams.paths, -1)
         linear = () if jacobians is None else (np.stack([flat @ jacobian.T for jacobian in jacobians], axis=1),)
         return (
@@ -309,19 +304,19 @@ def layer_samples(
 def _quadratic_response(
     kind: str | None,
     layer_map: LayerMap,
-    xs: np.ndarray,
+    x: np.ndarray,
     drawn: np.ndarray,
     steps: Sequence[float],
     hessians: list[np.ndarray] | None,
     curvatures: Sequence[tuple[np.ndarray, np.ndarray]],
 ) -> tuple[np.ndarray, ...]:
-    """The layer's centred second-order noise response of the draws at the states ``xs``, by ``kind``
+    """The layer's centred second-order noise response of the draws at the state ``x``, by ``kind``
     (``_quadratic_kind``): (the response,), or () without one."""
     if kind == "torch":
-        return (noise_quadratic(layer_map, xs[0], drawn.reshape(drawn.shape[0], -1))[:, None, :],)
+        return (noise_quadratic(layer_map, x, drawn.reshape(drawn.shape[0], -1))[:, None, :],)
     if kind == "hessian":
         return (difference_quadratic(hessians, steps, drawn),)
-    return (draw_quadratic(layer_map, xs, drawn, steps, curvatures),) if kind == "draws" else ()
+    return (draw_quadratic(layer_map, x, drawn, steps, curvatures),) if kind == "draws" else ()
 
 
 def _quadratic_kind(layer_map: LayerMap, x: np.ndarray, h: float, own: bool, hessian: bool) -> str | None:

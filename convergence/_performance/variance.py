@@ -139,23 +139,32 @@ def weak_antithetic_rows(pairs: int, seed: int = 0) -> tuple[list[dict], list[di
                     **multilevel_diagnostics(a, WEAK_DESIGN["depths"]),
                 }
             )
-            for quantity, without, with_lever in (
-                ("finest mean (weak_limit)", a[:, -1], b[:, -1]),
-                ("finest difference (weak_order)", a[:, -2] - a[:, -1], b[:, -2] - b[:, -1]),
-            ):
-                rows.append(
-                    {
-                        "check": "weak",
-                        "study": "weak-fedorov",
-                        "lever": "antithetic pairs",
-                        "configuration": f"model F, d = {dim}, f = {name}",
-                        "quantity": quantity,
-                        **variance_factor(without, with_lever, work=2.0),
-                        "cost_factor": paired_s / plain_s,
-                        "paths": 2 * pairs,
-                    }
-                )
+            lever = {"lever": "antithetic pairs", "configuration": f"model F, d = {dim}, f = {name}"}
+            rows += weak_lever_rows(lever, a, b, work=2.0, cost_factor=paired_s / plain_s, paths=2 * pairs)
     return rows, multilevel
+
+
+def weak_lever_rows(
+    lever: dict, without: np.ndarray, with_lever: np.ndarray, work: float, cost_factor: float, paths: int
+) -> list[dict]:
+    """A weak lever's rows (``lever``: its name and configuration) from per-path values at every depth, (paths,
+    levels), without and with it: the finest mean (weak_limit's estimate) and the finest coupled difference
+    (weak_order's)."""
+    return [
+        {
+            "check": "weak",
+            "study": "weak-fedorov",
+            **lever,
+            "quantity": quantity,
+            **variance_factor(plain, levered, work=work),
+            "cost_factor": cost_factor,
+            "paths": paths,
+        }
+        for quantity, plain, levered in (
+            ("finest mean (weak_limit)", without[:, -1], with_lever[:, -1]),
+            ("finest difference (weak_order)", without[:, -2] - without[:, -1], with_lever[:, -2] - with_lever[:, -1]),
+        )
+    ]
 
 
 GRADIENT_GRID = np.linspace(-1.0, 1.0, 2049)  # where the control's coefficient is tabulated
@@ -222,22 +231,8 @@ def weak_martingale_rows(paths: int, seed: int = 0) -> list[dict]:
                     )
                 )
             (plain, plain_s), (controlled, controlled_s) = runs[False], runs[True]
-            for quantity, without, with_lever in (
-                ("finest mean (weak_limit)", plain[:, -1], controlled[:, -1]),
-                ("finest difference (weak_order)", plain[:, -2] - plain[:, -1], controlled[:, -2] - controlled[:, -1]),
-            ):
-                rows.append(
-                    {
-                        "check": "weak",
-                        "study": "weak-fedorov",
-                        "lever": "martingale control",
-                        "configuration": f"model F, d = {dim}, f = {name}",
-                        "quantity": quantity,
-                        **variance_factor(without, with_lever),
-                        "cost_factor": controlled_s / plain_s,
-                        "paths": paths,
-                    }
-                )
+            lever = {"lever": "martingale control", "configuration": f"model F, d = {dim}, f = {name}"}
+            rows += weak_lever_rows(lever, plain, controlled, work=1.0, cost_factor=controlled_s / plain_s, paths=paths)
     return rows
 
 
