@@ -179,30 +179,6 @@ def test_antithetic_pairs_keep_the_mean_of_a_nonlinear_map():
     assert abs(a.mean() - b.mean()) < 4 * se
 
 
-def test_the_martingale_control_has_mean_zero_and_removes_the_noise_of_the_overlap():
-    """The weak lever ``_MartingaleControlled`` (model F, d = 4, f = rho, 4096 paths at depths 8 and 16 on one path):
-    its sum has mean 0 within 4 standard errors (false-failure rate 6e-5; exactly 0 in law, being linear in each dW_k
-    with a coefficient known before it); f - M keeps the mean of f within 4 standard errors of the difference, at a
-    variance more than 10 times smaller (measured about 60 at depth 64). A control with a wrong sign would double
-    the variance."""
-    from convergence._experiments import overlap_coefficients
-    from convergence._paths import BrownianBlock, Level, run_coupled
-    from convergence._performance.variance import GRADIENT_GRID, _MartingaleControlled
-    from convergence._references import barycentric, value_gradients
-
-    model, horizon, depths = FedorovModel(tokens=2, dim=4, beta=1.0), 1.0, (8, 16)
-    nodes, at_nodes = value_gradients(*overlap_coefficients(4, 1.0, model.sigma), lambda r: r, horizon, 16, points=48)
-    gradients = np.stack([barycentric(nodes, g, GRADIENT_GRID) for g in at_nodes])
-    streams = PathStreams(0, 0, 4096, (5,))
-    controlled = [_MartingaleControlled(model, GRADIENT_GRID, gradients, 16 // L) for L in depths]
-    levels = [Level(f"L={L}", c, 16 // L) for L, c in zip(depths, controlled)]
-    final = run_coupled(levels, [], fixed_overlap(-0.5)(streams, 2, 4), BrownianBlock(model.noise, streams, 1 / 16), 16)
-    f, m = overlap(final.final[-1]), controlled[-1].total
-    assert abs(m.mean()) < 4 * m.std(ddof=1) / np.sqrt(m.size)
-    assert abs(np.mean(f - m) - f.mean()) < 4 * m.std(ddof=1) / np.sqrt(m.size)
-    assert f.var() > 10 * (f - m).var()
-
-
 def test_multilevel_diagnostics_read_the_rates_of_the_level_corrections():
     """Exact algebra: level corrections Y_l = 2^-l + 2^(-l/2) u_l with u_l of mean 0 and variance exactly 1 give
     alpha = beta = 1; the predicted saving is V[P_L] C_L / (sum_l sqrt(V_l C_l))^2 with C = (4, 12, 24)."""

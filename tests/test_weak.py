@@ -202,6 +202,7 @@ def test_weak_limit_rejects_a_wrong_reference():
             fit.standard_errors[-1],
             float(ref.value[0]),
             float(ref.error[0]),
+            None,
             design,
             z,
             {},
@@ -225,9 +226,9 @@ def test_a_non_finite_value_fails_every_weak_check_with_its_name():
     z = z_value(4)
     fit = weak_order({"f": values}, design.steps(), np.random.default_rng(1), 200, z)["f"]
     limit = values[:, -1].mean()
-    good = limit_check(values, fit.differences[-1], fit.standard_errors[-1], limit, 1e-4, design, z, {})
+    good = limit_check(values, fit.differences[-1], fit.standard_errors[-1], limit, 1e-4, None, design, z, {})
     assert good.verdict == "pass", good
-    bad = limit_check(values, fit.differences[-1], fit.standard_errors[-1], limit, float("nan"), design, z, {})
+    bad = limit_check(values, fit.differences[-1], fit.standard_errors[-1], limit, float("nan"), None, design, z, {})
     assert bad.verdict == "fail" and "non-finite values in reference and its error" in bad.note, bad
     claim = np.stack([values[:, -1], values[:, -1]], axis=1)
     assert claim_limit_check(values, claim, z, 0.5, {}).verdict == "pass"

@@ -168,7 +168,14 @@ from .weak import (
     limit_check,
 )
 from .weak_order_fit import order_check, weak_order
-from .weak_overlap import WeakOverlapOutcome, overlap_coefficients, reference_values, weak_overlap
+from .weak_overlap import (
+    OverlapControl,
+    WeakOverlapOutcome,
+    overlap_coefficients,
+    overlap_control,
+    reference_values,
+    weak_overlap,
+)
 from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_width_errors
 from .width_depth import WidthDepthDesign, WidthGroups, analyse_width_depth, width_depth_energies
 
@@ -244,6 +251,7 @@ __all__ = [
     "SyncDesign",
     "SyncOutcome",
     "WeakDesign",
+    "OverlapControl",
     "WeakOverlapOutcome",
     "WidthDepthDesign",
     "WidthDesign",
@@ -309,6 +317,7 @@ __all__ = [
     "order_check",
     "ordering_check",
     "overlap_coefficients",
+    "overlap_control",
     "pending_runs",
     "phase_horizon",
     "phase_rows",

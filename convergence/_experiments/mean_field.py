@@ -78,13 +78,13 @@ def zonal_means(x: np.ndarray) -> np.ndarray:
 
 def noise_martingale(
     layer_map: LayerMap, gradient: Callable[[np.ndarray], np.ndarray]
-) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+) -> Callable[[np.ndarray, np.ndarray, float], np.ndarray]:
     """The martingale increments of <mu, f_j> for test functions with grad f_j(x) = g_j(x) e (e the first basis
     vector): <mu, g_j(x) <e, G(x; X) dW>> per path, (paths, m), ``gradient(x)`` giving g_j at the tokens (paths, n, m)
     and G the claimed limit's noise coefficient (``limit_sde().diffusion``); ``run_recorded``'s ``martingale``."""
     sde = layer_map.limit_sde()
 
-    def increment(x: np.ndarray, dw: np.ndarray) -> np.ndarray:
+    def increment(x: np.ndarray, dw: np.ndarray, t: float) -> np.ndarray:
         along = sde.diffusion(x, dw)[..., 0]
         return np.einsum("pnm,pn->pm", gradient(x), along) / x.shape[-2]
 

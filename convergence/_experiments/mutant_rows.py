@@ -19,7 +19,7 @@ from verify._rigorous import LatentSetting, distance
 
 from .._models import FedorovModel, LatentSampler, TwoTokenOverlapChain
 from .._paths import fixed_overlap, overlap
-from .._references import expectation, lambdify_overlap
+from .._references import lambdify_overlap
 from .._statistics import Check, z_value
 from .latent_runs import PAPER_HORIZON, PAPER_SPECTRA
 from .latent_sampling import exact_discrete_convergence
@@ -30,6 +30,7 @@ from .phase_design import PhaseDesign, phase_horizon
 from .strong import bootstrap_generator
 from .weak import OVERLAP_OBSERVABLES, WeakDesign, betas_across_critical, coupled_observables, limit_check
 from .weak_order_fit import weak_order
+from .weak_overlap import limit_moments, overlap_control
 
 MEAN_FIELD_EFFECTS = {
     "k(1) x 1.05": 0.05,
@@ -115,7 +116,8 @@ def weak_rows(
     beta = betas_across_critical(WEAK_DIM)[1]
     model = FedorovModel(tokens=2, dim=WEAK_DIM, beta=beta)
     observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
-    values = coupled_observables(model, design, observables, seed, key, fixed_overlap(WEAK_RHO0))
+    control = overlap_control(model, OVERLAP_OBSERVABLES, design.horizon, design.depths[-1])
+    values = coupled_observables(model, design, observables, seed, key, fixed_overlap(WEAK_RHO0), control=control)
     fits = weak_order(
         values,
         design.steps(),
@@ -137,15 +139,13 @@ def weak_rows(
         b, a = lambdify_overlap(drift, diffusion, substitutions)
         inner = []
         for name, f in OVERLAP_OBSERVABLES.items():
-            ref = expectation(b, a, f, design.horizon, WEAK_RHO0)
             fit = fits[name]
             inner.append(
                 limit_check(
                     values[name],
                     fit.differences[-1],
                     fit.standard_errors[-1],
-                    float(ref.value[0]),
-                    float(ref.error[0]),
+                    *limit_moments(b, a, f, design.horizon, WEAK_RHO0),
                     design,
                     z,
                     {"observable": name},

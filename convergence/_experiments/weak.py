@@ -42,6 +42,7 @@ from .._paths import (
     EulerMaruyama,
     InitialState,
     Level,
+    Martingale,
     PathStreams,
     SignedBlock,
     run_coupled,
@@ -108,11 +109,14 @@ def coupled_observables(
     progress: Callable[[int], None] | None = None,
     start: int = 0,
     antithetic: bool = False,
+    control: Martingale | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-path observables at every depth, (paths, levels) each; all depths on one noise path (paths from ``start``
     on, a block boundary). ``antithetic``: each path is a pair, the noise path and its reverse from the same initial
     state (``SignedBlock``), and its value is the pair's mean: unbiased for the symmetric entry laws of the suite's
-    noises, at twice the work per path."""
+    noises, at twice the work per path. ``control``: a martingale of mean 0 per observable (``run_coupled``'s
+    ``martingale``, (paths, observables) in the order of ``observables``), summed over each depth's steps and
+    subtracted from that depth's value (e.g. ``weak_overlap.OverlapControl``)."""
     depths = list(design.depths if depths is None else depths)
     fine = depths[-1]
     levels = [Level(f"L={L}", layer_map, fine // L) for L in depths]
@@ -120,8 +124,16 @@ def coupled_observables(
     def observed(streams: PathStreams, sign: float, advance) -> dict[str, np.ndarray]:
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         block = BrownianBlock(layer_map.noise, streams, design.horizon / fine)
-        finals = run_coupled(levels, [], x0, block if sign > 0 else SignedBlock(block, sign), fine, advance).final
-        return {name: np.stack([f(x) for x in finals], axis=1) for name, f in observables.items()}
+        run = run_coupled(levels, [], x0, block if sign > 0 else SignedBlock(block, sign), fine, advance, control)
+        controls = (
+            np.zeros((x0.shape[0], len(levels), len(observables)))
+            if control is None
+            else np.stack(run.martingale, axis=1)
+        )
+        return {
+            name: np.stack([f(x) for x in run.final], axis=1) - controls[..., j]
+            for j, (name, f) in enumerate(observables.items())
+        }
 
     def compute(streams: PathStreams, advance) -> dict[str, np.ndarray]:
         if not antithetic:
@@ -133,7 +145,15 @@ def coupled_observables(
         run_seeded(
             compute,
             name="coupled_observables",
-            configuration=(design, depths, observables, layer_map, initial, *(("antithetic",) if antithetic else ())),
+            configuration=(
+                design,
+                depths,
+                observables,
+                layer_map,
+                initial,
+                control,
+                *(("antithetic",) if antithetic else ()),
+            ),
             seed=seed,
             key=key,
             paths=design.paths,
@@ -286,6 +306,7 @@ def limit_check(
     last_se: float,
     reference: float,
     reference_error: float,
+    scale: float | None,
     design: WeakDesign,
     z: float,
     config: dict,
@@ -293,15 +314,16 @@ def limit_check(
 ) -> Check:
     """``weak_limit``: the finest mean minus the reference, within z SE plus the bias allowance
     |Delta_last| + z SE(Delta_last) + reference error (``fail`` outside it or on any non-finite number);
-    inconclusive when the resolution exceeds the target ``design.resolution`` times the observable's standard
-    deviation (no power to see a wrong limit)."""
+    inconclusive when the resolution exceeds the target ``design.resolution`` times ``scale``, the observable's
+    standard deviation (None: the sample's, which is the observable's own only when no control variate was
+    subtracted from ``values``) (no power to see a wrong limit)."""
     finest = values[:, -1] if values.ndim == 2 else values
     estimate = float(finest.mean() - reference)
     se = float(finest.std(ddof=1) / np.sqrt(finest.size))
     allowance = abs(last_difference) + z * last_se + reference_error
     lo, hi = estimate - z * se, estimate + z * se
     confidence = z_confidence(z)
-    sd = float(finest.std(ddof=1))
+    sd = float(finest.std(ddof=1)) if scale is None else scale
     check = effect_check(
         name,
         0.0,

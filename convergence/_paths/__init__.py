@@ -27,6 +27,7 @@ from .configurations import (
 from .coupling import (
     CoupledRun,
     Level,
+    Martingale,
     Subsystems,
     chunk_length,
     common_noise,
@@ -47,6 +48,7 @@ __all__ = [
     "EulerMaruyama",
     "InitialState",
     "Level",
+    "Martingale",
     "PathStreams",
     "SignedBlock",
     "RateTolerance",

@@ -24,7 +24,29 @@ class Stepper(Protocol):
     def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray: ...
 
 
-Martingale = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (state (paths, n, d), a step's increment) -> (paths, m)
+# (state (paths, n, d), a step's increment, the step's start time) -> (paths, m)
+Martingale = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
+
+
+class FusedMartingale(Protocol):
+    """A martingale that shares its work with one stepper's layer (both need the same action of the noise):
+    ``step`` returns that stepper's next state and the martingale's increment."""
+
+    stepper: Stepper
+
+    def __call__(self, x: np.ndarray, dw: np.ndarray, t: float) -> np.ndarray: ...
+
+    def step(self, x: np.ndarray, dw: np.ndarray, h: float, t: float) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def step_with_martingale(
+    stepper: Stepper, martingale: Martingale, x: np.ndarray, dw: np.ndarray, h: float, t: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``stepper``'s next state and ``martingale``'s increment at (x, dw, t), in one pass when the martingale is fused
+    with this stepper (``FusedMartingale``)."""
+    if getattr(martingale, "stepper", None) is stepper:
+        return martingale.step(x, dw, h, t)
+    return stepper.layer(x, dw, h), martingale(x, dw, t)
 
 
 def common_noise(levels: Sequence[Level]) -> CommonNoise:
@@ -77,7 +99,7 @@ class Subsystems:
 @dataclass(frozen=True)
 class CoupledRun:
     """Per-path results: ``final_sq`` and ``sup_sq`` are (paths, comparisons); ``final`` one state per level;
-    ``martingale`` per level, the sum over its steps of ``martingale(state, dw)`` (None without one)."""
+    ``martingale`` per level, the sum over its steps of ``martingale(state, dw, t)`` (None without one)."""
 
     final: list[np.ndarray]
     final_sq: np.ndarray
@@ -106,10 +128,11 @@ def run_coupled(
     fine_steps: int,
     progress: Callable[[int], None] | None = None,
     martingale: Martingale | None = None,
+    start_time: float = 0.0,
 ) -> CoupledRun:
     """Run every level from ``x0`` (one state for all levels, or one per level) over ``fine_steps``
-    fine steps of the block's Brownian path; with ``martingale``, sum ``martingale(x, dw)`` over each level's steps
-    (x the state before the step, dw its increment)."""
+    fine steps of the block's Brownian path; with ``martingale``, sum ``martingale(x, dw, t)`` over each level's steps
+    (x the state before the step, dw its increment, t = ``start_time`` + the fine steps before it times h)."""
     factors = [level.factor for level in levels]
     max_factor = max(factors)
     if any(max_factor % f for f in factors) or fine_steps % max_factor:
@@ -134,9 +157,14 @@ def run_coupled(
             for i, (level, f) in enumerate(zip(levels, factors)):
                 if t % f == 0:
                     dw = sums[f][:, t // f - 1 - done // f]
-                    if martingale is not None:
-                        totals[i] = totals[i] + martingale(states[i], dw)
-                    states[i] = level.stepper.layer(states[i], dw, block.h * f)
+                    if martingale is None:
+                        states[i] = level.stepper.layer(states[i], dw, block.h * f)
+                    else:
+                        t_start = start_time + (t - f) * block.h
+                        states[i], term = step_with_martingale(
+                            level.stepper, martingale, states[i], dw, block.h * f, t_start
+                        )
+                        totals[i] = totals[i] + term
             for c, (a, b) in enumerate(comparisons):
                 if t % common[c] == 0:
                     np.maximum(sup_sq[:, c], token_mean_sq_distance(states[a], states[b]), out=sup_sq[:, c])
@@ -165,7 +193,7 @@ def run_recorded(
     shape (paths, levels, records + 1, ...). Record times must lie on every level's grid.
 
     With ``martingale`` (``observe`` then returns (paths, k)), each record's k values are followed by the sum of
-    ``martingale(x, dw)`` (paths, m) over the level's steps in the interval that ends at it (zeros at t = 0): the
+    ``martingale(x, dw, t)`` (paths, m) over the level's steps in the interval that ends at it (zeros at t = 0): the
     increments of a control variate the caller weights, e.g. sum_k G(x_k) dW_k, of mean 0 when dW_k is independent
     of x_k."""
     if fine_steps % records or (fine_steps // records) % max(level.factor for level in levels):
@@ -174,8 +202,8 @@ def run_recorded(
     states = [x0 for _ in levels]
     series = [[observe(x0)] for _ in levels]
     terms: list[list[np.ndarray]] = [[] for _ in levels]
-    for _ in range(records):
-        run = run_coupled(levels, [], states, block, segment, progress, martingale)
+    for record in range(records):
+        run = run_coupled(levels, [], states, block, segment, progress, martingale, record * segment * block.h)
         states = run.final
         for i, state in enumerate(states):
             series[i].append(observe(state))

@@ -21,10 +21,10 @@ Levers measured (``variance_reduction``):
 
 Taken: where a lever is in use (``TAKEN``).
 
-* weak, martingale control: the same estimators less M = sum_k u_rho(t_k, rho_k) <the claim's overlap increment on
-  dW_k> at every level, u(t, rho) = E[f(rho_T) | rho_t = rho] from the backward Kolmogorov equation of the derived
-  overlap SDE (``value_gradients``): M is linear in each dW_k with a coefficient known before it, so E[M] = 0 exactly
-  whatever u, and f(rho_T) - M keeps only the discretisation's fluctuations; at equal paths.
+* weak, martingale control: the same estimators less M = sum_k u_rho(t_k, rho_k) <the overlap's first-order response
+  to dW_k> at every level, u(t, rho) = E[f(rho_T) | rho_t = rho] from the backward Kolmogorov equation of the derived
+  overlap SDE (``weak_overlap.OverlapControl``): M is linear in each dW_k with a coefficient known before it, so
+  E[M] = 0 exactly whatever u, and f(rho_T) - M keeps only the discretisation's fluctuations; on the same paths.
 
 Beside them, Giles' multilevel diagnostics of the weak ladders and of commute's (``multilevel_diagnostics``): whether
 a coupled multilevel estimator would pay, predicted from the measured variances of the level corrections.
@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from functools import partial
 
 import numpy as np
 
@@ -48,13 +47,11 @@ from .._experiments import (
     coupled_energies,
     coupled_observables,
     local_checks,
-    overlap_coefficients,
+    overlap_control,
     states_for,
 )
 from .._models import FedorovModel
-from .._paths import BrownianBlock, Level, PathStreams, fixed_overlap, overlap, run_coupled, run_seeded
-from .._references import barycentric, value_gradients
-from .._runtime import concatenate_blocks
+from .._paths import fixed_overlap, overlap
 from .._statistics import confidence_z
 from .._studies.commute import DESIGNS as COMMUTE_DESIGNS
 from .._studies.commute import models as commute_models
@@ -167,72 +164,25 @@ def weak_lever_rows(
     ]
 
 
-GRADIENT_GRID = np.linspace(-1.0, 1.0, 2049)  # where the control's coefficient is tabulated
-
-
-class _MartingaleControlled:
-    """A layer map that sums, per path, the martingale control M = sum_k u_rho(t_k, rho_k) d rho_k of its own steps,
-    d rho_k the overlap's increment under the claimed diffusion on dW_k (module docstring); ``factor`` fine steps a
-    step, so t_k = k factor h_fine indexes ``gradients``, tabulated on ``grid`` (linear interpolation: the control is
-    unbiased whatever its coefficient, so only its variance depends on this approximation)."""
-
-    def __init__(self, layer_map: FedorovModel, grid: np.ndarray, gradients: np.ndarray, factor: int) -> None:
-        self.layer_map, self.sde, self.grid, self.gradients = layer_map, layer_map.limit_sde(), grid, gradients
-        self.factor, self.steps, self.total = factor, 0, 0.0
-
-    @property
-    def noise(self):
-        return self.layer_map.noise
-
-    def layer(self, x: np.ndarray, dw: np.ndarray, h: float) -> np.ndarray:
-        moved = np.asarray(self.sde.diffusion(x, dw))
-        rho_step = np.sum(moved[:, 0] * x[:, 1], axis=-1) + np.sum(x[:, 0] * moved[:, 1], axis=-1)
-        slope = np.interp(overlap(x), self.grid, self.gradients[self.steps * self.factor])
-        self.total, self.steps = self.total + slope * rho_step, self.steps + 1
-        return self.layer_map.layer(x, dw, h)
-
-
 def weak_martingale_rows(paths: int, seed: int = 0) -> list[dict]:
-    """The martingale control for weak-fedorov's estimators, per dimension and observable (module docstring)."""
-    depths, fine, horizon = WEAK_DESIGN["depths"], WEAK_DESIGN["depths"][-1], WEAK_DESIGN["horizon"]
-    rows = []
+    """The martingale control (``OverlapControl``) for weak-fedorov's estimators, per dimension and observable, on the
+    same noise paths with and without it (module docstring)."""
+    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
+    design = WeakDesign(**WEAK_DESIGN, paths=paths, block_paths=min(paths, 2048))
+    start, rows = fixed_overlap(WEAK_RHO0), []
     for index, dim in enumerate(WEAK_DIMS):
-        beta = betas_across_critical(dim)[1]
-        model = FedorovModel(tokens=2, dim=dim, beta=beta)
-        b, a = overlap_coefficients(dim, beta, model.sigma)
-        for name, f in OVERLAP_OBSERVABLES.items():
-            nodes, at_nodes = value_gradients(b, a, f, horizon, fine)
-            gradients = np.stack([barycentric(nodes, g, GRADIENT_GRID) for g in at_nodes])
-
-            def compute(streams: PathStreams, advance, control: bool) -> tuple[np.ndarray, np.ndarray]:
-                steppers = [
-                    _MartingaleControlled(model, GRADIENT_GRID, gradients, fine // L) if control else model
-                    for L in depths
-                ]
-                levels = [Level(f"L={L}", stepper, fine // L) for L, stepper in zip(depths, steppers)]
-                x0 = fixed_overlap(WEAK_RHO0)(streams, 2, dim)
-                block = BrownianBlock(model.noise, streams, horizon / fine)
-                values = np.stack([f(overlap(x)) for x in run_coupled(levels, [], x0, block, fine).final], axis=1)
-                return values - (np.stack([s.total for s in steppers], axis=1) if control else 0.0)
-
-            runs = {}
-            for control in (False, True):
-                runs[control] = cpu_timed(
-                    lambda c=control: concatenate_blocks(
-                        run_seeded(
-                            partial(compute, control=c),
-                            name="weak_martingale",
-                            configuration=(dim, name, c),
-                            seed=seed,
-                            key=(96, index),
-                            paths=paths,
-                            block_paths=min(paths, 2048),
-                        )
-                    )
-                )
-            (plain, plain_s), (controlled, controlled_s) = runs[False], runs[True]
+        model = FedorovModel(tokens=2, dim=dim, beta=betas_across_critical(dim)[1])
+        control = overlap_control(model, OVERLAP_OBSERVABLES, design.horizon, design.depths[-1])
+        runs = [
+            cpu_timed(lambda c=c: coupled_observables(model, design, observables, seed, (96, index), start, control=c))
+            for c in (None, control)
+        ]
+        (plain, plain_s), (controlled, controlled_s) = runs
+        for name in observables:
             lever = {"lever": "martingale control", "configuration": f"model F, d = {dim}, f = {name}"}
-            rows += weak_lever_rows(lever, plain, controlled, work=1.0, cost_factor=controlled_s / plain_s, paths=paths)
+            rows += weak_lever_rows(
+                lever, plain[name], controlled[name], work=1.0, cost_factor=controlled_s / plain_s, paths=paths
+            )
     return rows
 
 
@@ -241,7 +191,8 @@ LOCAL_MODELS = ("F n=2 d=16", "A tanh frozen m=32 d=8 repulsive", "A relu Gaussi
 TAKEN = {
     "antithetic pairs": "no: weak_order, the ladders' binding check, gains nothing",
     "the layer's own control variate": "yes: the public local check (default) and power's local rows",
-    "martingale control": "not yet: unbiased whatever u; to be taken into weak-fedorov's estimators",
+    "martingale control": "yes: weak-fedorov's coupled ladders and universality runs; not the public weak checks "
+    "(a user's claim has no one-dimensional Kolmogorov equation to give u)",
 }
 
 

@@ -40,7 +40,8 @@ def chebyshev(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def barycentric(x_nodes: np.ndarray, values: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Interpolate grid values at the Gauss-Lobatto nodes to points ``x`` (barycentric formula)."""
+    """Interpolate grid values at the Gauss-Lobatto nodes to points ``x`` (barycentric formula); ``values`` (nodes,
+    ...) gives (points, ...)."""
     n = x_nodes.size - 1
     w = (-1.0) ** np.arange(n + 1)
     w[0] *= 0.5
@@ -50,7 +51,7 @@ def barycentric(x_nodes: np.ndarray, values: np.ndarray, x: np.ndarray) -> np.nd
     exact = np.isclose(diff, 0.0, atol=1e-15)
     diff[exact] = 1.0
     terms = w / diff
-    out = (terms @ values) / terms.sum(axis=1)
+    out = np.tensordot(terms, values, axes=1) / terms.sum(axis=1).reshape(-1, *[1] * (np.ndim(values) - 1))
     rows, cols = np.nonzero(exact)
     out[rows] = values[cols]
     return out
