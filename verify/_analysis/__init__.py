@@ -1,6 +1,7 @@
 """What the limits imply: the overlap diffusion of two tokens (``overlap``), its boundary exponents and critical
 parameters (``boundary``), where it ends (``hitting``), model A's kernel constants (``kernels``) and two-point
-motion (``two_point``), and the random quadratic form's overlap (``quadratic_form_overlap``).
+motion (``two_point``), the random quadratic form's overlap (``quadratic_form_overlap``), and the shaped MLP's
+neural covariance SDE (``covariance``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from .boundary import (
     fedorov_ends,
     hybrid_ends,
 )
+from .covariance import ShapedMLP, correlation_sde
 from .hitting import p_antipodal, p_antipodal_double, p_antipodal_gauss, scale_decomposition
 from .kernels import (
     GAUSS_HERMITE_NODES,
@@ -37,11 +39,13 @@ __all__ = [
     "Kernel",
     "KernelSpec",
     "QuadraticFormResults",
+    "ShapedMLP",
     "activation_constants",
     "activation_table",
     "agazzi_two_point",
     "boundary_exponents",
     "change_variable",
+    "correlation_sde",
     "critical_beta_closed_form",
     "critical_eps2_closed_form",
     "deficit_quadrature",

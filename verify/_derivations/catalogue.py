@@ -1,6 +1,6 @@
 """Every derivation of the symbolic side with its cross-checks, in report order (``ALL``): model F's (``model_f``),
-the random quadratic form's and the Monte Carlo one-step cross-checks (here), model A's (``model_a``) and the latent
-diffusion model's (``stopping``).
+the random quadratic form's and the Monte Carlo one-step cross-checks (here), model A's (``model_a``), the latent
+diffusion model's (``stopping``) and the shaped MLP's covariance SDE (``covariance``).
 
 Each function derives one result from the models' layer maps and checks it another way (brute force in
 coordinates, a second quadrature, interval certification, a Monte Carlo one-step estimate, or the
@@ -13,6 +13,7 @@ import sympy as sp
 
 from .._analysis import quadratic_form_results, rho
 from .._common import Verdict
+from .covariance import shaped_mlp_covariance
 from .crosscheck import CHECKED, TEST_FUNCTIONS, one_step_check
 from .derivation import Derivation
 from .model_a import activation_kernels, agazzi_exponents, energy_rate
@@ -84,4 +85,5 @@ ALL = (
     activation_kernels,
     energy_rate,
     latent_diffusion,
+    shaped_mlp_covariance,
 )
