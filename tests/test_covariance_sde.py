@@ -5,9 +5,16 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from verify._analysis import ShapedMLP, correlation_sde
+from verify._analysis import ResidualNetwork, ShapedMLP, correlation_ode, correlation_sde
 from verify._analysis import covariance as covariance_sde
-from verify._derivations import K_SE, kernel_by_conditioning, shaped_mlp_covariance, simulated_one_step
+from verify._derivations import (
+    K_SE,
+    kernel_by_conditioning,
+    residual_network_covariance,
+    shaped_mlp_covariance,
+    simulated_one_step,
+    simulated_resnet_step,
+)
 
 c_plus, c_minus, epsilon, rho = (
     covariance_sde.c_plus,
@@ -60,3 +67,27 @@ def test_the_simulated_one_step_rejects_a_drift_off_by_half_or_absent(factor):
     exact = float((model.one_step_mean()[0, 1].subs(symbols).subs(epsilon, 256**-0.5) - 0.3) * 256)
     assert abs(mean[0, 1] - exact) < K_SE * se[0, 1]
     assert abs(mean[0, 1] - factor * exact) > K_SE * se[0, 1]
+
+
+def test_the_resnet_derivation_verifies_and_its_correlation_rate_is_the_shaped_mlps_nu():
+    der = residual_network_covariance()
+    assert der.status == "verified", [c for c in der.checks if c["status"] != "verified"]
+    rate = correlation_ode(ResidualNetwork(2, "relu"))
+    depth_ratio = covariance_sde.T
+    assert sp.simplify(rate - (sp.sqrt(1 - rho**2) - rho * sp.acos(rho)) / (sp.pi * depth_ratio)) == 0
+
+
+def test_the_resnet_step_check_sees_a_missing_branch_scale_and_a_diffusion_of_order_one():
+    """One simulated layer (n = 128, depth 2 n): n E[V' - V] is c K(Z) / T, and twice that (the branch's c left out of
+    the mean, or depth n instead of 2 n) is rejected; n^2 Var(V'_12) ~ 0.95 is O(1), so n Var = O(1/n): a claimed
+    diffusion of order one per unit t (n Var ~ 1) is rejected by orders of magnitude."""
+    v = np.array([[1.0, -0.4], [-0.4, 0.8]])
+    mean, se, variance, (v_z, k_z) = simulated_resnet_step(v, "relu", 128, 2.0, 4000)
+    assert np.all(np.abs(mean - k_z / 2.0) < K_SE * se)
+    assert np.any(np.abs(mean - k_z) > K_SE * se)
+    assert variance[0] / 128 < 0.05
+
+
+def test_an_unknown_branch_is_refused():
+    with pytest.raises(ValueError, match="branch must be 'relu' or 'linear', got 'tanh'"):
+        ResidualNetwork(2, "tanh")

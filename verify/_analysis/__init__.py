@@ -1,7 +1,7 @@
 """What the limits imply: the overlap diffusion of two tokens (``overlap``), its boundary exponents and critical
 parameters (``boundary``), where it ends (``hitting``), model A's kernel constants (``kernels``) and two-point
-motion (``two_point``), the random quadratic form's overlap (``quadratic_form_overlap``), and the shaped MLP's
-neural covariance SDE (``covariance``).
+motion (``two_point``), the random quadratic form's overlap (``quadratic_form_overlap``), and the covariance limits of
+the shaped MLP and the 1/sqrt(depth) ResNet (``covariance``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .boundary import (
     fedorov_ends,
     hybrid_ends,
 )
-from .covariance import ShapedMLP, correlation_sde
+from .covariance import ResidualNetwork, ShapedMLP, correlation_ode, correlation_sde
 from .hitting import p_antipodal, p_antipodal_double, p_antipodal_gauss, scale_decomposition
 from .kernels import (
     GAUSS_HERMITE_NODES,
@@ -39,12 +39,14 @@ __all__ = [
     "Kernel",
     "KernelSpec",
     "QuadraticFormResults",
+    "ResidualNetwork",
     "ShapedMLP",
     "activation_constants",
     "activation_table",
     "agazzi_two_point",
     "boundary_exponents",
     "change_variable",
+    "correlation_ode",
     "correlation_sde",
     "critical_beta_closed_form",
     "critical_eps2_closed_form",

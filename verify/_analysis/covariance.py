@@ -1,4 +1,5 @@
-"""The neural covariance SDE of the shaped ReLU MLP (Li, Nica and Roy 2022, arXiv 2206.02768), derived from one layer.
+"""The neural covariance SDE of the shaped ReLU MLP (Li, Nica and Roy 2022, arXiv 2206.02768), derived from one layer,
+and the covariance ODE of the ResNet with a 1/sqrt(depth) branch (``ResidualNetwork``: no diffusion survives).
 
 Conventions (docs/models.md, "Joint depth-and-width limits"): m inputs, width n, preactivations Z_l (m x n), one row
 per input; the layer Z_{l+1} = sqrt(c / n) phi(Z_l) W_l^T with W_l (n x n) of i.i.d. N(0, 1) entries and the shaped
@@ -155,3 +156,63 @@ def correlation_sde(model: ShapedMLP) -> tuple[sp.Expr, sp.Expr]:
             squared += sigma * gradient[i] * gradient[j]
     in_rho = {v[0, 1]: rho * sp.sqrt(v[0, 0] * v[1, 1])}
     return sp.simplify(drift.subs(in_rho)), sp.simplify(squared.subs(in_rho))
+
+
+T = sp.Symbol("T", positive=True)  # depth / width
+
+
+@dataclass(frozen=True)
+class ResidualNetwork:
+    """A ResNet whose branch is scaled by 1/sqrt(depth), depth L = T n:
+    Z_{l+1} = Z_l + sqrt(c / L) phi(Z_l) W_l^T / sqrt(n) with W_l (n x n) i.i.d. N(0, 1), phi the identity
+    (``branch`` "linear", c = 1) or ReLU ("relu", c = 2, so that c E phi(g)^2 = 1); state V = (1/n) Z Z^T, time
+    t = l / n.
+
+    One layer, given Z (delta = sqrt(c / (L n)) phi(Z) W^T, K = (1/n) phi(Z) phi(Z)^T):
+    V' - V = (1/n)(Z delta^T + delta Z^T) + (1/n) delta delta^T, so E[V' - V | Z] = c K / L = (1/n) c K / T and, the
+    cross term being linear in W, Cov(V'_ab - V_ab, V'_cd - V_cd | Z) = (c / (L n))(V_ac K_bd + V_ad K_bc + V_bc K_ad
+    + V_bd K_ac) + O(1 / (L n^2)) = O(1/n^2): per unit of t = l/n the drift is c K(V) / T and the diffusion vanishes.
+    The covariance follows the ODE dV/dt = c K(V) / T (K's fluctuations about its Gaussian value average out as in
+    ``ShapedMLP``); its fluctuations are O(n^-1/2) at every depth (the limits in depth and width commute)."""
+
+    inputs: int = 2
+    branch: str = "relu"
+
+    def __post_init__(self) -> None:
+        if self.branch not in ("relu", "linear"):
+            raise ValueError(f"branch must be 'relu' or 'linear', got {self.branch!r}")
+
+    @property
+    def state(self) -> sp.Matrix:
+        return state_matrix(self.inputs)
+
+    def scaled_kernel(self) -> sp.Matrix:
+        """c K(V) = c E[phi(x) phi(x)^T], x ~ N(0, V)."""
+        v = self.state
+        if self.branch == "linear":
+            return v
+
+        def entry(a: int, b: int) -> sp.Expr:
+            correlation = 1 if a == b else v[a, b] / sp.sqrt(v[a, a] * v[b, b])
+            return sp.simplify(2 * relu_moment(v[a, a], v[b, b], correlation))
+
+        return sp.Matrix(self.inputs, self.inputs, entry)
+
+    def drift(self) -> sp.Matrix:
+        """b(V) = lim n E[V' - V | V] = c K(V) / T."""
+        return self.scaled_kernel() / T
+
+    def step_covariance(self, a: int, b: int, c: int, d: int) -> sp.Expr:
+        """n^2 Cov(V'_ab, V'_cd | V) to leading order, (c/T)(V_ac K_bd + V_ad K_bc + V_bc K_ad + V_bd K_ac) (c K as
+        ``scaled_kernel``): the covariance per layer is this over n^2, so n Cov -> 0 (no diffusion)."""
+        v, k = self.state, self.scaled_kernel()
+        return (v[a, c] * k[b, d] + v[a, d] * k[b, c] + v[b, c] * k[a, d] + v[b, d] * k[a, c]) / T
+
+
+def correlation_ode(model: ResidualNetwork) -> sp.Expr:
+    """d rho / dt for two inputs under the ODE dV/dt = b(V) (no Ito term: the diffusion vanishes), in rho."""
+    v = model.state
+    correlation = v[0, 1] / sp.sqrt(v[0, 0] * v[1, 1])
+    b = model.drift()
+    rate = sum(b[a, c] * sp.diff(correlation, v[a, c]) for a, c in ((0, 0), (0, 1), (1, 1)))
+    return sp.simplify(sp.simplify(rate.subs(v[0, 1], rho * sp.sqrt(v[0, 0] * v[1, 1]))))

@@ -1,13 +1,21 @@
 """Every derivation with its checks (``catalogue``: model F's in ``model_f``, model A's in ``model_a``, the latent
-diffusion model's in ``stopping``, the shaped MLP's covariance SDE in ``covariance``, each a ``derivation`` record),
-the Monte Carlo cross-check of each generator against a discrete layer written here from docs/models.md, with the
-models every derivation covers (``crosscheck``) and ``reports/symbolic.{md,json}`` (``symbolic_report``).
+diffusion model's in ``stopping``, the covariance limits of the shaped MLP and the ResNet in ``covariance``, each a
+``derivation`` record), the Monte Carlo cross-check of each generator against a discrete layer written here from
+docs/models.md, with the models every derivation covers (``crosscheck``) and ``reports/symbolic.{md,json}``
+(``symbolic_report``).
 """
 
 from __future__ import annotations
 
 from .catalogue import ALL
-from .covariance import K_SE, kernel_by_conditioning, shaped_mlp_covariance, simulated_one_step
+from .covariance import (
+    K_SE,
+    kernel_by_conditioning,
+    residual_network_covariance,
+    shaped_mlp_covariance,
+    simulated_one_step,
+    simulated_resnet_step,
+)
 from .crosscheck import CHECKED, checked_system
 from .stopping import latent_diffusion
 from .symbolic_report import write
@@ -16,8 +24,10 @@ __all__ = [
     "ALL",
     "K_SE",
     "kernel_by_conditioning",
+    "residual_network_covariance",
     "shaped_mlp_covariance",
     "simulated_one_step",
+    "simulated_resnet_step",
     "CHECKED",
     "checked_system",
     "latent_diffusion",

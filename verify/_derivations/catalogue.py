@@ -1,6 +1,7 @@
 """Every derivation of the symbolic side with its cross-checks, in report order (``ALL``): model F's (``model_f``),
 the random quadratic form's and the Monte Carlo one-step cross-checks (here), model A's (``model_a``), the latent
-diffusion model's (``stopping``) and the shaped MLP's covariance SDE (``covariance``).
+diffusion model's (``stopping``) and the covariance limits of the shaped MLP and the 1/sqrt(depth) ResNet
+(``covariance``).
 
 Each function derives one result from the models' layer maps and checks it another way (brute force in
 coordinates, a second quadrature, interval certification, a Monte Carlo one-step estimate, or the
@@ -13,7 +14,7 @@ import sympy as sp
 
 from .._analysis import quadratic_form_results, rho
 from .._common import Verdict
-from .covariance import shaped_mlp_covariance
+from .covariance import residual_network_covariance, shaped_mlp_covariance
 from .crosscheck import CHECKED, TEST_FUNCTIONS, one_step_check
 from .derivation import Derivation
 from .model_a import activation_kernels, agazzi_exponents, energy_rate
@@ -86,4 +87,5 @@ ALL = (
     energy_rate,
     latent_diffusion,
     shaped_mlp_covariance,
+    residual_network_covariance,
 )

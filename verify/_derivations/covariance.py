@@ -9,9 +9,12 @@ import numpy as np
 import sympy as sp
 
 from .._analysis.covariance import (
+    ResidualNetwork,
     ShapedMLP,
+    T,
     c_minus,
     c_plus,
+    correlation_ode,
     correlation_sde,
     epsilon,
     piecewise_linear_kernel,
@@ -144,4 +147,72 @@ def _check_one_step(der: Derivation, model: ShapedMLP) -> None:
         f"simulated one-step mean at n = {width} ({samples} states) equals the derived one at eps = n^-1/2",
         worst < K_SE,
         f"n (E V' - V)_12: {mean[0, 1]:.4f} +- {se[0, 1]:.4f}, derived {exact[0, 1]:.4f}, drift b_12 {limit[0, 1]:.4f}",
+    )
+
+
+RESNET_STEP = {"width": 128, "depth_ratio": 2.0, "samples": 4000, "state": ((1.0, -0.4), (-0.4, 0.8))}
+
+
+def simulated_resnet_step(
+    state: np.ndarray, branch: str, width: int, depth_ratio: float, samples: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One layer of the 1/sqrt(depth) ResNet (``ResidualNetwork``) at one state Z (columns i.i.d. N(0, ``state``)),
+    written in numpy, over ``samples`` draws of W: n E[V' - V] and n^2 Var(V'_12) with their standard errors, and the
+    state's own V(Z) and c K(Z) (at which the derived formulas are evaluated)."""
+    rng = random_stream(seed, (55, 2))
+    z = rng.standard_normal((width, 2)) @ np.linalg.cholesky(state).T  # (neurons, inputs)
+    phi, c = (np.maximum(z, 0.0), 2.0) if branch == "relu" else (z, 1.0)
+    v_z, k_z = z.T @ z / width, c * phi.T @ phi / width
+    depth = depth_ratio * width
+    steps = []
+    for _ in range(samples):
+        w = rng.standard_normal((width, width))
+        moved = z + np.sqrt(c / (depth * width)) * w @ phi  # Z' = Z + sqrt(c / (L n)) phi(Z) W^T, transposed
+        steps.append(moved.T @ moved / width - v_z)
+    steps = np.array(steps)
+    mean, mean_se = width * steps.mean(axis=0), width * steps.std(axis=0, ddof=1) / np.sqrt(samples)
+    centred = width**2 * (steps[:, 0, 1] - steps[:, 0, 1].mean()) ** 2
+    return mean, mean_se, np.array([centred.mean(), centred.std(ddof=1) / np.sqrt(samples)]), np.stack([v_z, k_z])
+
+
+def residual_network_covariance() -> Derivation:
+    """The 1/sqrt(depth) ResNet's covariance limit (``ResidualNetwork``): an ODE, and its correlation's rate against
+    the shaped MLP's drift (Li and Nica 2023: the two share a limit when depth << width)."""
+    der = Derivation("residual_network_covariance", "ResNet, branch 1/sqrt(T n), t = l/n: dV/dt = c K(V) / T, no noise")
+    relu, linear = ResidualNetwork(2, "relu"), ResidualNetwork(2, "linear")
+    rate = correlation_ode(relu)
+    der.results.update({"b(V), ReLU": relu.drift(), "d rho / dt, ReLU": rate, "b(V), linear": linear.drift()})
+    shaped_drift = ShapedMLP(2).drift()[0, 1] / sp.sqrt(ShapedMLP(2).state[0, 0] * ShapedMLP(2).state[1, 1])
+    nu = shaped_drift.subs(ShapedMLP(2).state[0, 1], rho * sp.sqrt(ShapedMLP(2).state[0, 0] * ShapedMLP(2).state[1, 1]))
+    matched = sp.simplify(rate - nu.subs({c_plus: sp.sqrt(2 / T), c_minus: 0}))
+    der.check(
+        "the ReLU ResNet's correlation rate is the shaped MLP's nu(rho) with (c_+ - c_-)^2 = 2 / T",
+        matched == 0,
+        f"difference {matched}",
+    )
+    der.check("a linear branch leaves the correlation constant", correlation_ode(linear) == 0)
+    _check_resnet_step(der, relu)
+    return der
+
+
+def _check_resnet_step(der: Derivation, model: ResidualNetwork) -> None:
+    """Simulated one layer at one state: n E[V' - V] equals c K(Z) / T within 4 standard errors, and n^2 Var(V'_12)
+    equals the derived leading term within 4 standard errors plus its O(1 / (T n)) relative remainder, so
+    n Var(V'_12) = O(1/n): no diffusion."""
+    width, ratio, samples = RESNET_STEP["width"], RESNET_STEP["depth_ratio"], RESNET_STEP["samples"]
+    mean, mean_se, variance, (v_z, k_z) = simulated_resnet_step(
+        np.array(RESNET_STEP["state"]), model.branch, width, ratio, samples
+    )
+    worst = float(np.max(np.abs(mean - k_z / ratio) / mean_se))
+    derived = float((v_z[0, 0] * k_z[1, 1] + 2 * v_z[0, 1] * k_z[0, 1] + v_z[1, 1] * k_z[0, 0]) / ratio)
+    allowance = K_SE * variance[1] + derived * 2 / (ratio * width)
+    der.check(
+        f"simulated layer (n = {width}, depth {ratio:g} n, {samples} draws of W): n E[V' - V] = c K(Z) / T",
+        worst < K_SE,
+        f"largest gap {worst:.2f} standard errors",
+    )
+    der.check(
+        "simulated n^2 Var(V'_12) equals (c/T)(V_11 K_22 + 2 V_12 K_12 + V_22 K_11): n Var -> 0",
+        abs(variance[0] - derived) < allowance,
+        f"{variance[0]:.4f} +- {variance[1]:.4f} against {derived:.4f} (allowance {allowance:.4f})",
     )
