@@ -12,6 +12,7 @@ from convergence._experiments import (
     coupled_observables,
     limit_check,
     overlap_control,
+    token_observables,
     weak_order,
 )
 from convergence._models import FedorovModel
@@ -64,7 +65,7 @@ def test_the_control_keeps_the_mean_and_removes_most_of_the_variance(law):
     variance falls more than 10 times (measured 57-150 at T = 2); a control of the wrong sign would double it."""
     model = FedorovModel(tokens=2, dim=4, beta=1.0, law=law)
     design = WeakDesign(depths=(4, 8, 16), horizon=1.0, paths=4096, block_paths=2048)
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
+    observables = token_observables()
     control = overlap_control(model, OVERLAP_OBSERVABLES, 1.0, 16)
     depths = None if law == "gaussian" else [16]
     start = fixed_overlap(-0.5)
@@ -84,7 +85,7 @@ def test_the_controlled_limit_check_passes_the_derived_limit_and_rejects_sigma_s
     / target 0.11-0.23, against 0.57-0.65 without the control, which passes sigma^2 x 1.04). z for 4 checks at 1%."""
     model = FedorovModel(tokens=2, dim=4, beta=1.317)
     design = WeakDesign(depths=(16, 32, 64), horizon=2.0, paths=8000, block_paths=4000)
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
+    observables = token_observables()
     control = overlap_control(model, OVERLAP_OBSERVABLES, design.horizon, 64)
     values = coupled_observables(model, design, observables, 0, (6,), fixed_overlap(-0.5), control=control)
     z = z_value(4)

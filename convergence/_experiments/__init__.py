@@ -166,6 +166,7 @@ from .weak import (
     coupled_layer_and_claims,
     coupled_observables,
     limit_check,
+    token_observables,
 )
 from .weak_order_fit import order_check, weak_order
 from .weak_overlap import (
@@ -321,6 +322,7 @@ __all__ = [
     "pending_runs",
     "phase_horizon",
     "phase_rows",
+    "token_observables",
     "phase_transition",
     "planned_paths",
     "plugin_stops",

@@ -18,7 +18,7 @@ from verify._models import beta as beta_symbol
 from verify._rigorous import LatentSetting, distance
 
 from .._models import FedorovModel, LatentSampler, TwoTokenOverlapChain
-from .._paths import fixed_overlap, overlap
+from .._paths import fixed_overlap
 from .._references import lambdify_overlap
 from .._statistics import Check, z_value
 from .latent_runs import PAPER_HORIZON, PAPER_SPECTRA
@@ -28,7 +28,14 @@ from .mutants import rejection_row, true_claim_row
 from .overlap_ends import decided_ends, probability_check, run_until_decided
 from .phase_design import PhaseDesign, phase_horizon
 from .strong import bootstrap_generator
-from .weak import OVERLAP_OBSERVABLES, WeakDesign, betas_across_critical, coupled_observables, limit_check
+from .weak import (
+    OVERLAP_OBSERVABLES,
+    WeakDesign,
+    betas_across_critical,
+    coupled_observables,
+    limit_check,
+    token_observables,
+)
 from .weak_order_fit import weak_order
 from .weak_overlap import limit_moments, overlap_control
 
@@ -115,7 +122,7 @@ def weak_rows(
     SDE and its near misses, judged on the same simulated overlaps of model F (d = 4, beta above beta_c)."""
     beta = betas_across_critical(WEAK_DIM)[1]
     model = FedorovModel(tokens=2, dim=WEAK_DIM, beta=beta)
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
+    observables = token_observables()
     control = overlap_control(model, OVERLAP_OBSERVABLES, design.horizon, design.depths[-1])
     values = coupled_observables(model, design, observables, seed, key, fixed_overlap(WEAK_RHO0), control=control)
     fits = weak_order(

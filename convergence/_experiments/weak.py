@@ -45,6 +45,7 @@ from .._paths import (
     Martingale,
     PathStreams,
     SignedBlock,
+    overlap,
     run_coupled,
     run_seeded,
 )
@@ -69,6 +70,11 @@ OVERLAP_OBSERVABLES: dict[str, Observable] = {
     "rho^2": (lambda r: r**2),
     "exp(rho)": np.exp,
 }
+
+
+def token_observables() -> dict[str, Observable]:
+    """``OVERLAP_OBSERVABLES`` as functions of two tokens' states (paths, 2, d): f(<x_1, x_2>)."""
+    return {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
 
 
 def betas_across_critical(dim: int) -> tuple[float, float]:
@@ -125,15 +131,11 @@ def coupled_observables(
         x0 = initial(streams, layer_map.tokens, layer_map.dim)
         block = BrownianBlock(layer_map.noise, streams, design.horizon / fine)
         run = run_coupled(levels, [], x0, block if sign > 0 else SignedBlock(block, sign), fine, advance, control)
-        controls = (
-            np.zeros((x0.shape[0], len(levels), len(observables)))
-            if control is None
-            else np.stack(run.martingale, axis=1)
-        )
-        return {
-            name: np.stack([f(x) for x in run.final], axis=1) - controls[..., j]
-            for j, (name, f) in enumerate(observables.items())
-        }
+        values = {name: np.stack([f(x) for x in run.final], axis=1) for name, f in observables.items()}
+        if control is None:
+            return values
+        sums = np.stack(run.martingale, axis=1)  # (paths, levels, observables)
+        return {name: v - sums[..., j] for j, (name, v) in enumerate(values.items())}
 
     def compute(streams: PathStreams, advance) -> dict[str, np.ndarray]:
         if not antithetic:

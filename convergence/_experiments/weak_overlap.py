@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 import sympy as sp
@@ -26,7 +27,7 @@ from .._paths import fixed_overlap, overlap
 from .._references import barycentric, expectation, lambdify_overlap, value_gradients
 from .._statistics import Check
 from .strong import bootstrap_generator
-from .weak import OVERLAP_OBSERVABLES, WeakDesign, coupled_observables, limit_check
+from .weak import OVERLAP_OBSERVABLES, WeakDesign, coupled_observables, limit_check, token_observables
 from .weak_order_fit import order_check, weak_order
 
 
@@ -40,8 +41,10 @@ class WeakOverlapOutcome:
     references: dict
 
 
+@cache
 def overlap_coefficients(dim: int, beta: float, sigma: float) -> tuple[Callable, Callable]:
-    """numpy drift b(rho) and squared diffusion a(rho) of model F's derived overlap SDE (two tokens)."""
+    """numpy drift b(rho) and squared diffusion a(rho) of model F's derived overlap SDE (two tokens); cached, as the
+    reference values and the control variate of one configuration both need them."""
     drift, diffusion = verify.overlap_sde("fedorov", 2)
     with holding_precision():  # nsimplify sets mpmath's precision
         exact_beta = sp.nsimplify(beta)
@@ -141,7 +144,7 @@ def weak_overlap(
     """For each (d, beta) of ``configs`` (index i: streams ``(study_key, i)``, and ``(study_key, i, 1 + law, level)``
     for each entry law of ``laws`` on ``law_paths`` paths at the two finest depths), the coupled runs on ``designs[d]``
     and every check at z = ``z``; ``advance`` counts the coupled runs' layers."""
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
+    observables = token_observables()
     checks, panels, references = [], [], {}
     steps = design.steps()
     for index, (dim, b) in enumerate(configs):
@@ -208,7 +211,7 @@ def _other_law_checks(
     gaussian = control.stepper
     law_model = FedorovModel(tokens=2, dim=gaussian.dim, beta=gaussian.beta, law=law)
     law_control = replace(control, stepper=law_model)
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
+    observables = token_observables()
     law_design = replace(design, paths=law_paths)
     finals = []
     for level, depth in enumerate(design.depths[-2:]):

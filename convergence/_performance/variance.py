@@ -49,9 +49,10 @@ from .._experiments import (
     local_checks,
     overlap_control,
     states_for,
+    token_observables,
 )
 from .._models import FedorovModel
-from .._paths import fixed_overlap, overlap
+from .._paths import fixed_overlap
 from .._statistics import confidence_z
 from .._studies.commute import DESIGNS as COMMUTE_DESIGNS
 from .._studies.commute import models as commute_models
@@ -112,7 +113,7 @@ def multilevel_diagnostics(values: np.ndarray, depths: tuple[int, ...]) -> dict:
 def weak_antithetic_rows(pairs: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """Antithetic pairs for weak-fedorov's estimators, per dimension and observable (module docstring); and the
     multilevel diagnostics of the same plain paths (``multilevel_diagnostics``)."""
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
+    observables = token_observables()
     rows, multilevel = [], []
     for index, dim in enumerate(WEAK_DIMS):
         model = FedorovModel(tokens=2, dim=dim, beta=betas_across_critical(dim)[1])
@@ -167,7 +168,7 @@ def weak_lever_rows(
 def weak_martingale_rows(paths: int, seed: int = 0) -> list[dict]:
     """The martingale control (``OverlapControl``) for weak-fedorov's estimators, per dimension and observable, on the
     same noise paths with and without it (module docstring)."""
-    observables = {name: (lambda x, f=f: f(overlap(x))) for name, f in OVERLAP_OBSERVABLES.items()}
+    observables = token_observables()
     design = WeakDesign(**WEAK_DESIGN, paths=paths, block_paths=min(paths, 2048))
     start, rows = fixed_overlap(WEAK_RHO0), []
     for index, dim in enumerate(WEAK_DIMS):

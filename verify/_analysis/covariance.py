@@ -203,10 +203,16 @@ class ResidualNetwork:
         return self.scaled_kernel() / T
 
     def step_covariance(self, a: int, b: int, c: int, d: int) -> sp.Expr:
-        """n^2 Cov(V'_ab, V'_cd | V) to leading order, (c/T)(V_ac K_bd + V_ad K_bc + V_bc K_ad + V_bd K_ac) (c K as
-        ``scaled_kernel``): the covariance per layer is this over n^2, so n Cov -> 0 (no diffusion)."""
-        v, k = self.state, self.scaled_kernel()
-        return (v[a, c] * k[b, d] + v[a, d] * k[b, c] + v[b, c] * k[a, d] + v[b, d] * k[a, c]) / T
+        """n^2 Cov(V'_ab, V'_cd | V) to leading order (``branch_covariance`` at c K = ``scaled_kernel``): the
+        covariance per layer is this over n^2, so n Cov -> 0 (no diffusion)."""
+        return branch_covariance(self.state, self.scaled_kernel(), T, (a, b, c, d))
+
+
+def branch_covariance(v, k, depth_ratio, indices: tuple[int, int, int, int]):
+    """(1/T)(V_ac K_bd + V_ad K_bc + V_bc K_ad + V_bd K_ac) for matrices V and c K (sympy or numpy) and T =
+    ``depth_ratio``: the ResNet branch's cross term, n^2 Cov(V'_ab, V'_cd | Z) to leading order."""
+    a, b, c, d = indices
+    return (v[a, c] * k[b, d] + v[a, d] * k[b, c] + v[b, c] * k[a, d] + v[b, d] * k[a, c]) / depth_ratio
 
 
 def correlation_ode(model: ResidualNetwork) -> sp.Expr:

@@ -12,6 +12,7 @@ from .._analysis.covariance import (
     ResidualNetwork,
     ShapedMLP,
     T,
+    branch_covariance,
     c_minus,
     c_plus,
     correlation_ode,
@@ -182,8 +183,9 @@ def residual_network_covariance() -> Derivation:
     relu, linear = ResidualNetwork(2, "relu"), ResidualNetwork(2, "linear")
     rate = correlation_ode(relu)
     der.results.update({"b(V), ReLU": relu.drift(), "d rho / dt, ReLU": rate, "b(V), linear": linear.drift()})
-    shaped_drift = ShapedMLP(2).drift()[0, 1] / sp.sqrt(ShapedMLP(2).state[0, 0] * ShapedMLP(2).state[1, 1])
-    nu = shaped_drift.subs(ShapedMLP(2).state[0, 1], rho * sp.sqrt(ShapedMLP(2).state[0, 0] * ShapedMLP(2).state[1, 1]))
+    shaped = ShapedMLP(2)
+    scale = sp.sqrt(shaped.state[0, 0] * shaped.state[1, 1])
+    nu = (shaped.drift()[0, 1] / scale).subs(shaped.state[0, 1], rho * scale)
     matched = sp.simplify(rate - nu.subs({c_plus: sp.sqrt(2 / T), c_minus: 0}))
     der.check(
         "the ReLU ResNet's correlation rate is the shaped MLP's nu(rho) with (c_+ - c_-)^2 = 2 / T",
@@ -204,7 +206,7 @@ def _check_resnet_step(der: Derivation, model: ResidualNetwork) -> None:
         np.array(RESNET_STEP["state"]), model.branch, width, ratio, samples
     )
     worst = float(np.max(np.abs(mean - k_z / ratio) / mean_se))
-    derived = float((v_z[0, 0] * k_z[1, 1] + 2 * v_z[0, 1] * k_z[0, 1] + v_z[1, 1] * k_z[0, 0]) / ratio)
+    derived = float(branch_covariance(v_z, k_z, ratio, (0, 1, 0, 1)))
     allowance = K_SE * variance[1] + derived * 2 / (ratio * width)
     der.check(
         f"simulated layer (n = {width}, depth {ratio:g} n, {samples} draws of W): n E[V' - V] = c K(Z) / T",
