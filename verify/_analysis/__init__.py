@@ -1,7 +1,8 @@
 """What the limits imply: the overlap diffusion of two tokens (``overlap``), its boundary exponents and critical
 parameters (``boundary``), where it ends (``hitting``), model A's kernel constants (``kernels``) and two-point
 motion (``two_point``), the random quadratic form's overlap (``quadratic_form_overlap``), and the covariance limits of
-the shaped MLP and the 1/sqrt(depth) ResNet (``covariance``).
+the shaped MLP and the 1/sqrt(depth) ResNet (``covariance``) and of the shaped attention and transformer blocks
+(``shaped_attention``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ from .kernels import (
 )
 from .overlap import change_variable, overlap_sde, pair_overlap_sde, rho
 from .quadratic_form_overlap import QuadraticFormResults, quadratic_form_results
+from .shaped_attention import (
+    ShapedAttention,
+    ShapedTransformer,
+    attention_drift_closed_form,
+    attention_noise_closed_form,
+)
 from .two_point import agazzi_two_point, k1, k1p
 
 __all__ = [
@@ -40,7 +47,11 @@ __all__ = [
     "KernelSpec",
     "QuadraticFormResults",
     "ResidualNetwork",
+    "ShapedAttention",
     "ShapedMLP",
+    "ShapedTransformer",
+    "attention_drift_closed_form",
+    "attention_noise_closed_form",
     "activation_constants",
     "activation_table",
     "agazzi_two_point",

@@ -1,7 +1,7 @@
 """Every derivation of the symbolic side with its cross-checks, in report order (``ALL``): model F's (``model_f``),
 the random quadratic form's and the Monte Carlo one-step cross-checks (here), model A's (``model_a``), the latent
-diffusion model's (``stopping``) and the covariance limits of the shaped MLP and the 1/sqrt(depth) ResNet
-(``covariance``).
+diffusion model's (``stopping``), the covariance limits of the shaped MLP and the 1/sqrt(depth) ResNet
+(``covariance``) and of the shaped attention and transformer blocks (``shaped_attention``).
 
 Each function derives one result from the models' layer maps and checks it another way (brute force in
 coordinates, a second quadrature, interval certification, a Monte Carlo one-step estimate, or the
@@ -26,6 +26,7 @@ from .model_f import (
     hybrid_dichotomy,
     layer_consistency,
 )
+from .shaped_attention import shaped_attention_covariance, shaped_transformer_covariance
 from .stopping import latent_diffusion
 
 
@@ -88,4 +89,6 @@ ALL = (
     latent_diffusion,
     shaped_mlp_covariance,
     residual_network_covariance,
+    shaped_attention_covariance,
+    shaped_transformer_covariance,
 )
