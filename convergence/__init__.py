@@ -1,11 +1,11 @@
 """The numerical side: check a layer map against the limit SDE claimed for it, and the suite's own models.
 
-The public names are ``__all__`` below, and nothing else: every subpackage is private (``_models``, ``_checks``,
-...) and may change without notice. What is exported (docs/architecture.md): everything a user needs to state,
-check and report a claim about their own block (its noise, the map and the claim, the checks and their ``Outcome``,
-initial states, torch and library blocks and their derived limits, the interfaces a map and a claim satisfy) and the
-suite's models as examples (each model docs/models.md presents, with its limit SDE, and three small Hugging Face
-decoder layers).
+The public names are ``__all__`` below, and nothing else: every subpackage is private (``_models``, ``_checks``, ...)
+and may change without notice. What is exported (docs/architecture.md): everything a user needs to state, check and
+report a claim about their own block (its noise, the map and the claim, the checks and their ``Outcome``, initial
+states, torch and library blocks and their derived limits, the interfaces a map and a claim satisfy; blocks indexed by
+width and their covariance SDEs) and the suite's models as examples (each model docs/models.md presents, with its limit
+SDE, and three small Hugging Face decoder layers).
 """
 
 from ._checks import (
@@ -31,6 +31,7 @@ from ._models import (
     AgazziSDE,
     AutodiffLimit,
     CommonNoise,
+    CovarianceSDE,
     FedorovModel,
     FedorovSDE,
     FreshFeatureField,
@@ -45,9 +46,16 @@ from ._models import (
     QuadraticFormSDE,
     ReducedFedorov,
     ReducedFedorovSDE,
+    ResidualBlock,
+    ShapedAttentionBlock,
+    ShapedMLPBlock,
+    ShapedTransformerBlock,
     SoftmaxHybridModel,
     SoftmaxHybridSDE,
     TorchBlockLayer,
+    WidthBlock,
+    covariance_limit,
+    covariance_sde,
     derive_limit,
     hugging_face_blocks,
     hugging_face_configs,
@@ -55,6 +63,7 @@ from ._models import (
     matrix_noise,
     scalar_noise,
     torch_layer_map,
+    width_block,
     wrap_library_layer,
 )
 from ._paths import (
@@ -66,6 +75,15 @@ from ._paths import (
 )
 
 __all__ = [
+    "CovarianceSDE",
+    "ResidualBlock",
+    "ShapedAttentionBlock",
+    "ShapedMLPBlock",
+    "ShapedTransformerBlock",
+    "WidthBlock",
+    "covariance_limit",
+    "covariance_sde",
+    "width_block",
     "AgazziModel",
     "AgazziSDE",
     "AutodiffLimit",

@@ -1,8 +1,8 @@
-"""The public checks of a user's layer map against a claimed limit: what a user states, a layer map, its noise and
-the claimed SDE as numpy callables (``claims``), and what every check refuses before any work (``arguments``); one
-module per check kind, local (``local``), strong (``strong``), weak (``weak``), two maps' laws (``law``) and two
-limits compared coefficient by coefficient (``limits``); the sampling in stages they share (``staged``) and what
-they return (``outcome``)."""
+"""The public checks of a user's layer map against a claimed limit: what a user states, a layer map, its noise and the
+claimed SDE as numpy callables (``claims``), and what every check refuses before any work (``arguments``); one module
+per check kind, local (``local``; a width-indexed block's in ``covariance_local``), strong (``strong``), weak
+(``weak``), two maps' laws (``law``) and two limits compared coefficient by coefficient (``limits``); the sampling in
+stages they share (``staged``) and what they return (``outcome``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from .claims import (
     scaled_diffusion,
     scaled_drift,
 )
+from .covariance_local import COVARIANCE_STATES, check_covariance_local, named_state
 from .law import check_same_weak_limit
 from .limits import compare_limits, diffusion_matrix
 from .local import check_local_consistency, where_it_lives
@@ -25,6 +26,9 @@ from .strong import check_strong_order
 from .weak import check_weak_limit, check_weak_order
 
 __all__ = [
+    "COVARIANCE_STATES",
+    "check_covariance_local",
+    "named_state",
     "ClaimedSDE",
     "Outcome",
     "UserLayerMap",

@@ -9,13 +9,14 @@ import numpy as np
 from verify._common import check_choice, check_real, check_tokens
 
 from .._experiments import CONTROLS, SAMPLE_BLOCK, STATES, LocalDesign, local_checks, states_for
-from .._models import LayerMap
+from .._models import LayerMap, WidthBlock
 from .._models.autodiff_limit import RESTING_TOLERANCE, zero_noise_step
 from .._output import Curve, Plot
 from .._runtime import random_stream
 from .._statistics import Check, all_finite
 from .arguments import check_title, claim_config, name_of
 from .claims import PROBE_STEP, ClaimedSDE, UserLayerMap
+from .covariance_local import check_covariance_local
 from .outcome import Outcome, timed
 from .staged import USER_KEY, Staging
 
@@ -115,15 +116,16 @@ def check_local_consistency(
     layer: UserLayerMap,
     sde: ClaimedSDE,
     *,
-    states: tuple[str, ...] | dict[str, np.ndarray] = ("uniform", "merged", "antipodal", "near merged"),
+    states: tuple[str, ...] | dict[str, np.ndarray] | None = None,
     step: float = 1.0 / 64,
-    target: float = 0.01,
-    budget: int = 262_144,
-    first: int = 4096,
+    target: float | None = None,
+    budget: int | None = None,
+    first: int | None = None,
     samples: int | None = None,
     control: str = "layer",
     seed: int = 0,
     title: str = "local consistency",
+    widths: tuple[int, ...] = (32, 64, 128),
 ) -> Outcome:
     """One layer step's conditional moments against the claim (``convergence._experiments.local``) at each state,
     sampled in stages until the checks decide (``convergence._statistics.sequential``).
@@ -139,7 +141,8 @@ def check_local_consistency(
     pathwise the layer's). Every noise law here is symmetric, so -dW has the law of dW. Where a state's drift is
     small beside its noise, its drift_scale target is in units of a typical component (docs/checks.md).
 
-    ``states``: names of ``convergence._experiments.local_states.STATES`` (drawn on the unit sphere; for a map that
+    ``states``: names of ``convergence._experiments.local_states.STATES`` (by default "uniform", "merged",
+    "antipodal" and "near merged"; drawn on the unit sphere; for a map that
     lives elsewhere, moved there by one step without noise, ``where_it_lives``) or a mapping name -> array (tokens, d),
     taken as given; ``target``:
     the pooled checks' largest resolution (relative coefficient error) that still decides (a single state's is
@@ -148,7 +151,19 @@ def check_local_consistency(
     target, inconclusive at the budget
     (saying how many samples would decide). ``samples``: one look at this fixed size instead. Each check's
     resolution is reported; the family-wise false-failure rate over all checks and looks is 1%.
+
+    A width-indexed block (``WidthBlock``, e.g. from ``width_block``) is checked against a ``covariance_sde`` claim at
+    h = 1/n along ``widths`` instead (``check_covariance_local``: ``states`` names covariance states or maps names to
+    (m, m) arrays; ``step`` and ``control`` do not apply; target 0.1, first 1024, budget 32768 by default).
     """
+    if isinstance(layer, WidthBlock):
+        sizes = {"target": 0.1 if target is None else target, "first": first or 1024, "budget": budget or 32_768}
+        width_states = ("correlated", "mixed") if states is None else states
+        return check_covariance_local(
+            layer, sde, widths=widths, states=width_states, samples=samples, seed=seed, title=title, **sizes
+        )
+    states = ("uniform", "merged", "antipodal", "near merged") if states is None else states
+    target, first, budget = 0.01 if target is None else target, first or 4096, budget or 262_144
     config = claim_config("check_local_consistency", layer, sde)
     title = check_title(title)
     target = check_real("target", target, minimum=0.0, strict_minimum=True)

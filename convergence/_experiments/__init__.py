@@ -1,16 +1,16 @@
 """Experiments, each for any model that provides what it needs: strong and weak convergence (``strong``,
-``strong_checks``, ``strong_same_limit``, ``strong_low_rank``, ``weak`` with its order fit ``weak_order_fit``, and
-model F's overlap statistics, ``weak_overlap``), local consistency (``local``: the checks, over ``local_draws``,
-``local_statistics`` and ``local_states``), where two tokens end (``overlap_ends``) and the phase transition built
-on it (``phase``, with its design ``phase_design`` and its n-token runs ``phase_many_tokens``), plausible wrong
-claims (``mutants``) and the rows of the power study beyond the local and strong ones (``mutant_rows``), two-point
-exponents (``exponents``), the interaction energy (``energy``), collapse rates over depth (``collapse``) and model
-A's grid of them (``collapse_grid``: its configurations, ``grid_configs``, and claims, ``grid_claims``),
-synchronisation by noise (``sync_by_noise``, its design ``sync_design``, its calibration section
-``sync_quadratic_form``), propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits
-(``commute``, its estimates and checks ``commute_checks``), width (``width``, ``width_depth``) and the latent
-diffusion sampler's nested runs (``latent_runs``) and their checks (``latent_sampling``), and the certified checks
-of its stopping problem (``stopping_certificates``).
+``strong_checks``, ``strong_same_limit``, ``strong_low_rank``, ``weak`` with its order fit ``weak_order_fit``, and model
+F's overlap statistics, ``weak_overlap``), local consistency (``local``: the checks, over ``local_draws``,
+``local_statistics`` and ``local_states``, and a width-indexed block's, ``covariance_local``), where two tokens end
+(``overlap_ends``) and the phase transition built on it (``phase``, with its design ``phase_design`` and its n-token
+runs ``phase_many_tokens``), plausible wrong claims (``mutants``) and the rows of the power study beyond the local and
+strong ones (``mutant_rows``), two-point exponents (``exponents``), the interaction energy (``energy``), collapse rates
+over depth (``collapse``) and model A's grid of them (``collapse_grid``: its configurations, ``grid_configs``, and
+claims, ``grid_claims``), synchronisation by noise (``sync_by_noise``, its design ``sync_design``, its calibration
+section ``sync_quadratic_form``), propagation of chaos (``chaos``), the SPDE (``mean_field``), commuting limits
+(``commute``, its estimates and checks ``commute_checks``), width (``width``, ``width_depth``) and the latent diffusion
+sampler's nested runs (``latent_runs``) and their checks (``latent_sampling``), and the certified checks of its stopping
+problem (``stopping_certificates``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from .collapse import (
 from .collapse_grid import GridOutcome, run_collapse_grid
 from .commute import CommuteDesign, coupled_energies
 from .commute_checks import analyse_commute, commute_estimates
+from .covariance_local import WIDTH_BLOCK, WidthLadder, covariance_local_checks, draw_width, extrapolation_weights
 from .energy import (
     ENERGY_TARGET,
     EnergyDesign,
@@ -181,6 +182,11 @@ from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_widt
 from .width_depth import WidthDepthDesign, WidthGroups, analyse_width_depth, width_depth_energies
 
 __all__ = [
+    "WIDTH_BLOCK",
+    "WidthLadder",
+    "covariance_local_checks",
+    "draw_width",
+    "extrapolation_weights",
     "ACTIVATIONS",
     "ALIGNED",
     "ANTIPODAL_SHARE",

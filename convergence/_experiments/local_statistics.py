@@ -225,9 +225,11 @@ def interval_check(
     confidence: float,
     power: float,
     bias_span: float = 1.0,
+    too_biased: str = "the O(h^2) bias exceeds the target: use a smaller step",
 ) -> Check:
     """Mean of ``per_sample`` (expected 0) with a z interval, the bias allowance and the resolution rule
-    (resolution at ``power``; ``bias_span`` 2: whatever the bias within the allowance, ``detectable_effect``)."""
+    (resolution at ``power``; ``bias_span`` 2: whatever the bias within the allowance, ``detectable_effect``);
+    ``too_biased``: the advice when the allowance alone exceeds the target."""
     mean = float(per_sample.mean())
     se = float(per_sample.std(ddof=1) / np.sqrt(per_sample.size))
     ci = (mean - z * se, mean + z * se)
@@ -254,7 +256,7 @@ def interval_check(
                 f"{samples_to_decide(ci, bias, confidence, per_sample.size, target, power, bias_span)} samples "
                 "would decide"
                 if target > bias_span * bias
-                else "; the O(h^2) bias exceeds the target: use a smaller step"
+                else f"; {too_biased}"
             ),
         )
     return check

@@ -8,7 +8,9 @@ docstring does not), model F's exact in-law samplers
 interface and the claims a model declares (``protocols``), the laws of the common noise and the one factor of a
 covariance (``noise``), softmax attention (``attention``) and the derived Ito drift of a normalised step
 (``normalised_step``), and the Ito-Stratonovich correction of a claim's drift (``ito_correction``); and the textbook
-SDEs with known solutions, exact and Euler steps, on which every check is calibrated (``textbook_steps``)."""
+SDEs with known solutions, exact and Euler steps, on which every check is calibrated (``textbook_steps``); and the
+blocks indexed by width whose observed state is a covariance matrix (``width_blocks``) with their covariance SDEs
+(``covariance_limits``)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .attention import (
     tangent_projection,
 )
 from .autodiff_limit import AutodiffLimit, derive_limit, noise_quadratic
+from .covariance_limits import CovarianceSDE, coordinates, covariance_limit, covariance_sde, upper
 from .fedorov import FedorovModel, FedorovSDE
 from .fedorov_overlap_chain import FrameNoise, TwoTokenOverlapChain, plane_coordinates
 from .fedorov_reduced import (
@@ -64,8 +67,33 @@ from .registry import MODEL_MODULES, MODELS, registered
 from .softmax_hybrid import SoftmaxHybridModel, SoftmaxHybridSDE
 from .textbook_steps import TextbookProblem, TextbookStep, textbook_problems
 from .torch_block import TorchBlockLayer, torch_layer_map
+from .width_blocks import (
+    ResidualBlock,
+    ShapedAttentionBlock,
+    ShapedMLPBlock,
+    ShapedTransformerBlock,
+    UserWidthBlock,
+    WidthBlock,
+    covariance,
+    frame_states,
+    width_block,
+)
 
 __all__ = [
+    "CovarianceSDE",
+    "coordinates",
+    "covariance_limit",
+    "covariance_sde",
+    "upper",
+    "ResidualBlock",
+    "ShapedAttentionBlock",
+    "ShapedMLPBlock",
+    "ShapedTransformerBlock",
+    "UserWidthBlock",
+    "WidthBlock",
+    "covariance",
+    "frame_states",
+    "width_block",
     "ATTENTION",
     "AgazziModel",
     "AutodiffLimit",

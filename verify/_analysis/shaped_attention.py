@@ -69,7 +69,7 @@ def logit_expectation(expression: sp.Expr, state: sp.Matrix) -> sp.Expr:
     tokens = state.shape[0]
     s = logit_symbols(tokens)
     symbols = list(s)
-    polynomial = sp.Poly(sp.expand(expression), *symbols)
+    polynomial = sp.Poly(expression, *symbols)
     total = sp.Integer(0)
     for powers, coefficient in polynomial.terms():
         degree = sum(powers)
@@ -109,6 +109,7 @@ class ShapedAttention:
     def state(self) -> sp.Matrix:
         return state_matrix(self.inputs)
 
+    @cache
     def _orders(self) -> tuple[sp.Matrix, sp.Matrix]:
         first, second = softmax_expansion(self.inputs)
         v = self.state

@@ -25,8 +25,8 @@ from .derivation import Derivation
 
 STATE = ((1.0, 0.3, -0.2), (0.3, 1.5, 0.4), (-0.2, 0.4, 0.8))
 BLOCK = {"tau_0": 0.5, "gamma": 0.5**0.5, "keys": 4}  # kappa = 4; lambda = gamma; n_k = 4 keys (non-Gaussian logits)
-MEAN_STEP = {"width": 1024, "samples": 20000}
-COVARIANCE_STEP = {"width": 128, "samples": 6000}
+MEAN_STEP = {"width": 1024, "samples": 12000}
+COVARIANCE_STEP = {"width": 128, "samples": 4000}
 ENTRIES = ((0, 1), (1, 2), (0, 0), (2, 2))
 # n Cov's remainder is O(1/n) relative (its O(n^-1/2) terms are odd in W or S): bounded by 4 |Sigma| / n, stated
 BIAS_WIDTHS = 4.0
@@ -263,7 +263,7 @@ def shaped_transformer_covariance() -> Derivation:
 def _simulated_transformer_mean(der: Derivation, model: ShapedTransformer) -> None:
     """The simulated block's n E[V'' - V] against b_attention(V) + gamma^2 n (c K(V) - V), the MLP half's one-step mean
     exact in eps = n^-1/2 (``ShapedMLP.one_step_mean``), beside the limit drift."""
-    width, samples = COVARIANCE_STEP["width"], 8000
+    width, samples = COVARIANCE_STEP["width"], 5000
     state = np.array(STATE)
     mean, se = simulated_transformer_mean(state, width, samples)
     values = _numeric(model, state)
