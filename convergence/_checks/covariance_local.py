@@ -55,15 +55,15 @@ def check_covariance_local(
     *,
     widths: tuple[int, ...] = (32, 64, 128),
     states=("correlated", "mixed"),
-    target: float = 0.05,
-    budget: int = 16_384,
+    target: float = 0.1,
+    budget: int = 32_768,
     first: int = 1024,
     samples: int | None = None,
     seed: int = 0,
     title: str = "local consistency",
 ) -> Outcome:
     """``check_local_consistency`` for a width-indexed block: the one-step moments at h = 1/n along ``widths`` (each
-    twice the last, at least two) against ``claim`` at each state (module docstring of
+    twice the last, at least three) against ``claim`` at each state (module docstring of
     ``convergence._experiments.covariance_local``); looks at ``first``, 2 ``first``, ... samples per width and state
     up to ``budget`` (or one look of ``samples``), the family-wise false-failure rate 1% over checks and looks."""
     if not isinstance(claim, CovarianceSDE):
@@ -71,8 +71,11 @@ def check_covariance_local(
     if claim.inputs != block.inputs:
         raise ValueError(f"sde: the claim has inputs = {claim.inputs}, the block {block.inputs}")
     widths = tuple(int(w) for w in widths)
-    if len(widths) < 2 or any(b != 2 * a for a, b in zip(widths, widths[1:])):
-        raise ValueError(f"widths: expected at least two widths, each twice the last, got {widths}")
+    if len(widths) < 3 or any(b != 2 * a for a, b in zip(widths, widths[1:])):
+        raise ValueError(
+            f"widths: expected at least three widths, each twice the last (two cannot bound the extrapolation's "
+            f"remainder), got {widths}"
+        )
     target = check_real("target", target, minimum=0.0, strict_minimum=True)
     chosen = resolve_covariance_states(states, block.inputs)
     staging = Staging.plan(samples, first, budget, WIDTH_BLOCK, names=("samples", "first", "budget"), minimum=64)

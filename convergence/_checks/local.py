@@ -125,7 +125,7 @@ def check_local_consistency(
     control: str = "layer",
     seed: int = 0,
     title: str = "local consistency",
-    widths: tuple[int, ...] = (32, 64, 128),
+    widths: tuple[int, ...] | None = None,
 ) -> Outcome:
     """One layer step's conditional moments against the claim (``convergence._experiments.local``) at each state,
     sampled in stages until the checks decide (``convergence._statistics.sequential``).
@@ -153,17 +153,20 @@ def check_local_consistency(
     resolution is reported; the family-wise false-failure rate over all checks and looks is 1%.
 
     A width-indexed block (``WidthBlock``, e.g. from ``width_block``) is checked against a ``covariance_sde`` claim at
-    h = 1/n along ``widths`` instead (``check_covariance_local``: ``states`` names covariance states or maps names to
-    (m, m) arrays; ``step`` and ``control`` do not apply; target 0.1, first 1024, budget 32768 by default).
+    h = 1/n along ``widths`` instead (``check_covariance_local``: widths 32, 64, 128, ``states`` names covariance
+    states or maps names to (m, m) arrays; ``step`` and ``control`` do not apply; target 0.1, first 1024, budget 32768
+    by default).
     """
     if isinstance(layer, WidthBlock):
-        sizes = {"target": 0.1 if target is None else target, "first": first or 1024, "budget": budget or 32_768}
-        width_states = ("correlated", "mixed") if states is None else states
-        return check_covariance_local(
-            layer, sde, widths=widths, states=width_states, samples=samples, seed=seed, title=title, **sizes
-        )
+        given = {"target": target, "first": first, "budget": budget, "states": states, "widths": widths}
+        options = {k: v for k, v in given.items() if v is not None}
+        return check_covariance_local(layer, sde, samples=samples, seed=seed, title=title, **options)
+    if widths is not None:
+        raise ValueError(f"widths: only a width-indexed block (WidthBlock) takes widths, got {widths} for a layer map")
     states = ("uniform", "merged", "antipodal", "near merged") if states is None else states
-    target, first, budget = 0.01 if target is None else target, first or 4096, budget or 262_144
+    target = 0.01 if target is None else target
+    first = 4096 if first is None else first
+    budget = 262_144 if budget is None else budget
     config = claim_config("check_local_consistency", layer, sde)
     title = check_title(title)
     target = check_real("target", target, minimum=0.0, strict_minimum=True)

@@ -7,8 +7,10 @@ depend on block size.
 A block may also give ``mean_estimate(z, weights)``: an estimate of E[V' | Z] from the same weights whose mean is that
 conditional mean exactly and whose spread is smaller (the mean over the last weight matrix in closed form, less
 controls of mean exactly zero): the drift n (E[V' | Z] - V) then costs O(1) samples per unit of precision instead of
-O(n). ``rate`` is the order in 1/n at which a block's one-step moments reach the limit's (1 for the blocks whose V is
-exactly a Markov chain, 1/2 for the shaped MLP, whose neurons' law enters at n^-1/2).
+O(n). ``rate`` is the order in 1/n at which a block's one-step moments reach the limit's: 1 where their expansion in
+n^-1/2 has no odd terms (the ResNet; the shaped attention, whose odd terms are odd in the logits), 1/2 where it has
+(a shaped activation: its slopes 1 + c_+- n^-1/2 put an n^-3/2 term in the one-step mean, as in the shaped MLP and
+the transformer block, although the latter's V is exactly a Markov chain).
 """
 
 from __future__ import annotations
@@ -215,7 +217,8 @@ def width_block(
     """A user's block indexed by width for the covariance checks: ``step(z, weights)`` maps Z (samples, m, n) to the
     next layer's (samples, m, n), with ``weights`` a dict of arrays (samples, *shape) of i.i.d. N(0, 1) entries, the
     shapes ``weight_shapes(n)`` gives (scale them inside the step); ``inputs`` = m; ``rate``: the order in 1/n at which
-    its one-step moments are claimed to reach the limit (1/2 unless the block's V is exactly Markov);
+    its one-step moments are claimed to reach the limit (module docstring: 1/2 unless their expansion in n^-1/2 has
+    no odd terms);
     ``mean_estimate(z, weights)``: optionally, an estimate of E[V' | Z] (samples, m, m) from the same weights with the
     same mean and a smaller spread (module docstring; the check compares its mean with V''s)."""
     check_int("inputs", inputs, minimum=1)

@@ -121,18 +121,12 @@ class ShapedAttention:
         _, second = self._orders()
         return second.applyfunc(lambda e: sp.factor(gamma**2 * logit_expectation(e, self.state)))
 
-    def first_order_mean(self) -> sp.Matrix:
-        """E[A_1 V + V A_1^T]: zero (the O(eps) term of the one-step mean)."""
-        first, _ = self._orders()
-        return first.applyfunc(lambda e: logit_expectation(e, self.state))
-
-    def third_order_mean(self) -> sp.Matrix:
-        """The eps^3 coefficient of E[A V A^T]: zero by the odd moments of S (so the one-step mean is exact to
-        O(n^-2))."""
+    def odd_orders(self) -> tuple[sp.Matrix, sp.Matrix]:
+        """The eps^1 and eps^3 coefficients of A V A^T: each is odd in S (``is_odd``), and S -> -S is a symmetry of
+        the logits' law (W_Q -> -W_Q), so their means vanish: the one-step mean is V + b/n + O(n^-2)."""
         first, second, third = softmax_expansion(self.inputs, 3)
         v = self.state
-        cubic = first * v * second.T + second * v * first.T + third * v + v * third.T
-        return cubic.applyfunc(lambda e: logit_expectation(e, v))
+        return first * v + v * first.T, first * v * second.T + second * v * first.T + third * v + v * third.T
 
     def attention_noise(self, a: int, b: int, c: int, d: int) -> sp.Expr:
         """gamma^4 E[X_ab X_cd], X = A_1 V + V A_1^T (mean 0): the attention's part of the diffusion."""
@@ -142,6 +136,12 @@ class ShapedAttention:
     def diffusion(self, a: int, b: int, c: int, d: int) -> sp.Expr:
         """Sigma_ab,cd = lim n Cov(V'_ab, V'_cd | V): ``wishart_part`` plus ``attention_noise``."""
         return sp.expand(wishart_part(self.state, (a, b, c, d)) + self.attention_noise(a, b, c, d))
+
+
+def is_odd(matrix: sp.Matrix, tokens: int) -> bool:
+    """Whether every entry of ``matrix`` changes sign with the logits, f(-S) = -f(S)."""
+    flip = {symbol: -symbol for symbol in logit_symbols(tokens)}
+    return all(sp.expand(e.xreplace(flip) + e) == 0 for e in matrix)
 
 
 def attention_drift_closed_form(v, tokens: int):
