@@ -41,13 +41,14 @@ from .local_statistics import interval_check, max_z_check
 
 WIDTH_BLOCK = 256  # the looks' unit of samples
 BLOCK_ENTRIES = 1 << 22  # the entries of one n x n weight a seeded block draws at most (32 MB in float64)
+SEEDED_MAX = 4096  # samples of one seeded block at most (narrow widths: fewer calls of the block)
 
 
 def seeded_block(width: int) -> int:
-    """Samples drawn at once from one seeded stream at ``width``: ``WIDTH_BLOCK`` down to 1, halving while a block's
-    n x n weight has more than ``BLOCK_ENTRIES`` entries (a power of 2 dividing ``WIDTH_BLOCK``, a function of the
-    width alone: results do not depend on the looks)."""
-    size = WIDTH_BLOCK
+    """Samples drawn at once from one seeded stream at ``width``: from ``SEEDED_MAX`` down, halving while a block's
+    n x n weight would have more than ``BLOCK_ENTRIES`` entries (a function of the width alone: results do not depend
+    on the looks; a look that needs part of a block computes it whole and keeps its part)."""
+    size = SEEDED_MAX
     while size > 1 and size * width * width > BLOCK_ENTRIES:
         size //= 2
     return size
