@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence._experiments import draw_width, extrapolation_weights
+from convergence._experiments import WidthLadder, draw_width, extrapolation_weights
 from convergence._models import covariance, frame_states, upper
 
 ATTENTION = cv.ShapedAttentionBlock(3, tau_0=0.5)
@@ -141,12 +141,29 @@ def test_a_mean_estimate_with_another_mean_fails_its_check():
     assert {c.name: c.verdict for c in outcome.checks}["mean_estimate"] == "fail"
 
 
+def test_nan_at_any_width_fails_and_a_float32_block_carries_float32_rounding():
+    def nan_at_four(z, weights):
+        out = linear_step(z, weights)
+        return out * np.nan if z.shape[-1] == 4 else out
+
+    claim = cv.covariance_sde(np.zeros_like, wishart_sigma, 2)
+    block = cv.width_block(nan_at_four, 2, lambda n: {"W": (n, n)}, rate=1.0)
+    outcome = cv.check_local_consistency(block, claim, widths=(4, 8, 16), samples=256)
+    assert outcome.verdict == "fail" and "NaN or infinity" in outcome.checks[0].note
+    single = cv.width_block(lambda z, w: linear_step(z, w).astype(np.float32), 2, lambda n: {"W": (n, n)}, rate=1.0)
+    ladder = WidthLadder((4, 8, 16))
+    ladder.extend(single, np.eye(2), 256, 0, (1,))
+    assert ladder.precision == np.finfo(np.float32).eps
+
+
 def test_bad_input_is_refused_naming_the_parameter():
     limit = cv.covariance_limit(ATTENTION)
-    with pytest.raises(ValueError, match="widths: expected at least three widths, each twice the last"):
+    with pytest.raises(ValueError, match="widths: expected three widths, each twice the last"):
         cv.check_local_consistency(ATTENTION, limit, widths=(32, 48, 96))
-    with pytest.raises(ValueError, match="widths: expected at least three widths"):
+    with pytest.raises(ValueError, match="widths: expected three widths"):
         cv.check_local_consistency(ATTENTION, limit, widths=(32, 64))
+    with pytest.raises(ValueError, match="widths entry"):
+        cv.check_local_consistency(ATTENTION, limit, widths=(0, 0, 0))
     with pytest.raises(ValueError, match="widths: only a width-indexed block"):
         cv.check_local_consistency(cv.FedorovModel(2, 3), cv.FedorovModel(2, 3).limit_sde(), widths=(8, 16, 32))
     asymmetric = cv.covariance_sde(np.zeros_like, lambda v: wishart_sigma(v) + np.triu(np.ones(3), 1), 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify._common import check_real
+from verify._common import check_int, check_real
 
 from .._experiments import WIDTH_BLOCK, WidthLadder, covariance_local_checks
 from .._models import CovarianceSDE, WidthBlock
@@ -63,18 +63,18 @@ def check_covariance_local(
     title: str = "local consistency",
 ) -> Outcome:
     """``check_local_consistency`` for a width-indexed block: the one-step moments at h = 1/n along ``widths`` (each
-    twice the last, at least three) against ``claim`` at each state (module docstring of
+    twice the last, three of them) against ``claim`` at each state (module docstring of
     ``convergence._experiments.covariance_local``); looks at ``first``, 2 ``first``, ... samples per width and state
     up to ``budget`` (or one look of ``samples``), the family-wise false-failure rate 1% over checks and looks."""
     if not isinstance(claim, CovarianceSDE):
         raise TypeError(f"sde: a width block is checked against a covariance_sde claim, got {type(claim).__name__}")
     if claim.inputs != block.inputs:
         raise ValueError(f"sde: the claim has inputs = {claim.inputs}, the block {block.inputs}")
-    widths = tuple(int(w) for w in widths)
-    if len(widths) < 3 or any(b != 2 * a for a, b in zip(widths, widths[1:])):
+    widths = tuple(check_int("widths entry", w, minimum=1) for w in widths)
+    if len(widths) != 3 or any(b != 2 * a for a, b in zip(widths, widths[1:])):
         raise ValueError(
-            f"widths: expected at least three widths, each twice the last (two cannot bound the extrapolation's "
-            f"remainder), got {widths}"
+            f"widths: expected three widths, each twice the last (the extrapolation uses the two widest, its remainder "
+            f"bound all three; two cannot bound it), got {widths}"
         )
     target = check_real("target", target, minimum=0.0, strict_minimum=True)
     chosen = resolve_covariance_states(states, block.inputs)

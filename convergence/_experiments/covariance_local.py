@@ -5,7 +5,7 @@ width n moves V = Z Z^T / n by b(V) / n plus a fluctuation of covariance Sigma(V
 
 q the block's ``rate``. At each state V the block runs from representations Z with Z Z^T / n = V exactly
 (``frame_states``: Haar frames; for a block that commutes with Z -> Z O they are all alike, for another the moments
-are averages over frames) at every width of a ladder n_1 < ... < n_K (each twice the last, K >= 3), equally many
+are averages over frames) at every width of a ladder n_1 < n_2 < n_3 (each twice the last), equally many
 independent samples at each: the per-sample drift n (V'_est - V) - b (V'_est the block's ``mean_estimate`` where it
 gives one, else V') and the per-sample covariance n (y - mean y)(y - mean y)^T N / (N - 1) - Sigma over the N
 samples' coordinates y of V'. The checks judge the limit at the claimed rate (MATH.md: a limit is judged at its rate,
@@ -28,13 +28,22 @@ blocks' estimates are unbiased by construction, shown in the tests, and skip it)
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .._models.covariance_limits import CovarianceSDE, upper
-from .._models.width_blocks import UserWidthBlock, WidthBlock, covariance, frame_states
+from .._models.width_blocks import (
+    ResidualBlock,
+    ShapedAttentionBlock,
+    ShapedMLPBlock,
+    ShapedTransformerBlock,
+    WidthBlock,
+    covariance,
+    frame_states,
+)
 from .._runtime import random_stream
 from .._statistics import FAIL, INCONCLUSIVE, Check, z_value
 from .local_statistics import interval_check, max_z_check
@@ -78,7 +87,12 @@ def draw_width(
             raise ValueError(f"block: expected an output of shape {z.shape} (samples, m, n), got {moved.shape}")
         v_moved = covariance(moved)
         estimator = getattr(block, "mean_estimate", None)
-        estimate = v_moved if estimator is None else np.asarray(estimator(z, weights), dtype=np.float64)
+        estimate = v_moved
+        if estimator is not None:
+            raw_estimate = np.asarray(estimator(z, weights))
+            if np.issubdtype(raw_estimate.dtype, np.floating):
+                precision = max(precision, float(np.finfo(raw_estimate.dtype).eps))
+            estimate = raw_estimate.astype(np.float64)
         ys.append(upper(v_moved))
         drifts.append(width * (upper(estimate) - upper(state)))
     skip = start - first * size
@@ -168,7 +182,8 @@ def outside_regime(per_width: list[np.ndarray], rate: float, z: float) -> bool:
 def undecided_fail(check: Check, outside: bool) -> Check:
     """A fail where the widths are not shown in the claimed rate's regime (``outside_regime``) becomes inconclusive,
     saying what would decide; a fail on NaN or infinity stays."""
-    if not (outside and check.verdict == FAIL) or not np.all(np.isfinite([check.estimate, *check.ci])):
+    finite = np.all(np.isfinite([check.estimate, *check.ci])) and np.all(np.isfinite(check.allowance))
+    if not (outside and check.verdict == FAIL) or not finite:
         return check
     note = (
         "the widest widths are not shown in the regime of the claimed rate (consecutive differences not in the ratio "
@@ -200,8 +215,10 @@ def state_checks(
         raise ValueError(
             f"sde: the claimed diffusion is a covariance, symmetric; got {sigma.tolist()} at {state.tolist()}"
         )
-    rounding = ROUNDING_OPERATIONS * ladder.precision * ladder.widths[-1] * np.max(np.abs(state))
-    rounding *= float(np.sum(np.abs(weights)))
+    if not all(np.all(np.isfinite(x)) for x in (*drifts, *terms)):
+        return [nonfinite_check(ladder, config)]
+    single = ROUNDING_OPERATIONS * ladder.precision * ladder.widths[-1] * np.max(np.abs(state))
+    rounding = single * float(np.sum(np.abs(weights)))
     noise_unit = float(np.sqrt(np.mean(np.diag(sigma)))) if np.any(sigma) else float(np.max(np.abs(state)))
     cov_unit = float(np.max(np.abs(sigma))) if np.any(sigma) else float(np.max(np.abs(state))) ** 2
     drift_allowance = rounding + remainder_allowance(drifts, ladder.widths, block.rate, z)
@@ -218,14 +235,27 @@ def state_checks(
         _coordinates_check("diffusion", terms, weights, cov_allowance, cov_unit, note, args),
     ]
     if checks_estimate(block):
-        checks.append(_estimate_check(ladder, state, samples, rounding, noise_unit, note, args))
+        checks.append(_estimate_check(ladder, state, samples, single, noise_unit, note, args))
     outside = {"drift": outside_regime(drifts, block.rate, z), "diffusion": outside_regime(terms, block.rate, z)}
     return [undecided_fail(c, outside.get(c.name.split("_")[0], False)) for c in checks]
 
 
+SUITE_BLOCKS = (ShapedMLPBlock, ResidualBlock, ShapedAttentionBlock, ShapedTransformerBlock)
+
+
 def checks_estimate(block: WidthBlock) -> bool:
-    """Whether a block's ``mean_estimate`` is checked: a user's is; the suite's are unbiased by construction."""
-    return isinstance(block, UserWidthBlock) and block.mean_estimate is not None
+    """Whether a block's ``mean_estimate`` is checked: any but the suite's own blocks' (exactly those classes), which
+    are unbiased by construction and tested."""
+    return getattr(block, "mean_estimate", None) is not None and type(block) not in SUITE_BLOCKS
+
+
+def nonfinite_check(ladder: WidthLadder, config: dict) -> Check:
+    """NaN or infinity in a state's samples at any width: a fail, saying where."""
+    where = [
+        w for w in ladder.widths if not (np.all(np.isfinite(ladder.ys[w])) and np.all(np.isfinite(ladder.drifts[w])))
+    ]
+    note = f"NaN or infinity in the block's output or mean_estimate at width(s) {where}: cannot pass"
+    return Check("finite", 0.0, math.nan, (math.nan, math.nan), FAIL, config, note=note, false_failure_rate=0.0)
 
 
 def _estimate_check(ladder: WidthLadder, state: np.ndarray, samples: int, rounding: float, unit: float, note, args):

@@ -188,8 +188,9 @@ def shaped_attention_covariance() -> Derivation:
     zero = sp.zeros(3, 3)
     first, third = model.odd_orders()
     der.check(
-        "the one-step mean's eps^1 and eps^3 terms are odd in the logits (W_Q -> -W_Q flips S), so they vanish: b/n is "
-        "exact to O(n^-2) (m = 3; the check sees the eps^2 term A_2 as not odd)",
+        "the one-step mean's eps^1 and eps^3 coefficients are odd in the logits S (a degree count: S -> -S, i.e. "
+        "W_Q -> -W_Q, leaves the weights' law unchanged, which is the premise, stated), so their means vanish and b/n "
+        "is exact to O(n^-2) (m = 3; A_2 is seen as not odd)",
         is_odd(first, 3) and is_odd(third, 3) and not is_odd(softmax_expansion(3)[1], 3),
     )
     gap = (model.drift() - attention_drift_closed_form(model.state, 3)).applyfunc(sp.simplify)
