@@ -9,7 +9,8 @@ import pytest
 
 import convergence as cv
 from convergence._experiments import WidthLadder, draw_width, extrapolation_weights
-from convergence._models import covariance, frame_states, upper
+from convergence._models import covariance, upper
+from verify._models import frame_states
 
 ATTENTION = cv.ShapedAttentionBlock(3, tau_0=0.5)
 

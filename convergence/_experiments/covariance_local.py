@@ -34,6 +34,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from verify._models import frame_states
+
 from .._models.covariance_limits import CovarianceSDE, upper
 from .._models.width_blocks import (
     ResidualBlock,
@@ -42,7 +44,6 @@ from .._models.width_blocks import (
     ShapedTransformerBlock,
     WidthBlock,
     covariance,
-    frame_states,
 )
 from .._runtime import random_stream
 from .._statistics import FAIL, INCONCLUSIVE, Check, z_value
@@ -66,6 +67,13 @@ def seeded_block(width: int) -> int:
 ROUNDING_OPERATIONS = 16
 
 
+def in_float64(values) -> tuple[np.ndarray, float]:
+    """``values`` as float64, and the machine epsilon of the floating dtype they came in (float64's otherwise)."""
+    values = np.asarray(values)
+    floating = np.issubdtype(values.dtype, np.floating)
+    return values.astype(np.float64), float(np.finfo(values.dtype if floating else np.float64).eps)
+
+
 def draw_width(
     block: WidthBlock, state: np.ndarray, width: int, start: int, stop: int, seed: int, key: tuple[int, ...]
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -79,20 +87,16 @@ def draw_width(
         rng = random_stream(seed, (*key, width, index))
         z = frame_states(state, width, size, rng)
         weights = {name: rng.standard_normal((size, *shape)) for name, shape in block.weight_shapes(width).items()}
-        raw = np.asarray(block.block(z, weights))
-        if np.issubdtype(raw.dtype, np.floating):
-            precision = max(precision, float(np.finfo(raw.dtype).eps))
-        moved = raw.astype(np.float64)
+        moved, eps = in_float64(block.block(z, weights))
+        precision = max(precision, eps)
         if moved.shape != z.shape:
             raise ValueError(f"block: expected an output of shape {z.shape} (samples, m, n), got {moved.shape}")
         v_moved = covariance(moved)
         estimator = getattr(block, "mean_estimate", None)
         estimate = v_moved
         if estimator is not None:
-            raw_estimate = np.asarray(estimator(z, weights))
-            if np.issubdtype(raw_estimate.dtype, np.floating):
-                precision = max(precision, float(np.finfo(raw_estimate.dtype).eps))
-            estimate = raw_estimate.astype(np.float64)
+            estimate, eps = in_float64(estimator(z, weights))
+            precision = max(precision, eps)
         ys.append(upper(v_moved))
         drifts.append(width * (upper(estimate) - upper(state)))
     skip = start - first * size
@@ -142,41 +146,43 @@ def combined(per_width: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
     return sum(c * x for c, x in zip(weights, per_width) if c != 0)
 
 
-def remainder_allowance(per_width: list[np.ndarray], widths: tuple[int, ...], rate: float, z: float) -> np.ndarray:
-    """An upper bound on the n^-2q remainder of the extrapolation per component, from the three widest widths: on
-    m(n) = L + B n^-q + C n^-2q the departure delta = -r m_1 + (1 + r) m_2 - m_3 of the consecutive differences from
-    the ratio r = 2^-q is C d.n^-2q, and the extrapolation's bias C c.n^-2q, so the bias is delta (c.n^-2q) /
-    (d.n^-2q); delta is taken at the upper end of its z interval (|mean| + z se), so the bound holds at the check's
-    level. At the noise floor it is noise-sized: it costs samples, never a wrong fail."""
+def interval(values: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per component, the mean of per-sample ``values`` (N, ...) and the half-width z se of its interval."""
+    values = values.reshape(values.shape[0], -1)
+    return values.mean(axis=0), z * values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
+
+
+def departure(per_width: list[np.ndarray], rate: float) -> np.ndarray:
+    """Per sample, delta = -r m_1 + (1 + r) m_2 - m_3 over the three widths (r = 2^-q): D_2 - r D_1, the departure
+    of the consecutive differences D_k from the ratio of the claimed rate."""
     r = 2.0**-rate
-    departure = np.array([-r, 1 + r, -1.0])
-    second = np.asarray(widths[-3:], dtype=np.float64) ** (-2 * rate)
-    weights = extrapolation_weights(widths, rate)
-    ratio = (weights @ (np.asarray(widths, dtype=np.float64) ** (-2 * rate))) / (departure @ second)
-    delta = combined(per_width[-3:], departure)
-    delta = delta.reshape(delta.shape[0], -1)
-    upper_end = np.abs(delta.mean(axis=0)) + z * delta.std(axis=0, ddof=1) / np.sqrt(delta.shape[0])
-    return np.abs(ratio) * upper_end.reshape(per_width[0].shape[1:])
+    return combined(per_width, np.array([-r, 1 + r, -1.0]))
+
+
+def remainder_allowance(per_width: list[np.ndarray], widths: tuple[int, ...], rate: float, z: float) -> np.ndarray:
+    """An upper bound on the n^-2q remainder of the extrapolation per component: on m(n) = L + B n^-q + C n^-2q the
+    ``departure`` delta is C d.n^-2q (d its weights), and the extrapolation's bias C c.n^-2q, so the bias is delta
+    (c.n^-2q) / (d.n^-2q); delta is taken at the upper end of its z interval (|mean| + z se), so the bound holds at the
+    check's level. At the noise floor it is noise-sized: it costs samples, never a wrong fail."""
+    r = 2.0**-rate
+    second = np.asarray(widths, dtype=np.float64) ** (-2 * rate)
+    ratio = (extrapolation_weights(widths, rate) @ second) / (np.array([-r, 1 + r, -1.0]) @ second)
+    mean, half = interval(departure(per_width, rate), z)
+    return np.abs(ratio) * (np.abs(mean) + half).reshape(per_width[0].shape[1:])
 
 
 RATIO_BAND = 0.5  # consecutive differences within 50% of the ratio 2^-q: the widths in the regime of the rate
 
 
 def outside_regime(per_width: list[np.ndarray], rate: float, z: float) -> bool:
-    """Whether the three widest widths are not shown in the regime of the claimed rate q (MATH.md: a fail needs
-    evidence there): some component whose first consecutive difference D_1 is resolved (beyond z standard errors)
-    has a departure delta = D_2 - 2^-q D_1 whose interval leaves +- ``RATIO_BAND`` 2^-q |D_1| (consecutive
-    differences not in the ratio of one rate). Unresolved differences are at the noise floor: no bias shows."""
-    x0, x1, x2 = (x.reshape(x.shape[0], -1) for x in per_width[-3:])
-    r = 2.0**-rate
-
-    def interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return values.mean(axis=0), z * values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
-
-    first, first_half = interval(x0 - x1)
-    departure, departure_half = interval(x1 - x2 - r * (x0 - x1))
+    """Whether the three widths are not shown in the regime of the claimed rate q (MATH.md: a fail needs evidence
+    there): some component whose first consecutive difference D_1 is resolved (beyond z standard errors) has a
+    ``departure`` whose interval leaves +- ``RATIO_BAND`` 2^-q |D_1| (consecutive differences not in the ratio of one
+    rate). Unresolved differences are at the noise floor: no bias shows."""
+    first, first_half = interval(per_width[0] - per_width[1], z)
+    delta, delta_half = interval(departure(per_width, rate), z)
     resolved = np.abs(first) > first_half
-    return bool(np.any(resolved & (np.abs(departure) + departure_half > RATIO_BAND * r * np.abs(first))))
+    return bool(np.any(resolved & (np.abs(delta) + delta_half > RATIO_BAND * 2.0**-rate * np.abs(first))))
 
 
 def undecided_fail(check: Check, outside: bool) -> Check:
@@ -276,7 +282,8 @@ def _scale_check(name, per_width, claimed, weights, allowance, note, args, floor
     if not np.any(claimed):
         return []
     z, config, confidence, power, target = args
-    norm = float(np.sqrt(claimed @ claimed)) * max(float(np.sqrt(claimed @ claimed)), floor)
+    length = float(np.sqrt(claimed @ claimed))
+    norm = length * max(length, floor)
     along = [float((x @ claimed).mean() / norm) for x in per_width]
     ladder = ", ".join(f"{a:.4g}" for a in along)
     per_sample = combined(per_width, weights) @ claimed / norm

@@ -75,7 +75,6 @@ from .width_blocks import (
     UserWidthBlock,
     WidthBlock,
     covariance,
-    frame_states,
     width_block,
 )
 
@@ -92,7 +91,6 @@ __all__ = [
     "UserWidthBlock",
     "WidthBlock",
     "covariance",
-    "frame_states",
     "width_block",
     "ATTENTION",
     "AgazziModel",

@@ -21,6 +21,7 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 
 from verify._common import check_int, check_real
+from verify._models import attention_first_order, shaped_attention, shaped_relu
 
 
 @runtime_checkable
@@ -39,20 +40,6 @@ class WidthBlock(Protocol):
 def covariance(z: np.ndarray) -> np.ndarray:
     """V = Z Z^T / n for Z (..., m, n)."""
     return z @ np.swapaxes(z, -1, -2) / z.shape[-1]
-
-
-def frame_states(state: np.ndarray, width: int, samples: int, rng: np.random.Generator) -> np.ndarray:
-    """``samples`` representations Z (m x n) with Z Z^T / n = ``state`` exactly: its Cholesky factor times a
-    Haar-random orthonormal m-frame of R^n, scaled by sqrt(n); (samples, m, n)."""
-    m = state.shape[0]
-    frames, _ = np.linalg.qr(rng.standard_normal((samples, width, m)))
-    return np.sqrt(width) * np.linalg.cholesky(state) @ np.swapaxes(frames, -1, -2)
-
-
-def shaped_relu(x: np.ndarray, width: int, c_plus: float, c_minus: float) -> tuple[np.ndarray, float]:
-    """phi(x) = s_+ max(x, 0) + s_- min(x, 0), s_+- = 1 + c_+- / sqrt(n), and c = 2 / (s_+^2 + s_-^2)."""
-    s_plus, s_minus = 1 + c_plus / np.sqrt(width), 1 + c_minus / np.sqrt(width)
-    return np.where(x > 0, s_plus * x, s_minus * x), 2 / (s_plus**2 + s_minus**2)
 
 
 def _square(width: int) -> tuple[int, int]:
@@ -123,14 +110,8 @@ class ShapedAttentionBlock:
         return {"W_Q": (width, self.keys), "W_K": (width, self.keys), "W": _square(width)}
 
     def attention(self, z: np.ndarray, weights: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """A (samples, m, m) and the logits times sqrt(n), S."""
-        width = z.shape[-1]
-        q, k = z @ weights["W_Q"] / np.sqrt(width), z @ weights["W_K"] / np.sqrt(width)
-        scores = q @ np.swapaxes(k, -1, -2) / (self.tau_0 * np.sqrt(self.keys))
-        logits = scores / np.sqrt(width)
-        weights_ = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        softmax = weights_ / weights_.sum(axis=-1, keepdims=True)
-        return np.eye(self.inputs) + softmax - 1.0 / self.inputs, scores
+        """A (samples, m, m) and the logits times sqrt(n), S (``shaped_attention``)."""
+        return shaped_attention(z, weights["W_Q"], weights["W_K"], self.tau_0)
 
     def block(self, z: np.ndarray, weights: dict[str, np.ndarray]) -> np.ndarray:
         a, _ = self.attention(z, weights)
@@ -142,8 +123,7 @@ class ShapedAttentionBlock:
         S / m: linear in S, which is bilinear in the independent W_Q, W_K, so of mean exactly 0."""
         a, scores = self.attention(z, weights)
         v = covariance(z)
-        first = (scores - scores.mean(axis=-1, keepdims=True)) / self.inputs
-        control = first @ v + v @ np.swapaxes(first, -1, -2)
+        control = attention_first_order(scores, v)
         g2 = self.gamma**2
         return (1 - g2) * v + g2 * (a @ v @ np.swapaxes(a, -1, -2) - control / np.sqrt(z.shape[-1]))
 

@@ -21,6 +21,7 @@ from .._analysis.shaped_attention import (
     tau_0,
 )
 from .._common import random_stream
+from .._models import attention_first_order, frame_states, shaped_attention, shaped_relu
 from .covariance import K_SE, SHAPING
 from .derivation import Derivation
 
@@ -34,29 +35,16 @@ BIAS_WIDTHS = 4.0
 
 
 def haar_state(state: np.ndarray, width: int, rng: np.random.Generator) -> np.ndarray:
-    """Z (m x n) with Z Z^T / n = ``state`` exactly: the Cholesky factor times a Haar-random orthonormal frame
-    (the layers commute with Z -> Z O, so any Z of covariance V is as good as another)."""
-    frame, _ = np.linalg.qr(rng.standard_normal((width, state.shape[0])))
-    return np.sqrt(width) * np.linalg.cholesky(state) @ frame.T
+    """One Z (m x n) with Z Z^T / n = ``state`` exactly (``frame_states``; the layers commute with Z -> Z O, so any Z
+    of covariance V is as good as another)."""
+    return frame_states(state, width, 1, rng)[0]
 
 
 def attention_matrix(z: np.ndarray, tau: float, keys: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """A = I + softmax(logits) - 1/m with logits <q_i, k_j> / (tau sqrt(n n_k)), q = Z W_Q / sqrt(n), k = Z W_K /
-    sqrt(n), W_Q, W_K (n x n_k) standard normal; and S = sqrt(n) logits (the logits' O(1) scale)."""
-    tokens, width = z.shape
-    q = z @ rng.standard_normal((width, keys)) / np.sqrt(width)
-    k = z @ rng.standard_normal((width, keys)) / np.sqrt(width)
-    logits = q @ k.T / (tau * np.sqrt(width * keys))
-    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
-    softmax = weights / weights.sum(axis=1, keepdims=True)
-    return np.eye(tokens) + softmax - 1.0 / tokens, np.sqrt(width) * logits
-
-
-def attention_first_order(scores: np.ndarray, state: np.ndarray) -> np.ndarray:
-    """A_1 V + V A_1^T with A_1 = (S - row means) / m: linear in S, whose mean is 0 given Z (S is bilinear in the
-    independent W_Q, W_K), so it is a control variate of mean exactly 0 whatever the drift."""
-    first = (scores - scores.mean(axis=1, keepdims=True)) / scores.shape[0]
-    return first @ state + state @ first.T
+    """A and S (``shaped_attention``) with W_Q, W_K (n x n_k) drawn from ``rng``."""
+    width = z.shape[-1]
+    w_q = rng.standard_normal((width, keys))
+    return shaped_attention(z, w_q, rng.standard_normal((width, keys)), tau)
 
 
 def simulated_attention_mean(state: np.ndarray, width: int, samples: int, seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -72,10 +60,9 @@ def simulated_attention_mean(state: np.ndarray, width: int, samples: int, seed: 
     return draws.mean(axis=0), draws.std(axis=0, ddof=1) / np.sqrt(samples)
 
 
-def shaped_relu(x: np.ndarray, width: int) -> tuple[np.ndarray, float]:
-    """phi(x) = s_+ max(x, 0) + s_- min(x, 0), s_+- = 1 + c_+- / sqrt(n) at ``SHAPING``, and c = 2 / (s_+^2 + s_-^2)."""
-    s_plus, s_minus = 1 + SHAPING[c_plus] / np.sqrt(width), 1 + SHAPING[c_minus] / np.sqrt(width)
-    return np.where(x > 0, s_plus * x, s_minus * x), 2 / (s_plus**2 + s_minus**2)
+def shaped_mlp_activation(x: np.ndarray, width: int) -> tuple[np.ndarray, float]:
+    """The shaped ReLU and its c (``shaped_relu``) at ``SHAPING``."""
+    return shaped_relu(x, width, SHAPING[c_plus], SHAPING[c_minus])
 
 
 def simulated_block(z: np.ndarray, rng: np.random.Generator, transformer: bool) -> tuple[np.ndarray, ...]:
@@ -85,7 +72,7 @@ def simulated_block(z: np.ndarray, rng: np.random.Generator, transformer: bool) 
     a, scores = attention_matrix(z, BLOCK["tau_0"], BLOCK["keys"], rng)
     z = lam * z + g * a @ z @ rng.standard_normal((width, width)) / np.sqrt(width)
     if transformer:
-        hidden, c = shaped_relu(z @ rng.standard_normal((width, width)) / np.sqrt(width), width)
+        hidden, c = shaped_mlp_activation(z @ rng.standard_normal((width, width)) / np.sqrt(width), width)
         z = lam * z + g * np.sqrt(c / width) * hidden @ rng.standard_normal((width, width))
     return z, a, scores
 
@@ -116,7 +103,7 @@ def simulated_transformer_mean(state: np.ndarray, width: int, samples: int, seed
         moved, a, scores = simulated_block(z, rng, transformer=False)
         scores_free = (1 - g2) * state + g2 * a @ state @ a.T  # E_W V' given the attention weights
         pre = moved @ rng.standard_normal((width, width)) / np.sqrt(width)
-        hidden, c = shaped_relu(pre, width)
+        hidden, c = shaped_mlp_activation(pre, width)
         mlp = c * hidden @ hidden.T - pre @ pre.T  # n (c K - V') less the hidden control
         draws[s] = width * (scores_free - state) + g2 * mlp - np.sqrt(width) * g2 * attention_first_order(scores, state)
     return draws.mean(axis=0), draws.std(axis=0, ddof=1) / np.sqrt(samples)
