@@ -157,6 +157,20 @@ def test_nan_at_any_width_fails_and_a_float32_block_carries_float32_rounding():
     assert ladder.precision == np.finfo(np.float32).eps
 
 
+@pytest.mark.parametrize("samples", [64, 256])
+def test_too_few_samples_never_pass_a_near_miss(samples):
+    """Sigma x 1.05 on the exact linear layer and T x 1.05 on the ResNet, at sample sizes far below what resolves a 5%
+    error: inconclusive (their resolution is stated above the target), never pass."""
+    near = cv.covariance_sde(np.zeros_like, lambda v: wishart_sigma(v, 1.05), 2, name="Wishart x 1.05")
+    resnet = cv.ResidualBlock(2, "relu", depth_ratio=2.0)
+    deeper = cv.covariance_limit(cv.ResidualBlock(2, "relu", depth_ratio=2.1))
+    for block, claim in ((LINEAR, near), (resnet, deeper)):
+        outcome = cv.check_local_consistency(block, claim, samples=samples)
+        assert outcome.verdict != "pass"
+        assert all(c.resolution is not None and c.target is not None for c in outcome.checks)
+        assert any(c.resolution > c.target for c in outcome.checks if c.verdict == "inconclusive")
+
+
 def test_bad_input_is_refused_naming_the_parameter():
     limit = cv.covariance_limit(ATTENTION)
     with pytest.raises(ValueError, match="widths: expected three widths, each twice the last"):
