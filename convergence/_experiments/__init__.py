@@ -1,7 +1,8 @@
 """Experiments, each for any model that provides what it needs: strong and weak convergence (``strong``,
 ``strong_checks``, ``strong_same_limit``, ``strong_low_rank``, ``weak`` with its order fit ``weak_order_fit``, and model
 F's overlap statistics, ``weak_overlap``), local consistency (``local``: the checks, over ``local_draws``,
-``local_statistics`` and ``local_states``, and a width-indexed block's, ``covariance_local``), where two tokens end
+``local_statistics`` and ``local_states``, and a width-indexed block's, ``covariance_local``), the law of a statistic
+at T along a ladder against the claim's (``law_distance``), where two tokens end
 (``overlap_ends``) and the phase transition built on it (``phase``, with its design ``phase_design`` and its n-token
 runs ``phase_many_tokens``), plausible wrong claims (``mutants``) and the rows of the power study beyond the local and
 strong ones (``mutant_rows``), two-point exponents (``exponents``), the interaction energy (``energy``), collapse rates
@@ -66,6 +67,7 @@ from .grid_configs import (
 )
 from .latent_runs import PAPER_HORIZON, PAPER_SPECTRA, LatentDesign, backward_samples
 from .latent_sampling import LIMIT_TARGET, exact_discrete_convergence, sampler_checks
+from .law_distance import LawLadder, law_checks
 from .local import local_checks, local_checks_for_claims
 from .local_draws import CONTROLS, SAMPLE_BLOCK, LocalDesign, layer_samples
 from .local_states import STATES, states_for
@@ -312,6 +314,8 @@ __all__ = [
     "linear_gradient",
     "local_checks",
     "local_checks_for_claims",
+    "LawLadder",
+    "law_checks",
     "low_rank_optimum",
     "mean_field_rows",
     "mean_field_section",

@@ -45,33 +45,13 @@ from .._models.width_blocks import (
     WidthBlock,
     covariance,
 )
+from .._paths import in_float64, seeded_block
 from .._runtime import random_stream
 from .._statistics import FAIL, INCONCLUSIVE, Check, z_value
 from .local_statistics import interval_check, max_z_check
 
 WIDTH_BLOCK = 256  # the looks' unit of samples
-BLOCK_ENTRIES = 1 << 22  # the entries of one n x n weight a seeded block draws at most (32 MB in float64)
-SEEDED_MAX = 4096  # samples of one seeded block at most (narrow widths: fewer calls of the block)
-
-
-def seeded_block(width: int) -> int:
-    """Samples drawn at once from one seeded stream at ``width``: from ``SEEDED_MAX`` down, halving while a block's
-    n x n weight would have more than ``BLOCK_ENTRIES`` entries (a function of the width alone: results do not depend
-    on the looks; a look that needs part of a block computes it whole and keeps its part)."""
-    size = SEEDED_MAX
-    while size > 1 and size * width * width > BLOCK_ENTRIES:
-        size //= 2
-    return size
-
-
 ROUNDING_OPERATIONS = 16
-
-
-def in_float64(values) -> tuple[np.ndarray, float]:
-    """``values`` as float64, and the machine epsilon of the floating dtype they came in (float64's otherwise)."""
-    values = np.asarray(values)
-    floating = np.issubdtype(values.dtype, np.floating)
-    return values.astype(np.float64), float(np.finfo(values.dtype if floating else np.float64).eps)
 
 
 def draw_width(

@@ -1,6 +1,7 @@
 """Paths: seeded nested Brownian increments (``brownian``), several depths on one path (``coupling``), depth
 ladders (``design``), the Euler-Maruyama reference (``integrators``), the one runner of seeded blocks every
-experiment uses (``runner``), forward runs (``simulate``) and token configurations (``configurations``).
+experiment uses (``runner``), forward runs (``simulate``), token configurations (``configurations``) and the width
+ladder's runs of a width-indexed block and its covariance SDE's Euler scheme (``width_paths``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .design import DepthLadder, RateTolerance, RecordGrid
 from .integrators import EulerMaruyama, drift_and_diffusion
 from .runner import run_seeded
 from .simulate import record_at_two_steps, simulate
+from .width_paths import Statistic, correlation, covariance_euler, in_float64, seeded_block, width_run
 
 __all__ = [
     "BrownianBlock",
@@ -71,4 +73,10 @@ __all__ = [
     "simulate",
     "token_mean_sq_distance",
     "uniform_sphere",
+    "Statistic",
+    "correlation",
+    "covariance_euler",
+    "in_float64",
+    "seeded_block",
+    "width_run",
 ]

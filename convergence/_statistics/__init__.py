@@ -1,6 +1,6 @@
 """Statistics: checks, resolutions and verdicts (``estimators``), fitted orders and plateaus (``orders``), the
-bootstrap over paths (``bootstrap``), sampling in stages until a check decides (``sequential``) and the Frechet
-distance of samples (``frechet``).
+bootstrap over paths (``bootstrap``), sampling in stages until a check decides (``sequential``), the Frechet
+distance of samples (``frechet``) and distribution-free distances between laws from empirical CDFs (``ecdf``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from .bootstrap import (
     bootstrap_medians,
     percentile_interval,
 )
+from .ecdf import combination, combined_halfwidth, dkw_halfwidth, ecdf, kolmogorov_norm, l1_norm, pooled_points
 from .estimators import (
     ADVICE_MARGIN,
     CONFIDENCE,
@@ -71,6 +72,13 @@ from .orders import (
 from .sequential import Looks, decide_in_stages, stopping_verdict
 
 __all__ = [
+    "combination",
+    "combined_halfwidth",
+    "dkw_halfwidth",
+    "ecdf",
+    "kolmogorov_norm",
+    "l1_norm",
+    "pooled_points",
     "ADVICE_MARGIN",
     "CONFIDENCE",
     "DEEPER",

@@ -1,0 +1,301 @@
+"""The law of a scalar statistic of a finite system at time T against the claimed limit's, along a ladder of three
+levels (widths n, 2n, 4n at depth T n; or depths L, 2L, 4L), each twice the last, with distribution-free bounds
+(``convergence._statistics.ecdf``).
+
+With F_k the statistic's CDF at level k and q the claimed rate, F_k = F + B k^-q + C k^-2q + ... (a weak expansion,
+uniform in x where the laws have bounded densities), so the Richardson combination of the two finest levels,
+G = (F_3 - r F_2) / (1 - r), r = 2^-q, is F up to the k^-2q remainder, and the limit's distance from the claim is
+judged in the Kolmogorov norm sup |G - F_claim| (``law_ks``) and, for a statistic with a stated support [a, b], in
+the L1 norm int |G - F_claim| (``law_w1``: the Wasserstein-1 distance when G is a CDF). The claim's law F_claim is
+its Euler scheme at S steps (another scheme than the system's); its weak-order-1 bias is bounded by the upper end of
+the distance between S and S/2 steps.
+
+Every interval holds because all five empirical CDFs (three levels, two reference runs) lie in their DKW bands at
+once, each at level alpha / 5, so the family-wise false-failure rate is alpha. The allowance is the sum of three
+bounds: the extrapolation's remainder (the upper end of the departure of the consecutive differences from the ratio
+r, times the remainder that departure implies, as in the width local check), the reference's bias, and the
+statistic's rounding. The resolution (the distance rejected with probability ``power``) is twice the allowance plus
+the interval's half-widths at levels alpha / 5 and (1 - power) / 5. A fail also needs the ladder in the rate's
+regime (resolved consecutive differences in the ratio r within 50%) or the finest level farther from the claim than
+the ladder could still move at half the claimed rate (``far_beyond``), else it is inconclusive.
+
+Beside the verdicts: ``distance_decay``, a finding, the Kolmogorov distance of each level from the claim with the
+fitted rate of its decay and the interval the DKW bands allow; and the plot of the empirical CDFs with their
+simultaneous bands.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._output import Curve, Plot
+from .._statistics import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Check,
+    all_finite,
+    combined_halfwidth,
+    dkw_halfwidth,
+    ecdf,
+    effect_verdict,
+    kolmogorov_norm,
+    l1_norm,
+)
+
+LAWS = 5  # empirical CDFs whose bands the intervals need at once: three levels, the reference at S and S/2 steps
+RATIO_BAND = 0.5  # consecutive differences within 50% of the ratio 2^-q: the levels in the rate's regime
+ROUNDING_OPERATIONS = 16
+PLOT_POINTS = 201
+SUPPORT_ROUNDING = 1e-9  # values this far (relative to b - a) outside a stated support [a, b] count as rounding
+
+
+@dataclass(frozen=True)
+class LawLadder:
+    """A statistic's samples at each level of a ladder (each level twice the last) and under the claim's scheme."""
+
+    label: str  # what a level is: "width n" or "depth L"
+    levels: tuple[int, ...]
+    values: tuple[np.ndarray, ...]
+    reference: np.ndarray  # the claim's scheme at ``reference_steps``
+    coarse_reference: np.ndarray  # at half as many
+    reference_steps: int
+    rounding: float  # a bound on the statistic's rounding at the finest level, in its units
+
+    @property
+    def laws(self) -> list[np.ndarray]:
+        return [*self.values, self.reference, self.coarse_reference]
+
+    @property
+    def sizes(self) -> list[int]:
+        return [v.shape[0] for v in self.laws]
+
+
+def extrapolation(rate: float) -> tuple[float, ...]:
+    """The weights of ``LawLadder.laws`` in G - F_claim: 0, -r / (1 - r), 1 / (1 - r) on the levels, -1 on the
+    reference, 0 on its coarse run (r = 2^-q)."""
+    r = 2.0**-rate
+    return (0.0, -r / (1 - r), 1 / (1 - r), -1.0, 0.0)
+
+
+def departure(rate: float) -> tuple[float, ...]:
+    """The weights of the departure -r F_1 + (1 + r) F_2 - F_3 = D_2 - r D_1 of the consecutive differences D_k from
+    the ratio r: C d.k^-2q on F + B k^-q + C k^-2q."""
+    r = 2.0**-rate
+    return (-r, 1 + r, -1.0, 0.0, 0.0)
+
+
+def remainder_ratio(levels: tuple[int, ...], rate: float) -> float:
+    """|c.k^-2q / d.k^-2q|: the extrapolation's remainder per unit of ``departure`` on F + B k^-q + C k^-2q."""
+    second = np.asarray(levels, dtype=np.float64) ** (-2 * rate)
+    return abs(float(np.dot(extrapolation(rate)[:3], second) / np.dot(departure(rate)[:3], second)))
+
+
+@dataclass(frozen=True)
+class Norm:
+    """One distance (Kolmogorov: ``norm`` sup |.|, span 1; Wasserstein-1: int |.|, span b - a)."""
+
+    name: str
+    norm: object
+    span: float
+
+    def value(self, ladder: LawLadder, weights) -> float:
+        return self.norm(ladder.laws, weights)
+
+    def halfwidth(self, ladder: LawLadder, weights, alpha: float) -> float:
+        return self.span * combined_halfwidth(ladder.sizes, weights, alpha / LAWS)
+
+
+def allowance(ladder: LawLadder, rate: float, norm: Norm, alpha: float, rounding: float) -> tuple[float, str]:
+    """The bias bound of ``law_checks``' interval and its parts, described."""
+    remainder = remainder_ratio(ladder.levels, rate) * (
+        norm.value(ladder, departure(rate)) + norm.halfwidth(ladder, departure(rate), alpha)
+    )
+    euler = (0.0, 0.0, 0.0, 1.0, -1.0)
+    reference = norm.value(ladder, euler) + norm.halfwidth(ladder, euler, alpha)
+    text = (
+        f"allowance: extrapolation remainder {remainder:.3g}, Euler reference bias {reference:.3g} "
+        f"({ladder.reference_steps} against {ladder.reference_steps // 2} steps), rounding {rounding:.2g}"
+    )
+    return remainder + reference + rounding, text
+
+
+def outside_regime(ladder: LawLadder, rate: float, alpha: float) -> bool:
+    """Whether the ladder is not shown in the rate's regime: the first consecutive difference sup |F_2 - F_1| resolved
+    beyond its band and the departure's upper end above ``RATIO_BAND`` r times it."""
+    first = (1.0, -1.0, 0.0, 0.0, 0.0)
+    kolmogorov = Norm("ks", kolmogorov_norm, 1.0)
+    d1 = kolmogorov.value(ladder, first)
+    if d1 <= kolmogorov.halfwidth(ladder, first, alpha):
+        return False
+    upper = kolmogorov.value(ladder, departure(rate)) + kolmogorov.halfwidth(ladder, departure(rate), alpha)
+    return upper > RATIO_BAND * 2.0**-rate * d1
+
+
+def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, rounding: float) -> bool:
+    """Whether the finest level is farther from the claim than the ladder could still move at half the claimed rate:
+    the lower end of its distance from the claim, less the reference's bias bound and the rounding, above the upper
+    end of the last consecutive difference times rho / (1 - rho), rho = 2^-q/2 (the sum of all later differences if
+    each were rho times the last). A fail outside the rate's regime stands on this evidence alone."""
+    finest, last = (0.0, 0.0, 1.0, -1.0, 0.0), (0.0, 1.0, -1.0, 0.0, 0.0)
+    euler = (0.0, 0.0, 0.0, 1.0, -1.0)
+    reference = norm.value(ladder, euler) + norm.halfwidth(ladder, euler, alpha)
+    low = norm.value(ladder, finest) - norm.halfwidth(ladder, finest, alpha) - reference - rounding
+    rho = 2.0 ** (-rate / 2)
+    return low > (norm.value(ladder, last) + norm.halfwidth(ladder, last, alpha)) * rho / (1 - rho)
+
+
+def distance_check(
+    ladder: LawLadder, rate: float, norm: Norm, rounding: float, target: float, alpha: float, power: float, config
+) -> Check:
+    """``law_ks`` or ``law_w1`` (module docstring): the extrapolated law's distance from the claim's."""
+    weights = extrapolation(rate)
+    estimate = norm.value(ladder, weights)
+    half = norm.halfwidth(ladder, weights, alpha)
+    bias, text = allowance(ladder, rate, norm, alpha, rounding)
+    resolution = 2 * bias + half + norm.halfwidth(ladder, weights, 2 * (1 - power))
+    ci = (max(estimate - half, 0.0), estimate + half)
+    verdict = effect_verdict(ci, 0.0, bias, resolution, target)
+    levels = ", ".join(map(str, ladder.levels))
+    note = (
+        f"{ladder.label} {levels}, {ladder.sizes[0]} samples each, the claim's Euler scheme on {ladder.sizes[3]}; "
+        f"extrapolated at the claimed rate {rate:g}; {text}"
+    )
+    unsettled = outside_regime(ladder, rate, alpha) and not far_beyond(ladder, rate, norm, alpha, rounding)
+    if verdict == FAIL and all_finite(estimate, bias) and unsettled:
+        verdict = INCONCLUSIVE
+        note = (
+            f"the levels are not shown in the claimed rate's regime: a fail is not decided, finer levels would; {note}"
+        )
+    elif verdict == INCONCLUSIVE:  # every part of the resolution is at the sampling floor where the claim holds
+        more = math.ceil(ladder.sizes[0] * (resolution / target) ** 2)
+        note = f"{note}; the resolution exceeds the target: about {more} samples a level would decide (~ N^-1/2)"
+    return Check(
+        norm.name,
+        0.0,
+        estimate,
+        ci,
+        verdict,
+        config,
+        bias,
+        1 - alpha,
+        note=note,
+        resolution=resolution,
+        target=target,
+        bias_span=2.0,
+    )
+
+
+def decay_check(ladder: LawLadder, rate: float, alpha: float, config) -> tuple[Check, Plot]:
+    """``distance_decay`` (a finding): sup |F_k - F_claim| at each level, the least-squares rate of its decay and the
+    range of rates its DKW intervals allow (from the coarsest level's and the finest's)."""
+    kolmogorov = Norm("ks", kolmogorov_norm, 1.0)
+    distances, halves = [], []
+    for k in range(3):
+        weights = tuple(1.0 if j == k else -1.0 if j == 3 else 0.0 for j in range(LAWS))
+        distances.append(kolmogorov.value(ladder, weights))
+        halves.append(kolmogorov.halfwidth(ladder, weights, alpha))
+    logs = np.log(ladder.levels)
+    span = logs[-1] - logs[0]
+    low, high = distances[0] - halves[0], distances[-1] + halves[-1]
+    lower = math.log(max(low, 0.0) / high) / span if low > 0 else -math.inf
+    upper = (
+        math.log((distances[0] + halves[0]) / (distances[-1] - halves[-1])) / span
+        if distances[-1] > halves[-1]
+        else math.inf
+    )
+    positive = np.array(distances) > 0
+    fitted = (
+        float(-np.polyfit(logs[positive], np.log(np.array(distances)[positive]), 1)[0])
+        if positive.sum() > 1
+        else math.nan
+    )
+    if not (lower <= rate <= upper):
+        verdict = FAIL
+    else:  # an unbounded interval cannot pass (its rate is not identified on this ladder)
+        verdict = PASS if all_finite(lower, upper, fitted) else INCONCLUSIVE
+    note = (
+        f"Kolmogorov distance from the claim at {ladder.label} {', '.join(map(str, ladder.levels))}: "
+        f"{', '.join(f'{d:.3g} +- {h:.2g}' for d, h in zip(distances, halves))}; a finding: it includes the "
+        "reference's error and the sampling floor, and decides nothing (law_ks does)"
+    )
+    check = Check(
+        "distance_decay", rate, fitted, (lower, upper), verdict, config, 0.0, 1 - alpha, note=note, claim=False
+    )
+    curve = Curve(
+        "sup |F_level - F_claim|",
+        list(map(float, ladder.levels)),
+        distances,
+        [max(d - h, 1e-6) for d, h in zip(distances, halves)],
+        [d + h for d, h in zip(distances, halves)],
+        style="points",
+    )
+    plot = Plot("Kolmogorov distance from the claim", ladder.label, "distance", [curve], logx=True, logy=True)
+    return check, plot
+
+
+def ecdf_plot(ladder: LawLadder, statistic: str, alpha: float) -> Plot:
+    """The empirical CDFs of every level and of the claim's scheme, each with its simultaneous DKW band."""
+    pooled = np.concatenate(ladder.laws)
+    low, high = np.quantile(pooled, [0.002, 0.998])
+    points = np.linspace(low, high, PLOT_POINTS)
+    names = [f"{ladder.label.split()[-1]} = {level}" for level in ladder.levels]
+    curves = []
+    for name, values in zip([*names, f"claim (Euler, {ladder.reference_steps} steps)"], ladder.laws[:4]):
+        cdf = ecdf(values, points)
+        band = dkw_halfwidth(values.shape[0], alpha / LAWS)
+        lower, upper = np.clip(cdf - band, 0, 1), np.clip(cdf + band, 0, 1)
+        curves.append(Curve(name, points.tolist(), cdf.tolist(), lower.tolist(), upper.tolist()))
+    return Plot(f"law of {statistic} at T, with simultaneous bands", statistic, "CDF", curves)
+
+
+def rounding_mass(values: np.ndarray, eta: float) -> float:
+    """The largest fraction of ``values`` within +- eta of one of them, besides itself: an estimate of the mass
+    P(|X - x| <= eta) by which a rounding of at most eta in each value can move the law's CDF (0 for eta = 0)."""
+    if eta <= 0:
+        return 0.0
+    ordered = np.sort(values)
+    within = np.searchsorted(ordered, ordered + eta, "right") - np.searchsorted(ordered, ordered - eta, "left")
+    return float(np.max(within) - 1) / ordered.shape[0]  # besides the value itself
+
+
+def law_checks(
+    ladder: LawLadder,
+    rate: float,
+    target: float,
+    support: tuple[float, float] | None,
+    alpha: float,
+    power: float,
+    statistic: str,
+    config: dict,
+) -> tuple[list[Check], list[Plot]]:
+    """``law_ks``, ``law_w1`` (with a ``support``) and ``distance_decay`` (module docstring), and the plots; a fail
+    naming where when a value is not finite. ``target``: the distance the check may miss (Kolmogorov; Wasserstein-1
+    in units of b - a). The rounding allowance: eta = ``ladder.rounding`` moves the Kolmogorov norm by at most the
+    ``rounding_mass`` of the finest level and the Wasserstein-1 norm by eta, each times the extrapolation's weights."""
+    bad = [label for label, v in zip([*map(str, ladder.levels), "reference", "coarse reference"], ladder.laws)]
+    bad = [label for label, v in zip(bad, ladder.laws) if not np.all(np.isfinite(v))]
+    if bad:
+        note = f"NaN or infinity in the statistic at {', '.join(bad)}: cannot pass"
+        nan = (math.nan, math.nan)
+        return [Check("law_ks", 0.0, math.nan, nan, FAIL, config, math.nan, 1 - alpha, note=note)], []
+    mass = rounding_mass(ladder.values[-1], ladder.rounding)
+    weights = extrapolation(rate)
+    scale = sum(abs(c) for c in weights[:3])
+    args = (target, alpha, power, config)
+    checks = [distance_check(ladder, rate, Norm("law_ks", kolmogorov_norm, 1.0), scale * mass, *args)]
+    if support is not None:
+        a, b = support
+        w1_args = (target * (b - a), alpha, power, config)
+        w1 = distance_check(ladder, rate, Norm("law_w1", l1_norm, b - a), scale * ladder.rounding, *w1_args)
+        slack = SUPPORT_ROUNDING * (b - a)
+        outside = sum(int(np.sum((v < a - slack) | (v > b + slack))) for v in ladder.laws)
+        if outside:  # the L1 bound needs the support: undecided, never a pass
+            note = f"{outside} values outside the stated support [{a:g}, {b:g}]: the bound does not hold; {w1.note}"
+            w1 = replace(w1, verdict=INCONCLUSIVE, note=note, resolution=math.inf)
+        checks.append(w1)
+    decay, decay_plot = decay_check(ladder, rate, alpha, config)
+    return [*checks, decay], [ecdf_plot(ladder, statistic, alpha), decay_plot]

@@ -1,0 +1,100 @@
+"""``cv.check_law``: the law of a statistic at time T along a ladder against the claim's Euler scheme, in Kolmogorov
+and Wasserstein-1 distance with distribution-free bands. The distances match scipy's; the DKW band holds at its
+level by the exact one-sample Kolmogorov law; an exact step passes its law on a depth ladder and wrong laws fail;
+the linear layer passes its Wishart law on a width ladder and the infinite-width ODE fails; too few samples never
+pass a near miss; NaN fails naming where; samples do not depend on how a run is split; bad input is refused."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import convergence as cv
+from convergence._paths import correlation, covariance_euler, width_run
+from convergence._statistics import dkw_halfwidth, kolmogorov_norm, l1_norm
+
+from .test_covariance_local import LINEAR, wishart_sigma
+from .test_exact_maps import ITO, LAYER, NOISE, START, WRONG, A, diffusion, first_coordinate
+
+WISHART = cv.covariance_sde(lambda v: np.zeros_like(v), wishart_sigma, 2, name="Wishart diffusion")
+ODE = cv.covariance_sde(lambda v: np.zeros_like(v), lambda v: 0 * wishart_sigma(v), 2, name="no noise")
+WIDE = cv.limit_sde(lambda x: A * x, lambda x, dw: 1.5 * diffusion(x, dw), 1, 2, NOISE, name="b x 1.5")
+CHEAP = {"levels": (4, 8, 16), "reference_samples": 32_768}  # the linear layer's ladder
+
+
+def verdicts(outcome) -> dict[str, str]:
+    return {c.name: str(c.verdict) for c in outcome.checks if c.claim}
+
+
+def test_the_distances_of_empirical_laws_are_scipys():
+    rng = np.random.default_rng(0)
+    for a, b in (
+        (rng.normal(size=300), rng.normal(0.2, 1.3, size=500)),
+        (rng.integers(0, 5, 200), rng.integers(0, 6, 90)),
+    ):
+        assert kolmogorov_norm([a, b], [1, -1]) == pytest.approx(stats.ks_2samp(a, b).statistic, abs=1e-12)
+        assert l1_norm([a, b], [1, -1]) == pytest.approx(stats.wasserstein_distance(a, b), rel=1e-10)
+
+
+@pytest.mark.parametrize("samples", [10, 100, 1000])
+@pytest.mark.parametrize("alpha", [0.01, 0.1])
+def test_the_dkw_band_holds_at_its_level(samples, alpha):
+    # P(sup |F_N - F| > eps) from the exact law of the one-sample Kolmogorov statistic (scipy's kstwo)
+    assert stats.kstwo.sf(dkw_halfwidth(samples, alpha), samples) <= alpha
+
+
+@pytest.mark.parametrize(
+    "claim, verdict", [(ITO, "pass"), (WRONG, "fail"), (WIDE, "fail")], ids=["Ito", "drift - b^2/2", "b x 1.5"]
+)
+def test_an_exact_step_passes_its_law_and_wrong_laws_fail(claim, verdict):
+    outcome = cv.check_law(LAYER, claim, first_coordinate, initial=START, samples=32_768, target=0.15)
+    assert outcome.verdict == verdict, outcome.table()
+    ks = next(c for c in outcome.checks if c.name == "law_ks")
+    assert ks.resolution <= 0.15, outcome.table()
+
+
+def test_the_linear_layer_passes_its_wishart_law_and_the_ode_fails():
+    true = cv.check_law(LINEAR, WISHART, samples=16_384, target=0.25, **CHEAP)
+    assert verdicts(true) == {"law_ks": "pass", "law_w1": "pass"}, true.table()
+    ode = cv.check_law(LINEAR, ODE, samples=16_384, target=0.25, **CHEAP)
+    assert verdicts(ode) == {"law_ks": "fail", "law_w1": "fail"}, ode.table()
+    assert len(true.plots) == 2 and true.plots[0].curves[-1].label.startswith("claim")
+
+
+@pytest.mark.parametrize("samples", [256, 2048])
+def test_too_few_samples_never_pass_a_near_miss(samples):
+    outcome = cv.check_law(LAYER, WIDE, first_coordinate, initial=START, samples=samples, target=0.15)
+    ks = next(c for c in outcome.checks if c.name == "law_ks")
+    assert ks.verdict != "pass", outcome.table()
+    if ks.verdict == "inconclusive":
+        assert ks.resolution > 0.15 and "samples a level would decide" in ks.note
+
+
+def test_nan_in_the_claims_scheme_fails_naming_it():
+    broken = cv.covariance_sde(lambda v: np.zeros_like(v), lambda v: np.nan * wishart_sigma(v), 2, name="NaN")
+    outcome = cv.check_law(LINEAR, broken, samples=256, **CHEAP)
+    assert outcome.verdict == "fail" and "reference" in outcome.checks[0].note, outcome.table()
+
+
+def test_samples_do_not_depend_on_how_a_run_is_split():
+    state = np.array([[1.0, 0.5], [0.5, 1.0]])
+    few = covariance_euler(WISHART, state, 1.0, 8, 100, correlation, 3, (1,))
+    many = covariance_euler(WISHART, state, 1.0, 8, 9000, correlation, 3, (1,))
+    np.testing.assert_array_equal(few, many[:100])
+    few, _ = width_run(LINEAR, state, 8, 8, 10, correlation, 3, (2,))
+    many, _ = width_run(LINEAR, state, 8, 8, 5000, correlation, 3, (2,))
+    np.testing.assert_array_equal(few, many[:10])
+
+
+def test_bad_input_is_refused_naming_the_parameter():
+    with pytest.raises(ValueError, match="levels"):
+        cv.check_law(LINEAR, WISHART, levels=(4, 8, 12))
+    with pytest.raises(ValueError, match="horizon"):
+        cv.check_law(LINEAR, WISHART, levels=(4, 8, 16), horizon=0.3)
+    with pytest.raises(TypeError, match="statistic"):
+        cv.check_law(LAYER, ITO)
+    with pytest.raises(ValueError, match="support"):
+        cv.check_law(LINEAR, WISHART, support=(1.0, -1.0))
+    with pytest.raises(TypeError, match="covariance_sde"):
+        cv.check_law(LINEAR, ITO)
+    with pytest.raises(ValueError, match="samples"):
+        cv.check_law(LINEAR, WISHART, samples=3)
