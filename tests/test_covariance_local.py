@@ -1,6 +1,6 @@
 """The local check of a covariance SDE on width-indexed blocks (``cv.check_local_consistency`` with a ``WidthBlock``):
 true limits pass at fixed seeds, an exact map (a linear layer, whose one-step moments are the Wishart ones at every
-width) passes, and near misses fail (a temperature 10% off, the diffusion without its cross term, the infinite-width
+width) passes, and near misses fail (a temperature 20% off, the diffusion without its cross term, the infinite-width
 ODE claimed for a block with noise, a Wishart diffusion claimed for the ResNet whose limit is an ODE, Sigma x 1.1);
 the extrapolation weights are exact on L + B n^-q; bad input is refused naming the parameter."""
 
@@ -64,6 +64,15 @@ def test_samples_do_not_depend_on_how_the_looks_split_them():
         np.testing.assert_array_equal(whole[k], np.concatenate([p[k] for p in parts]))
 
 
+def test_frame_states_are_haar_frames_whose_coordinates_have_symmetric_signs():
+    """A Haar frame's law is invariant under sign flips of the coordinates; LAPACK's Q alone is not (its first
+    column's first entry is never positive): a coordinate-wise activation sees the difference (in the shaped MLP, an
+    n^-3/2 term in the mean of V')."""
+    z = frame_states(np.array([[1.0, 0.5], [0.5, 1.0]]), 4, 40_000, np.random.default_rng(0))
+    positive = (z > 0).mean(axis=0)  # per input and coordinate: 1/2 +- 0.0025 (one standard error)
+    assert np.all(np.abs(positive - 0.5) < 4 * 0.5 / np.sqrt(40_000)), positive
+
+
 def test_frame_states_have_the_state_as_their_covariance_exactly():
     v = np.array([[1.0, 0.3], [0.3, 1.5]])
     z = frame_states(v, 32, 5, np.random.default_rng(0))
@@ -79,12 +88,13 @@ def test_an_exact_linear_layer_passes_and_sigma_times_1_1_fails():
     assert cv.check_local_consistency(LINEAR, wrong, **ladder).verdict == "fail"
 
 
-def test_the_shaped_attention_limit_passes_and_a_temperature_ten_percent_off_fails():
-    """At a 20% target on widths 16, 32, 64 (the defaults' 10% on 32, 64, 128 needs about 100k samples a width)."""
+def test_the_shaped_attention_limit_passes_and_a_temperature_twenty_percent_off_fails():
+    """At a 20% target on widths 16, 32, 64 (the defaults' 10% on 32, 64, 128 needs about 100k samples a width; at
+    this budget tau_0 x 1.1 fails at some seeds and is inconclusive at others, x 1.2 fails at seeds 0-3)."""
     ladder = {"states": ("correlated",), "widths": (16, 32, 64), "target": 0.2}
     true = cv.check_local_consistency(ATTENTION, cv.covariance_limit(ATTENTION), **ladder)
     assert true.verdict == "pass", true.table()
-    hotter = cv.covariance_limit(cv.ShapedAttentionBlock(3, tau_0=0.55))
+    hotter = cv.covariance_limit(cv.ShapedAttentionBlock(3, tau_0=0.6))
     assert cv.check_local_consistency(ATTENTION, hotter, **ladder).verdict == "fail"
 
 

@@ -10,6 +10,7 @@ from verify._common import check_int, check_real
 
 from .._experiments import WIDTH_BLOCK, WidthLadder, covariance_local_checks
 from .._models import CovarianceSDE, WidthBlock
+from .._statistics import FAMILY_ALPHA
 from .arguments import check_title, name_of
 from .outcome import Outcome
 from .staged import USER_KEY, Staging
@@ -61,11 +62,13 @@ def check_covariance_local(
     samples: int | None = None,
     seed: int = 0,
     title: str = "local consistency",
+    family_alpha: float = FAMILY_ALPHA,
 ) -> Outcome:
     """``check_local_consistency`` for a width-indexed block: the one-step moments at h = 1/n along ``widths`` (each
     twice the last, three of them) against ``claim`` at each state (module docstring of
     ``convergence._experiments.covariance_local``); looks at ``first``, 2 ``first``, ... samples per width and state
-    up to ``budget`` (or one look of ``samples``), the family-wise false-failure rate 1% over checks and looks."""
+    up to ``budget`` (or one look of ``samples``), the family-wise false-failure rate ``family_alpha`` (1%) over checks
+    and looks."""
     if not isinstance(claim, CovarianceSDE):
         raise TypeError(f"sde: a width block is checked against a covariance_sde claim, got {type(claim).__name__}")
     if claim.inputs != block.inputs:
@@ -87,6 +90,6 @@ def check_covariance_local(
             block, claim, chosen, ladders, n, target, seed, (USER_KEY, 5), alpha, power, config
         )
 
-    checks, stopped = staging.decide(look)
+    checks, stopped = staging.decide(look, check_real("family_alpha", family_alpha, minimum=0.0, maximum=1.0))
     params = staging.params(states=list(chosen), widths=list(widths), samples=stopped, target=target)
     return Outcome(check_title(title), checks, [], params, seed)

@@ -5,6 +5,8 @@ its Euler scheme, another scheme than the system's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from verify._common import check_int, check_real
@@ -95,13 +97,14 @@ def check_law(
     horizon: float = 1.0,
     initial: InitialState | str | np.ndarray | None = None,
     rate: float | None = None,
-    target: float = 0.1,
+    target: float = 0.15,
     support: tuple[float, float] | None = None,
     samples: int = 65_536,
     reference_samples: int | None = None,
     reference_factor: int = 8,
     seed: int = 0,
     title: str = "law at T",
+    family_alpha: float = FAMILY_ALPHA,
 ) -> Outcome:
     """Is the law of ``statistic`` at time T the claimed limit's, to a Kolmogorov distance ``target``?
 
@@ -114,8 +117,8 @@ def check_law(
     to converge (default the block's ``rate``; 1 for a layer map, the weak order). ``support`` [a, b]: the statistic's
     range, which a Wasserstein-1 decision needs (its target ``target`` (b - a)). ``samples`` at each level, and
     ``reference_samples`` (default 4 ``samples``) for each of the claim's Euler runs at ``reference_factor`` times
-    the finest level's steps and half as many. The family-wise false-failure rate is 1%; the checks' rules are in the
-    module docstring of ``convergence._experiments.law_distance``.
+    the finest level's steps and half as many. ``family_alpha``: the family-wise false-failure rate (1%); the checks'
+    rules are in the module docstring of ``convergence._experiments.law_distance``.
     """
     samples = check_int("samples", samples, minimum=16)
     reference = check_int(
@@ -128,8 +131,15 @@ def check_law(
         support = (check_real("support[0]", support[0]), check_real("support[1]", support[1]))
         if support[1] <= support[0]:
             raise ValueError(f"support: expected (a, b) with a < b, got {support}")
+    if rate is not None:
+        rate = check_real("rate", rate, minimum=0.0, strict_minimum=True)
     if isinstance(system, WidthBlock):
         levels = doubling(levels, "levels (widths)")
+        if statistic is None and system.inputs < 2:
+            raise ValueError(
+                f"statistic: the default, the correlation of two inputs, needs inputs >= 2, got "
+                f"{system.inputs}; give a statistic of V"
+            )
         if statistic is None:
             statistic, support = correlation, (-1.0, 1.0) if support is None else support
         chosen = "correlated" if initial is None else initial
@@ -143,10 +153,10 @@ def check_law(
         chosen = uniform_sphere if initial is None else initial
         ladder = depth_ladder(system, sde, statistic, levels, horizon, chosen, samples, reference, factor, seed)
         rate = 1.0 if rate is None else rate
-    rate = check_real("rate", rate, minimum=0.0, strict_minimum=True)
     config = {"map": name_of(system), "sde": name_of(sde)}
     label = getattr(statistic, "__name__", "statistic")
-    checks, plots = law_checks(ladder, rate, target, support, FAMILY_ALPHA, DETECTION_POWER, label, config)
+    alpha = check_real("family_alpha", family_alpha, minimum=0.0, maximum=1.0, strict_minimum=True)
+    checks, plots = law_checks(ladder, rate, target, support, alpha, DETECTION_POWER, label, config)
     params = {
         "levels": list(levels),
         "horizon": horizon,
@@ -157,4 +167,6 @@ def check_law(
         "target": target,
         "support": None if support is None else list(support),
     }
-    return Outcome(check_title(title), checks, [], params, seed, plots)
+    title = check_title(title)
+    plots = [replace(plot, title=f"{title}: {plot.title}") for plot in plots]
+    return Outcome(title, checks, [], params, seed, plots)

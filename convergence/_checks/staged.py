@@ -170,11 +170,13 @@ class Staging:
         for one look of a fixed size."""
         return self.looks.unit if self.looks.unit > 1 else self.block
 
-    def decide(self, look: Callable[[int, float, float], list[Check]]) -> tuple[list[Check], int]:
-        """The checks of the look that decided and its paths: staged looks (``decide_in_stages``), then the deeper
-        ladders of a deepening check (``_decide_deepening``)."""
+    def decide(
+        self, look: Callable[[int, float, float], list[Check]], family_alpha: float = FAMILY_ALPHA
+    ) -> tuple[list[Check], int]:
+        """The checks of the look that decided and its paths: staged looks (``decide_in_stages``, at the family-wise
+        rate ``family_alpha``), then the deeper ladders of a deepening check (``_decide_deepening``, at 1%)."""
         if self.ladders is None:
-            return decide_in_stages(look, self.looks)
+            return decide_in_stages(look, self.looks, family_alpha)
         return _decide_deepening(look, self.looks, self.ladders, self.drawn)
 
     def params(self, **own) -> dict:

@@ -14,7 +14,8 @@ its interval is a plain mean's. Its allowance bounds the n^-2q remainder from th
 (``remainder_allowance``: the upper end of the interval of the consecutive differences' departure from the ratio
 2^-q, times the remainder it implies) plus the rounding of n (V' - V) in the block's own dtype. A fail also needs
 the widest widths shown in the rate's regime (``outside_regime``: resolved consecutive differences in the ratio 2^-q
-within 50%), else it is inconclusive.
+within 50%) or the widest width farther from the claim than the ladder could still move at half the rate
+(``far_beyond``), else it is inconclusive.
 
 Four checks per state: ``drift_scale`` (the drift error's projection on b / |b|, relative to |b|, or to the typical
 noise sqrt(mean diag Sigma) where that is larger: a drift small beside the noise is judged in its units), ``drift``
@@ -165,6 +166,18 @@ def outside_regime(per_width: list[np.ndarray], rate: float, z: float) -> bool:
     return bool(np.any(resolved & (np.abs(delta) + delta_half > RATIO_BAND * 2.0**-rate * np.abs(first))))
 
 
+def far_beyond(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> bool:
+    """Whether some component at the widest width is farther from the claim than the ladder could still move at half
+    the claimed rate: the lower end of |m_3| less its allowance above the upper end of the last consecutive difference
+    |m_3 - m_2| times rho / (1 - rho), rho = 2^-q/2 (the sum of all later differences if each were rho times the
+    last). A fail outside the rate's regime stands on this evidence alone (an ODE claimed for a block with noise)."""
+    finest, finest_half = interval(per_width[-1], z)
+    last, last_half = interval(per_width[-1] - per_width[-2], z)
+    rho = 2.0 ** (-rate / 2)
+    reach = (np.abs(last) + last_half) * rho / (1 - rho)
+    return bool(np.any(np.abs(finest) - finest_half - np.ravel(allowance) > reach))
+
+
 def undecided_fail(check: Check, outside: bool) -> Check:
     """A fail where the widths are not shown in the claimed rate's regime (``outside_regime``) becomes inconclusive,
     saying what would decide; a fail on NaN or infinity stays."""
@@ -222,7 +235,10 @@ def state_checks(
     ]
     if checks_estimate(block):
         checks.append(_estimate_check(ladder, state, samples, single, noise_unit, note, args))
-    outside = {"drift": outside_regime(drifts, block.rate, z), "diffusion": outside_regime(terms, block.rate, z)}
+    outside = {
+        "drift": outside_regime(drifts, block.rate, z) and not far_beyond(drifts, drift_allowance, block.rate, z),
+        "diffusion": outside_regime(terms, block.rate, z) and not far_beyond(terms, cov_allowance, block.rate, z),
+    }
     return [undecided_fail(c, outside.get(c.name.split("_")[0], False)) for c in checks]
 
 

@@ -53,12 +53,13 @@ def _check_row(study: str, check: Mapping) -> str:
 def _summary_row(study: str, name: str, checks: list[Mapping]) -> str:
     verdicts = [c["verdict"] for c in checks]
     tally = verdict_tally(verdicts)
-    gaps = [c["estimate"] - c["expected"] for c in checks]
+    gaps = [c["estimate"] - c["expected"] for c in checks if c["estimate"] is not None]  # None: NaN in the JSON
+    gap_text = f"from {number(min(gaps), 3)} to {number(max(gaps), 3)}" if gaps else "not estimated"
     resolutions = [c["resolution"] for c in checks if c.get("resolution") is not None]
     spread = f"{number(min(resolutions), 2)} .. {number(max(resolutions), 2)}" if resolutions else "-"
     return (
-        f"| {study} | `{name}` | {len(checks)} configurations | - | estimate - expected from "
-        f"{number(min(gaps), 3)} to {number(max(gaps), 3)} | {spread} | {tally} |"
+        f"| {study} | `{name}` | {len(checks)} configurations | - | estimate - expected {gap_text} | {spread} | "
+        f"{tally} |"
     )
 
 

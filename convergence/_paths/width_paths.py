@@ -55,6 +55,14 @@ def block_layers(block: WidthBlock, z: np.ndarray, layers: int, rng: np.random.G
     return z, precision
 
 
+def statistic_values(statistic: Statistic, v: np.ndarray, size: int) -> np.ndarray:
+    """``statistic(V)`` as float64, checked to be one value per sample: (size,)."""
+    values = np.asarray(statistic(v), dtype=np.float64)
+    if values.shape != (size,):
+        raise ValueError(f"statistic: expected one value per sample, shape ({size},), got shape {values.shape}")
+    return values
+
+
 def width_run(
     block: WidthBlock,
     state: np.ndarray,
@@ -73,7 +81,7 @@ def width_run(
     for index in range(-(-samples // size)):
         rng = random_stream(seed, (*key, width, index))
         z, eps = block_layers(block, frame_states(state, width, size, rng), layers, rng)
-        values.append(np.asarray(statistic(covariance(z)), dtype=np.float64).reshape(size))
+        values.append(statistic_values(statistic, covariance(z), size))
         precision = max(precision, eps)
     return np.concatenate(values)[:samples], precision
 
@@ -89,13 +97,14 @@ def symmetric(y: np.ndarray, inputs: int) -> np.ndarray:
 
 CONE_FLOOR = 1e-6  # eigenvalues of a projected V, relative to its trace, at least this (its minors far above rounding)
 JITTER = 1e-12  # added to the diagonal of Sigma, relative to its largest entry, before its Cholesky factor
+INDEFINITE = 1e-8  # an eigenvalue of Sigma below -this times its largest entry: not rounding, not a covariance
 
 
 def positive_part(v: np.ndarray) -> np.ndarray:
     """V (k, m, m) projected into the positive-definite cone where it left it (a leading principal minor below
-    ``CONE_FLOOR`` tr V to its power): eigenvalues below ``CONE_FLOOR`` tr V raised to it (the limit stays in the
+    f^k, f = ``CONE_FLOOR`` |V|_F): eigenvalues below f raised to it (the limit stays in the
     cone; an Euler step near its boundary overshoots by O(h), and a kernel's arccos would leave its domain)."""
-    floor = CONE_FLOOR * np.trace(v, axis1=-2, axis2=-1)
+    floor = CONE_FLOOR * np.linalg.norm(v, axis=(-2, -1))  # positive even where an Euler step made tr V negative
     minors = np.stack([np.linalg.det(v[:, :k, :k]) for k in range(1, v.shape[-1] + 1)], axis=-1)
     outside = np.any(minors < floor[:, None] ** np.arange(1, v.shape[-1] + 1), axis=-1)
     if not np.any(outside):
@@ -116,6 +125,12 @@ def square_root(sigma: np.ndarray) -> np.ndarray:
         return np.linalg.cholesky(sigma + jitter)
     except np.linalg.LinAlgError:
         eigenvalues, vectors = np.linalg.eigh(sigma)
+        if np.any(eigenvalues < -INDEFINITE * scale[:, None]):  # not a covariance: no law to sample
+            worst = int(np.argmin(eigenvalues.min(axis=-1) / np.maximum(scale, np.finfo(np.float64).tiny)))
+            raise ValueError(
+                f"sde: the claimed diffusion must be positive semi-definite, got eigenvalues "
+                f"{eigenvalues[worst].tolist()} on a path of its Euler scheme"
+            ) from None
         return vectors * np.sqrt(np.maximum(eigenvalues, 0.0))[:, None, :]
 
 
@@ -151,7 +166,7 @@ def _euler_block(claim, state, h, steps, p, statistic, rng) -> np.ndarray:
         step = h * upper(claim.drift(v)) + np.sqrt(h) * noise[..., 0]
         tamed = step / np.maximum(1.0, h * np.linalg.norm(step, axis=-1))[:, None]
         v = positive_part(symmetric(upper(v) + tamed, claim.inputs))
-    return np.asarray(statistic(v), dtype=np.float64).reshape(EULER_BLOCK)
+    return statistic_values(statistic, v, EULER_BLOCK)
 
 
 def correlation(v: np.ndarray) -> np.ndarray:

@@ -41,6 +41,7 @@ STREAM_KEYS = {
     "quick-profiles": 15,
     "mutant-seeds": 16,
     "grid-agazzi": 17,
+    "joint-limits": 18,
 }
 
 

@@ -2,10 +2,10 @@
 calls the experiments (``base``: what a study is and its progress bars; ``over_seeds``: what the studies over seeds
 share). A study never imports another: designs that several studies run live in ``convergence._experiments``.
 Studies: ``strong_fedorov``, ``weak_fedorov``, ``phase_transition``, ``strong_agazzi``, ``sync_agazzi``,
-``grid_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``power``; and, run by name only (not part of
-``report``), ``calibration`` (the public checks' decision rates over seeds, on the cases of ``calibration_cases``)
-and ``quick_profiles`` (every study's quick profile over seeds) and ``mutant_seeds`` (the power study's near misses
-over seeds)."""
+``grid_agazzi``, ``chaos``, ``commute``, ``ldm_stopping``, ``joint_limits``, ``power``; and, run by name only (not
+part of ``report``), ``calibration`` (the public checks' decision rates over seeds, on the cases of
+``calibration_cases``) and ``quick_profiles`` (every study's quick profile over seeds) and ``mutant_seeds`` (the power
+study's near misses over seeds)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .calibration import STUDY as CALIBRATION
 from .chaos import STUDY as CHAOS
 from .commute import STUDY as COMMUTE
 from .grid_agazzi import STUDY as GRID_AGAZZI
+from .joint_limits import STUDY as JOINT_LIMITS
 from .ldm_stopping import STUDY as LDM_STOPPING
 from .mutant_seeds import mutant_seeds_study
 from .phase_transition import STUDY as PHASE_TRANSITION
@@ -34,6 +35,7 @@ _REPORTED = (
     CHAOS,
     COMMUTE,
     LDM_STOPPING,
+    JOINT_LIMITS,
     POWER,
 )
 STUDIES: dict[str, Study] = {

@@ -12,8 +12,11 @@ import numpy as np
 
 def frame_states(state: np.ndarray, width: int, samples: int, rng: np.random.Generator) -> np.ndarray:
     """``samples`` representations Z (m x n) with Z Z^T / n = ``state`` exactly: its Cholesky factor times a
-    Haar-random orthonormal m-frame of R^n, scaled by sqrt(n); (samples, m, n)."""
-    frames, _ = np.linalg.qr(rng.standard_normal((samples, width, state.shape[0])))
+    Haar-random orthonormal m-frame of R^n, scaled by sqrt(n); (samples, m, n). The frame is the Q of a Gaussian
+    matrix's QR with each column's sign set by R's diagonal (Mezzadri 2007): LAPACK's Q alone is not Haar (its first
+    column's first entry is never positive), which a coordinate-wise activation sees."""
+    frames, triangles = np.linalg.qr(rng.standard_normal((samples, width, state.shape[0])))
+    frames = frames * np.sign(np.diagonal(triangles, axis1=-2, axis2=-1))[:, None, :]
     return np.sqrt(width) * np.linalg.cholesky(state) @ np.swapaxes(frames, -1, -2)
 
 
