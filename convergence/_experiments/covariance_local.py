@@ -167,15 +167,34 @@ def outside_regime(per_width: list[np.ndarray], rate: float, z: float) -> bool:
 
 
 def far_beyond(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> bool:
-    """Whether some component at the widest width is farther from the claim than the ladder could still move at half
-    the claimed rate: the lower end of |m_3| less its allowance above the upper end of the last consecutive difference
-    |m_3 - m_2| times rho / (1 - rho), rho = 2^-q/2 (the sum of all later differences if each were rho times the
-    last). A fail outside the rate's regime stands on this evidence alone (an ODE claimed for a block with noise)."""
+    """Whether some component at the widest width is farther from the claim than the ladder could still move: the lower
+    end of |m_3| less its allowance above the upper end of the last consecutive difference |D_2| = |m_3 - m_2| times
+    rho / (1 - rho), the sum of all later differences if each were rho times the last, with rho the larger of 2^-q/2
+    (half the claimed rate) and the ratio the ladder shows, upper |D_2| / lower |D_1| where D_1 is resolved; no reach
+    bounds it (never far) where that ratio is 1 or more, or D_1 and D_2 are resolved with opposite signs. A fail
+    outside the rate's regime stands on this evidence alone (an ODE claimed for a block with noise)."""
     finest, finest_half = interval(per_width[-1], z)
+    first, first_half = interval(per_width[-2] - per_width[-3], z)
     last, last_half = interval(per_width[-1] - per_width[-2], z)
-    rho = 2.0 ** (-rate / 2)
-    reach = (np.abs(last) + last_half) * rho / (1 - rho)
-    return bool(np.any(np.abs(finest) - finest_half - np.ravel(allowance) > reach))
+    return bool(
+        np.any(np.abs(finest) - finest_half - np.ravel(allowance) > reach(first, first_half, last, last_half, rate))
+    )
+
+
+def reach(first, first_half, last, last_half, rate: float) -> np.ndarray:
+    """How far a ladder whose last two consecutive differences are ``first`` and ``last`` (with their half-widths)
+    could still move (``far_beyond``), per component."""
+    first, first_half, last, last_half = (
+        np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in (first, first_half, last, last_half)
+    )
+    resolved = np.abs(first) > first_half
+    upper = np.abs(last) + last_half
+    shown = np.where(resolved, upper / np.maximum(np.abs(first) - first_half, np.finfo(np.float64).tiny), 0.0)
+    rho = np.maximum(2.0 ** (-rate / 2), shown)
+    turning = resolved & (np.abs(last) > last_half) & (np.sign(first) != np.sign(last))
+    with np.errstate(divide="ignore"):
+        tail = np.where((rho >= 1) | turning, np.inf, upper * rho / np.maximum(1 - rho, np.finfo(np.float64).tiny))
+    return tail
 
 
 def undecided_fail(check: Check, outside: bool) -> Check:

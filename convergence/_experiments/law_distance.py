@@ -23,7 +23,8 @@ The remainder bound assumes the expansion's next term is k^-2q (exact on F + B k
 more slowly than the claimed rate, by less than the regime test detects, makes it too small (a fail of the limit is
 then a fail of the claimed rate). A fail also needs the ladder in the rate's
 regime (resolved consecutive differences in the ratio r within 50%) or the finest level farther from the claim than
-the ladder could still move at half the claimed rate (``far_beyond``), else it is inconclusive.
+the ladder could still move at the slower of half the claimed rate and the rate it shows (``far_beyond``), else it is
+inconclusive.
 
 Beside the verdicts: ``distance_decay``, a finding, the Kolmogorov distance of each level from the claim with the
 fitted rate of its decay and the interval the DKW bands allow; and the plot of the empirical CDFs with their
@@ -142,16 +143,19 @@ def outside_regime(ladder: LawLadder, rate: float, alpha: float) -> bool:
 
 
 def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, rounding: float) -> bool:
-    """Whether the finest level is farther from the claim than the ladder could still move at half the claimed rate:
-    the lower end of its distance from the claim, less the reference's bias bound and the rounding, above the upper
-    end of the last consecutive difference times rho / (1 - rho), rho = 2^-q/2 (the sum of all later differences if
-    each were rho times the last). A fail outside the rate's regime stands on this evidence alone."""
-    finest, last = (0.0, 0.0, 1.0, -1.0, 0.0), (0.0, 1.0, -1.0, 0.0, 0.0)
+    """Whether the finest level is farther from the claim than the ladder could still move: the lower end of its
+    distance from the claim, less the reference's bias bound and the rounding, above the upper end of the last
+    consecutive difference times rho / (1 - rho), rho the larger of 2^-q/2 (half the claimed rate) and the ratio the
+    ladder shows (upper |D_2| / lower |D_1| where D_1 is resolved; never far where it is 1 or more). A fail outside
+    the rate's regime stands on this evidence alone."""
+    finest, last, first = (0.0, 0.0, 1.0, -1.0, 0.0), (0.0, 1.0, -1.0, 0.0, 0.0), (1.0, -1.0, 0.0, 0.0, 0.0)
     euler = (0.0, 0.0, 0.0, 1.0, -1.0)
     reference = norm.value(ladder, euler) + norm.halfwidth(ladder, euler, alpha)
     low = norm.value(ladder, finest) - norm.halfwidth(ladder, finest, alpha) - reference - rounding
-    rho = 2.0 ** (-rate / 2)
-    return low > (norm.value(ladder, last) + norm.halfwidth(ladder, last, alpha)) * rho / (1 - rho)
+    upper = norm.value(ladder, last) + norm.halfwidth(ladder, last, alpha)
+    lower_first = norm.value(ladder, first) - norm.halfwidth(ladder, first, alpha)
+    rho = max(2.0 ** (-rate / 2), upper / lower_first if lower_first > 0 else 0.0)
+    return rho < 1 and low > upper * rho / (1 - rho)
 
 
 def distance_check(

@@ -10,7 +10,9 @@ controls of mean exactly zero): the drift n (E[V' | Z] - V) then costs O(1) samp
 O(n). ``rate`` is the order in 1/n at which a block's one-step moments reach the limit's: 1 where their expansion in
 n^-1/2 has no odd terms (the ResNet; the shaped attention, whose odd terms are odd in the logits), 1/2 where it has
 (a shaped activation: its slopes 1 + c_+- n^-1/2 put an n^-3/2 term in the one-step mean, as in the shaped MLP and
-the transformer block, although the latter's V is exactly a Markov chain).
+the transformer block, although the latter's V is exactly a Markov chain). With c_+ = -c_- the moments are functions of
+(s_+ - s_-)^2 and s_+ + s_- = 2 alone (the law of Z is invariant under Z -> -Z, which swaps s_+ and s_-), so a shaped
+MLP so built may claim rate 1 (the ``joint-limits`` study does).
 """
 
 from __future__ import annotations

@@ -63,14 +63,3 @@ def combined_halfwidth(sizes: Sequence[int], weights: Sequence[float], alpha_eac
     """sum_k |c_k| eps_k with eps_k = ``dkw_halfwidth(N_k, alpha_each)``: the sup-norm error of the combination when
     every band holds (probability at least 1 - (number of weights) alpha_each)."""
     return float(sum(abs(c) * dkw_halfwidth(n, alpha_each) for c, n in zip(weights, sizes) if c != 0))
-
-
-__all__ = [
-    "combination",
-    "combined_halfwidth",
-    "dkw_halfwidth",
-    "ecdf",
-    "kolmogorov_norm",
-    "l1_norm",
-    "pooled_points",
-]
