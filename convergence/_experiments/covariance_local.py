@@ -170,7 +170,8 @@ def far_beyond(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, 
     """Whether some component at the widest width is farther from the claim than the ladder could still move: the lower
     end of |m_3| less its allowance above the upper end of the last consecutive difference |D_2| = |m_3 - m_2| times
     rho / (1 - rho), the sum of all later differences if each were rho times the last, with rho the larger of 2^-q/2
-    (half the claimed rate) and the ratio the ladder shows, upper |D_2| / lower |D_1| where D_1 is resolved; no reach
+    (half the claimed rate) and the ratio the ladder shows, |D_2| / |D_1| where D_1 is resolved (its point estimate:
+    the ratio of interval ends is unbounded when D_1 is barely resolved); no reach
     bounds it (never far) where that ratio is 1 or more, or D_1 and D_2 are resolved with opposite signs. A fail
     outside the rate's regime stands on this evidence alone (an ODE claimed for a block with noise)."""
     finest, finest_half = interval(per_width[-1], z)
@@ -189,7 +190,7 @@ def reach(first, first_half, last, last_half, rate: float) -> np.ndarray:
     )
     resolved = np.abs(first) > first_half
     upper = np.abs(last) + last_half
-    shown = np.where(resolved, upper / np.maximum(np.abs(first) - first_half, np.finfo(np.float64).tiny), 0.0)
+    shown = np.where(resolved, np.abs(last) / np.maximum(np.abs(first), np.finfo(np.float64).tiny), 0.0)
     rho = np.maximum(2.0 ** (-rate / 2), shown)
     turning = resolved & (np.abs(last) > last_half) & (np.sign(first) != np.sign(last))
     with np.errstate(divide="ignore"):

@@ -146,15 +146,16 @@ def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, roundin
     """Whether the finest level is farther from the claim than the ladder could still move: the lower end of its
     distance from the claim, less the reference's bias bound and the rounding, above the upper end of the last
     consecutive difference times rho / (1 - rho), rho the larger of 2^-q/2 (half the claimed rate) and the ratio the
-    ladder shows (upper |D_2| / lower |D_1| where D_1 is resolved; never far where it is 1 or more). A fail outside
+    ladder shows (|D_2| / |D_1| where D_1 is resolved; never far where it is 1 or more). A fail outside
     the rate's regime stands on this evidence alone."""
     finest, last, first = (0.0, 0.0, 1.0, -1.0, 0.0), (0.0, 1.0, -1.0, 0.0, 0.0), (1.0, -1.0, 0.0, 0.0, 0.0)
     euler = (0.0, 0.0, 0.0, 1.0, -1.0)
     reference = norm.value(ladder, euler) + norm.halfwidth(ladder, euler, alpha)
     low = norm.value(ladder, finest) - norm.halfwidth(ladder, finest, alpha) - reference - rounding
     upper = norm.value(ladder, last) + norm.halfwidth(ladder, last, alpha)
-    lower_first = norm.value(ladder, first) - norm.halfwidth(ladder, first, alpha)
-    rho = max(2.0 ** (-rate / 2), upper / lower_first if lower_first > 0 else 0.0)
+    shown = norm.value(ladder, first)
+    resolved = shown > norm.halfwidth(ladder, first, alpha)
+    rho = max(2.0 ** (-rate / 2), norm.value(ladder, last) / shown if resolved else 0.0)
     return rho < 1 and low > upper * rho / (1 - rho)
 
 
