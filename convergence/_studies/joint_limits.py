@@ -147,16 +147,17 @@ def local_rows(profile: Profile, seed: int, alpha: float) -> tuple[list[Check], 
     set of samples per model."""
     claims, rows = [], []
     for index, (model, (block, state)) in enumerate(MODELS.items()):
-        ladders = {"state": WidthLadder(WIDTHS)}
+        state_name = f"rho = {state[0, 1] / np.sqrt(state[0, 0] * state[1, 1]):g}"
+        ladders = {state_name: WidthLadder(WIDTHS)}
         args = (profile.local_samples, profile.local_target, seed, (STUDY_KEY, 1, index))
 
-        def judge(claim: CovarianceSDE, level: float) -> list[Check]:
-            config = {"model": model, "sde": claim.name}
-            return covariance_local_checks(block, claim, {"state": state}, ladders, *args, level, 0.9, config)
+        def judge(claim: CovarianceSDE, label: str, level: float) -> list[Check]:
+            config = {"model": model, "sde": label}
+            return covariance_local_checks(block, claim, {state_name: state}, ladders, *args, level, 0.9, config)
 
-        claims += judge(covariance_limit(block), alpha)
+        claims += judge(covariance_limit(block), "derived", alpha)
         for name, wrong in near_misses()[model].items():
-            rows.append(rejection_row(model, name, judge(wrong, FAMILY_ALPHA)))
+            rows.append(rejection_row(model, name, judge(wrong, name, FAMILY_ALPHA)))
     return claims, rows
 
 
@@ -306,7 +307,7 @@ def notes(settings: Profile) -> list[str]:
 
 STUDY = Study(
     NAME,
-    "neural covariance SDEs: shaped MLP, 1/sqrt(depth) ResNet, shaped attention (local, in law, qualitative claims)",
+    "depth x width: covariance SDEs (shaped MLP, ResNet, shaped attention)",
     execute,
     headlines=(headline("drift_scale", model="shaped attention"), headline("law_ks", summary=True)),
 )
