@@ -200,6 +200,8 @@ def test_bad_input_is_refused_naming_the_parameter():
         cv.check_local_consistency(ATTENTION, object())
     with pytest.raises(ValueError, match="the claim has inputs = 2, the block 3"):
         cv.check_local_consistency(ATTENTION, cv.covariance_sde(np.zeros_like, wishart_sigma, 2))
+    with pytest.raises(ValueError, match="step, control: .* got step = 0.1"):
+        cv.check_local_consistency(ATTENTION, limit, step=0.1)
 
 
 def test_a_torch_block_is_taken_the_same_way():

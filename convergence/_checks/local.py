@@ -154,10 +154,15 @@ def check_local_consistency(
 
     A width-indexed block (``WidthBlock``, e.g. from ``width_block``) is checked against a ``covariance_sde`` claim at
     h = 1/n along ``widths`` instead (``check_covariance_local``: widths 32, 64, 128, ``states`` names covariance
-    states or maps names to (m, m) arrays; ``step`` and ``control`` do not apply; target 0.1, first 1024, budget 32768
-    by default).
+    states or maps names to (m, m) arrays; ``step`` and ``control`` do not apply and are refused; target 0.1, first
+    1024, budget 32768 by default).
     """
     if isinstance(layer, WidthBlock):
+        if step != 1.0 / 64 or control != "layer":
+            raise ValueError(
+                f"step, control: a width-indexed block's step is h = 1/n along its widths, with its own controls; "
+                f"expected the defaults, got step = {step}, control = {control!r}"
+            )
         given = {"target": target, "first": first, "budget": budget, "states": states, "widths": widths}
         options = {k: v for k, v in given.items() if v is not None}
         return check_covariance_local(layer, sde, samples=samples, seed=seed, title=title, **options)
