@@ -11,7 +11,7 @@ import numpy as np
 
 from verify._common import check_int, check_real
 
-from .._experiments import LawLadder, law_checks
+from .._experiments import ROUNDING_OPERATIONS, LawLadder, law_checks
 from .._models import CovarianceSDE, LayerMap, LimitSDE, WidthBlock
 from .._paths import (
     EulerMaruyama,
@@ -29,8 +29,6 @@ from .claims import checked_observable
 from .covariance_local import resolve_covariance_states
 from .outcome import Outcome, timed
 from .staged import USER_KEY
-
-ROUNDING_OPERATIONS = 16  # roundings per layer of the statistic's magnitude that the rounding allowance counts
 
 
 def doubling(levels, what: str) -> tuple[int, ...]:

@@ -2,7 +2,8 @@
 ``strong_checks``, ``strong_same_limit``, ``strong_low_rank``, ``weak`` with its order fit ``weak_order_fit``, and model
 F's overlap statistics, ``weak_overlap``), local consistency (``local``: the checks, over ``local_draws``,
 ``local_statistics`` and ``local_states``, and a width-indexed block's, ``covariance_local``), the law of a statistic
-at T along a ladder against the claim's (``law_distance``), where two tokens end
+at T along a ladder against the claim's (``law_distance``; the ladder arithmetic both share,
+``ladder_extrapolation``), where two tokens end
 (``overlap_ends``) and the phase transition built on it (``phase``, with its design ``phase_design`` and its n-token
 runs ``phase_many_tokens``), plausible wrong claims (``mutants``) and the rows of the power study beyond the local and
 strong ones (``mutant_rows``), two-point exponents (``exponents``), the interaction energy (``energy``), collapse rates
@@ -41,7 +42,7 @@ from .collapse import (
 from .collapse_grid import GridOutcome, run_collapse_grid
 from .commute import CommuteDesign, coupled_energies
 from .commute_checks import analyse_commute, commute_estimates
-from .covariance_local import WIDTH_BLOCK, WidthLadder, covariance_local_checks, draw_width, extrapolation_weights
+from .covariance_local import WIDTH_BLOCK, WidthLadder, covariance_local_checks, draw_width
 from .energy import (
     ENERGY_TARGET,
     EnergyDesign,
@@ -65,12 +66,14 @@ from .grid_configs import (
     TOKENS,
     GridDesign,
 )
+from .ladder_extrapolation import extrapolation_weights
 from .latent_runs import PAPER_HORIZON, PAPER_SPECTRA, LatentDesign, backward_samples
 from .latent_sampling import LIMIT_TARGET, exact_discrete_convergence, sampler_checks
 from .law_distance import LawLadder, law_checks
 from .local import local_checks, local_checks_for_claims
 from .local_draws import CONTROLS, SAMPLE_BLOCK, LocalDesign, layer_samples
 from .local_states import STATES, states_for
+from .local_statistics import ROUNDING_OPERATIONS
 from .mean_field import (
     MEAN_FIELD_CHECKS,
     MEAN_FIELD_SECTIONS,
@@ -185,6 +188,7 @@ from .width_depth import WidthDepthDesign, WidthGroups, analyse_width_depth, wid
 
 __all__ = [
     "WIDTH_BLOCK",
+    "ROUNDING_OPERATIONS",
     "WidthLadder",
     "covariance_local_checks",
     "draw_width",

@@ -46,13 +46,13 @@ from .._models.width_blocks import (
     WidthBlock,
     covariance,
 )
-from .._paths import in_float64, seeded_block
+from .._paths import block_step, in_float64, seeded_block
 from .._runtime import random_stream
 from .._statistics import FAIL, INCONCLUSIVE, Check, z_value
-from .local_statistics import interval_check, max_z_check
+from .ladder_extrapolation import RATIO_BAND, departure_weights, extrapolation_weights, reach, remainder_ratio
+from .local_statistics import ROUNDING_OPERATIONS, interval_check, max_z_check
 
 WIDTH_BLOCK = 256  # the looks' unit of samples
-ROUNDING_OPERATIONS = 16
 
 
 def draw_width(
@@ -67,11 +67,8 @@ def draw_width(
     for index in range(first, -(-stop // size)):
         rng = random_stream(seed, (*key, width, index))
         z = frame_states(state, width, size, rng)
-        weights = {name: rng.standard_normal((size, *shape)) for name, shape in block.weight_shapes(width).items()}
-        moved, eps = in_float64(block.block(z, weights))
+        moved, weights, eps = block_step(block, z, rng)
         precision = max(precision, eps)
-        if moved.shape != z.shape:
-            raise ValueError(f"block: expected an output of shape {z.shape} (samples, m, n), got {moved.shape}")
         v_moved = covariance(moved)
         estimator = getattr(block, "mean_estimate", None)
         estimate = v_moved
@@ -112,16 +109,6 @@ class WidthLadder:
         return width * centred[:, rows] * centred[:, cols] * samples / (samples - 1)
 
 
-def extrapolation_weights(widths: tuple[int, ...], rate: float) -> np.ndarray:
-    """Weights over the ladder that give the limit of m(n) = L + B n^-q exactly (the claimed rate q): Richardson on the
-    two widest widths, (m_K - r m_{K-1}) / (1 - r) with r = 2^-q, and 0 on the others (narrower widths, whose higher
-    terms only the three widest are checked for, would carry weight otherwise)."""
-    r = (widths[-1] / widths[-2]) ** -rate
-    weights = np.zeros(len(widths))
-    weights[-2:] = (-r / (1 - r), 1 / (1 - r))
-    return weights
-
-
 def combined(per_width: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
     """The per-sample combination sum_k c_k x_k of equally many independent samples at each width."""
     return sum(c * x for c, x in zip(weights, per_width) if c != 0)
@@ -136,8 +123,7 @@ def interval(values: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
 def departure(per_width: list[np.ndarray], rate: float) -> np.ndarray:
     """Per sample, delta = -r m_1 + (1 + r) m_2 - m_3 over the three widths (r = 2^-q): D_2 - r D_1, the departure
     of the consecutive differences D_k from the ratio of the claimed rate."""
-    r = 2.0**-rate
-    return combined(per_width, np.array([-r, 1 + r, -1.0]))
+    return combined(per_width, departure_weights(rate))
 
 
 def remainder_allowance(per_width: list[np.ndarray], widths: tuple[int, ...], rate: float, z: float) -> np.ndarray:
@@ -145,14 +131,8 @@ def remainder_allowance(per_width: list[np.ndarray], widths: tuple[int, ...], ra
     ``departure`` delta is C d.n^-2q (d its weights), and the extrapolation's bias C c.n^-2q, so the bias is delta
     (c.n^-2q) / (d.n^-2q); delta is taken at the upper end of its z interval (|mean| + z se), so the bound holds at the
     check's level. At the noise floor it is noise-sized: it costs samples, never a wrong fail."""
-    r = 2.0**-rate
-    second = np.asarray(widths, dtype=np.float64) ** (-2 * rate)
-    ratio = (extrapolation_weights(widths, rate) @ second) / (np.array([-r, 1 + r, -1.0]) @ second)
     mean, half = interval(departure(per_width, rate), z)
-    return np.abs(ratio) * (np.abs(mean) + half).reshape(per_width[0].shape[1:])
-
-
-RATIO_BAND = 0.5  # consecutive differences within 50% of the ratio 2^-q: the widths in the regime of the rate
+    return remainder_ratio(widths, rate) * (np.abs(mean) + half).reshape(per_width[0].shape[1:])
 
 
 def outside_regime(per_width: list[np.ndarray], rate: float, z: float) -> bool:
@@ -168,34 +148,15 @@ def outside_regime(per_width: list[np.ndarray], rate: float, z: float) -> bool:
 
 def far_beyond(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> bool:
     """Whether some component at the widest width is farther from the claim than the ladder could still move: the lower
-    end of |m_3| less its allowance above the upper end of the last consecutive difference |D_2| = |m_3 - m_2| times
-    rho / (1 - rho), the sum of all later differences if each were rho times the last, with rho the larger of 2^-q/2
-    (half the claimed rate) and the ratio the ladder shows, |D_2| / |D_1| where D_1 is resolved (its point estimate:
-    the ratio of interval ends is unbounded when D_1 is barely resolved); no reach
-    bounds it (never far) where that ratio is 1 or more, or D_1 and D_2 are resolved with opposite signs. A fail
-    outside the rate's regime stands on this evidence alone (an ODE claimed for a block with noise)."""
+    end of |m_3| less its allowance above the ladder's ``reach`` from its consecutive differences D_1 = m_2 - m_1 and
+    D_2 = m_3 - m_2. A fail outside the rate's regime stands on this evidence alone (an ODE claimed for a block with
+    noise)."""
     finest, finest_half = interval(per_width[-1], z)
     first, first_half = interval(per_width[-2] - per_width[-3], z)
     last, last_half = interval(per_width[-1] - per_width[-2], z)
     return bool(
         np.any(np.abs(finest) - finest_half - np.ravel(allowance) > reach(first, first_half, last, last_half, rate))
     )
-
-
-def reach(first, first_half, last, last_half, rate: float) -> np.ndarray:
-    """How far a ladder whose last two consecutive differences are ``first`` and ``last`` (with their half-widths)
-    could still move (``far_beyond``), per component."""
-    first, first_half, last, last_half = (
-        np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in (first, first_half, last, last_half)
-    )
-    resolved = np.abs(first) > first_half
-    upper = np.abs(last) + last_half
-    shown = np.where(resolved, np.abs(last) / np.maximum(np.abs(first), np.finfo(np.float64).tiny), 0.0)
-    rho = np.maximum(2.0 ** (-rate / 2), shown)
-    turning = resolved & (np.abs(last) > last_half) & (np.sign(first) != np.sign(last))
-    with np.errstate(divide="ignore"):
-        tail = np.where((rho >= 1) | turning, np.inf, upper * rho / np.maximum(1 - rho, np.finfo(np.float64).tiny))
-    return tail
 
 
 def undecided_fail(check: Check, outside: bool) -> Check:

@@ -52,10 +52,9 @@ from .._statistics import (
     kolmogorov_norm,
     l1_norm,
 )
+from .ladder_extrapolation import RATIO_BAND, departure_weights, extrapolation_weights, reach, remainder_ratio
 
 LAWS = 5  # empirical CDFs whose bands the intervals need at once: three levels, the reference at S and S/2 steps
-RATIO_BAND = 0.5  # consecutive differences within 50% of the ratio 2^-q: the levels in the rate's regime
-ROUNDING_OPERATIONS = 16
 PLOT_POINTS = 201
 SUPPORT_ROUNDING = 1e-9  # values this far (relative to b - a) outside a stated support [a, b] count as rounding
 
@@ -81,24 +80,22 @@ class LawLadder:
         return [v.shape[0] for v in self.laws]
 
 
-def extrapolation(rate: float) -> tuple[float, ...]:
-    """The weights of ``LawLadder.laws`` in G - F_claim: 0, -r / (1 - r), 1 / (1 - r) on the levels, -1 on the
-    reference, 0 on its coarse run (r = 2^-q)."""
-    r = 2.0**-rate
-    return (0.0, -r / (1 - r), 1 / (1 - r), -1.0, 0.0)
+# weights of ``LawLadder.laws`` (three levels, the reference at S and S/2 steps) in the combinations the checks read
+FIRST = (1.0, -1.0, 0.0, 0.0, 0.0)  # F_1 - F_2: the first consecutive difference (sign irrelevant to a norm)
+LAST = (0.0, 1.0, -1.0, 0.0, 0.0)  # F_2 - F_3
+FINEST = (0.0, 0.0, 1.0, -1.0, 0.0)  # F_3 - F_claim
+EULER = (0.0, 0.0, 0.0, 1.0, -1.0)  # the reference at S steps less at S/2: its weak-order-1 bias
+
+
+def extrapolation(ladder: LawLadder, rate: float) -> tuple[float, ...]:
+    """The weights of ``LawLadder.laws`` in G - F_claim: the levels' ``extrapolation_weights``, -1 on the reference,
+    0 on its coarse run."""
+    return (*extrapolation_weights(ladder.levels, rate), -1.0, 0.0)
 
 
 def departure(rate: float) -> tuple[float, ...]:
-    """The weights of the departure -r F_1 + (1 + r) F_2 - F_3 = D_2 - r D_1 of the consecutive differences D_k from
-    the ratio r: C d.k^-2q on F + B k^-q + C k^-2q."""
-    r = 2.0**-rate
-    return (-r, 1 + r, -1.0, 0.0, 0.0)
-
-
-def remainder_ratio(levels: tuple[int, ...], rate: float) -> float:
-    """|c.k^-2q / d.k^-2q|: the extrapolation's remainder per unit of ``departure`` on F + B k^-q + C k^-2q."""
-    second = np.asarray(levels, dtype=np.float64) ** (-2 * rate)
-    return abs(float(np.dot(extrapolation(rate)[:3], second) / np.dot(departure(rate)[:3], second)))
+    """The weights of ``LawLadder.laws`` in the departure -r F_1 + (1 + r) F_2 - F_3 (``departure_weights``)."""
+    return (*departure_weights(rate), 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -116,13 +113,14 @@ class Norm:
         return self.span * combined_halfwidth(ladder.sizes, weights, alpha / LAWS)
 
 
-def allowance(ladder: LawLadder, rate: float, norm: Norm, alpha: float, rounding: float) -> tuple[float, str]:
-    """The bias bound of ``law_checks``' interval and its parts, described."""
-    remainder = remainder_ratio(ladder.levels, rate) * (
-        norm.value(ladder, departure(rate)) + norm.halfwidth(ladder, departure(rate), alpha)
-    )
-    euler = (0.0, 0.0, 0.0, 1.0, -1.0)
-    reference = norm.value(ladder, euler) + norm.halfwidth(ladder, euler, alpha)
+def upper_end(ladder: LawLadder, norm: Norm, weights, alpha: float) -> float:
+    """The upper end of the norm of a combination of the laws: its value plus its half-width."""
+    return norm.value(ladder, weights) + norm.halfwidth(ladder, weights, alpha)
+
+
+def allowance(ladder: LawLadder, rate: float, norm: Norm, alpha: float, reference: float, rounding: float):
+    """The bias bound of ``law_checks``' interval and its parts, described; ``reference``: the Euler bias bound."""
+    remainder = remainder_ratio(ladder.levels, rate) * upper_end(ladder, norm, departure(rate), alpha)
     text = (
         f"allowance: extrapolation remainder {remainder:.3g}, Euler reference bias {reference:.3g} "
         f"({ladder.reference_steps} against {ladder.reference_steps // 2} steps), rounding {rounding:.2g}"
@@ -133,40 +131,32 @@ def allowance(ladder: LawLadder, rate: float, norm: Norm, alpha: float, rounding
 def outside_regime(ladder: LawLadder, rate: float, alpha: float) -> bool:
     """Whether the ladder is not shown in the rate's regime: the first consecutive difference sup |F_2 - F_1| resolved
     beyond its band and the departure's upper end above ``RATIO_BAND`` r times it."""
-    first = (1.0, -1.0, 0.0, 0.0, 0.0)
     kolmogorov = Norm("ks", kolmogorov_norm, 1.0)
-    d1 = kolmogorov.value(ladder, first)
-    if d1 <= kolmogorov.halfwidth(ladder, first, alpha):
+    d1 = kolmogorov.value(ladder, FIRST)
+    if d1 <= kolmogorov.halfwidth(ladder, FIRST, alpha):
         return False
-    upper = kolmogorov.value(ladder, departure(rate)) + kolmogorov.halfwidth(ladder, departure(rate), alpha)
-    return upper > RATIO_BAND * 2.0**-rate * d1
+    return upper_end(ladder, kolmogorov, departure(rate), alpha) > RATIO_BAND * 2.0**-rate * d1
 
 
-def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, rounding: float) -> bool:
+def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, bias: float) -> bool:
     """Whether the finest level is farther from the claim than the ladder could still move: the lower end of its
-    distance from the claim, less the reference's bias bound and the rounding, above the upper end of the last
-    consecutive difference times rho / (1 - rho), rho the larger of 2^-q/2 (half the claimed rate) and the ratio the
-    ladder shows (|D_2| / |D_1| where D_1 is resolved; never far where it is 1 or more). A fail outside
-    the rate's regime stands on this evidence alone."""
-    finest, last, first = (0.0, 0.0, 1.0, -1.0, 0.0), (0.0, 1.0, -1.0, 0.0, 0.0), (1.0, -1.0, 0.0, 0.0, 0.0)
-    euler = (0.0, 0.0, 0.0, 1.0, -1.0)
-    reference = norm.value(ladder, euler) + norm.halfwidth(ladder, euler, alpha)
-    low = norm.value(ladder, finest) - norm.halfwidth(ladder, finest, alpha) - reference - rounding
-    upper = norm.value(ladder, last) + norm.halfwidth(ladder, last, alpha)
-    shown = norm.value(ladder, first)
-    resolved = shown > norm.halfwidth(ladder, first, alpha)
-    rho = max(2.0 ** (-rate / 2), norm.value(ladder, last) / shown if resolved else 0.0)
-    return rho < 1 and low > upper * rho / (1 - rho)
+    distance from the claim, less ``bias`` (the reference's bias bound and the rounding), above the ladder's ``reach``
+    from its consecutive differences (norms: never of opposite signs). A fail outside the rate's regime stands on this
+    evidence alone."""
+    low = norm.value(ladder, FINEST) - norm.halfwidth(ladder, FINEST, alpha) - bias
+    halves = (norm.halfwidth(ladder, FIRST, alpha), norm.halfwidth(ladder, LAST, alpha))
+    return bool(low > reach(norm.value(ladder, FIRST), halves[0], norm.value(ladder, LAST), halves[1], rate)[0])
 
 
 def distance_check(
     ladder: LawLadder, rate: float, norm: Norm, rounding: float, target: float, alpha: float, power: float, config
 ) -> Check:
     """``law_ks`` or ``law_w1`` (module docstring): the extrapolated law's distance from the claim's."""
-    weights = extrapolation(rate)
+    weights = extrapolation(ladder, rate)
     estimate = norm.value(ladder, weights)
     half = norm.halfwidth(ladder, weights, alpha)
-    bias, text = allowance(ladder, rate, norm, alpha, rounding)
+    reference = upper_end(ladder, norm, EULER, alpha)
+    bias, text = allowance(ladder, rate, norm, alpha, reference, rounding)
     resolution = 2 * bias + half + norm.halfwidth(ladder, weights, 2 * (1 - power))
     ci = (max(estimate - half, 0.0), estimate + half)
     verdict = effect_verdict(ci, 0.0, bias, resolution, target)
@@ -175,7 +165,7 @@ def distance_check(
         f"{ladder.label} {levels}, {ladder.sizes[0]} samples each, the claim's Euler scheme on {ladder.sizes[3]}; "
         f"extrapolated at the claimed rate {rate:g}; {text}"
     )
-    unsettled = outside_regime(ladder, rate, alpha) and not far_beyond(ladder, rate, norm, alpha, rounding)
+    unsettled = outside_regime(ladder, rate, alpha) and not far_beyond(ladder, rate, norm, alpha, reference + rounding)
     if verdict == FAIL and all_finite(estimate, bias) and unsettled:
         verdict = INCONCLUSIVE
         note = (
@@ -306,15 +296,14 @@ def law_checks(
     naming where when a value is not finite. ``target``: the distance the check may miss (Kolmogorov; Wasserstein-1
     in units of b - a). The rounding allowance: eta = ``ladder.rounding`` moves the Kolmogorov norm by at most the
     ``rounding_mass`` of the finest level and the Wasserstein-1 norm by eta, each times the extrapolation's weights."""
-    bad = [label for label, v in zip([*map(str, ladder.levels), "reference", "coarse reference"], ladder.laws)]
-    bad = [label for label, v in zip(bad, ladder.laws) if not np.all(np.isfinite(v))]
+    labels = [*map(str, ladder.levels), "reference", "coarse reference"]
+    bad = [label for label, v in zip(labels, ladder.laws) if not np.all(np.isfinite(v))]
     if bad:
         note = f"NaN or infinity in the statistic at {', '.join(bad)}: cannot pass"
         nan = (math.nan, math.nan)
         return [Check("law_ks", 0.0, math.nan, nan, FAIL, config, math.nan, 1 - alpha, note=note)], []
     mass = rounding_mass(ladder.values[-1], ladder.rounding)
-    weights = extrapolation(rate)
-    scale = sum(abs(c) for c in weights[:3])
+    scale = sum(abs(c) for c in extrapolation(ladder, rate)[:3])
     args = (target, alpha, power, config)
     checks = [distance_check(ladder, rate, Norm("law_ks", kolmogorov_norm, 1.0), scale * mass, *args)]
     atom = largest_atom(ladder.reference)

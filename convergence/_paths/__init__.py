@@ -39,7 +39,15 @@ from .design import DepthLadder, RateTolerance, RecordGrid
 from .integrators import EulerMaruyama, drift_and_diffusion
 from .runner import run_seeded
 from .simulate import record_at_two_steps, simulate
-from .width_paths import Statistic, correlation, covariance_euler, in_float64, seeded_block, width_run
+from .width_paths import (
+    Statistic,
+    block_step,
+    correlation,
+    covariance_euler,
+    in_float64,
+    seeded_block,
+    width_run,
+)
 
 __all__ = [
     "BrownianBlock",
@@ -74,6 +82,7 @@ __all__ = [
     "token_mean_sq_distance",
     "uniform_sphere",
     "Statistic",
+    "block_step",
     "correlation",
     "covariance_euler",
     "in_float64",

@@ -41,17 +41,26 @@ def in_float64(values) -> tuple[np.ndarray, float]:
     return values.astype(np.float64), float(np.finfo(values.dtype if floating else np.float64).eps)
 
 
-def block_layers(block: WidthBlock, z: np.ndarray, layers: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """``layers`` layers of ``block`` on Z (samples, m, n), fresh N(0, 1) weights from ``rng`` at each; the final Z in
-    float64 and the coarsest machine epsilon the block returned."""
-    precision = float(np.finfo(np.float64).eps)
+def block_step(
+    block: WidthBlock, z: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, np.ndarray], float]:
+    """One layer of ``block`` on Z (samples, m, n) with fresh N(0, 1) weights from ``rng`` (drawn in the order of
+    ``weight_shapes``): the output in float64, the weights, and the machine epsilon of the dtype the block returned."""
     samples, width = z.shape[0], z.shape[-1]
+    weights = {name: rng.standard_normal((samples, *shape)) for name, shape in block.weight_shapes(width).items()}
+    moved, eps = in_float64(block.block(z, weights))
+    if moved.shape != z.shape:
+        raise ValueError(f"block: expected an output of shape {z.shape} (samples, m, n), got {moved.shape}")
+    return moved, weights, eps
+
+
+def block_layers(block: WidthBlock, z: np.ndarray, layers: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """``layers`` layers of ``block`` on Z (``block_step`` each); the final Z in float64 and the coarsest machine
+    epsilon the block returned."""
+    precision = float(np.finfo(np.float64).eps)
     for _ in range(layers):
-        weights = {name: rng.standard_normal((samples, *shape)) for name, shape in block.weight_shapes(width).items()}
-        moved, eps = in_float64(block.block(z, weights))
-        if moved.shape != z.shape:
-            raise ValueError(f"block: expected an output of shape {z.shape} (samples, m, n), got {moved.shape}")
-        z, precision = moved, max(precision, eps)
+        z, _, eps = block_step(block, z, rng)
+        precision = max(precision, eps)
     return z, precision
 
 

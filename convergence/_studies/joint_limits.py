@@ -62,6 +62,7 @@ from .._statistics import (
     INCONCLUSIVE,
     PASS,
     Check,
+    combine_verdicts,
     excess_resolution,
     wilson,
     z_confidence,
@@ -163,7 +164,7 @@ def local_rows(profile: Profile, seed: int, alpha: float) -> tuple[list[Check], 
 
 def rejection_row(model: str, name: str, checks: list[Check]) -> Check:
     """``rejects`` (a finding): pass when the near miss fails, fail when it passes, else inconclusive."""
-    inner = {PASS: FAIL, FAIL: PASS}.get(_combined(checks), INCONCLUSIVE)
+    inner = {PASS: FAIL, FAIL: PASS}.get(combine_verdicts([c.verdict for c in checks if c.claim]), INCONCLUSIVE)
     failed = ", ".join(c.name for c in checks if c.verdict == FAIL) or "none"
     resolution = min((c.relative_resolution or c.resolution or math.inf) for c in checks)
     note = f"the near miss '{name}' judged by the local check: failing checks {failed}"
@@ -172,11 +173,6 @@ def rejection_row(model: str, name: str, checks: list[Check]) -> Check:
     return Check(
         "rejects", 1.0, rejected, (rejected, rejected), inner, config, note=note, claim=False, resolution=resolution
     )
-
-
-def _combined(checks: list[Check]) -> str:
-    verdicts = {c.verdict for c in checks if c.claim}
-    return FAIL if FAIL in verdicts else INCONCLUSIVE if INCONCLUSIVE in verdicts else PASS
 
 
 def log_norm(v: np.ndarray) -> np.ndarray:
