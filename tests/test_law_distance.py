@@ -5,6 +5,8 @@ the linear layer passes its Wishart law on a width ladder and the infinite-width
 is an atom, which the Kolmogorov distance says it cannot judge); too few samples never
 pass a near miss; NaN fails naming where; samples do not depend on how a run is split; bad input is refused."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -71,6 +73,16 @@ def test_too_few_samples_never_pass_a_near_miss(samples):
     assert ks.verdict != "pass", outcome.table()
     if ks.verdict == "inconclusive":
         assert ks.resolution > 0.15 and "samples a level would decide" in ks.note
+
+
+def test_a_statistic_that_cannot_see_the_error_never_passes():
+    """A statistic constant at T (0 for every law): its laws are one atom, so a wrong claim (b x 1.5) is not passed,
+    and the plots draw it without a warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        outcome = cv.check_law(LAYER, WIDE, lambda x: 0 * x[:, 0, 0], initial=START, samples=1024)
+    ks = outcome.checks[0]
+    assert ks.verdict == "inconclusive" and "atom" in ks.note, outcome.table()
 
 
 def test_nan_in_the_claims_scheme_fails_naming_it():

@@ -238,11 +238,16 @@ def decay_check(ladder: LawLadder, rate: float, alpha: float, config) -> tuple[C
     return check, plot
 
 
+def plot_range(laws: list[np.ndarray]) -> tuple[float, float]:
+    """The plots' range: the 0.2% and 99.8% quantiles of the pooled values, widened by 1/2 each way where they meet
+    (a statistic constant at T: an atom, which zero-width bins could not draw)."""
+    low, high = np.quantile(np.concatenate(laws), [0.002, 0.998])
+    return (float(low), float(high)) if high > low else (float(low) - 0.5, float(high) + 0.5)
+
+
 def ecdf_plot(ladder: LawLadder, statistic: str, alpha: float) -> Plot:
     """The empirical CDFs of every level and of the claim's scheme, each with its simultaneous DKW band."""
-    pooled = np.concatenate(ladder.laws)
-    low, high = np.quantile(pooled, [0.002, 0.998])
-    points = np.linspace(low, high, PLOT_POINTS)
+    points = np.linspace(*plot_range(ladder.laws), PLOT_POINTS)
     names = [f"{ladder.label.split()[-1]} = {level}" for level in ladder.levels]
     curves = []
     for name, values in zip([*names, f"claim (Euler, {ladder.reference_steps} steps)"], ladder.laws[:4]):
@@ -261,8 +266,7 @@ def largest_atom(values: np.ndarray) -> float:
 
 def histogram_plot(ladder: LawLadder, statistic: str, bins: int = 40) -> Plot:
     """Densities of every level and of the claim's scheme on common bins (as the papers draw the law at T)."""
-    pooled = np.concatenate(ladder.laws[:4])
-    edges = np.linspace(*np.quantile(pooled, [0.002, 0.998]), bins + 1)
+    edges = np.linspace(*plot_range(ladder.laws[:4]), bins + 1)
     centres = ((edges[1:] + edges[:-1]) / 2).tolist()
     names = [*(f"{ladder.label.split()[-1]} = {level}" for level in ladder.levels), "claim (Euler)"]
     curves = [
