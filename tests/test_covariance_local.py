@@ -104,7 +104,7 @@ def test_the_attention_diffusion_without_its_cross_term_and_the_infinite_width_o
     no_cross = cv.covariance_sde(limit.drift, lambda v: limit.diffusion(v) - wishart_sigma(v, cross), 3)
     ode = cv.covariance_sde(limit.drift, lambda v: np.zeros_like(limit.diffusion(v)), 3, name="ODE")
     for claim in (no_cross, ode):
-        outcome = cv.check_local_consistency(ATTENTION, claim, states=("correlated",), samples=1024)
+        outcome = cv.check_local_consistency(ATTENTION, claim, states=("correlated",), samples=4096)
         assert outcome.verdict == "fail"
         assert any(c.name.startswith("diffusion") and c.verdict == "fail" for c in outcome.checks)
 

@@ -8,14 +8,16 @@ q the block's ``rate``. At each state V the block runs from representations Z wi
 are averages over frames) at every width of a ladder n_1 < n_2 < n_3 (each twice the last), equally many
 independent samples at each: the per-sample drift n (V'_est - V) - b (V'_est the block's ``mean_estimate`` where it
 gives one, else V') and the per-sample covariance n (y - mean y)(y - mean y)^T N / (N - 1) - Sigma over the N
-samples' coordinates y of V'. The checks judge the limit at the claimed rate (MATH.md: a limit is judged at its rate,
+samples' coordinates y of V'. The checks judge the limit at the claimed rate (a limit is judged at its rate,
 never with the rate fitted): the Richardson combination of the two widest widths, exact on L + B n^-q, per sample, so
 its interval is a plain mean's. Its allowance bounds the n^-2q remainder from the three widest widths
 (``remainder_allowance``: the upper end of the interval of the consecutive differences' departure from the ratio
 2^-q, times the remainder it implies) plus the rounding of n (V' - V) in the block's own dtype. A fail also needs
-the widest widths shown in the rate's regime (``outside_regime``: resolved consecutive differences in the ratio 2^-q
-within 50%) or the widest width farther from the claim than the ladder could still move at half the rate
-(``far_beyond``), else it is inconclusive.
+the widest width farther from the claim than the ladder could still move at half the rate (``far_beyond``), or the
+widths shown in the rate's regime (``outside_regime``: resolved consecutive differences in the ratio 2^-q within 50%)
+and the fail standing with the allowance widened by the ``slow_margin`` (the limit at the slowest ratio the
+differences allow, no slower than half the rate: a block converging more slowly than claimed by less than the regime
+test sees is not failed for it), else it is inconclusive.
 
 Four checks per state: ``drift_scale`` (the drift error's projection on b / |b|, relative to |b|, or to the typical
 noise sqrt(mean diag Sigma) where that is larger: a drift small beside the noise is judged in its units), ``drift``
@@ -49,7 +51,14 @@ from .._models.width_blocks import (
 from .._paths import block_step, in_float64, seeded_block
 from .._runtime import random_stream
 from .._statistics import FAIL, INCONCLUSIVE, Check, z_value
-from .ladder_extrapolation import RATIO_BAND, departure_weights, extrapolation_weights, reach, remainder_ratio
+from .ladder_extrapolation import (
+    RATIO_BAND,
+    departure_weights,
+    extrapolation_weights,
+    reach,
+    remainder_ratio,
+    slow_rate_margin,
+)
 from .local_statistics import ROUNDING_OPERATIONS, interval_check, max_z_check
 
 WIDTH_BLOCK = 256  # the looks' unit of samples
@@ -136,7 +145,7 @@ def remainder_allowance(per_width: list[np.ndarray], widths: tuple[int, ...], ra
 
 
 def outside_regime(per_width: list[np.ndarray], rate: float, z: float) -> bool:
-    """Whether the three widths are not shown in the regime of the claimed rate q (MATH.md: a fail needs evidence
+    """Whether the three widths are not shown in the regime of the claimed rate q (a fail needs evidence
     there): some component whose first consecutive difference D_1 is resolved (beyond z standard errors) has a
     ``departure`` whose interval leaves +- ``RATIO_BAND`` 2^-q |D_1| (consecutive differences not in the ratio of one
     rate). Unresolved differences are at the noise floor: no bias shows."""
@@ -159,16 +168,36 @@ def far_beyond(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, 
     )
 
 
-def undecided_fail(check: Check, outside: bool) -> Check:
-    """A fail where the widths are not shown in the claimed rate's regime (``outside_regime``) becomes inconclusive,
-    saying what would decide; a fail on NaN or infinity stays."""
+def slow_margin(per_width: list[np.ndarray], rate: float, z: float) -> np.ndarray:
+    """Per component, the ``slow_rate_margin`` of the three widths' consecutive differences."""
+    first, first_half = interval(per_width[1] - per_width[0], z)
+    last, last_half = interval(per_width[2] - per_width[1], z)
+    return slow_rate_margin(first, first_half, last, last_half, rate).reshape(per_width[0].shape[1:])
+
+
+def fail_gate(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> str:
+    """What a fail of the limit at the claimed rate must also show: nothing ("") when the widest width is
+    ``far_beyond`` the ladder's reach; "regime" (undecided) when the widths are ``outside_regime``; else "slow": it
+    must stand with the allowance widened by the ``slow_margin``."""
+    if far_beyond(per_width, allowance, rate, z):
+        return ""
+    return "regime" if outside_regime(per_width, rate, z) else "slow"
+
+
+UNDECIDED = {
+    "regime": "the widest widths are not shown in the regime of the claimed rate (consecutive differences not in the "
+    "ratio 2^-q)",
+    "slow": "at the slowest rate the widths' consecutive differences allow, the limit could be within the allowance",
+}
+
+
+def undecided_fail(check: Check, gate: str, widened: object) -> Check:
+    """A fail that its ``fail_gate`` does not settle (``widened``: its verdict at the allowance widened by the
+    ``slow_margin``) becomes inconclusive, saying what would decide; a fail on NaN or infinity stays."""
     finite = np.all(np.isfinite([check.estimate, *check.ci])) and np.all(np.isfinite(check.allowance))
-    if not (outside and check.verdict == FAIL) or not finite:
+    if check.verdict != FAIL or not finite or not gate or (gate == "slow" and widened == FAIL):
         return check
-    note = (
-        "the widest widths are not shown in the regime of the claimed rate (consecutive differences not in the ratio "
-        "2^-q): a fail is not decided; wider widths would decide"
-    )
+    note = f"{UNDECIDED[gate]}: a fail is not decided; wider widths would decide"
     return replace(check, verdict=INCONCLUSIVE, note=f"{note}; {check.note}")
 
 
@@ -199,8 +228,7 @@ def state_checks(
         return [nonfinite_check(ladder, config)]
     single = ROUNDING_OPERATIONS * ladder.precision * ladder.widths[-1] * np.max(np.abs(state))
     rounding = single * float(np.sum(np.abs(weights)))
-    noise_unit = float(np.sqrt(np.mean(np.diag(sigma)))) if np.any(sigma) else float(np.max(np.abs(state)))
-    cov_unit = float(np.max(np.abs(sigma))) if np.any(sigma) else float(np.max(np.abs(state))) ** 2
+    noise_unit, cov_unit = units(sigma, state)
     drift_allowance = rounding + remainder_allowance(drifts, ladder.widths, block.rate, z)
     cov_allowance = rounding * cov_unit + remainder_allowance(terms, ladder.widths, block.rate, z)
     note = (
@@ -208,19 +236,43 @@ def state_checks(
         f"n^-{block.rate:g} (weights {', '.join(f'{c:.3g}' for c in weights)})"
     )
     args = (z, config, confidence, power, target)
-    checks = [
-        *_scale_check("drift_scale", drifts, b, weights, drift_allowance @ np.abs(b), note, args, noise_unit),
-        _coordinates_check("drift", drifts, weights, drift_allowance, noise_unit, note, args),
-        *_scale_check("diffusion_scale", terms, sigma_terms, weights, cov_allowance @ np.abs(sigma_terms), note, args),
-        _coordinates_check("diffusion", terms, weights, cov_allowance, cov_unit, note, args),
-    ]
+
+    def judged(drift_bias: np.ndarray, cov_bias: np.ndarray) -> list[Check]:
+        allowances = (drift_bias, cov_bias)
+        return claim_checks(drifts, terms, b, sigma_terms, weights, allowances, (noise_unit, cov_unit), note, args)
+
+    checks = judged(drift_allowance, cov_allowance)
     if checks_estimate(block):
         checks.append(_estimate_check(ladder, state, samples, single, noise_unit, note, args))
-    outside = {
-        "drift": outside_regime(drifts, block.rate, z) and not far_beyond(drifts, drift_allowance, block.rate, z),
-        "diffusion": outside_regime(terms, block.rate, z) and not far_beyond(terms, cov_allowance, block.rate, z),
+    if not any(c.verdict == FAIL for c in checks):
+        return checks
+    margins = (slow_margin(drifts, block.rate, z), slow_margin(terms, block.rate, z))
+    widened = {c.name: c.verdict for c in judged(drift_allowance + margins[0], cov_allowance + margins[1])}
+    gates = {
+        "drift": fail_gate(drifts, drift_allowance, block.rate, z),
+        "diffusion": fail_gate(terms, cov_allowance, block.rate, z),
     }
-    return [undecided_fail(c, outside.get(c.name.split("_")[0], False)) for c in checks]
+    return [undecided_fail(c, gates.get(c.name.split("_")[0], ""), widened.get(c.name, FAIL)) for c in checks]
+
+
+def along(allowance: np.ndarray, claimed: np.ndarray) -> float:
+    """The allowance of the projection on ``claimed``: sum_i a_i |c_i| over the components where c_i != 0 (an
+    infinite a_i elsewhere has no weight)."""
+    weighted = claimed != 0
+    return float(allowance[weighted] @ np.abs(claimed[weighted]))
+
+
+def claim_checks(drifts, terms, b, sigma_terms, weights, allowances, units, note, args) -> list[Check]:
+    """``drift_scale``, ``drift``, ``diffusion_scale``, ``diffusion`` (module docstring) at the given per-component
+    allowances of the drift and of the covariance terms."""
+    drift_allowance, cov_allowance = allowances
+    noise_unit, cov_unit = units
+    return [
+        *_scale_check("drift_scale", drifts, b, weights, along(drift_allowance, b), note, args, noise_unit),
+        _coordinates_check("drift", drifts, weights, drift_allowance, noise_unit, note, args),
+        *_scale_check("diffusion_scale", terms, sigma_terms, weights, along(cov_allowance, sigma_terms), note, args),
+        _coordinates_check("diffusion", terms, weights, cov_allowance, cov_unit, note, args),
+    ]
 
 
 SUITE_BLOCKS = (ShapedMLPBlock, ResidualBlock, ShapedAttentionBlock, ShapedTransformerBlock)
@@ -253,14 +305,47 @@ def _estimate_check(ladder: WidthLadder, state: np.ndarray, samples: int, roundi
     return max_z_check("mean_estimate", gap, allowance, z, config, text, confidence, unit, 5 * target, power)
 
 
+def units(sigma: np.ndarray, state: np.ndarray) -> tuple[float, float]:
+    """The drift's unit, the typical noise sqrt(mean diag Sigma), and the covariance's, max |Sigma| (|V| and |V|^2
+    for a claim without noise)."""
+    if not np.any(sigma):
+        return float(np.max(np.abs(state))), float(np.max(np.abs(state))) ** 2
+    return float(np.sqrt(np.mean(np.diag(sigma)))), float(np.max(np.abs(sigma)))
+
+
+def scale_norm(claimed: np.ndarray, floor: float) -> float:
+    """|c| max(|c|, floor): a scale check's error projected on the claimed c, relative to |c| or to ``floor``."""
+    length = float(np.sqrt(claimed @ claimed))
+    return length * max(length, floor)
+
+
+def check_effects(limit: CovarianceSDE, claim: CovarianceSDE, state: np.ndarray) -> dict[str, float]:
+    """What the checks of ``claim`` at ``state`` estimate for a block whose limit is ``limit`` (a near miss's effect,
+    beside their resolutions), in each check's units: the drift's and the covariance's errors (limit less claim)
+    projected on the claim's (``drift_scale``, ``diffusion_scale``; none for a zero claim) and their largest
+    component (``drift``, ``diffusion``)."""
+    b, b_limit = (upper(sde.drift(state[None])[0]) for sde in (claim, limit))
+    sigma, sigma_limit = (sde.diffusion(state[None])[0] for sde in (claim, limit))
+    rows = np.triu_indices(sigma.shape[0])
+    noise_unit, cov_unit = units(sigma, state)
+    effects = {
+        "drift": float(np.max(np.abs(b_limit - b))) / noise_unit,
+        "diffusion": float(np.max(np.abs(sigma_limit - sigma)[rows])) / cov_unit,
+    }
+    if np.any(b):
+        effects["drift_scale"] = float((b_limit - b) @ b / scale_norm(b, noise_unit))
+    if np.any(sigma[rows]):
+        effects["diffusion_scale"] = float((sigma_limit - sigma)[rows] @ sigma[rows] / scale_norm(sigma[rows], 0.0))
+    return effects
+
+
 def _scale_check(name, per_width, claimed, weights, allowance, note, args, floor: float = 0.0) -> list[Check]:
     """The projection of the error on the claimed vector, relative to its norm or to ``floor`` where that is larger
     (a drift small beside the noise is judged in units of the noise); none for a zero claim."""
     if not np.any(claimed):
         return []
     z, config, confidence, power, target = args
-    length = float(np.sqrt(claimed @ claimed))
-    norm = length * max(length, floor)
+    norm = scale_norm(claimed, floor)
     along = [float((x @ claimed).mean() / norm) for x in per_width]
     ladder = ", ".join(f"{a:.4g}" for a in along)
     per_sample = combined(per_width, weights) @ claimed / norm

@@ -19,12 +19,14 @@ the interval's half-width at level alpha / 5 and the bands' at 2 (1 - power) / 5
 one-sided at (1 - power) / 5, and the estimate falls short only by a one-sided error at the point where the true
 difference peaks: a miss rate of at most 3 (1 - power) / 5 + alpha).
 
-The remainder bound assumes the expansion's next term is k^-2q (exact on F + B k^-q + C k^-2q): a law that converges
-more slowly than the claimed rate, by less than the regime test detects, makes it too small (a fail of the limit is
-then a fail of the claimed rate). A fail also needs the ladder in the rate's
-regime (resolved consecutive differences in the ratio r within 50%) or the finest level farther from the claim than
-the ladder could still move at the slower of half the claimed rate and the rate it shows (``far_beyond``), else it is
-inconclusive.
+The remainder bound assumes the expansion's next term is k^-2q (exact on F + B k^-q + C k^-2q). A fail of the limit
+needs more than the claimed rate: the finest level farther from the claim than the ladder could still move at the
+slower of half the claimed rate and the rate it shows (``far_beyond``); or the ladder in the rate's regime (resolved
+consecutive differences in the ratio r within 50%) and the interval outside the allowance widened by the
+``slow_rate_margin``: where the limit could lie were the ladder converging at the slowest ratio its differences
+allow (a law N(3.5 k^-0.7, 1) judged at rate 1 has differences in the ratio band, and the k^-2q bound alone failed
+it at some seeds). Otherwise a fail is inconclusive. The resolution is the pass side's: a wrong limit with slower
+convergence than claimed may be inconclusive at a resolution that rejects it at the claimed rate.
 
 Beside the verdicts: ``distance_decay``, a finding, the Kolmogorov distance of each level from the claim with the
 fitted rate of its decay and the interval the DKW bands allow; and the plot of the empirical CDFs with their
@@ -52,7 +54,14 @@ from .._statistics import (
     kolmogorov_norm,
     l1_norm,
 )
-from .ladder_extrapolation import RATIO_BAND, departure_weights, extrapolation_weights, reach, remainder_ratio
+from .ladder_extrapolation import (
+    RATIO_BAND,
+    departure_weights,
+    extrapolation_weights,
+    reach,
+    remainder_ratio,
+    slow_rate_margin,
+)
 
 LAWS = 5  # empirical CDFs whose bands the intervals need at once: three levels, the reference at S and S/2 steps
 PLOT_POINTS = 201
@@ -148,6 +157,26 @@ def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, bias: f
     return bool(low > reach(norm.value(ladder, FIRST), halves[0], norm.value(ladder, LAST), halves[1], rate)[0])
 
 
+def unsettled_fail(ladder: LawLadder, rate: float, norm: Norm, alpha: float, low: float, bias: float, fixed: float):
+    """Why a fail of the limit at the claimed rate (interval's lower end ``low`` above the allowance ``bias``) is not
+    evidence, or "" if it is: the levels not in the rate's regime (``outside_regime``), or ``low`` within the allowance
+    widened by the ``slow_rate_margin`` of the slowest ratio the ladder allows; either way unless the finest level is
+    ``far_beyond`` (``fixed``: the allowance's parts that do not extrapolate, the reference's bias and rounding)."""
+    first, last = (norm.value(ladder, w) for w in (FIRST, LAST))
+    halves = (norm.halfwidth(ladder, FIRST, alpha), norm.halfwidth(ladder, LAST, alpha))
+    margin = float(slow_rate_margin(first, halves[0], last, halves[1], rate)[0])
+    if far_beyond(ladder, rate, norm, alpha, fixed):
+        return ""
+    if outside_regime(ladder, rate, alpha):
+        return "the levels are not shown in the claimed rate's regime"
+    if low <= bias + margin:
+        return (
+            f"the limit could lie within {bias + margin:.3g} of the claim at the slowest rate the levels' differences "
+            f"({first:.3g} +- {halves[0]:.2g}, {last:.3g} +- {halves[1]:.2g}) allow"
+        )
+    return ""
+
+
 def distance_check(
     ladder: LawLadder, rate: float, norm: Norm, rounding: float, target: float, alpha: float, power: float, config
 ) -> Check:
@@ -165,12 +194,11 @@ def distance_check(
         f"{ladder.label} {levels}, {ladder.sizes[0]} samples each, the claim's Euler scheme on {ladder.sizes[3]}; "
         f"extrapolated at the claimed rate {rate:g}; {text}"
     )
-    unsettled = outside_regime(ladder, rate, alpha) and not far_beyond(ladder, rate, norm, alpha, reference + rounding)
-    if verdict == FAIL and all_finite(estimate, bias) and unsettled:
+    unsettled = verdict == FAIL and all_finite(estimate, bias)
+    unsettled = unsettled and unsettled_fail(ladder, rate, norm, alpha, ci[0], bias, reference + rounding)
+    if unsettled:
         verdict = INCONCLUSIVE
-        note = (
-            f"the levels are not shown in the claimed rate's regime: a fail is not decided, finer levels would; {note}"
-        )
+        note = f"{unsettled}: a fail is not decided, finer levels would; {note}"
     elif verdict == INCONCLUSIVE:  # every part of the resolution is at the sampling floor where the claim holds
         more = math.ceil(ladder.sizes[0] * (resolution / target) ** 2)
         note = f"{note}; the resolution exceeds the target: about {more} samples a level would decide (~ N^-1/2)"
