@@ -4,7 +4,8 @@ at: not a symmetry of the network's law), its exact claim holds, and its quick p
 import numpy as np
 import pytest
 
-from convergence._models import covariance_limit, upper
+from convergence._experiments import check_effects
+from convergence._models import covariance_limit, covariance_sde, upper
 from convergence._studies import STUDIES
 from convergence._studies.joint_limits import MODELS, near_misses, norm_martingale
 
@@ -20,6 +21,19 @@ def test_every_near_miss_differs_from_the_true_claim_where_it_is_judged(model):
         drift_gap = np.max(np.abs(upper(wrong.drift(v)) - upper(true.drift(v))))
         diffusion_gap = np.max(np.abs(wrong.diffusion(v) - true.diffusion(v)))
         assert max(drift_gap, diffusion_gap) > 1e-3, (model, name)
+
+
+@pytest.mark.parametrize("model", ["shaped MLP", "shaped attention"])  # the ResNet's limit has no noise
+def test_a_near_miss_moves_the_checks_by_its_relative_error_on_the_claim(model):
+    """``check_effects``, which decides whether the power study claims a near miss: a claim with its diffusion x f is
+    off by (1 - f) / f relative to itself in diffusion_scale, and by nothing in the drift's checks."""
+    block, state = MODELS[model]
+    true = covariance_limit(block)
+    wider = covariance_sde(true.drift, lambda v: 1.1 * true.diffusion(v), 2, "Sigma x 1.1")
+    effects = check_effects(true, wider, state)
+    assert effects["diffusion_scale"] == pytest.approx(-0.1 / 1.1, rel=1e-12)
+    assert effects.get("drift_scale", 0.0) == 0.0 and effects["drift"] == 0.0
+    assert check_effects(true, true, state) == {k: 0.0 for k in effects}
 
 
 def test_the_shaped_mlp_norm_is_a_martingale_of_its_derived_sde():

@@ -3,7 +3,8 @@
 F's overlap statistics, ``weak_overlap``), local consistency (``local``: the checks, over ``local_draws``,
 ``local_statistics`` and ``local_states``, and a width-indexed block's, ``covariance_local``), the law of a statistic
 at T along a ladder against the claim's (``law_distance``; the ladder arithmetic both share,
-``ladder_extrapolation``), where two tokens end
+``ladder_extrapolation``), the proportional limit's models with their near misses and local judgements
+(``width_near_misses``), where two tokens end
 (``overlap_ends``) and the phase transition built on it (``phase``, with its design ``phase_design`` and its n-token
 runs ``phase_many_tokens``), plausible wrong claims (``mutants``) and the rows of the power study beyond the local and
 strong ones (``mutant_rows``), two-point exponents (``exponents``), the interaction energy (``energy``), collapse rates
@@ -42,7 +43,7 @@ from .collapse import (
 from .collapse_grid import GridOutcome, run_collapse_grid
 from .commute import CommuteDesign, coupled_energies
 from .commute_checks import analyse_commute, commute_estimates
-from .covariance_local import WIDTH_BLOCK, WidthLadder, covariance_local_checks, draw_width
+from .covariance_local import WIDTH_BLOCK, WidthLadder, check_effects, covariance_local_checks, draw_width
 from .energy import (
     ENERGY_TARGET,
     EnergyDesign,
@@ -185,11 +186,15 @@ from .weak_overlap import (
 )
 from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_width_errors
 from .width_depth import WidthDepthDesign, WidthGroups, analyse_width_depth, width_depth_energies
+from .width_near_misses import MODELS as WIDTH_MODELS
+from .width_near_misses import near_misses as width_near_misses
+from .width_near_misses import width_judgements
 
 __all__ = [
     "WIDTH_BLOCK",
     "ROUNDING_OPERATIONS",
     "WidthLadder",
+    "check_effects",
     "covariance_local_checks",
     "draw_width",
     "extrapolation_weights",
@@ -367,6 +372,9 @@ __all__ = [
     "weak_overlap",
     "weak_rows",
     "width_depth_energies",
+    "WIDTH_MODELS",
+    "width_judgements",
+    "width_near_misses",
     "zonal_gradients",
     "zonal_limit",
     "zonal_rates",

@@ -4,7 +4,10 @@ For each axis one workload is timed (best of ``repeats`` after a warm-up, in pro
 the others fixed, and the log-log slope over the ladder's upper half is reported as the fitted exponent (time ~
 size^p). Expected, from the algorithms: tokens N -> 2 (the n x n attention scores), dimension d -> 2 (model F's
 d x d value matrix: d^2 normals per layer), depth L -> 1, paths -> 1, width m -> 1 (model A's fresh-feature
-block). An exponent far above these names a scaling bug; one below shows fixed costs still dominate.
+block); for the width-indexed blocks of the covariance checks, width n -> 2 (a layer draws n x n weights per sample:
+a law check at width n runs T n layers, so it costs about T n^3 a sample, a local check n^2) and inputs m -> 1 (m n^2
+products, beside n^2 normals drawn: flat while m is small). An exponent far above these names a scaling bug; one
+below shows fixed costs still dominate.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import numpy as np
 
 from verify._analysis import KernelSpec
 
-from .._models import AgazziModel, FedorovModel, FreshFeatureField
+from .._models import AgazziModel, FedorovModel, FreshFeatureField, ShapedMLPBlock
 from .._output import Curve, Plot
-from .._paths import simulate
+from .._paths import correlation, simulate, width_run
 from .._statistics import log_log_slope
 
 
@@ -36,6 +39,13 @@ class CostAxis:
 
 def _forward(layer_map, depth: int, paths: int) -> Callable[[], object]:
     return lambda: simulate(layer_map, depth, 1.0, paths, seed=0, block_paths=paths)
+
+
+def _width_layers(inputs: int, width: int, layers: int = 2, samples: int = 4096) -> Callable[[], object]:
+    """``layers`` layers of the shaped MLP (c_+ = -c_- = 1.5) at ``width`` on ``inputs`` uncorrelated unit inputs
+    (4096 samples: whole seeded blocks at every width, ``seeded_block``, so the time is per sample)."""
+    block = ShapedMLPBlock(inputs, c_plus=1.5, c_minus=-1.5, rate=1.0)
+    return lambda: width_run(block, np.eye(inputs), width, layers, samples, correlation, 0, (0,))
 
 
 AXES = (
@@ -78,6 +88,22 @@ AXES = (
         1.0,
         lambda m: _forward(AgazziModel(16, FreshFeatureField(KernelSpec("relu", 5), m), 1.0, 1.0), 8, 64),
         "model A (fresh-feature ReLU block), N = 16, d = 5, 64 paths, 8 layers",
+    ),
+    CostAxis(
+        "covariance_width",
+        "width n (covariance)",
+        (8, 16, 32, 64, 128),
+        2.0,
+        lambda n: _width_layers(2, n),
+        "shaped MLP block, m = 2 inputs, 4096 samples, 2 layers",
+    ),
+    CostAxis(
+        "covariance_inputs",
+        "inputs m (covariance)",
+        (2, 4, 8, 16, 32),
+        1.0,
+        lambda m: _width_layers(m, 64),
+        "shaped MLP block, width n = 64, 4096 samples, 2 layers",
     ),
 )
 

@@ -11,9 +11,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import Outcome, check_local_consistency, check_strong_order, check_weak_limit, limit_sde
+from .._checks import Outcome, check_law, check_local_consistency, check_strong_order, check_weak_limit, limit_sde
 from .._experiments import DiffusionScaled, DriftScaled
-from .._models import MODELS, FedorovModel, TextbookProblem, derive_limit, hugging_face_layers, textbook_problems
+from .._models import (
+    MODELS,
+    CovarianceSDE,
+    FedorovModel,
+    ResidualBlock,
+    TextbookProblem,
+    covariance,
+    covariance_limit,
+    covariance_sde,
+    derive_limit,
+    hugging_face_layers,
+    textbook_problems,
+    width_block,
+)
 from .._paths import fixed_state
 
 SEEDS = 10
@@ -76,6 +89,103 @@ def _strong(layer, claim, seed, start: np.ndarray | None = None, **options) -> O
     if start is not None:
         options["initial"] = fixed_state(start, unit=False)
     return check_strong_order(layer, claim, seed=seed, **options)
+
+
+def _law(system, claim, seed, start: np.ndarray | None = None, **options) -> Outcome:
+    """The law check; for a layer map from the fixed ``start`` (tokens, d), of the first token's x_0."""
+    if start is not None:
+        options |= {"initial": fixed_state(start, unit=False), "statistic": first_coordinate}
+    return check_law(system, claim, seed=seed, **options)
+
+
+def first_coordinate(x: np.ndarray) -> np.ndarray:
+    """x_0 of the first token, per path."""
+    return x[:, 0, 0]
+
+
+def linear_step(z: np.ndarray, weights: dict) -> np.ndarray:
+    """Z' = Z W / sqrt(n): given Z, V' is Wishart, E V' = V and n Cov(V') = V_ac V_bd + V_ad V_bc at every width."""
+    return z @ weights["W"] / np.sqrt(z.shape[-1])
+
+
+def linear_mean(z: np.ndarray, weights: dict) -> np.ndarray:
+    """E_W[V' | Z] = V: the linear layer's exact conditional mean."""
+    return covariance(z)
+
+
+def wishart_sde(factor: float = 1.0) -> CovarianceSDE:
+    """dV = 0 dt + Wishart noise, Cov(dV_ab, dV_cd) = factor (V_ac V_bd + V_ad V_bc) dt, for two inputs."""
+
+    def sigma(v: np.ndarray) -> np.ndarray:
+        pairs = [(0, 0), (0, 1), (1, 1)]
+        rows = [[v[:, a, c] * v[:, b, d] + v[:, a, d] * v[:, b, c] for c, d in pairs] for a, b in pairs]
+        return factor * np.stack(rows, axis=-1).transpose(1, 0, 2)
+
+    names = {0.0: "infinite-width ODE", 1.0: "Wishart"}
+    return covariance_sde(np.zeros_like, sigma, 2, name=names.get(factor, f"Wishart x {factor:g}"))
+
+
+def width_cases(profile: str) -> list[Case]:
+    """The covariance checks on width-indexed blocks (h = 1/n): the ResNet with a ReLU 1/sqrt(depth) branch through
+        the local check at its defaults (near misses: depth ratio T x 1.1 and x 0.9, a linear branch, a Wishart
+        diffusion); the linear layer (exact: Wishart at every width) through the local check at widths 4, 8, 16 (Wishart
+        x 1.1) and the law check at widths 4, 8, 16 (the infinite-width ODE; its true claim need not decide at 16,384
+        samples, it must never fail); the textbook linear SDE's exact step through the law check (the Ito drift read as
+        Stratonovich, the noise x 1.5). The quick profile: the ResNet's local check (10 seeds per near miss: 5 could not
+    catch a 35% rate of misses)."""
+    resnet = ResidualBlock(2, "relu")
+    linear = width_block(
+        linear_step, 2, lambda n: {"W": (n, n)}, rate=1.0, name="linear layer", mean_estimate=linear_mean
+    )
+    gbm = textbook_problems()["linear"]
+    stratonovich = limit_sde(
+        gbm.drift, gbm.diffusion, 1, 1, gbm.noise, name="Ito drift as Stratonovich", form="stratonovich"
+    )
+    structural = {
+        "T x 1.1": lambda _: covariance_limit(ResidualBlock(2, "relu", depth_ratio=1.1)),
+        "T x 0.9": lambda _: covariance_limit(ResidualBlock(2, "relu", depth_ratio=0.9)),
+        "linear branch": lambda _: covariance_limit(ResidualBlock(2, "linear")),
+        "Wishart diffusion": lambda claim: covariance_sde(claim.drift, wishart_sde().diffusion, 2, "Wishart diffusion"),
+    }
+    gbm_law = Case(
+        "law, linear exact step (depths 8, 16, 32)",
+        gbm.exact_step(),
+        textbook_claim(gbm, "ito"),
+        _law,
+        (("Ito drift as Stratonovich", lambda _: stratonovich), variance_mutant(2.25)),
+        {"start": gbm.start, "samples": 32_768},
+    )
+    resnet_case = Case(
+        "local, width ResNet relu (defaults)",
+        resnet,
+        covariance_limit(resnet),
+        _local,
+        tuple(structural.items()),
+    )
+    if profile == "quick":
+        return [resnet_case]
+    return [
+        resnet_case,
+        gbm_law,
+        Case(
+            "local, width linear layer (4, 8, 16)",
+            linear,
+            wishart_sde(),
+            _local,
+            (("Wishart x 1.1", lambda _: wishart_sde(1.1)),),
+            {"widths": (4, 8, 16), "budget": 262_144},
+        ),
+        Case(
+            "law, width linear layer (4, 8, 16)",
+            linear,
+            wishart_sde(),
+            _law,
+            (("infinite-width ODE", lambda _: wishart_sde(0.0)),),
+            {"levels": (4, 8, 16), "samples": 16_384, "reference_samples": 32_768, "target": 0.25},
+            must_decide=False,
+            pass_share=True,
+        ),
+    ]
 
 
 def model_f_cases(profile: str) -> list[Case]:
@@ -220,4 +330,10 @@ def _hugging_face_available() -> bool:
 
 
 def cases(profile: str) -> list[Case]:
-    return model_f_cases(profile) + textbook_cases(profile) + registry_cases(profile) + hugging_face_cases(profile)
+    return (
+        model_f_cases(profile)
+        + textbook_cases(profile)
+        + registry_cases(profile)
+        + width_cases(profile)
+        + hugging_face_cases(profile)
+    )

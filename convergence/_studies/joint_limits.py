@@ -6,10 +6,9 @@ Each model's derived SDE (``covariance_limit``, compiled from ``verify``'s deriv
 
   locally  at h = 1/n along the widths 32, 64, 128 (``convergence._experiments.covariance_local``), at uncorrelated
            unit inputs for the shaped MLP and at correlation 0.5 for the others, the same samples judging the true
-           claim and its near misses (each model's four, none a symmetry of the network's law: a shaping,
-           temperature, branch weight or depth ratio 10% off, the diffusion scaled or without the skip's cross term,
-           the infinite-width ODE; the attention's gamma^2 x 1.1 moves its drift, small beside its noise, by 1.6% of
-           the noise's unit, below the local check's resolution: a finding that it is missed);
+           claim and its near misses (``convergence._experiments.width_near_misses``: four or five a model, none a
+           symmetry of the network's law: a shaping, temperature, branch weight or depth ratio 10% off, the
+           diffusion scaled or without the skip's cross term, the infinite-width ODE);
   in law   the correlation rho_T at t = T after T n layers at widths 8, 16, 32 against the SDE's own Euler scheme, in
            Kolmogorov and Wasserstein-1 distance (``convergence._experiments.law_distance``), drawn as the papers draw
            it (histograms of rho_T at each width against the SDE's), for the shaped MLP and the shaped attention. The
@@ -29,7 +28,8 @@ The shaped MLP runs at c_+ = -c_- = 1.5: with symmetric shaping its one-step mom
 rho = 0 its drift, (c_+ - c_-)^2 / (2 pi) = 1.43, is larger than its noise's unit, so a shaping 10% off moves it by
 about 21%.
 
-Near misses are findings (``rejects``: pass when the check fails the wrong claim), outside the verdict; the study's
+Near misses are findings here (``rejects``: pass when the check fails the wrong claim), outside the verdict (the power
+study decides them); the study's
 claims share a family-wise false-failure rate of 1% (Bonferroni over its check families).
 """
 
@@ -44,14 +44,18 @@ import sympy as sp
 from verify._analysis import ShapedMLP
 
 from .._checks import check_law
-from .._experiments import WidthLadder, covariance_local_checks
+from .._experiments.width_near_misses import (
+    ATTENTION,
+    CORRELATED,
+    MLP,
+    MODELS,
+    RESNET,
+    WIDTHS,
+    near_misses,
+    width_judgements,
+)
 from .._models import (
-    CovarianceSDE,
-    ResidualBlock,
-    ShapedAttentionBlock,
-    ShapedMLPBlock,
     covariance_limit,
-    covariance_sde,
 )
 from .._output import StudyResult, headline
 from .._paths import width_run
@@ -72,17 +76,7 @@ from .base import ProgressFactory, Study
 
 NAME = "joint-limits"
 STUDY_KEY = STREAM_KEYS[NAME]
-CORRELATED = np.array([[1.0, 0.5], [0.5, 1.0]])
-MLP = ShapedMLPBlock(2, c_plus=1.5, c_minus=-1.5, rate=1.0)
-RESNET = ResidualBlock(2, "relu")
-ATTENTION = ShapedAttentionBlock(2, tau_0=0.5)
-WIDTHS = (32, 64, 128)
 COLLAPSE_RATIO, COLLAPSE_BOUND, COLLAPSE_TARGET = 1e-6, 0.01, 0.02
-MODELS = {  # each model and the state it is judged at (the shaped MLP's drift is largest beside its noise at rho = 0)
-    "shaped MLP": (MLP, np.eye(2)),
-    "ResNet": (RESNET, CORRELATED),
-    "shaped attention": (ATTENTION, CORRELATED),
-}
 
 
 @dataclass(frozen=True)
@@ -101,64 +95,11 @@ PROFILES = {
 LAW_HORIZON = 0.5  # the shaped attention's SDE has coefficients of superlinear growth: a short horizon keeps its tails
 
 
-def wishart(v: np.ndarray, factor: float = 1.0) -> np.ndarray:
-    """Sigma_ab,cd = factor (V_ac V_bd + V_ad V_bc) over the coordinates (0,0), (0,1), (1,1): (k, 3, 3)."""
-    pairs = [(0, 0), (0, 1), (1, 1)]
-    rows = [[v[:, a, c] * v[:, b, d] + v[:, a, d] * v[:, b, c] for c, d in pairs] for a, b in pairs]
-    return factor * np.stack(rows, axis=-1).transpose(1, 0, 2)
-
-
-def scaled(claim: CovarianceSDE, name: str, drift: float = 1.0, diffusion: float = 1.0) -> CovarianceSDE:
-    return covariance_sde(lambda v: drift * claim.drift(v), lambda v: diffusion * claim.diffusion(v), 2, name)
-
-
-def near_misses() -> dict[str, dict[str, CovarianceSDE]]:
-    """Each model's four near misses (module docstring)."""
-    mlp, res, att = covariance_limit(MLP), covariance_limit(RESNET), covariance_limit(ATTENTION)
-    unshaped = covariance_limit(replace(MLP, c_plus=0.0, c_minus=0.0))
-    g2 = ATTENTION.gamma**2
-
-    def no_cross_term(v: np.ndarray) -> np.ndarray:  # gamma^4 for gamma^2 (2 - gamma^2): the skip's 2 lambda^2 gamma^2
-        return att.diffusion(v) - (g2 * (2 - g2) - g2**2) * wishart(v)
-
-    return {
-        "shaped MLP": {
-            "c_+- x 1.1": covariance_limit(replace(MLP, c_plus=1.65, c_minus=-1.65)),
-            "Sigma x 1.1": scaled(mlp, "Sigma x 1.1", diffusion=1.1),
-            "no shaping drift": unshaped,
-            "infinite-width ODE": scaled(mlp, "ODE", diffusion=0.0),
-        },
-        "ResNet": {
-            "T x 1.1": covariance_limit(replace(RESNET, depth_ratio=1.1)),
-            "T x 0.9": covariance_limit(replace(RESNET, depth_ratio=0.9)),
-            "linear branch": covariance_limit(replace(RESNET, branch="linear")),
-            "a Wishart diffusion": covariance_sde(res.drift, wishart, 2, "Wishart diffusion"),
-        },
-        "shaped attention": {
-            "tau_0 x 1.1": covariance_limit(replace(ATTENTION, tau_0=0.55)),
-            "gamma^2 x 1.1": covariance_limit(replace(ATTENTION, gamma=0.55**0.5)),
-            "no skip cross term": covariance_sde(att.drift, no_cross_term, 2, "no skip cross term"),
-            "infinite-width ODE": scaled(att, "ODE", diffusion=0.0),
-        },
-    }
-
-
 def local_rows(profile: Profile, seed: int, alpha: float) -> tuple[list[Check], list[Check]]:
-    """Every model's local checks of its true claim (claims) and one ``rejects`` row per near miss (findings), on one
-    set of samples per model."""
-    claims, rows = [], []
-    for index, (model, (block, state)) in enumerate(MODELS.items()):
-        state_name = f"rho = {state[0, 1] / np.sqrt(state[0, 0] * state[1, 1]):g}"
-        ladders = {state_name: WidthLadder(WIDTHS)}
-        args = (profile.local_samples, profile.local_target, seed, (STUDY_KEY, 1, index))
-
-        def judge(claim: CovarianceSDE, label: str, level: float) -> list[Check]:
-            config = {"model": model, "sde": label}
-            return covariance_local_checks(block, claim, {state_name: state}, ladders, *args, level, 0.9, config)
-
-        claims += judge(covariance_limit(block), "derived", alpha)
-        for name, wrong in near_misses()[model].items():
-            rows.append(rejection_row(model, name, judge(wrong, name, FAMILY_ALPHA)))
+    """Every model's local checks of its true claim (claims) and one ``rejects`` row per near miss (findings)."""
+    judged = width_judgements(profile.local_samples, profile.local_target, seed, alpha, (STUDY_KEY, 1))
+    claims = [c for true, _ in judged.values() for c in true]
+    rows = [rejection_row(model, name, inner) for model, (_, wrong) in judged.items() for name, inner in wrong.items()]
     return claims, rows
 
 

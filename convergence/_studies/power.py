@@ -22,6 +22,13 @@ checks that judge the true claims:
   phase    phase-transition's p_antipodal (two tokens, d = 4, beta = 1.25 beta_c) against the scale function of the
            overlap diffusion with its coefficient x (1 +- eps), beta x (1 +- eps), or d - 1 for d.
   latent   ldm-stopping's exact_discrete_convergence for the closed form with e^{-t} off by eps (exact algebra).
+  width    the proportional limit's covariance SDEs (``convergence._experiments.width_near_misses``: joint-limits'
+           shaped MLP, ResNet and shaped attention) through the local check at h = 1/n, widths 32, 64, 128, on one
+           set of samples per model: each true claim, and its near misses (a shaping, depth ratio, temperature or
+           gain 10% off, the diffusion scaled or without the skip's cross term, a linear branch, a Wishart diffusion,
+           the infinite-width ODE). The width check's own target (10% full, 20% quick) is its effect size: a near
+           miss is a claim when it moves one of the checks by at least 1.25 times that check's resolution on the
+           true claim (``check_effects``), else a finding that says so.
 
 Study checks: ``true_claim`` (the true claim passes) and ``rejects`` (the mutant fails) for every mutant with
 eps >= the profile's target effect (5% full, 7.5% quick) or structural; smaller effects are findings (reported,
@@ -45,6 +52,7 @@ from .._experiments import (
     DRIFT_TARGET,
     MEAN_FIELD_SECTIONS,
     PHASE_DESIGNS,
+    WIDTH_MODELS,
     LocalDesign,
     MeanFieldSection,
     PhaseDesign,
@@ -53,6 +61,7 @@ from .._experiments import (
     analyse_strong,
     bootstrap_generator,
     catalogue,
+    check_effects,
     coupled_strong_errors_for_claims,
     latent_rows,
     local_checks_for_claims,
@@ -63,8 +72,10 @@ from .._experiments import (
     states_for,
     true_claim_row,
     weak_rows,
+    width_judgements,
+    width_near_misses,
 )
-from .._models import AgazziModel, FedorovModel, FrozenFeatureField, GaussianField
+from .._models import AgazziModel, FedorovModel, FrozenFeatureField, GaussianField, covariance_limit
 from .._output import Curve, Plot, StudyResult
 from .._runtime import STREAM_KEYS, random_stream
 from .._statistics import FAMILY_ALPHA, Check
@@ -73,6 +84,7 @@ from .base import ProgressFactory, Study
 NAME = "power"
 STUDY_KEY = STREAM_KEYS[NAME]
 STATES = ("uniform", "merged", "antipodal", "near merged")
+WIDTH_MARGIN = 1.25  # a width near miss is a claim when it moves a scale check by this many resolutions
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,7 @@ class PowerProfile:
     weak: WeakDesign
     phase: PhaseDesign
     phase_paths: int
+    width: tuple[int, float]  # the width rows' samples a width and target (joint-limits' local checks)
 
 
 # The local rows: the layer's own control variates (its antithetic steps and its first- and second-order noise response,
@@ -116,6 +129,7 @@ PROFILES = {
         weak=WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=5000, block_paths=5000),
         phase=PHASE_DESIGNS["quick"],
         phase_paths=2000,
+        width=(32_768, 0.2),
     ),
     "full": PowerProfile(
         local_eps=(0.01, 0.05, 0.2),
@@ -132,6 +146,7 @@ PROFILES = {
         weak=WeakDesign(depths=(8, 16, 32, 64), horizon=2.0, paths=12_000, block_paths=6000),
         phase=PHASE_DESIGNS["full"],
         phase_paths=8000,
+        width=(131_072, 0.1),
     ),
 }
 
@@ -154,7 +169,8 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     models = local_models(seed, settings.tokens_f)
     # the true-claim checks share the study's 1% (each inner check family gets 1% / count); rejects rows add their
     # estimated chances of a miss
-    true_alpha = FAMILY_ALPHA / (len(models) + 4)  # local models; strong, mean-field, weak, phase (latent: exact)
+    # local models; strong, mean-field, weak, phase, the width blocks (latent: exact)
+    true_alpha = FAMILY_ALPHA / (len(models) + 5)
     advance = progress(len(models) + 1, NAME)
     checks, calibration = local_rows(models, settings, seed, true_alpha, advance)
     checks += strong_rows(settings, seed, 1 - true_alpha / 4)
@@ -163,6 +179,7 @@ def execute(profile: str, seed: int, progress: ProgressFactory) -> StudyResult:
     checks += weak_rows(settings.weak, seed, (STUDY_KEY, 60), settings.target, true_alpha, settings.strong_eps)
     checks += phase_rows(settings.phase, settings.phase_paths, seed, (STUDY_KEY, 70), settings.target, true_alpha)
     checks += latent_rows(settings.target)
+    checks += width_rows(settings.width, seed, true_alpha / len(WIDTH_MODELS))
     advance(1)
     params = {
         "local_eps": list(settings.local_eps),
@@ -218,6 +235,28 @@ def local_rows(
                 calibration.append((mutant.effect, pooled_check(inner, "drift_scale")))
         advance(1)
     return checks, calibration
+
+
+def width_rows(design: tuple[int, float], seed: int, alpha: float) -> list[Check]:
+    """joint-limits' width blocks through the local check at h = 1/n (``joint_limits.width_judgements``: widths 32, 64,
+    128, one set of samples per model): each true claim, and each near miss as a claim when it moves one of the checks
+    by at least ``WIDTH_MARGIN`` times that check's resolution on the true claim (``check_effects``), else a finding
+    that says so."""
+    samples, target = design
+    wrong_claims, rows = width_near_misses(), []
+    for model, (true, judged) in width_judgements(samples, target, seed, alpha, (STUDY_KEY, 80)).items():
+        rows.append(true_claim_row("width local", model, true))
+        block, state = WIDTH_MODELS[model]
+        resolutions = {c.name: c.resolution for c in true if c.resolution}
+        for name, inner in judged.items():
+            effects = check_effects(covariance_limit(block), wrong_claims[model][name], state)
+            seen = {check: abs(e) / resolutions[check] for check, e in effects.items() if check in resolutions}
+            unresolved = ""
+            if max(seen.values(), default=0.0) < WIDTH_MARGIN:
+                moves = ", ".join(f"{check} by {effects[check]:.3g} ({ratio:.2g} x)" for check, ratio in seen.items())
+                unresolved = f"; it moves each check less than {WIDTH_MARGIN:g} x its resolution ({moves}): a finding"
+            rows.append(rejection_row("width local", model, name, None, inner, target, unresolved))
+    return rows
 
 
 def _calibration_plot(calibration: list[tuple[float, Check]]) -> Plot:
