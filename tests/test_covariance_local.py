@@ -4,11 +4,13 @@ width) passes, and near misses fail (a temperature 20% off, the diffusion withou
 ODE claimed for a block with noise, a Wishart diffusion claimed for the ResNet whose limit is an ODE, Sigma x 1.1);
 the extrapolation weights are exact on L + B n^-q; bad input is refused naming the parameter."""
 
+import math
+
 import numpy as np
 import pytest
 
 import convergence as cv
-from convergence._experiments import WidthLadder, draw_width, extrapolation_weights
+from convergence._experiments import WidthLadder, draw_width, extrapolation_weights, slow_rate_margin
 from convergence._models import covariance, upper
 from verify._models import frame_states
 
@@ -37,6 +39,23 @@ def linear_mean(z: np.ndarray, weights: dict) -> np.ndarray:
 LINEAR = cv.width_block(
     linear_step, 2, lambda n: {"W": (n, n)}, rate=1.0, name="linear layer", mean_estimate=linear_mean
 )
+
+
+@pytest.mark.parametrize(
+    "first, last, expected",
+    [
+        ((1.0, 0.05), (0.55, 0.02), 0.57 * (0.6 / 0.4 - 1)),  # ratio's upper end 0.57 / 0.95 = 0.6
+        ((1.0, 0.1), (0.6, 0.05), 0.65 * (2**-0.5 / (1 - 2**-0.5) - 1)),  # upper end 0.72: no slower than 2^-1/2
+        ((0.01, 0.1), (0.02, 0.1), 0.12 * (2**-0.5 / (1 - 2**-0.5) - 1)),  # D_1 unresolved: 2^-q/2
+        ((1.0, 0.01), (0.3, 0.01), 0.0),  # faster than claimed: the remainder bound's side
+        ((1.0, 0.1), (1.2, 0.1), math.inf),  # the ladder shows no convergence
+    ],
+)
+def test_the_slow_rate_margin_extrapolates_at_the_slowest_ratio_the_differences_allow(first, last, expected):
+    """(|D_2| + h_2) (rho / (1 - rho) - r / (1 - r)) at rate 1 (r = 1/2), rho the ratio's upper end
+    (|D_2| + h_2) / (|D_1| - h_1), but no slower than 2^-1/2 unless the ladder's own ratio is."""
+    margin = slow_rate_margin(*first, *last, 1.0)[0]
+    assert margin == pytest.approx(expected, rel=1e-12) if math.isfinite(expected) else margin == math.inf
 
 
 def test_the_extrapolation_weights_are_exact_on_the_claimed_rate():

@@ -17,7 +17,8 @@ the widest width farther from the claim than the ladder could still move at half
 widths shown in the rate's regime (``outside_regime``: resolved consecutive differences in the ratio 2^-q within 50%)
 and the fail standing with the allowance widened by the ``slow_margin`` (the limit at the slowest ratio the
 differences allow, no slower than half the rate: a block converging more slowly than claimed by less than the regime
-test sees is not failed for it), else it is inconclusive.
+test sees is not failed for it), else it is inconclusive. The resolution is the pass side's: where the differences
+are barely resolved the margin is about 1.4 (|D_2| + h_2), and a fail needs that much more.
 
 Four checks per state: ``drift_scale`` (the drift error's projection on b / |b|, relative to |b|, or to the typical
 noise sqrt(mean diag Sigma) where that is larger: a drift small beside the noise is judged in its units), ``drift``
@@ -161,18 +162,20 @@ def far_beyond(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, 
     D_2 = m_3 - m_2. A fail outside the rate's regime stands on this evidence alone (an ODE claimed for a block with
     noise)."""
     finest, finest_half = interval(per_width[-1], z)
+    return bool(np.any(np.abs(finest) - finest_half - np.ravel(allowance) > reach(*differences(per_width, z), rate)))
+
+
+def differences(per_width: list[np.ndarray], z: float) -> tuple[np.ndarray, ...]:
+    """The widest widths' consecutive differences D_1 = m_2 - m_1 and D_2 = m_3 - m_2 with their half-widths, per
+    component: (D_1, h_1, D_2, h_2)."""
     first, first_half = interval(per_width[-2] - per_width[-3], z)
     last, last_half = interval(per_width[-1] - per_width[-2], z)
-    return bool(
-        np.any(np.abs(finest) - finest_half - np.ravel(allowance) > reach(first, first_half, last, last_half, rate))
-    )
+    return first, first_half, last, last_half
 
 
 def slow_margin(per_width: list[np.ndarray], rate: float, z: float) -> np.ndarray:
     """Per component, the ``slow_rate_margin`` of the three widths' consecutive differences."""
-    first, first_half = interval(per_width[1] - per_width[0], z)
-    last, last_half = interval(per_width[2] - per_width[1], z)
-    return slow_rate_margin(first, first_half, last, last_half, rate).reshape(per_width[0].shape[1:])
+    return slow_rate_margin(*differences(per_width, z), rate).reshape(per_width[0].shape[1:])
 
 
 def fail_gate(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> str:
@@ -346,8 +349,8 @@ def _scale_check(name, per_width, claimed, weights, allowance, note, args, floor
         return []
     z, config, confidence, power, target = args
     norm = scale_norm(claimed, floor)
-    along = [float((x @ claimed).mean() / norm) for x in per_width]
-    ladder = ", ".join(f"{a:.4g}" for a in along)
+    relative = [float((x @ claimed).mean() / norm) for x in per_width]
+    ladder = ", ".join(f"{a:.4g}" for a in relative)
     per_sample = combined(per_width, weights) @ claimed / norm
     text = f"{note}; relative error along the widths {ladder}"
     advice = "the extrapolation's remainder exceeds the target: wider widths, or more samples (it is measured)"

@@ -62,7 +62,7 @@ def slow_rate_margin(first, first_half, last, last_half, rate: float) -> np.ndar
     ratio's upper end (|D_2| + h_2) / (|D_1| - h_1), but no slower than ``reach`` assumes (2^-q/2, or the ratio the
     ladder shows where that is slower; where D_1 is not resolved, 2^-q/2); infinite where rho >= 1. A claimed rate
     faster than the ladder's by less than the regime test sees moves the extrapolation by up to this (a law
-    N(k^-0.7, 1) judged at rate 1): a fail of the limit must exceed it."""
+    N(3.5 k^-0.7, 1) judged at rate 1): a fail of the limit must exceed it."""
     first, first_half, last, last_half = (
         np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in (first, first_half, last, last_half)
     )
@@ -70,7 +70,8 @@ def slow_rate_margin(first, first_half, last, last_half, rate: float) -> np.ndar
     resolved = np.abs(first) > first_half
     tiny = np.finfo(np.float64).tiny
     shown = np.where(resolved, np.abs(last) / np.maximum(np.abs(first), tiny), 0.0)
-    allowed = np.where(resolved, upper / np.maximum(np.abs(first) - first_half, tiny), np.inf)
+    with np.errstate(over="ignore"):  # the unresolved components' ratio is not used
+        allowed = np.where(resolved, upper / np.maximum(np.abs(first) - first_half, tiny), np.inf)
     rho = np.minimum(allowed, np.maximum(2.0 ** (-rate / 2), shown))
     r = 2.0**-rate
     with np.errstate(divide="ignore", invalid="ignore"):

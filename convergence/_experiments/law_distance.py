@@ -153,8 +153,12 @@ def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, bias: f
     from its consecutive differences (norms: never of opposite signs). A fail outside the rate's regime stands on this
     evidence alone."""
     low = norm.value(ladder, FINEST) - norm.halfwidth(ladder, FINEST, alpha) - bias
-    halves = (norm.halfwidth(ladder, FIRST, alpha), norm.halfwidth(ladder, LAST, alpha))
-    return bool(low > reach(norm.value(ladder, FIRST), halves[0], norm.value(ladder, LAST), halves[1], rate)[0])
+    return bool(low > reach(*differences(ladder, norm, alpha), rate)[0])
+
+
+def differences(ladder: LawLadder, norm: Norm, alpha: float) -> tuple[float, float, float, float]:
+    """The norms of the consecutive differences F_1 - F_2 and F_2 - F_3 with their half-widths: (D_1, h_1, D_2, h_2)."""
+    return tuple(f(ladder, w, *a) for w in (FIRST, LAST) for f, a in ((norm.value, ()), (norm.halfwidth, (alpha,))))
 
 
 def unsettled_fail(ladder: LawLadder, rate: float, norm: Norm, alpha: float, low: float, bias: float, fixed: float):
@@ -162,9 +166,8 @@ def unsettled_fail(ladder: LawLadder, rate: float, norm: Norm, alpha: float, low
     evidence, or "" if it is: the levels not in the rate's regime (``outside_regime``), or ``low`` within the allowance
     widened by the ``slow_rate_margin`` of the slowest ratio the ladder allows; either way unless the finest level is
     ``far_beyond`` (``fixed``: the allowance's parts that do not extrapolate, the reference's bias and rounding)."""
-    first, last = (norm.value(ladder, w) for w in (FIRST, LAST))
-    halves = (norm.halfwidth(ladder, FIRST, alpha), norm.halfwidth(ladder, LAST, alpha))
-    margin = float(slow_rate_margin(first, halves[0], last, halves[1], rate)[0])
+    first, first_half, last, last_half = differences(ladder, norm, alpha)
+    margin = float(slow_rate_margin(first, first_half, last, last_half, rate)[0])
     if far_beyond(ladder, rate, norm, alpha, fixed):
         return ""
     if outside_regime(ladder, rate, alpha):
@@ -172,7 +175,7 @@ def unsettled_fail(ladder: LawLadder, rate: float, norm: Norm, alpha: float, low
     if low <= bias + margin:
         return (
             f"the limit could lie within {bias + margin:.3g} of the claim at the slowest rate the levels' differences "
-            f"({first:.3g} +- {halves[0]:.2g}, {last:.3g} +- {halves[1]:.2g}) allow"
+            f"({first:.3g} +- {first_half:.2g}, {last:.3g} +- {last_half:.2g}) allow"
         )
     return ""
 

@@ -6,7 +6,8 @@ size^p). Expected, from the algorithms: tokens N -> 2 (the n x n attention score
 d x d value matrix: d^2 normals per layer), depth L -> 1, paths -> 1, width m -> 1 (model A's fresh-feature
 block); for the width-indexed blocks of the covariance checks, width n -> 2 (a layer draws n x n weights per sample:
 a law check at width n runs T n layers, so it costs about T n^3 a sample, a local check n^2) and inputs m -> 1 (m n^2
-products, beside n^2 normals drawn: flat while m is small). An exponent far above these names a scaling bug; one
+products, beside n^2 normals drawn: flat while m is small; the frame's QR and Z Z^T, m^2 n, can lift it above 1 at
+m comparable to n). An exponent far above these names a scaling bug; one
 below shows fixed costs still dominate.
 """
 

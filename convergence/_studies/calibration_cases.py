@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import Outcome, check_law, check_local_consistency, check_strong_order, check_weak_limit, limit_sde
-from .._experiments import DiffusionScaled, DriftScaled
+from .._experiments import DiffusionScaled, DriftScaled, width_near_misses
+from .._experiments.width_near_misses import wishart
 from .._models import (
     MODELS,
     CovarianceSDE,
@@ -115,24 +116,20 @@ def linear_mean(z: np.ndarray, weights: dict) -> np.ndarray:
 
 def wishart_sde(factor: float = 1.0) -> CovarianceSDE:
     """dV = 0 dt + Wishart noise, Cov(dV_ab, dV_cd) = factor (V_ac V_bd + V_ad V_bc) dt, for two inputs."""
-
-    def sigma(v: np.ndarray) -> np.ndarray:
-        pairs = [(0, 0), (0, 1), (1, 1)]
-        rows = [[v[:, a, c] * v[:, b, d] + v[:, a, d] * v[:, b, c] for c, d in pairs] for a, b in pairs]
-        return factor * np.stack(rows, axis=-1).transpose(1, 0, 2)
-
     names = {0.0: "infinite-width ODE", 1.0: "Wishart"}
-    return covariance_sde(np.zeros_like, sigma, 2, name=names.get(factor, f"Wishart x {factor:g}"))
+    return covariance_sde(
+        np.zeros_like, lambda v: wishart(v, factor), 2, name=names.get(factor, f"Wishart x {factor:g}")
+    )
 
 
 def width_cases(profile: str) -> list[Case]:
     """The covariance checks on width-indexed blocks (h = 1/n): the ResNet with a ReLU 1/sqrt(depth) branch through
-        the local check at its defaults (near misses: depth ratio T x 1.1 and x 0.9, a linear branch, a Wishart
-        diffusion); the linear layer (exact: Wishart at every width) through the local check at widths 4, 8, 16 (Wishart
-        x 1.1) and the law check at widths 4, 8, 16 (the infinite-width ODE; its true claim need not decide at 16,384
-        samples, it must never fail); the textbook linear SDE's exact step through the law check (the Ito drift read as
-        Stratonovich, the noise x 1.5). The quick profile: the ResNet's local check (10 seeds per near miss: 5 could not
-    catch a 35% rate of misses)."""
+    the local check at its defaults (its near misses in ``width_near_misses``: depth ratio T x 1.1 and x 0.9, a linear
+    branch, a Wishart diffusion); the linear layer (exact: Wishart at every width) through the local check at widths
+    4, 8, 16 (Wishart x 1.1) and the law check at widths 4, 8, 16 (the infinite-width ODE; its true claim need not
+    decide at 16,384 samples, it must never fail); the textbook linear SDE's exact step through the law check (the
+    Ito drift read as Stratonovich, the noise x 1.5). The quick profile: the ResNet's local check (10 seeds per near
+    miss: 5 could not catch a 35% rate of misses)."""
     resnet = ResidualBlock(2, "relu")
     linear = width_block(
         linear_step, 2, lambda n: {"W": (n, n)}, rate=1.0, name="linear layer", mean_estimate=linear_mean
@@ -141,12 +138,7 @@ def width_cases(profile: str) -> list[Case]:
     stratonovich = limit_sde(
         gbm.drift, gbm.diffusion, 1, 1, gbm.noise, name="Ito drift as Stratonovich", form="stratonovich"
     )
-    structural = {
-        "T x 1.1": lambda _: covariance_limit(ResidualBlock(2, "relu", depth_ratio=1.1)),
-        "T x 0.9": lambda _: covariance_limit(ResidualBlock(2, "relu", depth_ratio=0.9)),
-        "linear branch": lambda _: covariance_limit(ResidualBlock(2, "linear")),
-        "Wishart diffusion": lambda claim: covariance_sde(claim.drift, wishart_sde().diffusion, 2, "Wishart diffusion"),
-    }
+    structural = {name: (lambda _, wrong=wrong: wrong) for name, wrong in width_near_misses()["ResNet"].items()}
     gbm_law = Case(
         "law, linear exact step (depths 8, 16, 32)",
         gbm.exact_step(),

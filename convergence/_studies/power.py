@@ -84,7 +84,7 @@ from .base import ProgressFactory, Study
 NAME = "power"
 STUDY_KEY = STREAM_KEYS[NAME]
 STATES = ("uniform", "merged", "antipodal", "near merged")
-WIDTH_MARGIN = 1.25  # a width near miss is a claim when it moves a scale check by this many resolutions
+WIDTH_MARGIN = 1.25  # a width near miss is a claim when it moves one of the checks by this many of its resolutions
 
 
 @dataclass(frozen=True)
@@ -238,10 +238,10 @@ def local_rows(
 
 
 def width_rows(design: tuple[int, float], seed: int, alpha: float) -> list[Check]:
-    """joint-limits' width blocks through the local check at h = 1/n (``joint_limits.width_judgements``: widths 32, 64,
-    128, one set of samples per model): each true claim, and each near miss as a claim when it moves one of the checks
-    by at least ``WIDTH_MARGIN`` times that check's resolution on the true claim (``check_effects``), else a finding
-    that says so."""
+    """joint-limits' width blocks through the local check at h = 1/n (``width_near_misses.width_judgements``:
+    widths 32, 64, 128, one set of samples per model): each true claim, and each near miss as a claim when it moves
+    one of the checks by at least ``WIDTH_MARGIN`` times that check's resolution on the true claim
+    (``check_effects``), else a finding that says so."""
     samples, target = design
     wrong_claims, rows = width_near_misses(), []
     for model, (true, judged) in width_judgements(samples, target, seed, alpha, (STUDY_KEY, 80)).items():
