@@ -67,7 +67,7 @@ from .grid_configs import (
     TOKENS,
     GridDesign,
 )
-from .ladder_extrapolation import extrapolation_weights, slow_rate_margin
+from .ladder_extrapolation import extrapolation_weights, rate_margin
 from .latent_runs import PAPER_HORIZON, PAPER_SPECTRA, LatentDesign, backward_samples
 from .latent_sampling import LIMIT_TARGET, exact_discrete_convergence, sampler_checks
 from .law_distance import LawLadder, law_checks
@@ -198,7 +198,7 @@ __all__ = [
     "covariance_local_checks",
     "draw_width",
     "extrapolation_weights",
-    "slow_rate_margin",
+    "rate_margin",
     "ACTIVATIONS",
     "ALIGNED",
     "ANTIPODAL_SHARE",

@@ -15,10 +15,9 @@ its interval is a plain mean's. Its allowance bounds the n^-2q remainder from th
 2^-q, times the remainder it implies) plus the rounding of n (V' - V) in the block's own dtype. A fail also needs
 the widest width farther from the claim than the ladder could still move at half the rate (``far_beyond``), or the
 widths shown in the rate's regime (``outside_regime``: resolved consecutive differences in the ratio 2^-q within 50%)
-and the fail standing with the allowance widened by the ``slow_margin`` (the limit at the slowest ratio the
-differences allow, no slower than half the rate: a block converging more slowly than claimed by less than the regime
-test sees is not failed for it), else it is inconclusive. The resolution is the pass side's: where the differences
-are barely resolved the margin is about 1.4 (|D_2| + h_2), and a fail needs that much more.
+and the fail standing with the allowance widened by the ``shown_margin``: the limit at the ratio the differences
+show, where it differs from 2^-q (a block converging a little more slowly or faster than claimed is not failed for its
+rate), else it is inconclusive. The resolution is the pass side's.
 
 Four checks per state: ``drift_scale`` (the drift error's projection on b / |b|, relative to |b|, or to the typical
 noise sqrt(mean diag Sigma) where that is larger: a drift small beside the noise is judged in its units), ``drift``
@@ -56,9 +55,9 @@ from .ladder_extrapolation import (
     RATIO_BAND,
     departure_weights,
     extrapolation_weights,
+    rate_margin,
     reach,
     remainder_ratio,
-    slow_rate_margin,
 )
 from .local_statistics import ROUNDING_OPERATIONS, interval_check, max_z_check
 
@@ -173,32 +172,32 @@ def differences(per_width: list[np.ndarray], z: float) -> tuple[np.ndarray, ...]
     return first, first_half, last, last_half
 
 
-def slow_margin(per_width: list[np.ndarray], rate: float, z: float) -> np.ndarray:
-    """Per component, the ``slow_rate_margin`` of the three widths' consecutive differences."""
-    return slow_rate_margin(*differences(per_width, z), rate).reshape(per_width[0].shape[1:])
+def shown_margin(per_width: list[np.ndarray], rate: float, z: float) -> np.ndarray:
+    """Per component, the ``rate_margin`` of the three widths' consecutive differences."""
+    return rate_margin(*differences(per_width, z), rate).reshape(per_width[0].shape[1:])
 
 
 def fail_gate(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> str:
     """What a fail of the limit at the claimed rate must also show: nothing ("") when the widest width is
-    ``far_beyond`` the ladder's reach; "regime" (undecided) when the widths are ``outside_regime``; else "slow": it
-    must stand with the allowance widened by the ``slow_margin``."""
+    ``far_beyond`` the ladder's reach; "regime" (undecided) when the widths are ``outside_regime``; else "shown": it
+    must stand with the allowance widened by the ``shown_margin``."""
     if far_beyond(per_width, allowance, rate, z):
         return ""
-    return "regime" if outside_regime(per_width, rate, z) else "slow"
+    return "regime" if outside_regime(per_width, rate, z) else "shown"
 
 
 UNDECIDED = {
     "regime": "the widest widths are not shown in the regime of the claimed rate (consecutive differences not in the "
     "ratio 2^-q)",
-    "slow": "at the slowest rate the widths' consecutive differences allow, the limit could be within the allowance",
+    "shown": "at the rate the widths' consecutive differences show, the limit could be within the allowance",
 }
 
 
 def undecided_fail(check: Check, gate: str, widened: object) -> Check:
     """A fail that its ``fail_gate`` does not settle (``widened``: its verdict at the allowance widened by the
-    ``slow_margin``) becomes inconclusive, saying what would decide; a fail on NaN or infinity stays."""
+    ``shown_margin``) becomes inconclusive, saying what would decide; a fail on NaN or infinity stays."""
     finite = np.all(np.isfinite([check.estimate, *check.ci])) and np.all(np.isfinite(check.allowance))
-    if check.verdict != FAIL or not finite or not gate or (gate == "slow" and widened == FAIL):
+    if check.verdict != FAIL or not finite or not gate or (gate == "shown" and widened == FAIL):
         return check
     note = f"{UNDECIDED[gate]}: a fail is not decided; wider widths would decide"
     return replace(check, verdict=INCONCLUSIVE, note=f"{note}; {check.note}")
@@ -249,7 +248,7 @@ def state_checks(
         checks.append(_estimate_check(ladder, state, samples, single, noise_unit, note, args))
     if not any(c.verdict == FAIL for c in checks):
         return checks
-    margins = (slow_margin(drifts, block.rate, z), slow_margin(terms, block.rate, z))
+    margins = (shown_margin(drifts, block.rate, z), shown_margin(terms, block.rate, z))
     widened = {c.name: c.verdict for c in judged(drift_allowance + margins[0], cov_allowance + margins[1])}
     gates = {
         "drift": fail_gate(drifts, drift_allowance, block.rate, z),

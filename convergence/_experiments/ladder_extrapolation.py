@@ -1,9 +1,9 @@
 """The arithmetic of a three-level ladder (each level twice the last) that both width checks share (the local one,
 ``covariance_local``, on per-sample means; the law one, ``law_distance``, on empirical CDFs): the Richardson weights
 at the claimed rate q, the weights of the departure of the consecutive differences from the ratio 2^-q, the
-extrapolation's remainder per unit of that departure, how far the limit could lie from the extrapolation were the
-ladder converging at the slowest ratio its differences allow (``slow_rate_margin``), and how far the ladder could
-still move (``reach``)."""
+extrapolation's remainder per unit of that departure, how far the limit lies from the extrapolation were the ladder
+converging at the ratio its differences show (``rate_margin``), and how far the ladder could still move
+(``reach``)."""
 
 from __future__ import annotations
 
@@ -55,25 +55,19 @@ def reach(first, first_half, last, last_half, rate: float) -> np.ndarray:
         return np.where((rho >= 1) | turning, np.inf, upper * rho / np.maximum(1 - rho, np.finfo(np.float64).tiny))
 
 
-def slow_rate_margin(first, first_half, last, last_half, rate: float) -> np.ndarray:
-    """How much farther from the finest level than the extrapolation at the claimed rate the limit could lie were the
-    ladder converging at the slowest ratio its consecutive differences D_1, D_2 allow, per component:
-    (|D_2| + h_2) (rho / (1 - rho) - r / (1 - r)) (the later differences summed at each ratio, r = 2^-q), with rho the
-    ratio's upper end (|D_2| + h_2) / (|D_1| - h_1), but no slower than ``reach`` assumes (2^-q/2, or the ratio the
-    ladder shows where that is slower; where D_1 is not resolved, 2^-q/2); infinite where rho >= 1. A claimed rate
-    faster than the ladder's by less than the regime test sees moves the extrapolation by up to this (a law
-    N(3.5 k^-0.7, 1) judged at rate 1): a fail of the limit must exceed it."""
+def rate_margin(first, first_half, last, last_half, rate: float) -> np.ndarray:
+    """How far from the extrapolation at the claimed rate the limit lies were the ladder converging at the ratio its
+    consecutive differences show, per component: (|D_2| + h_2) |rho / (1 - rho) - r / (1 - r)| (the later differences
+    summed at each ratio, r = 2^-q), rho = |D_2| / |D_1| where D_1 is resolved (beyond its half-width h_1; else 0:
+    differences at the noise floor show no rate); infinite where rho >= 1. A claimed rate faster or slower than the
+    ladder's by less than the regime test sees moves the extrapolation by about this (a law N(3.5 k^-0.7, 1) judged
+    at rate 1; m(n) = n^-1.2 at rate 1, beyond the k^-2q remainder bound): a fail of the limit must exceed it."""
     first, first_half, last, last_half = (
         np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in (first, first_half, last, last_half)
     )
-    upper = np.abs(last) + last_half
-    resolved = np.abs(first) > first_half
-    tiny = np.finfo(np.float64).tiny
-    shown = np.where(resolved, np.abs(last) / np.maximum(np.abs(first), tiny), 0.0)
-    with np.errstate(over="ignore"):  # the unresolved components' ratio is not used
-        allowed = np.where(resolved, upper / np.maximum(np.abs(first) - first_half, tiny), np.inf)
-    rho = np.minimum(allowed, np.maximum(2.0 ** (-rate / 2), shown))
     r = 2.0**-rate
+    resolved = np.abs(first) > first_half
+    rho = np.where(resolved, np.abs(last) / np.maximum(np.abs(first), np.finfo(np.float64).tiny), r)
     with np.errstate(divide="ignore", invalid="ignore"):
-        beyond = upper * np.maximum(rho / (1 - rho) - r / (1 - r), 0.0)
-    return np.where(rho >= 1, np.inf, beyond)
+        margin = (np.abs(last) + last_half) * np.abs(rho / (1 - rho) - r / (1 - r))
+    return np.where(rho >= 1, np.inf, margin)

@@ -23,10 +23,9 @@ The remainder bound assumes the expansion's next term is k^-2q (exact on F + B k
 needs more than the claimed rate: the finest level farther from the claim than the ladder could still move at the
 slower of half the claimed rate and the rate it shows (``far_beyond``); or the ladder in the rate's regime (resolved
 consecutive differences in the ratio r within 50%) and the interval outside the allowance widened by the
-``slow_rate_margin``: where the limit could lie were the ladder converging at the slowest ratio its differences
-allow (a law N(3.5 k^-0.7, 1) judged at rate 1 has differences in the ratio band, and the k^-2q bound alone failed
-it at some seeds). Otherwise a fail is inconclusive. The resolution is the pass side's: a wrong limit with slower
-convergence than claimed may be inconclusive at a resolution that rejects it at the claimed rate.
+``rate_margin``: where the limit lies were the ladder converging at the ratio its differences show (a law
+N(3.5 k^-0.7, 1) judged at rate 1 has differences in the ratio band, and the k^-2q bound alone failed it at some
+seeds). Otherwise a fail is inconclusive. The resolution is the pass side's.
 
 Beside the verdicts: ``distance_decay``, a finding, the Kolmogorov distance of each level from the claim with the
 fitted rate of its decay and the interval the DKW bands allow; and the plot of the empirical CDFs with their
@@ -58,9 +57,9 @@ from .ladder_extrapolation import (
     RATIO_BAND,
     departure_weights,
     extrapolation_weights,
+    rate_margin,
     reach,
     remainder_ratio,
-    slow_rate_margin,
 )
 
 LAWS = 5  # empirical CDFs whose bands the intervals need at once: three levels, the reference at S and S/2 steps
@@ -164,18 +163,18 @@ def differences(ladder: LawLadder, norm: Norm, alpha: float) -> tuple[float, flo
 def unsettled_fail(ladder: LawLadder, rate: float, norm: Norm, alpha: float, low: float, bias: float, fixed: float):
     """Why a fail of the limit at the claimed rate (interval's lower end ``low`` above the allowance ``bias``) is not
     evidence, or "" if it is: the levels not in the rate's regime (``outside_regime``), or ``low`` within the allowance
-    widened by the ``slow_rate_margin`` of the slowest ratio the ladder allows; either way unless the finest level is
+    widened by the ``rate_margin`` of the ratio the ladder shows; either way unless the finest level is
     ``far_beyond`` (``fixed``: the allowance's parts that do not extrapolate, the reference's bias and rounding)."""
     first, first_half, last, last_half = differences(ladder, norm, alpha)
-    margin = float(slow_rate_margin(first, first_half, last, last_half, rate)[0])
+    margin = float(rate_margin(first, first_half, last, last_half, rate)[0])
     if far_beyond(ladder, rate, norm, alpha, fixed):
         return ""
     if outside_regime(ladder, rate, alpha):
         return "the levels are not shown in the claimed rate's regime"
     if low <= bias + margin:
         return (
-            f"the limit could lie within {bias + margin:.3g} of the claim at the slowest rate the levels' differences "
-            f"({first:.3g} +- {first_half:.2g}, {last:.3g} +- {last_half:.2g}) allow"
+            f"the limit could lie within {bias + margin:.3g} of the claim at the rate the levels' differences "
+            f"({first:.3g} +- {first_half:.2g}, {last:.3g} +- {last_half:.2g}) show"
         )
     return ""
 
