@@ -10,10 +10,12 @@ covariance (``noise``), softmax attention (``attention``) and the derived Ito dr
 (``normalised_step``), and the Ito-Stratonovich correction of a claim's drift (``ito_correction``); and the textbook
 SDEs with known solutions, exact and Euler steps, on which every check is calibrated (``textbook_steps``); and the
 blocks indexed by width whose observed state is a covariance matrix (``width_blocks``) with their covariance SDEs
-(``covariance_limits``)."""
+(``covariance_limits``), and a user's MLP block from a shaped activation with its covariance SDE by automatic
+differentiation (``activation_limit``)."""
 
 from __future__ import annotations
 
+from .activation_limit import ActivationBlock, activation_block, activation_limit
 from .agazzi import ATTENTION, AgazziModel, AgazziSDE, attention_half_step
 from .attention import (
     attention_average,
@@ -79,6 +81,9 @@ from .width_blocks import (
 )
 
 __all__ = [
+    "ActivationBlock",
+    "activation_block",
+    "activation_limit",
     "CovarianceSDE",
     "coordinates",
     "covariance_limit",

@@ -46,6 +46,8 @@ from functools import cache
 import numpy as np
 
 from .._runtime import random_stream
+from .activation_limit import ActivationBlock, activation_limit
+from .covariance_limits import CovarianceSDE
 from .noise import CommonNoise
 from .protocols import Wrapper
 from .torch_block import TorchBlockLayer, one_thread
@@ -372,13 +374,19 @@ def zero_noise_step(layer, x: np.ndarray) -> tuple[np.ndarray, float]:
     return moved, float(np.max(np.abs(moved - x))) / max(1.0, float(np.max(np.abs(x))))
 
 
-def derive_limit(layer: TorchBlockLayer, name: str = "limit by automatic differentiation") -> AutodiffLimit:
+def derive_limit(
+    layer: TorchBlockLayer | ActivationBlock, name: str = "limit by automatic differentiation"
+) -> AutodiffLimit | CovarianceSDE:
     """The Ito limit of a torch layer map (``convergence.torch_layer_map``), by automatic differentiation of its step
-    (module ``convergence._models.autodiff_limit``): a ``LimitSDE`` every check accepts as a claim."""
+    (module ``convergence._models.autodiff_limit``): a ``LimitSDE`` every check accepts as a claim; or the covariance
+    SDE of a width-indexed ``activation_block`` (``convergence._models.activation_limit``), a ``covariance_sde``."""
+    if isinstance(layer, ActivationBlock):
+        return activation_limit(layer, name)
     if not isinstance(layer, TorchBlockLayer):
         raise TypeError(
-            f"layer must be a torch layer map (convergence.torch_layer_map), got {type(layer).__name__}; "
-            "a numpy map's limit is derived symbolically (verify.one_step_limit)"
+            f"layer must be a torch layer map (convergence.torch_layer_map) or a width-indexed activation_block, got "
+            f"{type(layer).__name__}; a numpy map's limit is derived symbolically (verify.one_step_limit), a shipped "
+            "width block's by covariance_limit"
         )
     if layer.differentiation_problem:
         raise ValueError(f"derive_limit cannot take {layer.name}: {layer.differentiation_problem}")
