@@ -25,8 +25,9 @@ checks that judge the true claims:
   width    the proportional limit's covariance SDEs (``convergence._experiments.width_near_misses``: joint-limits'
            shaped MLP, ResNet and shaped attention) through the local check at h = 1/n, widths 32, 64, 128, on one
            set of samples per model (196,608 a width at the full profile: at 131,072 the shaped MLP's true claim
-           stated a resolution 1.02 times its target at this study's family level): each true claim, and its near misses (a shaping, depth ratio, temperature or
-           gain 10% off, the diffusion scaled or without the skip's cross term, a linear branch, a Wishart diffusion,
+           stated a resolution 1.02 times its target at this study's family level): each true claim, and its near
+           misses (a shaping, depth ratio, temperature or gain 10% off, the diffusion scaled or without the skip's
+           cross term, a linear branch, a Wishart diffusion,
            the infinite-width ODE). The width check's own target (10% full, 20% quick) is its effect size: a near
            miss is a claim when it moves one of the checks by at least 1.25 times that check's resolution on the
            true claim (``check_effects``), else a finding that says so.
