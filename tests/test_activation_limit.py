@@ -13,6 +13,7 @@ import convergence as cv
 torch = pytest.importorskip("torch")  # the torch extra (CI installs it): skipped, never passed, without torch
 
 STATES = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.5], [0.5, 2.0]], [[2.0, -0.9], [-0.9, 0.5]]])
+EDGES = np.array([[[1.0, 2.0], [2.0, 4.0]], [[1.0, -0.5], [-0.5, 0.25]]])  # correlation +1 and -1
 
 
 def shaped_relu(c_plus: float, c_minus: float):
@@ -34,8 +35,19 @@ def smooth(x, eps):
 def test_the_shaped_relu_limit_is_the_symbolic_derivation(c_plus, c_minus):
     derived = cv.derive_limit(cv.activation_block(shaped_relu(c_plus, c_minus)))
     symbolic = cv.covariance_limit(cv.ShapedMLPBlock(2, c_plus=c_plus, c_minus=c_minus))
-    np.testing.assert_allclose(derived.drift(STATES), symbolic.drift(STATES), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(derived.diffusion(STATES), symbolic.diffusion(STATES), rtol=0, atol=1e-12)
+    states = np.concatenate([STATES, EDGES])
+    np.testing.assert_allclose(derived.drift(states), symbolic.drift(states), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(derived.diffusion(states), symbolic.diffusion(states), rtol=0, atol=1e-12)
+
+
+def test_the_block_is_the_shaped_mlp_block():
+    """The same step and the same exact mean as ``ShapedMLPBlock`` on the same weights, at a width where
+    eps = n^-1/2 = 1/4."""
+    rng = np.random.default_rng(3)
+    z, weights = rng.standard_normal((5, 2, 16)), {"W": rng.standard_normal((5, 16, 16))}
+    ours, shipped = cv.activation_block(shaped_relu(1.5, -1.5)), cv.ShapedMLPBlock(2, 1.5, -1.5)
+    np.testing.assert_allclose(ours.block(z, weights), shipped.block(z, weights), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(ours.mean_estimate(z, weights), shipped.mean_estimate(z, weights), rtol=1e-13)
 
 
 def test_a_smooth_activations_drift_is_its_gaussian_integral_by_scipy():
@@ -52,7 +64,9 @@ def test_a_smooth_activations_drift_is_its_gaussian_integral_by_scipy():
         def g(x):
             return np.sqrt(1 + x * x) - 1
 
-        cross, _ = integrate.dblquad(lambda y, x: g(x) * g(y) * density(x, y), -40, 40, -40, 40, epsabs=1e-12)
+        cross, _ = integrate.dblquad(
+            lambda y, x: g(x) * g(y) * density(x, y), -40, 40, -40, 40, epsabs=1e-13, epsrel=1e-12
+        )
         diagonal = [
             integrate.quad(lambda h, s=v[a, a]: g(h) ** 2 * np.exp(-h * h / (2 * s)) / np.sqrt(2 * np.pi * s), -60, 60)[
                 0
@@ -78,12 +92,27 @@ def test_a_users_shaped_relu_block_passes_its_derived_limit_and_a_drift_20_perce
     [
         (lambda x, eps: 2 * x + eps * x, "must be the identity"),
         (lambda x, eps: (1 + eps) * x, "first derivative in eps"),
+        (lambda x, eps: x + eps * (abs(x - 1) + abs(x + 1) - 2), "do not converge"),
+        (lambda x, eps: x + abs(eps) * (torch.sqrt(1 + x * x) - 1), "not smooth in eps"),
     ],
-    ids=["not the identity at eps = 0", "a gain 1 + n^-1/2"],
+    ids=["not the identity at eps = 0", "a gain 1 + n^-1/2", "kinks at +-1", "|eps|"],
 )
 def test_an_activation_without_a_width_limit_is_refused_naming_why(activation, reason):
     with pytest.raises(ValueError, match=reason):
         cv.derive_limit(cv.activation_block(activation)).drift(STATES[:1])
+
+
+@pytest.mark.parametrize(
+    "state, where",
+    [
+        ([[1.0, 1.5], [1.5, 1.0]], "expected a covariance"),
+        ([[1.0, np.nan], [np.nan, 1.0]], "expected finite entries"),
+        ([[0.0, 0.0], [0.0, 1.0]], "positive diagonal"),
+    ],
+)
+def test_a_state_that_is_no_covariance_is_refused_naming_the_entry(state, where):
+    with pytest.raises(ValueError, match=rf"V\[0, 0, [01]\].*{where}"):
+        cv.derive_limit(cv.activation_block(smooth)).drift(np.array([state]))
 
 
 def test_derive_limit_names_what_it_takes():

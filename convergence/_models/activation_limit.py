@@ -12,9 +12,10 @@ for a linear layer) and the first derivative in eps of E[...] vanishes (else the
 there is no limit in t = l/n). Each expectation is a two-dimensional Gaussian integral: h_a = sqrt(V_aa) r cos(theta),
 h_b = sqrt(V_bb) r (rho cos(theta) + sqrt(1 - rho^2) sin(theta)), in sectors of theta split where either argument
 changes sign (the kinks of a piecewise-smooth activation at 0 are rays) and Gauss-Legendre in theta and in r on
-[0, R]: exact to rounding for activations smooth away from 0 (the error estimate is the difference from half as many
-nodes). The derivatives in eps are torch's (forward mode, exact). A kink away from 0 makes the quadrature converge
-slowly; the estimate says so.
+[-R, R]: spectrally convergent for polynomially bounded activations smooth away from 0, and checked against half as
+many nodes (a kink away from 0 converges slowly, and is refused). The derivatives in eps are torch's (forward mode,
+exact), cross-checked against the difference quotient (E(eps_1) - V) / eps_1^2 on either side of 0, which an
+activation not smooth in eps at 0 (|eps| g(x)) would fail.
 
 The SDE costs one quadrature per state and pair (a, b): right for the local check's few states, too slow for the
 claim's Euler scheme in ``check_law`` over many samples.
@@ -32,11 +33,14 @@ import numpy as np
 from verify._common import check_int, check_real
 
 from .covariance_limits import CovarianceSDE, coordinates
+from .torch_block import one_thread
 from .width_blocks import covariance
 
 RADIUS = 12.0  # exp(-72): the Gaussian's mass beyond is below rounding
 NODES = (48, 64)  # Gauss-Legendre nodes per sector in theta and in r (the error estimate halves both)
 TOLERANCE = 1e-8  # relative: the quadrature's error estimate and the first-order term must be below it
+STEP = 1e-3  # eps_1 of the difference quotient that cross-checks the derivatives
+QUOTIENT_TOLERANCE = 1e-2  # relative: the quotient differs from the drift by O(eps_1)
 
 
 @dataclass(frozen=True)
@@ -52,11 +56,13 @@ class ActivationBlock:
         return {"W": (width, width)}
 
     def hidden(self, z: np.ndarray) -> np.ndarray:
-        """psi(Z; n^-1/2), evaluated by torch in float64."""
+        """psi(Z; n^-1/2), evaluated by torch in float64 on one thread."""
         import torch
 
-        eps = torch.tensor(z.shape[-1] ** -0.5, dtype=torch.float64)
-        return self.activation(torch.as_tensor(z, dtype=torch.float64), eps).detach().numpy()
+        with one_thread(torch):
+            eps = torch.tensor(z.shape[-1] ** -0.5, dtype=torch.float64)
+            out = self.activation(torch.as_tensor(z, dtype=torch.float64), eps)
+        return checked_shape(out, z.shape).detach().numpy()
 
     def block(self, z: np.ndarray, weights: dict[str, np.ndarray]) -> np.ndarray:
         return self.hidden(z) @ np.swapaxes(weights["W"], -1, -2) / np.sqrt(z.shape[-1])
@@ -104,32 +110,43 @@ def gaussian_nodes(v_aa: float, v_bb: float, rho: float, nodes: tuple[int, int])
     return tuple(np.concatenate([p.ravel() for p in x]) for x in (points_a, points_b, weights))
 
 
+def checked_shape(out, shape: tuple[int, ...]):
+    """The activation's output, which must have its input's shape (it is applied entrywise)."""
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"activation: expected an output of its input's shape {tuple(shape)}, got {tuple(out.shape)}")
+    return out
+
+
 def eps_derivatives(activation: Callable, v_aa: float, v_bb: float, rho: float, nodes) -> np.ndarray:
-    """E[psi(h_a; eps) psi(h_b; eps)] and its first and second derivatives in eps at eps = 0 (torch forward mode)."""
+    """E[psi(h_a; eps) psi(h_b; eps)] and its first and second derivatives in eps at eps = 0 (torch forward mode),
+    then E at eps = STEP and -STEP."""
     import torch
     from torch.func import jacfwd
 
     h_a, h_b, w = (torch.as_tensor(x, dtype=torch.float64) for x in gaussian_nodes(v_aa, v_bb, rho, nodes))
 
     def mean(eps):
-        return (w * activation(h_a, eps) * activation(h_b, eps)).sum()
+        return (w * checked_shape(activation(h_a, eps), h_a.shape) * activation(h_b, eps)).sum()
 
-    eps = torch.zeros((), dtype=torch.float64)
-    return np.array([float(mean(eps)), float(jacfwd(mean)(eps)), float(jacfwd(jacfwd(mean))(eps))])
+    with one_thread(torch):
+        eps = torch.zeros((), dtype=torch.float64)
+        steps = [mean(torch.tensor(e, dtype=torch.float64)) for e in (STEP, -STEP)]
+        values = [mean(eps), jacfwd(mean)(eps), jacfwd(jacfwd(mean))(eps), *steps]
+    return np.array([float(x) for x in values])
 
 
 def pair_drift(activation: Callable, v_aa: float, v_bb: float, v_ab: float) -> float:
     """b_ab = (1/2) d^2/d eps^2 E[psi(h_a; eps) psi(h_b; eps)] at 0, checked: the mean at eps = 0 is v_ab, the first
     derivative vanishes, and the quadrature's estimate (against half as many nodes) is below ``TOLERANCE``."""
-    rho = max(-1.0, min(1.0, v_ab / math.sqrt(v_aa * v_bb)))
+    scale = math.sqrt(v_aa) * math.sqrt(v_bb)
+    rho = max(-1.0, min(1.0, v_ab / scale))
     fine = eps_derivatives(activation, v_aa, v_bb, rho, NODES)
     coarse = eps_derivatives(activation, v_aa, v_bb, rho, tuple(n // 2 for n in NODES))
-    scale = math.sqrt(v_aa * v_bb)
-    error = float(np.max(np.abs(fine - coarse)))
-    if error > TOLERANCE * scale * max(1.0, abs(fine[2])):
+    error = float(np.max(np.abs(fine - coarse) / (scale + np.abs(fine))))
+    if error > TOLERANCE:
         raise ValueError(
-            f"activation: its Gaussian moments do not converge in the quadrature (change {error:.3g} against half "
-            "the nodes at this state): a kink away from 0 or a non-smooth activation is beyond derive_limit"
+            f"activation: its Gaussian moments do not converge in the quadrature (relative change {error:.3g} against "
+            "half the nodes at this state): a kink away from 0 or a non-smooth activation is beyond derive_limit"
         )
     if abs(fine[0] - v_ab) > TOLERANCE * scale:
         raise ValueError(
@@ -141,7 +158,26 @@ def pair_drift(activation: Callable, v_aa: float, v_bb: float, v_ab: float) -> f
             f"activation: the first derivative in eps of E[psi(h_a) psi(h_b)] is {fine[1]:.3g}, expected 0: the mean "
             "would move by O(n^-1/2) a layer, and there is no limit in t = l/n"
         )
-    return 0.5 * float(fine[2])
+    drift = 0.5 * float(fine[2])
+    quotients = (fine[3:] - v_ab) / STEP**2
+    if np.max(np.abs(quotients - drift)) > QUOTIENT_TOLERANCE * (abs(drift) + scale):
+        raise ValueError(
+            f"activation: its derivatives in eps at 0 give the drift {drift:.6g}, the difference quotients at eps = "
+            f"+-{STEP:g} give {quotients[0]:.6g} and {quotients[1]:.6g}: it is not smooth in eps at 0"
+        )
+    return drift
+
+
+def checked_state(state: np.ndarray, k: int) -> None:
+    """A covariance state the quadrature can take: finite, positive diagonal, |V_ab| <= sqrt(V_aa V_bb)."""
+    for a, b in coordinates(state.shape[0]):
+        v_aa, v_bb, v_ab = state[a, a], state[b, b], state[a, b]
+        if not (np.isfinite(v_ab) and v_aa > 0 and v_bb > 0):
+            raise ValueError(f"V[{k}, {a}, {b}]: expected finite entries and a positive diagonal, got {state.tolist()}")
+        if abs(v_ab) > math.sqrt(v_aa) * math.sqrt(v_bb) * (1 + 1e-12):
+            raise ValueError(
+                f"V[{k}, {a}, {b}]: expected a covariance (|V_ab| <= sqrt(V_aa V_bb)), got {state.tolist()}"
+            )
 
 
 def wishart_diffusion(v: np.ndarray) -> np.ndarray:
@@ -158,6 +194,7 @@ def activation_limit(block: ActivationBlock, name: str = "limit by automatic dif
     def drift(v: np.ndarray) -> np.ndarray:
         out = np.zeros_like(v, dtype=np.float64)
         for k, state in enumerate(np.asarray(v, dtype=np.float64)):
+            checked_state(state, k)
             for a, b in coordinates(state.shape[0]):
                 out[k, a, b] = out[k, b, a] = pair_drift(block.activation, state[a, a], state[b, b], state[a, b])
         return out
