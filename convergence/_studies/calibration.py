@@ -22,8 +22,9 @@ Cases.
 * Width-indexed blocks and laws (``calibration_cases.width_cases``): the ResNet with a ReLU 1/sqrt(depth) branch
   through the local check at h = 1/n at its defaults (near misses: its depth ratio x 1.1 and x 0.9, a linear branch,
   a Wishart diffusion); the linear layer (Wishart at every width) through the local check and ``check_law`` at widths
-  4, 8, 16 (Wishart x 1.1; the infinite-width ODE; the law's true claim must never fail, its pass share a finding);
-  the textbook linear SDE's exact step through ``check_law`` (the Ito drift read as Stratonovich, the noise x 1.5).
+  4, 8, 16 (Wishart x 1.2; the infinite-width ODE; the law's true claim must never fail, its pass share a finding);
+  the textbook linear SDE's exact step through ``check_law`` at its defaults (the Ito drift read as Stratonovich,
+  the noise x 1.5).
   The quick profile: the ResNet's local check.
 * The Hugging Face layers (``models.hugging_face``: Llama, GPT-2, GPT-NeoX; full profile, where torch and
   transformers are installed): the local check at its defaults against the limit ``derive_limit`` computes, 10 seeds
