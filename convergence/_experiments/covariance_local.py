@@ -15,7 +15,7 @@ its interval is a plain mean's. Its allowance bounds the n^-2q remainder from th
 2^-q, times the remainder it implies) plus the rounding of n (V' - V) in the block's own dtype. A fail also needs
 the widest width farther from the claim than the ladder could still move at half the rate (``far_beyond``), or the
 widths shown in the rate's regime (``outside_regime``: resolved consecutive differences in the ratio 2^-q within 50%)
-and the fail standing with the allowance widened by the ``shown_margin``: the limit at the ratio the differences
+and the fail standing with the allowance widened by the ``rate_margin``: the limit at the ratio the differences
 show, where it differs from 2^-q (a block converging a little more slowly or faster than claimed is not failed for its
 rate), else it is inconclusive. The resolution is the pass side's.
 
@@ -155,13 +155,12 @@ def outside_regime(per_width: list[np.ndarray], rate: float, z: float) -> bool:
     return bool(np.any(resolved & (np.abs(delta) + delta_half > RATIO_BAND * 2.0**-rate * np.abs(first))))
 
 
-def far_beyond(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> bool:
+def far_beyond(per_width: list[np.ndarray], allowance: np.ndarray, steps: tuple, rate: float, z: float) -> bool:
     """Whether some component at the widest width is farther from the claim than the ladder could still move: the lower
-    end of |m_3| less its allowance above the ladder's ``reach`` from its consecutive differences D_1 = m_2 - m_1 and
-    D_2 = m_3 - m_2. A fail outside the rate's regime stands on this evidence alone (an ODE claimed for a block with
-    noise)."""
+    end of |m_3| less its allowance above the ladder's ``reach`` from its consecutive ``differences`` (``steps``).
+    A fail outside the rate's regime stands on this evidence alone (an ODE claimed for a block with noise)."""
     finest, finest_half = interval(per_width[-1], z)
-    return bool(np.any(np.abs(finest) - finest_half - np.ravel(allowance) > reach(*differences(per_width, z), rate)))
+    return bool(np.any(np.abs(finest) - finest_half - np.ravel(allowance) > reach(*steps, rate)))
 
 
 def differences(per_width: list[np.ndarray], z: float) -> tuple[np.ndarray, ...]:
@@ -172,18 +171,16 @@ def differences(per_width: list[np.ndarray], z: float) -> tuple[np.ndarray, ...]
     return first, first_half, last, last_half
 
 
-def shown_margin(per_width: list[np.ndarray], rate: float, z: float) -> np.ndarray:
-    """Per component, the ``rate_margin`` of the three widths' consecutive differences."""
-    return rate_margin(*differences(per_width, z), rate).reshape(per_width[0].shape[1:])
-
-
-def fail_gate(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> str:
-    """What a fail of the limit at the claimed rate must also show: nothing ("") when the widest width is
-    ``far_beyond`` the ladder's reach; "regime" (undecided) when the widths are ``outside_regime``; else "shown": it
-    must stand with the allowance widened by the ``shown_margin``."""
-    if far_beyond(per_width, allowance, rate, z):
-        return ""
-    return "regime" if outside_regime(per_width, rate, z) else "shown"
+def fail_gate(per_width: list[np.ndarray], allowance: np.ndarray, rate: float, z: float) -> tuple[str, np.ndarray]:
+    """What a fail of the limit at the claimed rate must also show, and the margin it must stand by: nothing ("") when
+    the widest width is ``far_beyond`` the ladder's reach; "regime" (undecided) when the widths are
+    ``outside_regime``; else "shown": it must stand with the allowance widened by the ``rate_margin`` of the widths'
+    consecutive differences (per component, the margin returned)."""
+    steps = differences(per_width, z)
+    margin = rate_margin(*steps, rate).reshape(per_width[0].shape[1:])
+    if far_beyond(per_width, allowance, steps, rate, z):
+        return "", margin
+    return "regime" if outside_regime(per_width, rate, z) else "shown", margin
 
 
 UNDECIDED = {
@@ -195,7 +192,7 @@ UNDECIDED = {
 
 def undecided_fail(check: Check, gate: str, widened: object) -> Check:
     """A fail that its ``fail_gate`` does not settle (``widened``: its verdict at the allowance widened by the
-    ``shown_margin``) becomes inconclusive, saying what would decide; a fail on NaN or infinity stays."""
+    ``rate_margin``) becomes inconclusive, saying what would decide; a fail on NaN or infinity stays."""
     finite = np.all(np.isfinite([check.estimate, *check.ci])) and np.all(np.isfinite(check.allowance))
     if check.verdict != FAIL or not finite or not gate or (gate == "shown" and widened == FAIL):
         return check
@@ -248,12 +245,12 @@ def state_checks(
         checks.append(_estimate_check(ladder, state, samples, single, noise_unit, note, args))
     if not any(c.verdict == FAIL for c in checks):
         return checks
-    margins = (shown_margin(drifts, block.rate, z), shown_margin(terms, block.rate, z))
-    widened = {c.name: c.verdict for c in judged(drift_allowance + margins[0], cov_allowance + margins[1])}
-    gates = {
-        "drift": fail_gate(drifts, drift_allowance, block.rate, z),
-        "diffusion": fail_gate(terms, cov_allowance, block.rate, z),
-    }
+    (drift_gate, drift_margin), (cov_gate, cov_margin) = (
+        fail_gate(drifts, drift_allowance, block.rate, z),
+        fail_gate(terms, cov_allowance, block.rate, z),
+    )
+    widened = {c.name: c.verdict for c in judged(drift_allowance + drift_margin, cov_allowance + cov_margin)}
+    gates = {"drift": drift_gate, "diffusion": cov_gate}
     return [undecided_fail(c, gates.get(c.name.split("_")[0], ""), widened.get(c.name, FAIL)) for c in checks]
 
 

@@ -36,6 +36,17 @@ def remainder_ratio(widths: tuple[int, ...], rate: float) -> float:
     return abs(float((extrapolation_weights(widths, rate) @ second) / (departure_weights(rate) @ second)))
 
 
+def shown_ratio(first, first_half, last, last_half) -> tuple[np.ndarray, ...]:
+    """The differences as float arrays, whether D_1 is resolved (beyond its half-width) and the ratio the ladder
+    shows, |D_2| / |D_1| where it is (else 0): (D_1, h_1, D_2, h_2, resolved, ratio)."""
+    first, first_half, last, last_half = (
+        np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in (first, first_half, last, last_half)
+    )
+    resolved = np.abs(first) > first_half
+    ratio = np.where(resolved, np.abs(last) / np.maximum(np.abs(first), np.finfo(np.float64).tiny), 0.0)
+    return first, first_half, last, last_half, resolved, ratio
+
+
 def reach(first, first_half, last, last_half, rate: float) -> np.ndarray:
     """How far a ladder whose last two consecutive differences are ``first`` (D_1) and ``last`` (D_2), with their
     half-widths, could still move, per component: the upper end of |D_2| times rho / (1 - rho), the sum of all later
@@ -43,12 +54,8 @@ def reach(first, first_half, last, last_half, rate: float) -> np.ndarray:
     the ladder shows, |D_2| / |D_1| where D_1 is resolved (its point estimate: the ratio of interval ends is unbounded
     when D_1 is barely resolved); infinite (no bound) where that ratio is 1 or more, or D_1 and D_2 are resolved with
     opposite signs."""
-    first, first_half, last, last_half = (
-        np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in (first, first_half, last, last_half)
-    )
-    resolved = np.abs(first) > first_half
+    first, first_half, last, last_half, resolved, shown = shown_ratio(first, first_half, last, last_half)
     upper = np.abs(last) + last_half
-    shown = np.where(resolved, np.abs(last) / np.maximum(np.abs(first), np.finfo(np.float64).tiny), 0.0)
     rho = np.maximum(2.0 ** (-rate / 2), shown)
     turning = resolved & (np.abs(last) > last_half) & (np.sign(first) != np.sign(last))
     with np.errstate(divide="ignore"):
@@ -62,12 +69,9 @@ def rate_margin(first, first_half, last, last_half, rate: float) -> np.ndarray:
     differences at the noise floor show no rate); infinite where rho >= 1. A claimed rate faster or slower than the
     ladder's by less than the regime test sees moves the extrapolation by about this (a law N(3.5 k^-0.7, 1) judged
     at rate 1; m(n) = n^-1.2 at rate 1, beyond the k^-2q remainder bound): a fail of the limit must exceed it."""
-    first, first_half, last, last_half = (
-        np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in (first, first_half, last, last_half)
-    )
+    first, first_half, last, last_half, resolved, shown = shown_ratio(first, first_half, last, last_half)
     r = 2.0**-rate
-    resolved = np.abs(first) > first_half
-    rho = np.where(resolved, np.abs(last) / np.maximum(np.abs(first), np.finfo(np.float64).tiny), r)
+    rho = np.where(resolved, shown, r)
     with np.errstate(divide="ignore", invalid="ignore"):
         margin = (np.abs(last) + last_half) * np.abs(rho / (1 - rho) - r / (1 - r))
     return np.where(rho >= 1, np.inf, margin)

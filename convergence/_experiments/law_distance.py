@@ -146,13 +146,13 @@ def outside_regime(ladder: LawLadder, rate: float, alpha: float) -> bool:
     return upper_end(ladder, kolmogorov, departure(rate), alpha) > RATIO_BAND * 2.0**-rate * d1
 
 
-def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, bias: float) -> bool:
+def far_beyond(ladder: LawLadder, rate: float, norm: Norm, alpha: float, bias: float, steps: tuple) -> bool:
     """Whether the finest level is farther from the claim than the ladder could still move: the lower end of its
     distance from the claim, less ``bias`` (the reference's bias bound and the rounding), above the ladder's ``reach``
-    from its consecutive differences (norms: never of opposite signs). A fail outside the rate's regime stands on this
-    evidence alone."""
+    from its consecutive ``differences`` (``steps``; norms: never of opposite signs). A fail outside the rate's regime
+    stands on this evidence alone."""
     low = norm.value(ladder, FINEST) - norm.halfwidth(ladder, FINEST, alpha) - bias
-    return bool(low > reach(*differences(ladder, norm, alpha), rate)[0])
+    return bool(low > reach(*steps, rate)[0])
 
 
 def differences(ladder: LawLadder, norm: Norm, alpha: float) -> tuple[float, float, float, float]:
@@ -165,12 +165,13 @@ def unsettled_fail(ladder: LawLadder, rate: float, norm: Norm, alpha: float, low
     evidence, or "" if it is: the levels not in the rate's regime (``outside_regime``), or ``low`` within the allowance
     widened by the ``rate_margin`` of the ratio the ladder shows; either way unless the finest level is
     ``far_beyond`` (``fixed``: the allowance's parts that do not extrapolate, the reference's bias and rounding)."""
-    first, first_half, last, last_half = differences(ladder, norm, alpha)
-    margin = float(rate_margin(first, first_half, last, last_half, rate)[0])
-    if far_beyond(ladder, rate, norm, alpha, fixed):
+    steps = differences(ladder, norm, alpha)
+    if far_beyond(ladder, rate, norm, alpha, fixed, steps):
         return ""
     if outside_regime(ladder, rate, alpha):
         return "the levels are not shown in the claimed rate's regime"
+    first, first_half, last, last_half = steps
+    margin = float(rate_margin(*steps, rate)[0])
     if low <= bias + margin:
         return (
             f"the limit could lie within {bias + margin:.3g} of the claim at the rate the levels' differences "

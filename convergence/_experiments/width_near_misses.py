@@ -81,7 +81,7 @@ def width_judgements(
 ) -> dict[str, tuple[list[Check], dict[str, list[Check]]]]:
     """Per model, the local checks of its true claim (at ``alpha``) and of each near miss (at ``FAMILY_ALPHA``), all on
     one set of samples (``samples`` a width, streams ``key`` and the model's index)."""
-    judged = {}
+    judged, wrong_claims = {}, near_misses()
     for index, (model, (block, state)) in enumerate(MODELS.items()):
         state_name = f"rho = {state[0, 1] / np.sqrt(state[0, 0] * state[1, 1]):g}"
         ladders = {state_name: WidthLadder(WIDTHS)}
@@ -92,5 +92,5 @@ def width_judgements(
             return covariance_local_checks(block, claim, {state_name: state}, ladders, *args, level, 0.9, config)
 
         true = judge(covariance_limit(block), "derived", alpha)
-        judged[model] = true, {name: judge(wrong, name, FAMILY_ALPHA) for name, wrong in near_misses()[model].items()}
+        judged[model] = true, {name: judge(wrong, name, FAMILY_ALPHA) for name, wrong in wrong_claims[model].items()}
     return judged

@@ -249,9 +249,10 @@ def width_rows(design: tuple[int, float], seed: int, alpha: float) -> list[Check
     for model, (true, judged) in width_judgements(samples, target, seed, alpha, (STUDY_KEY, 80)).items():
         rows.append(true_claim_row("width local", model, true))
         block, state = WIDTH_MODELS[model]
+        limit = covariance_limit(block)
         resolutions = {c.name: c.resolution for c in true if c.resolution}
         for name, inner in judged.items():
-            effects = check_effects(covariance_limit(block), wrong_claims[model][name], state)
+            effects = check_effects(limit, wrong_claims[model][name], state)
             seen = {check: abs(e) / resolutions[check] for check, e in effects.items() if check in resolutions}
             unresolved = ""
             if max(seen.values(), default=0.0) < WIDTH_MARGIN:
