@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import convergence as cv
 from convergence._experiments import (
@@ -110,6 +111,18 @@ def test_a_rejection_rows_chance_of_a_miss_is_about_ten_percent_at_the_resolutio
         confidence=confidence,
     )
     assert miss_probability(far) < 1e-12
+
+
+def test_a_fail_a_gate_made_inconclusive_states_a_certain_miss():
+    """The interval clears the band (or the largest excess its threshold), yet a regime or rate-margin gate left the
+    check inconclusive: its plug-in chance of a miss is 1, not the interval's; an interval inside the band is not."""
+    z = 2.5758293035489004
+    gated = Check("drift_scale", 0.0, 0.01, (0.01 - z * 1e-3, 0.01 + z * 1e-3), INCONCLUSIVE, allowance=0.002)
+    assert miss_probability(gated) == 1.0
+    excess = Check("drift", 0.0, 9.0, (9.0, 9.0), INCONCLUSIVE, allowance=3.2)
+    assert miss_probability(excess) == 1.0
+    undecided = Check("drift_scale", 0.0, 0.003, (0.003 - z * 1e-3, 0.003 + z * 1e-3), INCONCLUSIVE, allowance=0.002)
+    assert miss_probability(undecided) == pytest.approx(stats.norm.cdf(z - 0.001 / 1e-3), rel=1e-9)
 
 
 @pytest.mark.parametrize("index", range(7))

@@ -258,15 +258,29 @@ def pooled_check(checks: list[Check], name: str) -> Check | None:
 MAX_Z_CHECKS = ("drift", "diffusion")  # the local checks whose estimate is the largest excess in standard errors
 
 
+def demoted_fail(check: Check) -> bool:
+    """An inconclusive check whose numbers show a fail (its interval clears the allowance band, or its largest excess
+    is above its threshold): a gate on the ladder's regime or rate margin decided it was not yet evidence."""
+    if check.verdict != INCONCLUSIVE or not all_finite(*check.ci, check.estimate, check.allowance):
+        return False
+    if check.name in MAX_Z_CHECKS:
+        return check.estimate > check.allowance
+    return check.ci[0] > check.expected + check.allowance or check.ci[1] < check.expected - check.allowance
+
+
 def miss_probability(check: Check) -> float:
     """The estimated chance that ``check`` misses the mutant it measured, at the measured effect (a plug-in
     estimate). An interval check misses when its interval fails to clear the allowance band:
     Phi(z - (|estimate - expected| - allowance) / se), se from the interval's half-width (about 10% for an effect at
     the resolution, 50% at the allowance plus z se). A max-z check (a zero-width interval holding its largest excess
     in standard errors, its threshold as allowance) misses when that excess stays below it: Phi(allowance - excess).
-    An exact check (confidence 1 or a false-failure rate of 0: no sampling) never misses by chance."""
+    An exact check (confidence 1 or a false-failure rate of 0: no sampling) never misses by chance. A fail its own
+    numbers show but a gate made inconclusive (not in the claimed rate's regime, or not standing by the rate margin):
+    1, the gate and not the interval decides it (``demoted_fail``)."""
     if check.confidence >= 1.0 or check.false_failure_rate == 0.0:
         return 0.0
+    if demoted_fail(check):
+        return 1.0
     if check.name in MAX_Z_CHECKS:
         if check.estimate == np.inf and check.verdict == FAIL:  # a certain rejection (an excess with zero noise)
             return 0.0
