@@ -29,8 +29,8 @@ checks that judge the true claims:
            misses (a shaping, depth ratio, temperature or gain 10% off, the diffusion scaled or without the skip's
            cross term, a linear branch, a Wishart diffusion,
            the infinite-width ODE). The width check's own target (10% full, 20% quick) is its effect size: a near
-           miss is a claim when it moves one of the checks by at least 1.25 times that check's resolution on the
-           true claim (``check_effects``), else a finding that says so.
+           miss is a claim when it moves one of its checks by at least 1.25 times that check's resolution (both in
+           the near miss's own units, ``check_effects``), else a finding that says so.
 
 Study checks: ``true_claim`` (the true claim passes) and ``rejects`` (the mutant fails) for every mutant with
 eps >= the profile's target effect (5% full, 7.5% quick) or structural; smaller effects are findings (reported,
@@ -242,24 +242,29 @@ def local_rows(
 def width_rows(design: tuple[int, float], seed: int, alpha: float) -> list[Check]:
     """joint-limits' width blocks through the local check at h = 1/n (``width_near_misses.width_judgements``:
     widths 32, 64, 128, one set of samples per model): each true claim, and each near miss as a claim when it moves
-    one of the checks by at least ``WIDTH_MARGIN`` times that check's resolution on the true claim
-    (``check_effects``), else a finding that says so."""
+    one of its checks by at least ``WIDTH_MARGIN`` times that check's resolution (``check_effects``, in the near
+    miss's own units: a scale error relative to its own coefficient), else a finding that says so."""
     samples, target = design
     wrong_claims, rows = width_near_misses(), []
     for model, (true, judged) in width_judgements(samples, target, seed, alpha, (STUDY_KEY, 80)).items():
         rows.append(true_claim_row("width local", model, true))
         block, state = WIDTH_MODELS[model]
         limit = covariance_limit(block)
-        resolutions = {c.name: c.resolution for c in true if c.resolution}
         for name, inner in judged.items():
-            effects = check_effects(limit, wrong_claims[model][name], state)
-            seen = {check: abs(e) / resolutions[check] for check, e in effects.items() if check in resolutions}
-            unresolved = ""
-            if max(seen.values(), default=0.0) < WIDTH_MARGIN:
-                moves = ", ".join(f"{check} by {effects[check]:.3g} ({ratio:.2g} x)" for check, ratio in seen.items())
-                unresolved = f"; it moves each check less than {WIDTH_MARGIN:g} x its resolution ({moves}): a finding"
+            unresolved = unseen(check_effects(limit, wrong_claims[model][name], state), inner)
             rows.append(rejection_row("width local", model, name, None, inner, target, unresolved))
     return rows
+
+
+def unseen(effects: dict[str, float], inner: list[Check]) -> str:
+    """Why a near miss is a finding ("" if it is a claim): it moves none of its ``inner`` checks by ``WIDTH_MARGIN``
+    times that check's resolution (``effects``: ``check_effects``, in the same units as the checks)."""
+    resolutions = {c.name: c.resolution for c in inner if c.resolution}
+    seen = {check: abs(e) / resolutions[check] for check, e in effects.items() if check in resolutions}
+    if max(seen.values(), default=0.0) >= WIDTH_MARGIN:
+        return ""
+    moves = ", ".join(f"{check} by {effects[check]:.3g} ({ratio:.2g} x)" for check, ratio in seen.items())
+    return f"; it moves each check less than {WIDTH_MARGIN:g} x its resolution ({moves}): a finding"
 
 
 def _calibration_plot(calibration: list[tuple[float, Check]]) -> Plot:
