@@ -179,6 +179,10 @@ def test_nan_at_any_width_fails_and_a_float32_block_carries_float32_rounding():
     block = cv.width_block(nan_at_four, 2, lambda n: {"W": (n, n)}, rate=1.0)
     outcome = cv.check_local_consistency(block, claim, widths=(4, 8, 16), samples=256)
     assert outcome.verdict == "fail" and "NaN or infinity" in outcome.checks[0].note
+    assert "width(s) [4]" in outcome.checks[0].note
+    broken = cv.covariance_sde(np.zeros_like, lambda v: wishart_sigma(v) * np.nan, 2, name="NaN diffusion")
+    outcome = cv.check_local_consistency(LINEAR, broken, widths=(4, 8, 16), samples=256)  # a fail, not a ValueError
+    assert outcome.verdict == "fail" and "NaN or infinity in the claim 'NaN diffusion'" in outcome.checks[0].note
     single = cv.width_block(lambda z, w: linear_step(z, w).astype(np.float32), 2, lambda n: {"W": (n, n)}, rate=1.0)
     ladder = WidthLadder((4, 8, 16))
     ladder.extend(single, np.eye(2), 256, 0, (1,))

@@ -217,6 +217,9 @@ def state_checks(
     b = upper(claim.drift(state[None])[0])
     sigma = claim.diffusion(state[None])[0]
     sigma_terms = sigma[np.triu_indices(sigma.shape[0])]
+    if not (np.all(np.isfinite(b)) and np.all(np.isfinite(sigma))):
+        where = f"the claim '{claim.name}' at {state.tolist()} (drift {b.tolist()}, diffusion {sigma.tolist()})"
+        return [nonfinite_check(where, config)]
     drifts = [ladder.drifts[w][:samples] - b for w in ladder.widths]
     terms = [ladder.covariance_terms(w, samples) - sigma_terms for w in ladder.widths]
     if not np.allclose(sigma, sigma.T):
@@ -224,7 +227,8 @@ def state_checks(
             f"sde: the claimed diffusion is a covariance, symmetric; got {sigma.tolist()} at {state.tolist()}"
         )
     if not all(np.all(np.isfinite(x)) for x in (*drifts, *terms)):
-        return [nonfinite_check(ladder, config)]
+        bad = [w for w in ladder.widths if not all(np.all(np.isfinite(x)) for x in (ladder.ys[w], ladder.drifts[w]))]
+        return [nonfinite_check(f"the block's output or mean_estimate at width(s) {bad}", config)]
     single = ROUNDING_OPERATIONS * ladder.precision * ladder.widths[-1] * np.max(np.abs(state))
     rounding = single * float(np.sum(np.abs(weights)))
     noise_unit, cov_unit = units(sigma, state)
@@ -283,12 +287,9 @@ def checks_estimate(block: WidthBlock) -> bool:
     return getattr(block, "mean_estimate", None) is not None and type(block) not in SUITE_BLOCKS
 
 
-def nonfinite_check(ladder: WidthLadder, config: dict) -> Check:
-    """NaN or infinity in a state's samples at any width: a fail, saying where."""
-    where = [
-        w for w in ladder.widths if not (np.all(np.isfinite(ladder.ys[w])) and np.all(np.isfinite(ladder.drifts[w])))
-    ]
-    note = f"NaN or infinity in the block's output or mean_estimate at width(s) {where}: cannot pass"
+def nonfinite_check(where: str, config: dict) -> Check:
+    """NaN or infinity ``where`` (the block's samples, or the claim): a fail, saying where."""
+    note = f"NaN or infinity in {where}: cannot pass"
     return Check("finite", 0.0, math.nan, (math.nan, math.nan), FAIL, config, note=note, false_failure_rate=0.0)
 
 
