@@ -14,10 +14,12 @@ its interval is a plain mean's. Its allowance bounds the n^-2q remainder from th
 (``remainder_allowance``: the upper end of the interval of the consecutive differences' departure from the ratio
 2^-q, times the remainder it implies) plus the rounding of n (V' - V) in the block's own dtype. A fail also needs
 the widest width farther from the claim than the ladder could still move at half the rate (``far_beyond``), or the
-widths shown in the rate's regime (``outside_regime``: resolved consecutive differences in the ratio 2^-q within 50%)
-and the fail standing with the allowance widened by the ``rate_margin``: the limit at the ratio the differences
-show, where it differs from 2^-q (a block converging a little more slowly or faster than claimed is not failed for its
-rate), else it is inconclusive. The resolution is the pass side's.
+widths shown in the rate's regime (``outside_regime``: no resolved consecutive difference out of the ratio 2^-q by
+more than 50%) and the fail standing with the allowance widened by the ``rate_margin``: the limit at the ratio the
+differences show, where it differs from 2^-q (a block converging a little more slowly or faster than claimed is not
+failed for its rate), else it is inconclusive. The resolution is the pass side's. Differences at the noise floor count
+as in the regime (a flat ladder's limit is judged): three widths cannot tell a limit off the claim from one reached
+much more slowly than claimed with its differences below the noise, nor a next term other than n^-2q.
 
 Four checks per state: ``drift_scale`` (the drift error's projection on b / |b|, relative to |b|, or to the typical
 noise sqrt(mean diag Sigma) where that is larger: a drift small beside the noise is judged in its units), ``drift``
