@@ -30,7 +30,17 @@ from scipy import stats
 
 from .._models import AgazziSDE, FedorovSDE, LimitSDE, normalise
 from .._paths import drift_and_diffusion
-from .._statistics import FAIL, INCONCLUSIVE, NO_TARGET, PASS, Check, all_finite, combine_verdicts, confidence_z
+from .._statistics import (
+    FAIL,
+    INCONCLUSIVE,
+    NO_TARGET,
+    PASS,
+    Check,
+    all_finite,
+    combine_verdicts,
+    confidence_z,
+    excludes_band,
+)
 
 FD_STEP = 1e-6  # central differences of the diffusion along its own directions (error O(FD_STEP^2))
 
@@ -265,7 +275,7 @@ def demoted_fail(check: Check) -> bool:
         return False
     if check.name in MAX_Z_CHECKS:
         return check.estimate > check.allowance
-    return check.ci[0] > check.expected + check.allowance or check.ci[1] < check.expected - check.allowance
+    return bool(excludes_band(*check.ci, check.expected, check.allowance))
 
 
 def miss_probability(check: Check) -> float:

@@ -289,14 +289,19 @@ def limit_verdict(ci: tuple[float, float], allowance: float, resolution: float) 
     return PASS
 
 
+def excludes_band(lo, hi, expected: float, allowance: float):
+    """Whether the interval [lo, hi] misses the band ``expected +- allowance`` (elementwise on arrays): a fail's
+    evidence."""
+    return (hi < expected - allowance) | (lo > expected + allowance)
+
+
 def effect_verdict(ci: tuple[float, float], expected: float, allowance: float, resolution: float, target: float) -> str:
     """For an effect expected at ``expected`` (two-sided): ``fail`` when the interval misses
     ``expected +- allowance`` or any of them is not finite; ``inconclusive`` when the check's ``resolution`` (its
     detectable effect; infinite when it has no scale) exceeds ``target``; else ``pass``."""
     if not all_finite(*ci, expected, allowance):
         return FAIL
-    lo, hi = ci
-    if hi < expected - allowance or lo > expected + allowance:
+    if excludes_band(*ci, expected, allowance):
         return FAIL
     return INCONCLUSIVE if resolution > target else PASS
 

@@ -13,7 +13,7 @@ import numpy as np
 from verify._common import check_int, check_real
 
 from .bootstrap import bootstrap_interval, bootstrap_means
-from .estimators import CONFIDENCE, FAIL, INCONCLUSIVE, PASS, all_finite, confidence_z, effect_verdict
+from .estimators import CONFIDENCE, FAIL, INCONCLUSIVE, PASS, all_finite, confidence_z, effect_verdict, excludes_band
 
 
 def least_squares_line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -94,9 +94,7 @@ def fit_order(steps: np.ndarray, sq_errors: np.ndarray, counts: np.ndarray, conf
 def pre_asymptotic_flags(fit: OrderFit, expected: float, allowance: float) -> np.ndarray:
     """Level l is pre-asymptotic when the local order between l and l+1 is, by its interval,
     outside ``expected +- allowance`` (the finest level has no finer neighbour and is never flagged)."""
-    lo, hi = fit.local_ci[:, 0], fit.local_ci[:, 1]
-    off = (hi < expected - allowance) | (lo > expected + allowance)
-    return np.append(off, False)
+    return np.append(excludes_band(fit.local_ci[:, 0], fit.local_ci[:, 1], expected, allowance), False)
 
 
 def noise_floor_flags(fit: OrderFit, floor: float, margin: float = 3.0) -> np.ndarray:
