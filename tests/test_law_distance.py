@@ -1,10 +1,12 @@
 """``cv.check_law``: the law of a statistic at time T along a ladder against the claim's Euler scheme, in Kolmogorov
 and Wasserstein-1 distance with distribution-free bands. The distances match scipy's; the DKW band holds at its
-level by the exact one-sample Kolmogorov law; an exact step passes its law on a depth ladder and wrong laws fail;
-the linear layer passes its Wishart law on a width ladder and the infinite-width ODE fails (in Wasserstein-1: its law
-is an atom, which the Kolmogorov distance says it cannot judge); too few samples never
-pass a near miss; NaN fails naming where; samples do not depend on how a run is split; bad input is refused."""
+level by the exact one-sample Kolmogorov law; an exact step passes its law on a depth ladder and wrong laws fail; an
+inconclusive check plans the samples that decide it; the linear layer passes its Wishart law on a width ladder and
+the infinite-width ODE fails (in Wasserstein-1: its law is an atom, which the Kolmogorov distance says it cannot
+judge); too few samples never pass a near miss; NaN fails naming where; samples do not depend on how a run is split;
+bad input is refused."""
 
+import re
 import warnings
 
 import numpy as np
@@ -82,13 +84,41 @@ def test_a_right_limit_approached_more_slowly_than_claimed_does_not_fail(seed):
     assert miss_probability(ks) == 1.0  # the gate, not the interval, kept it from failing: a rejection row says so
 
 
+def shifted_ladder(samples: int, seed: int, reference_shift: float = 0.0) -> LawLadder:
+    """Laws N(0.5 / k, 1) at depths 8, 16, 32 (the claim N(0, 1), reached at the claimed rate 1); the reference's run
+    at S steps shifted by ``reference_shift`` from its run at S/2 (an Euler bias of that size)."""
+    rng = np.random.default_rng(seed)
+    levels = (8, 16, 32)
+    values = tuple(0.5 / k + rng.standard_normal(samples) for k in levels)
+    reference = reference_shift + rng.standard_normal(samples)
+    return LawLadder("depth L", levels, values, reference, rng.standard_normal(samples), 256, 0.0)
+
+
+def test_an_inconclusive_law_check_plans_the_samples_that_decide_it():
+    """At 16,384 samples a level the resolution (about 0.26) exceeds the target 0.06; the advice, the resolution's
+    sampling part scaled as N^-1/2 against the target less its resolved part, with a 25% margin, is about 23 times
+    the samples, and a run of that size (other seed) resolves the target and passes. A reference whose runs at S and
+    S/2 steps differ by 0.2 (KS 0.08, beyond the target however many samples) is told that no sample size decides."""
+    pilot = law_checks(shifted_ladder(16_384, 0), 1.0, 0.06, None, 0.01, 0.9, "x", {})[0][0]
+    assert pilot.verdict == "inconclusive" and pilot.resolution > 0.2, pilot.note
+    planned = int(re.search(r"about (\d+) samples a level", pilot.note).group(1))
+    # the old plan, (resolution / target)^2 with no margin, was 307,000: below the margin's 1.25 x that
+    assert (
+        1.25 * 16_384 * (pilot.resolution / 0.06) ** 2 * 0.9 < planned < 1.6 * 16_384 * (pilot.resolution / 0.06) ** 2
+    )
+    confirm = law_checks(shifted_ladder(planned, 1), 1.0, 0.06, None, 0.01, 0.9, "x", {})[0][0]
+    assert confirm.verdict == "pass" and confirm.resolution <= 0.06, confirm.note
+    biased = law_checks(shifted_ladder(16_384, 0, 0.2), 1.0, 0.06, None, 0.01, 0.9, "x", {})[0][0]
+    assert biased.verdict == "inconclusive" and "no sample size decides at these levels" in biased.note, biased.note
+
+
 @pytest.mark.parametrize("samples", [256, 2048])
 def test_too_few_samples_never_pass_a_near_miss(samples):
     outcome = cv.check_law(LAYER, WIDE, first_coordinate, initial=START, samples=samples, target=0.15)
     ks = next(c for c in outcome.checks if c.name == "law_ks")
     assert ks.verdict != "pass", outcome.table()
     if ks.verdict == "inconclusive":
-        assert ks.resolution > 0.15 and "samples a level would decide" in ks.note
+        assert ks.resolution > 0.15 and "samples a level (the reference's in proportion) would decide" in ks.note
 
 
 def test_a_statistic_that_cannot_see_the_error_never_passes():

@@ -41,6 +41,7 @@ import numpy as np
 
 from .._output import Curve, Plot
 from .._statistics import (
+    ADVICE_MARGIN,
     FAIL,
     INCONCLUSIVE,
     PASS,
@@ -180,6 +181,27 @@ def unsettled_fail(ladder: LawLadder, rate: float, norm: Norm, alpha: float, low
     return ""
 
 
+def samples_advice(
+    ladder: LawLadder, rate: float, norm: Norm, rounding: float, target: float, alpha: float, resolution: float
+) -> str:
+    """How many samples a level would decide an inconclusive ``distance_check``, as ``samples_to_decide`` plans a
+    check's paths: its ``resolution`` is fixed + scaled, with fixed = 2 (c D + E + rounding) the part more samples
+    cannot shrink (c the ``remainder_ratio``; D and E the lower ends, floored at 0, of the departure from the ratio
+    and of the reference's S against S/2 steps: what the ladder resolves of them) and the rest ~ N^-1/2 at sizes in
+    proportion. Solved for N at the target, times ``ADVICE_MARGIN``; when fixed reaches the target no sample size
+    decides at these levels."""
+    resolved = [max(norm.value(ladder, w) - norm.halfwidth(ladder, w, alpha), 0.0) for w in (departure(rate), EULER)]
+    fixed = 2 * (remainder_ratio(ladder.levels, rate) * resolved[0] + resolved[1] + rounding)
+    if fixed >= target:
+        return (
+            f"no sample size decides at these levels: the allowance's resolved parts (the departure from the ratio, "
+            f"the reference's S against S/2 steps, rounding) alone give {fixed:.3g}; finer levels or a finer reference "
+            "would"
+        )
+    more = math.ceil(ADVICE_MARGIN * ladder.sizes[0] * ((resolution - fixed) / (target - fixed)) ** 2)
+    return f"about {more} samples a level (the reference's in proportion) would decide"
+
+
 def distance_check(
     ladder: LawLadder, rate: float, norm: Norm, rounding: float, target: float, alpha: float, power: float, config
 ) -> Check:
@@ -202,9 +224,9 @@ def distance_check(
     if unsettled:
         verdict = INCONCLUSIVE
         note = f"{unsettled}: a fail is not decided, finer levels would; {note}"
-    elif verdict == INCONCLUSIVE:  # every part of the resolution is at the sampling floor where the claim holds
-        more = math.ceil(ladder.sizes[0] * (resolution / target) ** 2)
-        note = f"{note}; the resolution exceeds the target: about {more} samples a level would decide (~ N^-1/2)"
+    elif verdict == INCONCLUSIVE:
+        advice = samples_advice(ladder, rate, norm, rounding, target, alpha, resolution)
+        note = f"{note}; the resolution exceeds the target: {advice}"
     return Check(
         norm.name,
         0.0,
