@@ -1,5 +1,6 @@
 """Schedulers, block sizes and the resumable block cache (``convergence._runtime.execution``, ``block_cache``)."""
 
+import io
 import json
 import math
 import os
@@ -8,8 +9,10 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
+import cloudpickle
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
@@ -531,3 +534,44 @@ def test_the_process_that_runs_studies_keeps_freed_memory_like_the_workers():
     }
     assert free["scheduler"] >= 8 * 2**20 > free["default"]
     assert keep_freed_memory()
+
+
+class _FunctionRecorder(cloudpickle.Pickler):
+    """cloudpickle's pickler, noting every plain function without a ``__module__`` that it pickles."""
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self.without_module: list = []
+
+    def reducer_override(self, obj):
+        if isinstance(obj, types.FunctionType) and obj.__module__ is None:
+            self.without_module.append(obj)
+        return super().reducer_override(obj)
+
+
+def test_compiled_sympy_functions_ship_to_workers_without_a_module_search():
+    """cloudpickle, which dask ships tasks with, looks a function without a ``__module__`` up in every module of
+    ``sys.modules`` (about 23 ms a function with torch loaded, once per task: the calibration's law case spent its
+    time there). The suite's lambdified functions carry a module: the textbook claim's Euler scheme, the derived
+    drift of a normalised step, a covariance SDE, an overlap SDE's coefficients and the latent diffusion's variance
+    reach none without one, and each still round-trips by value."""
+    from convergence._experiments.weak_overlap import overlap_coefficients
+    from convergence._models import ResidualBlock, covariance_limit, textbook_problems
+    from convergence._models.latent_diffusion import _continuous_variance
+    from convergence._models.normalised_step import _compiled
+    from convergence._paths import EulerMaruyama
+    from convergence._studies.calibration_cases import textbook_claim
+
+    shipped = {
+        "Euler scheme": EulerMaruyama(textbook_claim(textbook_problems()["linear"], "ito")),
+        "normalised step": _compiled(),
+        "covariance SDE": covariance_limit(ResidualBlock(2, "relu")),
+        "overlap SDE": overlap_coefficients(4, 1.0, 0.5),
+        "latent variance": _continuous_variance(),
+    }
+    for name, task in shipped.items():
+        recorder = _FunctionRecorder(io.BytesIO())
+        recorder.dump(task)
+        assert not recorder.without_module, f"{name}: {recorder.without_module}"
+    variance = cloudpickle.loads(cloudpickle.dumps(shipped["latent variance"]))
+    assert variance(0.5, 1.0, 0.3, 2.0) == shipped["latent variance"](0.5, 1.0, 0.3, 2.0)

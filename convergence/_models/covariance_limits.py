@@ -20,6 +20,7 @@ from verify._analysis import covariance as covariance_symbols
 from verify._analysis import shaped_attention as attention_symbols
 from verify._common import check_int
 
+from .._runtime import lambdified
 from .width_blocks import ResidualBlock, ShapedAttentionBlock, ShapedMLPBlock, ShapedTransformerBlock
 
 
@@ -98,7 +99,7 @@ def _constants(block) -> tuple[float, ...]:
 def compiled(matrix: sp.Matrix, symbols: list[sp.Symbol]) -> Callable[[list[np.ndarray]], np.ndarray]:
     """A function of the coordinates' columns (k,) and the ``PARAMETERS`` returning ``matrix`` at k states,
     (k, rows, cols): one ``sympy.lambdify`` per entry, constants broadcast."""
-    entries = [sp.lambdify([*symbols, *PARAMETERS], entry, "numpy") for entry in matrix]
+    entries = [lambdified([*symbols, *PARAMETERS], entry) for entry in matrix]
     rows, cols = matrix.shape
 
     def evaluate(columns: list[np.ndarray], constants: tuple[float, ...]) -> np.ndarray:

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-import sympy as sp
 
 from verify._common import check_choice, check_int
 from verify._models import latent_variances
 from verify._rigorous import STARTS
+
+from .._runtime import lambdified
 
 METHODS = ("sde", "ode")
 
@@ -127,10 +128,9 @@ def distance_table(v: np.ndarray, variances: tuple[float, ...]) -> np.ndarray:
 @cache
 def _continuous_variance():
     """The derived SDE variance closed form (``verify._models.latent_variances``) compiled for numpy: v(t, T, q, v0)."""
-    return sp.lambdify(
+    return lambdified(
         (latent_variances.t, latent_variances.T, latent_variances.q, latent_variances.v0),
         latent_variances.backward_variance(),
-        "numpy",
     )
 
 

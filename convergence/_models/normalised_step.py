@@ -11,17 +11,17 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
-import sympy as sp
 
 from verify._calculus import TRS, XMU, XSX, step_drift_coefficients
 
+from .._runtime import lambdified
 from .attention import normalise, tangent_projection
 from .protocols import Wrapper
 
 
 @cache
 def _compiled():
-    return {name: sp.lambdify((XSX, TRS, XMU), expr, "numpy") for name, expr in step_drift_coefficients().items()}
+    return {name: lambdified((XSX, TRS, XMU), expr) for name, expr in step_drift_coefficients().items()}
 
 
 def normalised_step_drift(

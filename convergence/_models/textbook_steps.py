@@ -23,6 +23,7 @@ import sympy as sp
 
 from verify._models import TextbookSDE, stratonovich_drift, textbook_sdes
 
+from .._runtime import lambdified
 from .noise import CommonNoise
 
 _REAL_CBRT = sp.Function("real_cbrt")
@@ -38,9 +39,7 @@ def _real_roots(expr: sp.Expr) -> sp.Expr:
 
 def _compiled(entries: sp.Matrix, symbols: tuple[sp.Symbol, ...]) -> Callable[..., np.ndarray]:
     """The column ``entries`` as a numpy function of ``symbols`` (arrays of one shape), stacked on a last axis."""
-    functions = [
-        sp.lambdify(symbols, _real_roots(entry), modules=[{"real_cbrt": np.cbrt}, "numpy"]) for entry in entries
-    ]
+    functions = [lambdified(symbols, _real_roots(entry), [{"real_cbrt": np.cbrt}, "numpy"]) for entry in entries]
 
     def evaluate(*arrays: np.ndarray) -> np.ndarray:
         shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))

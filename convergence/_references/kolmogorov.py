@@ -21,6 +21,8 @@ from scipy.linalg import expm
 
 from verify._common import check_int, check_real
 
+from .._runtime import lambdified
+
 Function = Callable[[np.ndarray], np.ndarray]
 
 
@@ -109,8 +111,8 @@ def value_gradients(
 def lambdify_overlap(drift: sp.Expr, diffusion_squared: sp.Expr, values: dict) -> tuple[Function, Function]:
     """numpy callables of a derived overlap SDE (``verify.overlap_sde``) with parameters substituted."""
     rho = sp.Symbol("rho", real=True)
-    b = sp.lambdify(rho, drift.subs(values), "numpy")
-    a = sp.lambdify(rho, diffusion_squared.subs(values), "numpy")
+    b = lambdified(rho, drift.subs(values))
+    a = lambdified(rho, diffusion_squared.subs(values))
 
     def vectorised(fn):
         return lambda x: np.broadcast_to(np.asarray(fn(x), dtype=np.float64), np.shape(x)).copy()

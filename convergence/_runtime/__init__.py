@@ -22,6 +22,7 @@ from .execution import (
     cpu_meter,
     default_scheduler,
     keep_freed_memory,
+    lambdified,
     map_blocks,
     scheduler,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "identity",
     "in_reference_units",
     "keep_freed_memory",
+    "lambdified",
     "map_blocks",
     "measure_reference",
     "random_stream",
