@@ -181,25 +181,38 @@ def unsettled_fail(ladder: LawLadder, rate: float, norm: Norm, alpha: float, low
     return ""
 
 
+ADVICE = "; the resolution exceeds the target: "  # where an inconclusive note's advice starts
+
+
 def samples_advice(
     ladder: LawLadder, rate: float, norm: Norm, rounding: float, target: float, alpha: float, resolution: float
 ) -> str:
-    """How many samples a level would decide an inconclusive ``distance_check``, as ``samples_to_decide`` plans a
-    check's paths: its ``resolution`` is fixed + scaled, with fixed = 2 (c D + E + rounding) the part more samples
-    cannot shrink (c the ``remainder_ratio``; D and E the lower ends, floored at 0, of the departure from the ratio
-    and of the reference's S against S/2 steps: what the ladder resolves of them) and the rest ~ N^-1/2 at sizes in
-    proportion. Solved for N at the target, times ``ADVICE_MARGIN``; when fixed reaches the target no sample size
-    decides at these levels."""
-    resolved = [max(norm.value(ladder, w) - norm.halfwidth(ladder, w, alpha), 0.0) for w in (departure(rate), EULER)]
-    fixed = 2 * (remainder_ratio(ladder.levels, rate) * resolved[0] + resolved[1] + rounding)
+    """How many samples a level would decide an inconclusive ``distance_check``. Its ``resolution`` holds
+    2 (c D + E + rounding), c the ``remainder_ratio``, D and E the departure from the ratio and the reference's S
+    against S/2 steps: their true values do not shrink with samples, everything else does, as N^-1/2 at sizes in
+    proportion. Where the ladder resolves neither (lower ends at 0) all of it scales, planned as ``samples_to_decide``
+    plans a check's paths (``ADVICE_MARGIN`` included). Where it resolves one, D and E at their lower ends give a
+    lower bound (fewer samples do not decide; as measured they would overestimate, sup-norm noise inflating them);
+    and when that bound's fixed part reaches the target no sample size decides at these levels."""
+    remainder = remainder_ratio(ladder.levels, rate)
+    weights = (departure(rate), EULER)
+    lower = [max(norm.value(ladder, w) - norm.halfwidth(ladder, w, alpha), 0.0) for w in weights]
+    fixed = 2 * (remainder * lower[0] + lower[1] + rounding)
     if fixed >= target:
         return (
-            f"no sample size decides at these levels: the allowance's resolved parts (the departure from the ratio, "
-            f"the reference's S against S/2 steps, rounding) alone give {fixed:.3g}; finer levels or a finer reference "
-            "would"
+            "no sample size decides at these levels: the departure from the ratio and the reference's S against S/2 "
+            "steps, at the lower ends of their intervals, with rounding, keep the resolution above the target; finer "
+            "levels or a finer reference would"
         )
-    more = math.ceil(ADVICE_MARGIN * ladder.sizes[0] * ((resolution - fixed) / (target - fixed)) ** 2)
-    return f"about {more} samples a level (the reference's in proportion) would decide"
+    ratio = ((resolution - fixed) / (target - fixed)) ** 2
+    if not any(lower):
+        planned = math.ceil(ADVICE_MARGIN * ladder.sizes[0] * ratio)
+        return f"about {planned} samples a level (the reference's in proportion) would decide"
+    return (
+        f"at least about {math.ceil(ladder.sizes[0] * ratio)} samples a level (the reference's in proportion) would "
+        f"be needed, more if the departure from the ratio ({norm.value(ladder, weights[0]):.3g} measured) or the "
+        f"reference's S against S/2 steps ({norm.value(ladder, weights[1]):.3g}) exceed their lower ends"
+    )
 
 
 def distance_check(
@@ -226,7 +239,7 @@ def distance_check(
         note = f"{unsettled}: a fail is not decided, finer levels would; {note}"
     elif verdict == INCONCLUSIVE:
         advice = samples_advice(ladder, rate, norm, rounding, target, alpha, resolution)
-        note = f"{note}; the resolution exceeds the target: {advice}"
+        note = f"{note}{ADVICE}{advice}"
     return Check(
         norm.name,
         0.0,
@@ -367,7 +380,7 @@ def law_checks(
     if atom > 2 * dkw_halfwidth(ladder.reference.shape[0], alpha / LAWS):  # no bounded density: KS cannot converge
         note = (
             f"the claim's law has an atom (mass {atom:.3g} at one value): laws converge to it in Wasserstein-1, not in "
-            f"Kolmogorov distance, so law_ks cannot decide; {checks[0].note}"
+            f"Kolmogorov distance, so law_ks cannot decide; {checks[0].note.split(ADVICE)[0]}"
         )
         checks[0] = replace(checks[0], verdict=INCONCLUSIVE, note=note, resolution=math.inf)
     if support is not None:
@@ -377,7 +390,8 @@ def law_checks(
         slack = SUPPORT_ROUNDING * (b - a)
         outside = sum(int(np.sum((v < a - slack) | (v > b + slack))) for v in ladder.laws)
         if outside:  # the L1 bound needs the support: undecided, never a pass
-            note = f"{outside} values outside the stated support [{a:g}, {b:g}]: the bound does not hold; {w1.note}"
+            bound = f"{outside} values outside the stated support [{a:g}, {b:g}]: the bound does not hold"
+            note = f"{bound}; {w1.note.split(ADVICE)[0]}"
             w1 = replace(w1, verdict=INCONCLUSIVE, note=note, resolution=math.inf)
         checks.append(w1)
     checks = [replace(c, false_failure_rate=alpha / len(checks)) for c in checks]  # one event: every band holds
