@@ -11,6 +11,7 @@ import pytest
 
 import convergence as cv
 from convergence._experiments import WidthLadder, draw_width, extrapolation_weights, rate_margin
+from convergence._experiments.covariance_local import fail_gate, scale_gate
 from convergence._models import covariance, upper
 from verify._models import frame_states
 
@@ -238,3 +239,21 @@ def test_a_torch_block_is_taken_the_same_way():
     block = cv.width_block(torch_linear, 2, lambda n: {"W": (n, n)}, rate=1.0, mean_estimate=linear_mean)
     claim = cv.covariance_sde(np.zeros_like, lambda v: wishart_sigma(v, 1.1), 2, name="Wishart x 1.1")
     assert cv.check_local_consistency(block, claim, widths=(4, 8, 16), budget=262_144).verdict == "fail"
+
+
+def test_a_scale_check_is_gated_on_its_own_series_not_on_every_component():
+    """Two components at widths 32, 64, 128: the first off the claim by 0.03 with an n^-1 term (differences in the
+    ratio 1/2, the widest width within the ladder's reach), the second out of the rate's regime (differences 0.3,
+    0.3) but with no weight in the claimed vector (1, 0). Judged on every component the widths are not shown in the
+    regime and a fail would be undecided; the scale check's own series, the projection on (1, 0), is in it, and its
+    fail stands with the allowance widened by that series' rate margin (0: the ratio is the claimed one)."""
+    rng = np.random.default_rng(3)
+    widths, samples, z = (32, 64, 128), 4096, 3.0
+    limit = np.array([[0.03 + 3.0 / n, 0.3 * k] for k, n in enumerate(widths)])
+    per_width = [mean + 0.01 * rng.standard_normal((samples, 2)) for mean in limit]
+    allowance = np.full(2, 0.001)
+    assert fail_gate(per_width, allowance, 1.0, z)[0] == "regime"
+    args = (z, {}, 0.997, 0.9, 0.1)
+    weights = extrapolation_weights(widths, 1.0)
+    gate, widened = scale_gate("drift_scale", per_width, np.array([1.0, 0.0]), allowance, 0.0, weights, "", args, 1.0)
+    assert (gate, widened) == ("shown", "fail")

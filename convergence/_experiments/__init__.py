@@ -43,7 +43,7 @@ from .collapse import (
 from .collapse_grid import GridOutcome, run_collapse_grid
 from .commute import CommuteDesign, coupled_energies
 from .commute_checks import analyse_commute, commute_estimates
-from .covariance_local import WIDTH_BLOCK, WidthLadder, check_effects, covariance_local_checks, draw_width
+from .covariance_local import WIDTH_BLOCK, WidthLadder, covariance_local_checks, draw_width
 from .energy import (
     ENERGY_TARGET,
     EnergyDesign,
@@ -187,8 +187,8 @@ from .weak_overlap import (
 from .width import KernelMatrixNetwork, WidthDesign, analyse_width, coupled_width_errors
 from .width_depth import WidthDepthDesign, WidthGroups, analyse_width_depth, width_depth_energies
 from .width_near_misses import MODELS as WIDTH_MODELS
+from .width_near_misses import check_effects, width_judgements
 from .width_near_misses import near_misses as width_near_misses
-from .width_near_misses import width_judgements
 
 __all__ = [
     "WIDTH_BLOCK",

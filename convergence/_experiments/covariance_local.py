@@ -4,22 +4,22 @@ width n moves V = Z Z^T / n by b(V) / n plus a fluctuation of covariance Sigma(V
     n (E[V' | Z] - V) = b(V) + B n^-q + C n^-2q + ...,    n Cov(V') = Sigma(V) + B' n^-q + ...,
 
 q the block's ``rate``. At each state V the block runs from representations Z with Z Z^T / n = V exactly
-(``frame_states``: Haar frames; for a block that commutes with Z -> Z O they are all alike, for another the moments
-are averages over frames) at every width of a ladder n_1 < n_2 < n_3 (each twice the last), equally many
-independent samples at each: the per-sample drift n (V'_est - V) - b (V'_est the block's ``mean_estimate`` where it
-gives one, else V') and the per-sample covariance n (y - mean y)(y - mean y)^T N / (N - 1) - Sigma over the N
-samples' coordinates y of V'. The checks judge the limit at the claimed rate (a limit is judged at its rate,
-never with the rate fitted): the Richardson combination of the two widest widths, exact on L + B n^-q, per sample, so
-its interval is a plain mean's. Its allowance bounds the n^-2q remainder from the three widest widths
-(``remainder_allowance``: the upper end of the interval of the consecutive differences' departure from the ratio
-2^-q, times the remainder it implies) plus the rounding of n (V' - V) in the block's own dtype. A fail also needs
-the widest width farther from the claim than the ladder could still move at half the rate (``far_beyond``), or the
-widths shown in the rate's regime (``outside_regime``: no resolved consecutive difference out of the ratio 2^-q by
-more than 50%) and the fail standing with the allowance widened by the ``rate_margin``: the limit at the ratio the
-differences show, where it differs from 2^-q (a block converging a little more slowly or faster than claimed is not
-failed for its rate), else it is inconclusive. The resolution is the pass side's. Differences at the noise floor count
-as in the regime (a flat ladder's limit is judged): three widths cannot tell a limit off the claim from one reached
-much more slowly than claimed with its differences below the noise, nor a next term other than n^-2q.
+(``frame_states``: Haar frames; for a block that commutes with Z -> Z O they are all alike, for another the moments are
+averages over frames) at every width of a ladder n_1 < n_2 < n_3 (each twice the last), equally many independent
+samples at each: the per-sample drift n (V'_est - V) - b (V'_est the block's ``mean_estimate`` where it gives one, else
+V') and the per-sample covariance n (y - mean y)(y - mean y)^T N / (N - 1) - Sigma over the N samples' coordinates y of
+V'. The checks judge the limit at the claimed rate (a limit is judged at its rate, never with the rate fitted): the
+Richardson combination of the two widest widths, exact on L + B n^-q, per sample, so its interval is a plain mean's.
+Its allowance bounds the n^-2q remainder from the three widest widths (``remainder_allowance``: the upper end of the
+interval of the consecutive differences' departure from the ratio 2^-q, times the remainder it implies) plus the
+rounding of n (V' - V) in the block's own dtype. A fail also needs the widest width farther from the claim than the
+ladder could still move at half the rate (``far_beyond``), or the widths shown in the rate's regime
+(``outside_regime``: no resolved consecutive difference out of the ratio 2^-q by more than 50%; a scale check's own
+series) and the fail standing with the allowance widened by the ``rate_margin``: the limit at the ratio the differences
+show, where it differs from 2^-q (a block a little slower or faster than claimed is not failed for its rate); else the
+fail is inconclusive. The resolution is the pass side's. Differences at the noise floor count as in the regime (a flat
+ladder's limit is judged): three widths cannot tell a limit off the claim from one reached much more slowly than
+claimed with its differences below the noise, nor a next term other than n^-2q.
 
 Four checks per state: ``drift_scale`` (the drift error's projection on b / |b|, relative to |b|, or to the typical
 noise sqrt(mean diag Sigma) where that is larger: a drift small beside the noise is judged in its units), ``drift``
@@ -257,7 +257,27 @@ def state_checks(
     )
     widened = {c.name: c.verdict for c in judged(drift_allowance + drift_margin, cov_allowance + cov_margin)}
     gates = {"drift": drift_gate, "diffusion": cov_gate}
-    return [undecided_fail(c, gates.get(c.name.split("_")[0], ""), widened.get(c.name, FAIL)) for c in checks]
+    scales = (
+        ("drift_scale", drifts, b, drift_allowance, noise_unit),
+        ("diffusion_scale", terms, sigma_terms, cov_allowance, 0.0),
+    )
+    for name, *series in scales:  # a scale check is gated on its own series (an absent one never failed)
+        gates[name], widened[name] = scale_gate(name, *series, weights, note, args, block.rate)
+    return [undecided_fail(c, gates.get(c.name, ""), widened.get(c.name, FAIL)) for c in checks]
+
+
+def scale_gate(name, per_width, claimed, allowance, floor, weights, note, args, rate) -> tuple[str, object]:
+    """``fail_gate`` on what a scale check extrapolates, the projection of the errors on ``claimed`` per sample (not
+    on every component: one out of the rate's regime need not move the projection), and the check's verdict with its
+    allowance widened by that series' ``rate_margin``; none for a zero claim (it has no scale check)."""
+    if not np.any(claimed):
+        return "", FAIL
+    norm = scale_norm(claimed, floor)
+    projected = [(x @ claimed / norm)[:, None] for x in per_width]
+    bias = along(allowance, claimed)
+    gate, margin = fail_gate(projected, np.array([bias / norm]), rate, args[0])
+    widened = _scale_check(name, per_width, claimed, weights, bias + float(margin[0]) * norm, note, args, floor)
+    return gate, widened[0].verdict
 
 
 def along(allowance: np.ndarray, claimed: np.ndarray) -> float:
@@ -319,26 +339,6 @@ def scale_norm(claimed: np.ndarray, floor: float) -> float:
     """|c| max(|c|, floor): a scale check's error projected on the claimed c, relative to |c| or to ``floor``."""
     length = float(np.sqrt(claimed @ claimed))
     return length * max(length, floor)
-
-
-def check_effects(limit: CovarianceSDE, claim: CovarianceSDE, state: np.ndarray) -> dict[str, float]:
-    """What the checks of ``claim`` at ``state`` estimate for a block whose limit is ``limit`` (a near miss's effect,
-    beside their resolutions), in each check's units: the drift's and the covariance's errors (limit less claim)
-    projected on the claim's (``drift_scale``, ``diffusion_scale``; none for a zero claim) and their largest
-    component (``drift``, ``diffusion``)."""
-    b, b_limit = (upper(sde.drift(state[None])[0]) for sde in (claim, limit))
-    sigma, sigma_limit = (sde.diffusion(state[None])[0] for sde in (claim, limit))
-    rows = np.triu_indices(sigma.shape[0])
-    noise_unit, cov_unit = units(sigma, state)
-    effects = {
-        "drift": float(np.max(np.abs(b_limit - b))) / noise_unit,
-        "diffusion": float(np.max(np.abs(sigma_limit - sigma)[rows])) / cov_unit,
-    }
-    if np.any(b):
-        effects["drift_scale"] = float((b_limit - b) @ b / scale_norm(b, noise_unit))
-    if np.any(sigma[rows]):
-        effects["diffusion_scale"] = float((sigma_limit - sigma)[rows] @ sigma[rows] / scale_norm(sigma[rows], 0.0))
-    return effects
 
 
 def _scale_check(name, per_width, claimed, weights, allowance, note, args, floor: float = 0.0) -> list[Check]:

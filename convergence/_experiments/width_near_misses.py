@@ -1,7 +1,8 @@
 """The proportional limit's three models (joint-limits), each at the state it is judged at, their near misses (none a
 symmetry of the network's law: a shaping, temperature, branch weight or depth ratio 10% off, the diffusion scaled or
 without the skip's cross term, the infinite-width ODE) and their local judgements on one set of samples, which the
-joint-limits study reports as findings and the power study (and mutant-seeds over seeds) as claims."""
+joint-limits study reports as findings and the power study (and mutant-seeds over seeds) as claims; and what a near
+miss moves each check by (``check_effects``: in power, whether it is a claim)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from .._models import (
     ShapedMLPBlock,
     covariance_limit,
     covariance_sde,
+    upper,
 )
 from .._statistics import FAMILY_ALPHA, Check
-from .covariance_local import WidthLadder, covariance_local_checks
+from .covariance_local import WidthLadder, covariance_local_checks, scale_norm, units
 
 CORRELATED = np.array([[1.0, 0.5], [0.5, 1.0]])
 MLP = ShapedMLPBlock(2, c_plus=1.5, c_minus=-1.5, rate=1.0)
@@ -94,3 +96,23 @@ def width_judgements(
         true = judge(covariance_limit(block), "derived", alpha)
         judged[model] = true, {name: judge(wrong, name, FAMILY_ALPHA) for name, wrong in wrong_claims[model].items()}
     return judged
+
+
+def check_effects(limit: CovarianceSDE, claim: CovarianceSDE, state: np.ndarray) -> dict[str, float]:
+    """What the checks of ``claim`` at ``state`` estimate for a block whose limit is ``limit`` (a near miss's effect,
+    beside their resolutions), in each check's units: the drift's and the covariance's errors (limit less claim)
+    projected on the claim's (``drift_scale``, ``diffusion_scale``; none for a zero claim) and their largest
+    component (``drift``, ``diffusion``)."""
+    b, b_limit = (upper(sde.drift(state[None])[0]) for sde in (claim, limit))
+    sigma, sigma_limit = (sde.diffusion(state[None])[0] for sde in (claim, limit))
+    rows = np.triu_indices(sigma.shape[0])
+    noise_unit, cov_unit = units(sigma, state)
+    effects = {
+        "drift": float(np.max(np.abs(b_limit - b))) / noise_unit,
+        "diffusion": float(np.max(np.abs(sigma_limit - sigma)[rows])) / cov_unit,
+    }
+    if np.any(b):
+        effects["drift_scale"] = float((b_limit - b) @ b / scale_norm(b, noise_unit))
+    if np.any(sigma[rows]):
+        effects["diffusion_scale"] = float((sigma_limit - sigma)[rows] @ sigma[rows] / scale_norm(sigma[rows], 0.0))
+    return effects
