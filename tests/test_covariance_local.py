@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import convergence as cv
-from convergence._experiments import WidthLadder, draw_width, extrapolation_weights, rate_margin
-from convergence._experiments.covariance_local import fail_gate, scale_gate
+from convergence._experiments import WidthLadder, covariance_local, draw_width, extrapolation_weights, rate_margin
 from convergence._models import covariance, upper
 from verify._models import frame_states
 
@@ -252,8 +251,10 @@ def test_a_scale_check_is_gated_on_its_own_series_not_on_every_component():
     limit = np.array([[0.03 + 3.0 / n, 0.3 * k] for k, n in enumerate(widths)])
     per_width = [mean + 0.01 * rng.standard_normal((samples, 2)) for mean in limit]
     allowance = np.full(2, 0.001)
-    assert fail_gate(per_width, allowance, 1.0, z)[0] == "regime"
+    assert covariance_local.fail_gate(per_width, allowance, 1.0, z)[0] == "regime"
     args = (z, {}, 0.997, 0.9, 0.1)
     weights = extrapolation_weights(widths, 1.0)
-    gate, widened = scale_gate("drift_scale", per_width, np.array([1.0, 0.0]), allowance, 0.0, weights, "", args, 1.0)
+    gate, widened = covariance_local.scale_gate(
+        "drift_scale", per_width, np.array([1.0, 0.0]), allowance, 0.0, weights, "", args, 1.0
+    )
     assert (gate, widened) == ("shown", "fail")

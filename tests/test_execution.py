@@ -555,19 +555,23 @@ def test_compiled_sympy_functions_ship_to_workers_without_a_module_search():
     time there). The suite's lambdified functions carry a module: the textbook claim's Euler scheme, the derived
     drift of a normalised step, a covariance SDE, an overlap SDE's coefficients and the latent diffusion's variance
     reach none without one, and each still round-trips by value."""
-    from convergence._experiments.weak_overlap import overlap_coefficients
-    from convergence._models import ResidualBlock, covariance_limit, textbook_problems
-    from convergence._models.latent_diffusion import _continuous_variance
-    from convergence._models.normalised_step import _compiled
+    from convergence._experiments import overlap_coefficients
+    from convergence._models import (
+        ResidualBlock,
+        covariance_limit,
+        latent_diffusion,
+        normalised_step,
+        textbook_problems,
+    )
     from convergence._paths import EulerMaruyama
     from convergence._studies.calibration_cases import textbook_claim
 
     shipped = {
         "Euler scheme": EulerMaruyama(textbook_claim(textbook_problems()["linear"], "ito")),
-        "normalised step": _compiled(),
+        "normalised step": normalised_step._compiled(),
         "covariance SDE": covariance_limit(ResidualBlock(2, "relu")),
         "overlap SDE": overlap_coefficients(4, 1.0, 0.5),
-        "latent variance": _continuous_variance(),
+        "latent variance": latent_diffusion._continuous_variance(),
     }
     for name, task in shipped.items():
         recorder = _FunctionRecorder(io.BytesIO())
