@@ -242,36 +242,30 @@ def state_checks(
     )
     args = (z, config, confidence, power, target)
 
-    def judged(drift_bias: np.ndarray, cov_bias: np.ndarray) -> list[Check]:
-        allowances = (drift_bias, cov_bias)
-        return claim_checks(drifts, terms, b, sigma_terms, weights, allowances, (noise_unit, cov_unit), note, args)
-
-    checks = judged(drift_allowance, cov_allowance)
+    allowances = (drift_allowance, cov_allowance)
+    checks = claim_checks(drifts, terms, b, sigma_terms, weights, allowances, (noise_unit, cov_unit), note, args)
     if checks_estimate(block):
         checks.append(_estimate_check(ladder, state, samples, single, noise_unit, note, args))
-    if not any(c.verdict == FAIL for c in checks):
-        return checks
-    (drift_gate, drift_margin), (cov_gate, cov_margin) = (
-        fail_gate(drifts, drift_allowance, block.rate, z),
-        fail_gate(terms, cov_allowance, block.rate, z),
-    )
-    widened = {c.name: c.verdict for c in judged(drift_allowance + drift_margin, cov_allowance + cov_margin)}
-    gates = {"drift": drift_gate, "diffusion": cov_gate}
-    scales = (
-        ("drift_scale", drifts, b, drift_allowance, noise_unit),
-        ("diffusion_scale", terms, sigma_terms, cov_allowance, 0.0),
-    )
-    for name, *series in scales:  # a scale check is gated on its own series (an absent one never failed)
-        gates[name], widened[name] = scale_gate(name, *series, weights, note, args, block.rate)
+    failed = {c.name for c in checks if c.verdict == FAIL}
+    gates, widened = {}, {}
+    vectors = {"drift": (drifts, drift_allowance, noise_unit), "diffusion": (terms, cov_allowance, cov_unit)}
+    for name in failed & vectors.keys():  # a vector check is gated on every component
+        per_width, allowance, unit = vectors[name]
+        gates[name], margin = fail_gate(per_width, allowance, block.rate, z)
+        widened[name] = _coordinates_check(name, per_width, weights, allowance + margin, unit, note, args).verdict
+    scales = {
+        "drift_scale": (drifts, b, drift_allowance, noise_unit),
+        "diffusion_scale": (terms, sigma_terms, cov_allowance, 0.0),
+    }
+    for name in failed & scales.keys():  # a scale check on its own series, the projection it extrapolates
+        gates[name], widened[name] = scale_gate(name, *scales[name], weights, note, args, block.rate)
     return [undecided_fail(c, gates.get(c.name, ""), widened.get(c.name, FAIL)) for c in checks]
 
 
 def scale_gate(name, per_width, claimed, allowance, floor, weights, note, args, rate) -> tuple[str, object]:
     """``fail_gate`` on what a scale check extrapolates, the projection of the errors on ``claimed`` per sample (not
     on every component: one out of the rate's regime need not move the projection), and the check's verdict with its
-    allowance widened by that series' ``rate_margin``; none for a zero claim (it has no scale check)."""
-    if not np.any(claimed):
-        return "", FAIL
+    allowance widened by that series' ``rate_margin``."""
     norm = scale_norm(claimed, floor)
     projected = [(x @ claimed / norm)[:, None] for x in per_width]
     bias = along(allowance, claimed)

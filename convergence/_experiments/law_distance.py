@@ -196,7 +196,8 @@ def samples_advice(
     and when that bound's fixed part reaches the target no sample size decides at these levels."""
     remainder = remainder_ratio(ladder.levels, rate)
     weights = (departure(rate), EULER)
-    lower = [max(norm.value(ladder, w) - norm.halfwidth(ladder, w, alpha), 0.0) for w in weights]
+    values = [norm.value(ladder, w) for w in weights]
+    lower = [max(v - norm.halfwidth(ladder, w, alpha), 0.0) for v, w in zip(values, weights)]
     fixed = 2 * (remainder * lower[0] + lower[1] + rounding)
     if fixed >= target:
         return (
@@ -210,8 +211,8 @@ def samples_advice(
         return f"about {planned} samples a level (the reference's in proportion) would decide"
     return (
         f"at least about {math.ceil(ladder.sizes[0] * ratio)} samples a level (the reference's in proportion) would "
-        f"be needed, more if the departure from the ratio ({norm.value(ladder, weights[0]):.3g} measured) or the "
-        f"reference's S against S/2 steps ({norm.value(ladder, weights[1]):.3g}) exceed their lower ends"
+        f"be needed, more if the departure from the ratio ({values[0]:.3g} measured) or the reference's S against "
+        f"S/2 steps ({values[1]:.3g}) exceed their lower ends"
     )
 
 
